@@ -1,0 +1,28 @@
+# Two entry points a new user needs (see README.md): `make demo` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CONSTRAINTS := .ci/constraints.txt
+
+$(BIN)/judgepanel: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[test]'
+	touch $@
+
+.PHONY: install demo test lint bench
+install: $(BIN)/judgepanel
+
+demo: install
+	cd $(or $(DEMO_DIR),.) && $(abspath $(BIN))/judgepanel --db sqlite:///demo.db demo
+
+lint: install
+	$(BIN)/ruff check judgepanel tests benchmarks migrations
+	$(BIN)/ruff format --check judgepanel tests benchmarks migrations
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -n 2 --dist loadgroup
+
+bench: install
+	$(BIN)/python -m benchmarks

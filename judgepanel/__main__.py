@@ -1,0 +1,3 @@
+from judgepanel.cli import main
+
+main()

@@ -1,0 +1,120 @@
+"""`judgepanel data …`: import items and labels; derive pair sets; find duplicated annotation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.cli.render import emit_json, table
+from judgepanel.datasets.generic import parse_items, parse_labels
+from judgepanel.datasets.summeval import parse_summeval
+from judgepanel.store.imports import ImportResult, import_parsed
+from judgepanel.store.queries import create_pair_set, find_duplicates, list_datasets
+
+app = typer.Typer(help="Import datasets and derive pair sets.", no_args_is_help=True)
+
+REPLACE = typer.Option(False, "--replace", help="Replace a dataset that holds a different import.")
+JSON = typer.Option(False, "--json", help="Print one JSON object.")
+
+
+def _report(result: ImportResult, json_: bool) -> None:
+    if json_:
+        emit_json(result.as_dict())
+        return
+    if result.unchanged:
+        typer.echo(f"{result.dataset}: already imported from the same file(s); nothing changed")
+        return
+    skipped = ", ".join(f"{k}: {v}" for k, v in result.skipped.items())
+    typer.echo(
+        f"{result.dataset}: {result.items_added} items, {result.labels_added} labels, "
+        f"{result.annotators} annotators" + (f"; skipped {skipped}" if skipped else "")
+    )
+
+
+@app.command("import-summeval")
+def import_summeval(
+    ctx: typer.Context,
+    annotations: Path = typer.Argument(..., help="model_annotations*.jsonl (plain or .gz)"),
+    articles: Path | None = typer.Option(None, "--articles", help="articles.jsonl(.gz) with id and text"),
+    name: str = typer.Option("summeval", "--name"),
+    replace: bool = REPLACE,
+    json_: bool = JSON,
+) -> None:
+    """Import SummEval rows: items grouped by article, 3 experts and 5 crowd workers."""
+    parsed = parse_summeval(annotations, articles)
+    _report(import_parsed(state(ctx).engine(), name, parsed, replace=replace), json_)
+
+
+@app.command("import-labels")
+def import_labels(
+    ctx: typer.Context,
+    file: Path = typer.Argument(
+        ..., help="CSV or JSONL: item_id, annotator, group, dimension, value[, rationale]"
+    ),
+    dataset: str = typer.Option(..., "--dataset"),
+    replace: bool = REPLACE,
+    json_: bool = JSON,
+) -> None:
+    """Import human (or external judge) labels; items are created as needed."""
+    _report(import_parsed(state(ctx).engine(), dataset, parse_labels(file), replace=replace), json_)
+
+
+@app.command("import-items")
+def import_items(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="JSONL: id, group, input, output, system, split, meta"),
+    dataset: str = typer.Option(..., "--dataset"),
+    replace: bool = REPLACE,
+    json_: bool = JSON,
+) -> None:
+    """Import the items of a dataset (what judges will see)."""
+    _report(import_parsed(state(ctx).engine(), dataset, parse_items(file), replace=replace), json_)
+
+
+@app.command("pairs")
+def pairs(
+    ctx: typer.Context,
+    dataset: str = typer.Argument(...),
+    name: str = typer.Option(..., "--name", help="Name under which the pair set is stored."),
+    seed: int = typer.Option(42, "--seed"),
+    sample: int = typer.Option(1000, "--sample", help="How many pairs to draw."),
+    tie_eps: float = typer.Option(1e-6, "--tie-eps", help="Mean-score gap below which a pair is a tie."),
+    replace: bool = REPLACE,
+    json_: bool = JSON,
+) -> None:
+    """Sample within-group pairs and derive each annotator's A/B/T preference."""
+    summary = create_pair_set(
+        state(ctx).engine(), dataset, name, seed=seed, sample=sample, tie_eps=tie_eps, replace=replace
+    )
+    if json_:
+        emit_json(summary.as_dict())
+        return
+    typer.echo(f"pair set {name}: {summary.sampled} of {summary.pairs_total} within-group pairs")
+    rows = [[g, *c.values()] for g, c in summary.labels_by_group.items()]
+    table("labels by group", ["group", "A", "B", "T"], [*rows, ["all", *summary.labels.values()]])
+
+
+@app.command("duplicates")
+def duplicates(ctx: typer.Context, dataset: str = typer.Argument(...), json_: bool = JSON) -> None:
+    """Items where every annotator of a group gave the identical full score vector."""
+    d = find_duplicates(state(ctx).engine(), dataset)
+    if json_:
+        emit_json(d.as_dict())
+        return
+    table(
+        "identical score vectors within a group",
+        ["group", "items", "of checked"],
+        [[g, d.by_group[g], d.items_checked[g]] for g in d.by_group],
+    )
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json_: bool = JSON) -> None:
+    """The datasets in the database."""
+    rows = list_datasets(state(ctx).engine())
+    if json_:
+        emit_json({"datasets": rows})
+        return
+    table("datasets", ["name", "kind", "items", "labels"], [list(r.values()) for r in rows])

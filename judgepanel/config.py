@@ -1,0 +1,13 @@
+"""Settings shared by the CLI and the library."""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_DB_URL = "sqlite:///judgepanel.db"
+DB_ENV = "JUDGEPANEL_DB"
+
+
+def database_url(explicit: str | None = None) -> str:
+    """`--db` wins, then $JUDGEPANEL_DB, then a SQLite file in the working directory."""
+    return explicit or os.environ.get(DB_ENV) or DEFAULT_DB_URL

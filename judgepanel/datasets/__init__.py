@@ -1,0 +1,1 @@
+"""Importers: files in, plain records out (no database access)."""

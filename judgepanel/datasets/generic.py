@@ -1,0 +1,148 @@
+"""Generic imports: labels (CSV or JSONL) and items (JSONL) for any dataset."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from judgepanel.datasets.records import (
+    AnnotatorRecord,
+    ItemRecord,
+    LabelRecord,
+    ParsedDataset,
+    iter_lines,
+    open_text,
+    parse_number,
+    sha256_files,
+)
+from judgepanel.errors import BadInput
+
+LABEL_FIELDS = ("item_id", "annotator", "group", "dimension", "value")
+KINDS = ("human", "llm")
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV (header line 1) or JSONL file, with their line numbers."""
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith(".csv"):
+        try:
+            with open_text(path) as f:
+                reader = csv.DictReader(f)
+                missing = [c for c in LABEL_FIELDS if c not in (reader.fieldnames or [])]
+                if missing:
+                    raise BadInput(f"{path}:1: missing column(s) {', '.join(missing)}")
+                for row in reader:
+                    if None in row:
+                        raise BadInput(f"{path}:{reader.line_num}: more fields than the header has")
+                    yield reader.line_num, dict(row)
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise BadInput(f"{path}: cannot read as CSV: {exc}") from exc
+    elif name.endswith((".jsonl", ".ndjson", ".json")):
+        for n, line in iter_lines(path):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BadInput(f"{path}:{n}: not JSON: {exc.msg}") from exc
+            if not isinstance(row, dict):
+                raise BadInput(f"{path}:{n}: expected a JSON object")
+            yield n, row
+    else:
+        raise BadInput(f"{path}: unknown format; use .csv or .jsonl (optionally .gz)")
+
+
+def _text(
+    path: Path, n: int, row: dict[str, Any], key: str, *, required: bool = True, strip: bool = True
+) -> str | None:
+    v = row.get(key)
+    if v is None or (isinstance(v, str) and not v.strip()):
+        if required:
+            raise BadInput(f"{path}:{n}: field {key!r}: missing")
+        return None
+    if isinstance(v, bool) or not isinstance(v, str | int | float):
+        raise BadInput(f"{path}:{n}: field {key!r}: expected text or a number, got {type(v).__name__}")
+    return str(v).strip() if strip else str(v)
+
+
+def parse_labels(path: Path) -> ParsedDataset:
+    labels: list[LabelRecord] = []
+    annotators: dict[str, AnnotatorRecord] = {}
+    items: dict[str, ItemRecord] = {}
+    keys: set[tuple[str, str, str]] = set()
+    for n, row in _rows(path):
+        item_id = _text(path, n, row, "item_id")
+        name = _text(path, n, row, "annotator")
+        group = _text(path, n, row, "group", required=False)
+        dim = _text(path, n, row, "dimension", required=False) or ""
+        value = _text(path, n, row, "value")
+        kind = _text(path, n, row, "kind", required=False) or "human"
+        if kind not in KINDS:
+            raise BadInput(f"{path}:{n}: field 'kind': expected human or llm, got {kind!r}")
+        rationale = row.get("rationale")
+        if rationale is not None and not isinstance(rationale, str):
+            raise BadInput(f"{path}:{n}: field 'rationale': expected text")
+        assert item_id is not None and name is not None and value is not None
+        if (item_id, name, dim) in keys:
+            raise BadInput(
+                f"{path}:{n}: field 'value': a second label for {item_id} by {name} on {dim or '(no dimension)'}"
+            )
+        keys.add((item_id, name, dim))
+        prev = annotators.get(name)
+        if prev and (prev.group != group or prev.kind != kind):
+            raise BadInput(f"{path}:{n}: field 'group': annotator {name} changes group or kind")
+        annotators[name] = AnnotatorRecord(name, kind, group)
+        items.setdefault(item_id, ItemRecord(external_id=item_id, position=len(items)))
+        labels.append(LabelRecord(item_id, name, dim, parse_number(value), value, rationale or None))
+    if not labels:
+        raise BadInput(f"{path}: no label rows")
+    return ParsedDataset(
+        kind="labels",
+        source_hash=sha256_files(path),
+        items=list(items.values()),
+        annotators=list(annotators.values()),
+        labels=labels,
+        meta={"files": [str(path)]},
+        items_optional=True,
+    )
+
+
+ITEM_FIELDS = {"id", "item_id", "group", "input", "output", "system", "split", "meta"}
+
+
+def parse_items(path: Path) -> ParsedDataset:
+    items: list[ItemRecord] = []
+    seen: set[str] = set()
+    for n, row in _rows(path):
+        ext = _text(path, n, row, "item_id", required=False) or _text(path, n, row, "id")
+        assert ext is not None
+        if ext in seen:
+            raise BadInput(f"{path}:{n}: field 'id': duplicate item {ext}")
+        seen.add(ext)
+        meta = row.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise BadInput(f"{path}:{n}: field 'meta': expected an object")
+        extra = {k: v for k, v in row.items() if k not in ITEM_FIELDS}
+        items.append(
+            ItemRecord(
+                external_id=ext,
+                position=len(items),
+                group_key=_text(path, n, row, "group", required=False),
+                input=_text(path, n, row, "input", required=False, strip=False),
+                output=_text(path, n, row, "output", required=False, strip=False),
+                system=_text(path, n, row, "system", required=False),
+                split=_text(path, n, row, "split", required=False),
+                meta={**meta, **extra},
+            )
+        )
+    if not items:
+        raise BadInput(f"{path}: no item rows")
+    return ParsedDataset(
+        kind="items",
+        source_hash=sha256_files(path),
+        items=items,
+        annotators=[],
+        labels=[],
+        meta={"files": [str(path)]},
+    )

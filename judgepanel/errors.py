@@ -1,0 +1,64 @@
+"""The judgepanel error tree.
+
+Every failure a user can see is one of these, so the CLI can map it to an exit code and one line::
+
+    JudgepanelError                 exit 1 unless a subclass says otherwise
+    ├── BadInput                    exit 2: the user's file, option or query is wrong; nothing was written
+    ├── NotFound                    exit 2: a named dataset, pair set, campaign, rubric … does not exist
+    └── ProviderError               one failed model call; `error_class` is what the runner stores
+        ├── RateLimited             429 / quota-per-minute: wait (Retry-After) and retry
+        ├── Transient               5xx, 529 overloaded, timeouts, connection resets: retry with back-off
+        ├── Fatal                   400/401/403/404, exhausted quota: never retried
+        └── ParseFailure            the reply arrived but holds no verdict; stored with its raw text
+
+Provider errors carry no request headers, so an API key can never travel inside one.
+"""
+
+from __future__ import annotations
+
+
+class JudgepanelError(Exception):
+    """Base class; `exit_code` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class BadInput(JudgepanelError):
+    exit_code = 2
+
+
+class NotFound(JudgepanelError):
+    exit_code = 2
+
+
+class ProviderError(JudgepanelError):
+    error_class = "fatal"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        raw_body: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+        self.raw_body = raw_body
+
+
+class RateLimited(ProviderError):
+    error_class = "rate_limit"
+
+
+class Transient(ProviderError):
+    error_class = "transient"
+
+
+class Fatal(ProviderError):
+    error_class = "fatal"
+
+
+class ParseFailure(ProviderError):
+    error_class = "parse"

@@ -1,0 +1,1 @@
+"""The results database: models, engines, migrations and the query functions. The only package that writes SQL."""

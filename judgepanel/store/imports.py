@@ -1,0 +1,162 @@
+"""Writing parsed datasets: one transaction per import, so a failure leaves the database as it was.
+
+Rules (all checked inside the transaction):
+- the same file(s) imported again under the same name change nothing;
+- a different import under an existing dataset name is refused unless `replace=True`;
+- label files may be added to a dataset that so far holds only items (`import-items`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from judgepanel.datasets.records import ParsedDataset
+from judgepanel.errors import BadInput
+from judgepanel.store.engine import session_scope
+from judgepanel.store.models import Annotator, Dataset, Item, Label, utcnow
+
+CHUNK = 5_000
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    dataset: str
+    unchanged: bool
+    items_added: int
+    labels_added: int
+    annotators: int
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "unchanged": self.unchanged,
+            "items_added": self.items_added,
+            "labels_added": self.labels_added,
+            "annotators": self.annotators,
+            "skipped": self.skipped,
+        }
+
+
+def _record(parsed: ParsedDataset) -> dict[str, Any]:
+    return {
+        "kind": parsed.kind,
+        "sha256": parsed.source_hash,
+        "files": parsed.meta.get("files", []),
+        "at": utcnow().isoformat(timespec="seconds"),
+        "skipped": parsed.skipped,
+    }
+
+
+def _chunks(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    return [rows[i : i + CHUNK] for i in range(0, len(rows), CHUNK)]
+
+
+def import_parsed(engine: Engine, name: str, parsed: ParsedDataset, *, replace: bool = False) -> ImportResult:
+    if not name.strip():
+        raise BadInput("a dataset name must not be empty")
+    try:
+        with session_scope(engine) as s:
+            return _import(s, name, parsed, replace)
+    except IntegrityError as exc:
+        raise BadInput(
+            f"cannot import into {name!r}: it conflicts with stored rows ({exc.orig.__class__.__name__}); "
+            "a dataset used by a campaign cannot be replaced"
+        ) from exc
+
+
+def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> ImportResult:
+    ds = s.scalar(select(Dataset).where(Dataset.name == name))
+    if ds is not None:
+        imports: list[dict[str, Any]] = list(ds.meta.get("imports", []))
+        if any(i["sha256"] == parsed.source_hash for i in imports):
+            return ImportResult(name, True, 0, 0, 0, parsed.skipped)
+        adding_labels = parsed.items_optional and all(i["kind"] == "items" for i in imports)
+        if adding_labels:
+            pass
+        elif not replace:
+            last = imports[-1] if imports else {"kind": ds.kind, "files": []}
+            raise BadInput(
+                f"dataset {name!r} already holds a different {last['kind']} import "
+                f"({', '.join(last.get('files', [])) or 'unknown file'}); pass --replace to replace it"
+            )
+        elif parsed.items_optional:
+            # replace the labels, keep the items (campaigns may point at them)
+            s.execute(delete(Annotator).where(Annotator.dataset_id == ds.id))
+            imports = [i for i in imports if i["kind"] == "items"]
+        else:
+            s.delete(ds)
+            s.flush()
+            ds = None
+            imports = []
+    else:
+        imports = []
+    if ds is None:
+        ds = Dataset(name=name, kind=parsed.kind, source_hash=parsed.source_hash, meta={})
+        s.add(ds)
+        s.flush()
+    ds.meta = {
+        **{k: v for k, v in parsed.meta.items() if k != "files"},
+        **{k: v for k, v in ds.meta.items() if k not in ("imports",)},
+        "imports": [*imports, _record(parsed)],
+    }
+    ds.source_hash = parsed.source_hash
+
+    existing = dict(s.execute(select(Item.external_id, Item.id).where(Item.dataset_id == ds.id)).all())
+    if existing and not parsed.items_optional:
+        raise BadInput(f"dataset {name!r} already has items; pass --replace")
+    next_pos = len(existing)
+    new_items: list[dict[str, Any]] = []
+    for it in parsed.items:
+        if it.external_id in existing:
+            continue
+        new_items.append(
+            {
+                "dataset_id": ds.id,
+                "external_id": it.external_id,
+                "position": next_pos + len(new_items),
+                "group_key": it.group_key,
+                "input": it.input,
+                "output": it.output,
+                "system": it.system,
+                "split": it.split,
+                "meta": it.meta,
+            }
+        )
+    for chunk in _chunks(new_items):
+        s.execute(insert(Item), chunk)
+    item_ids = dict(s.execute(select(Item.external_id, Item.id).where(Item.dataset_id == ds.id)).all())
+
+    annotator_ids: dict[str, int] = {}
+    stored = {a.name: a for a in s.scalars(select(Annotator).where(Annotator.dataset_id == ds.id))}
+    for a in parsed.annotators:
+        prev = stored.get(a.name)
+        if prev is None:
+            prev = Annotator(dataset_id=ds.id, name=a.name, kind=a.kind, group=a.group)
+            s.add(prev)
+            s.flush()
+        elif (prev.kind, prev.group) != (a.kind, a.group):
+            raise BadInput(
+                f"annotator {a.name!r} of {name!r} is {prev.kind}/{prev.group}, the file says {a.kind}/{a.group}"
+            )
+        annotator_ids[a.name] = prev.id
+
+    rows = [
+        {
+            "item_id": item_ids[lb.item_external_id],
+            "annotator_id": annotator_ids[lb.annotator],
+            "dimension": lb.dimension,
+            "value_num": lb.value_num,
+            "value_text": lb.value_text,
+            "rationale": lb.rationale,
+        }
+        for lb in parsed.labels
+    ]
+    for chunk in _chunks(rows):
+        s.execute(insert(Label), chunk)
+    return ImportResult(name, False, len(new_items), len(rows), len(annotator_ids), parsed.skipped)

@@ -1,0 +1,36 @@
+"""Test helpers: run the real CLI entry point in-process and capture what a user would see."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from judgepanel.cli import main
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        assert self.code == 0, self.stderr
+        lines = [ln for ln in self.stdout.splitlines() if ln.strip()]
+        assert len(lines) == 1, f"expected exactly one JSON line, got {self.stdout!r}"
+        return json.loads(lines[0])
+
+
+def cli(*args: str, db: str | None = None) -> CliResult:
+    argv = ([f"--db={db}"] if db else []) + [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return CliResult(code, out.getvalue(), err.getvalue())
