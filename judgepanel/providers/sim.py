@@ -1,0 +1,522 @@
+"""The simulated judge: a transparent lexical heuristic that answers judge prompts offline.
+
+Everything it produces is labelled simulated: `model_returned` is `sim/<model>`, the fingerprint
+is `judgepanel-sim-v1`, and every rationale starts with `[simulated]`. The same brain answers for
+the in-process `sim` provider and for the fake OpenAI/Anthropic server (`fakeserver.py`).
+
+How it reads a prompt. The prompt templates guarantee these tags in the final user message, and
+the LAST occurrence of each is the real one (an item may quote the tags itself)::
+
+    <source>…</source>              optional context (the article)
+    <candidate_a>…</candidate_a>    pairwise, front slot
+    <candidate_b>…</candidate_b>    pairwise, back slot
+    <candidate>…</candidate>        pointwise and clause prompts
+    <clause id="coherence.2">…</clause>   one per clause to check
+
+How it judges. A candidate's quality q ∈ [0, 1] is
+
+    q = 0.45·support + 0.25·coverage + 0.20·distinct + 0.10·length
+
+with `support` the share of the candidate's word bigrams found in the source (faithfulness),
+`coverage` the share of the source's ten most frequent content words the candidate mentions
+(relevance), `distinct` the share of distinct word trigrams (1 − repetition), and `length` 1 for
+20–120 words, n/20 below and 120/n above (without a source: support 0.75, coverage 0.6). On the
+bundled SummEval sample q has Spearman ρ ≈ 0.3 with the experts' mean score: a judge that agrees
+"somewhat" with humans. Each simulated model sees q through its own fixed noise N(0, noise²)
+seeded by model and candidate text (so it judges the same text the same way in AB and BA order,
+and different models disagree a little), plus per-request noise N(0, (noise/4)²), giving q̃. Then:
+
+* pairwise: A if q̃_A − q̃_B > 0.01, B if < −0.01, else tie; then with probability
+  `position_bias` the answer is replaced by the back slot, B: the bias moves that much probability
+  mass to whatever is shown second, which a swapped AB/BA design measures;
+* pointwise: score = clip(round(1 + 4·(q̃ − 0.70)/0.28), 1, 5);
+* clauses: each clause is checked against the feature its wording names (repetition → distinct,
+  source/fact/hallucination/consistent → support, main/key/cover/relevant → coverage,
+  length/concise/brief → length, else q) and is met when that feature seen through the model's
+  clause noise clears the feature's threshold (distinct 0.95, support 0.85, coverage 0.6,
+  length 0.9, q 0.85).
+
+Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
+probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies wrap their
+JSON in a fenced block after prose), else the bare JSON. With probability `parse_error_rate` the
+reply is unparseable: a refusal-like sentence or JSON cut off at the token limit.
+
+All randomness is drawn from a seed hashed from model, parameters, messages and reply kind, so the
+same request always gets the same reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+import re
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+from typing import Any, Literal
+
+from judgepanel.errors import Transient
+from judgepanel.providers.base import ChatRequest, ChatResult
+
+SIM_FINGERPRINT = "judgepanel-sim-v1"
+PAIRWISE = "pairwise_verdict"
+POINTWISE = "pointwise_verdict"
+CLAUSES = "clause_verdicts"
+REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES)
+
+ReplyStyle = Literal["json", "prose", "garbled"]
+
+_WORD = re.compile(r"[a-z0-9]+")
+_CLAUSE = re.compile(r"<clause\s+id\s*=\s*[\"']([^\"']+)[\"']\s*>(.*?)</clause>", re.DOTALL)
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "are",
+        "but",
+        "not",
+        "you",
+        "all",
+        "any",
+        "can",
+        "had",
+        "her",
+        "was",
+        "one",
+        "our",
+        "out",
+        "has",
+        "him",
+        "his",
+        "how",
+        "its",
+        "may",
+        "new",
+        "now",
+        "old",
+        "see",
+        "two",
+        "who",
+        "did",
+        "get",
+        "let",
+        "put",
+        "say",
+        "she",
+        "too",
+        "use",
+        "that",
+        "with",
+        "have",
+        "this",
+        "will",
+        "your",
+        "from",
+        "they",
+        "been",
+        "were",
+        "said",
+        "each",
+        "which",
+        "their",
+        "there",
+        "what",
+        "about",
+        "would",
+        "make",
+        "like",
+        "into",
+        "than",
+        "them",
+        "then",
+        "these",
+        "some",
+        "could",
+        "other",
+        "more",
+        "very",
+        "after",
+        "also",
+        "just",
+        "over",
+        "such",
+        "only",
+        "most",
+        "when",
+        "where",
+        "while",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """The simulator's knobs, read from spec / request parameters of the same names."""
+
+    position_bias: float = 0.0
+    noise: float = 0.05
+    parse_error_rate: float = 0.0
+    prose_rate: float = 0.1
+    error_rate: float = 0.0
+    latency: float = 0.0
+    jitter: float = 0.0
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> SimSettings:
+        defaults = cls()
+        values = {
+            name: float(params[name]) if name in params else getattr(defaults, name)
+            for name in cls.__dataclass_fields__
+        }
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """The lexical features one candidate is judged on, and their weighted sum `score`."""
+
+    support: float
+    coverage: float
+    distinct: float
+    length: float
+    words: int
+
+    @property
+    def score(self) -> float:
+        return 0.45 * self.support + 0.25 * self.coverage + 0.20 * self.distinct + 0.10 * self.length
+
+
+@dataclass(frozen=True)
+class SimReply:
+    """One simulated reply: the text as a model would send it, and the JSON object behind it."""
+
+    kind: str
+    text: str
+    structured: dict[str, Any] | None  # set when the text is exactly this JSON object
+    style: ReplyStyle
+    finish_reason: Literal["stop", "length"]
+    input_tokens: int
+    output_tokens: int
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+@lru_cache(maxsize=8192)
+def quality(candidate: str, source: str | None) -> Quality:
+    """The transparent heuristic in the module docstring."""
+    words = _words(candidate)
+    bigrams = list(pairwise(words))
+    trigrams = list(zip(words, words[1:], words[2:], strict=False))
+    if source is None:
+        support, coverage = 0.75, 0.6
+    else:
+        src = _source_profile(source)
+        support = sum(b in src.bigrams for b in bigrams) / len(bigrams) if bigrams else 0.0
+        present = set(words)
+        coverage = sum(w in present for w in src.key_words) / len(src.key_words) if src.key_words else 0.0
+    distinct = len(set(trigrams)) / len(trigrams) if trigrams else 1.0
+    n = len(words)
+    length = n / 20 if n < 20 else (1.0 if n <= 120 else 120 / n)
+    return Quality(support, coverage, distinct, length, n)
+
+
+@dataclass(frozen=True)
+class _Source:
+    bigrams: frozenset[tuple[str, str]]
+    key_words: tuple[str, ...]
+
+
+@lru_cache(maxsize=1024)
+def _source_profile(source: str) -> _Source:
+    words = _words(source)
+    counts = Counter(w for w in words if len(w) >= 3 and w not in _STOP)
+    return _Source(frozenset(pairwise(words)), tuple(w for w, _ in counts.most_common(10)))
+
+
+def last_tag(text: str, tag: str) -> str | None:
+    """The content of the LAST `<tag>…</tag>` in `text` (the template's own, after any quoted ones)."""
+    close = f"</{tag}>"
+    end = text.rfind(close)
+    if end < 0:
+        return None
+    start = text.rfind(f"<{tag}>", 0, end)
+    if start < 0:
+        return None
+    return text[start + len(tag) + 2 : end].strip()
+
+
+def clauses_in(text: str) -> list[tuple[str, str]]:
+    """Every `<clause id="…">…</clause>`, in order; a repeated id keeps its last text."""
+    found: dict[str, str] = {}
+    for cid, body in _CLAUSE.findall(text):
+        found.pop(cid, None)
+        found[cid] = body.strip()
+    return list(found.items())
+
+
+def final_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return content_text(message.get("content"))
+    return ""
+
+
+def content_text(content: Any) -> str:
+    """Message content as plain text: a string, or the text parts of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict) and "text" in part
+        )
+    return ""
+
+
+def request_seed(
+    model: str, params: Mapping[str, Any], messages: Sequence[Mapping[str, Any]], kind: str
+) -> int:
+    """A 64-bit seed from everything that identifies the request."""
+    blob = json.dumps(
+        [model, dict(sorted(params.items())), list(messages), kind], sort_keys=True, default=str
+    )
+    return int.from_bytes(hashlib.blake2b(blob.encode(), digest_size=8).digest(), "big")
+
+
+def _model_noise(model: str, key: str, sd: float) -> float:
+    """A fixed N(0, sd²) offset for this model looking at this text: its stable 'taste'."""
+    digest = hashlib.blake2b(f"{model}\x00{key}".encode(), digest_size=8).digest()
+    return random.Random(int.from_bytes(digest, "big")).gauss(0.0, sd)
+
+
+def count_tokens(text: str) -> int:
+    """A rough token count (≈ 4 characters a token), enough for simulated usage figures."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def infer_kind(schema_name: str | None, user_text: str) -> str:
+    if schema_name in REPLY_KINDS:
+        return schema_name
+    if "<clause" in user_text:
+        return CLAUSES
+    if "</candidate_b>" in user_text:
+        return PAIRWISE
+    return POINTWISE
+
+
+def _describe(label: str, q: Quality) -> str:
+    return (
+        f"{label}: {q.support:.0%} of its word pairs appear in the source, it mentions "
+        f"{q.coverage:.0%} of the source's key words, {q.distinct:.0%} distinct trigrams, {q.words} words"
+    )
+
+
+def _pairwise(
+    model: str, text: str, source: str | None, rng: random.Random, s: SimSettings
+) -> dict[str, Any]:
+    a, b = last_tag(text, "candidate_a"), last_tag(text, "candidate_b")
+    if a is None or b is None:
+        return {"rationale": "[simulated] I could not find both candidates.", "verdict": "tie"}
+    qa, qb = quality(a, source), quality(b, source)
+    seen_a = qa.score + _model_noise(model, a, s.noise) + rng.gauss(0.0, s.noise / 4)
+    seen_b = qb.score + _model_noise(model, b, s.noise) + rng.gauss(0.0, s.noise / 4)
+    diff = seen_a - seen_b
+    verdict = "A" if diff > 0.01 else ("B" if diff < -0.01 else "tie")
+    if rng.random() < s.position_bias:
+        verdict = "B"
+    why = {
+        "A": "A reads as the better of the two",
+        "B": "B reads as the better of the two",
+        "tie": "they are about as good",
+    }
+    rationale = f"[simulated] {_describe('A', qa)}; {_describe('B', qb)}. On balance {why[verdict]}."
+    return {"rationale": rationale, "verdict": verdict}
+
+
+def _pointwise(
+    model: str, text: str, source: str | None, rng: random.Random, s: SimSettings
+) -> dict[str, Any]:
+    cand = last_tag(text, "candidate")
+    if cand is None:
+        return {"rationale": "[simulated] I could not find the candidate.", "score": 1}
+    q = quality(cand, source)
+    seen = q.score + _model_noise(model, cand, s.noise) + rng.gauss(0.0, s.noise / 4)
+    score = min(5, max(1, round(1 + 4 * (seen - 0.70) / 0.28)))
+    return {"rationale": f"[simulated] {_describe('The candidate', q)}; overall {score}/5.", "score": score}
+
+
+_CLAUSE_FEATURES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("repeat", "repetit", "redundan", "duplicate"), "distinct"),
+    (("source", "fact", "support", "halluc", "consisten", "faithful", "accura", "contradict"), "support"),
+    (("main", "key", "cover", "relevan", "important", "essential"), "coverage"),
+    (("length", "concise", "brief", "short", "long", "verbose"), "length"),
+)
+_THRESHOLD = {"distinct": 0.95, "support": 0.85, "coverage": 0.6, "length": 0.9, "overall quality": 0.85}
+
+
+def _clause_feature(clause: str, q: Quality) -> tuple[str, float]:
+    lowered = clause.lower()
+    for stems, feature in _CLAUSE_FEATURES:
+        if any(stem in lowered for stem in stems):
+            return feature, float(getattr(q, feature))
+    return "overall quality", q.score
+
+
+def _clauses(model: str, text: str, source: str | None, rng: random.Random, s: SimSettings) -> dict[str, Any]:
+    cand = last_tag(text, "candidate") or ""
+    q = quality(cand, source)
+    verdicts: list[dict[str, Any]] = []
+    for cid, clause in clauses_in(text):
+        feature, value = _clause_feature(clause, q)
+        seen = value + _model_noise(model, f"{cid}\x00{cand}", s.noise) + rng.gauss(0.0, s.noise / 4)
+        met = seen > _THRESHOLD[feature]
+        verdicts.append(
+            {
+                "id": cid,
+                "met": met,
+                "rationale": f"[simulated] {feature} {value:.2f} -> {'met' if met else 'not met'}",
+            }
+        )
+    met_count = sum(v["met"] for v in verdicts)
+    return {"clauses": verdicts, "rationale": f"[simulated] {met_count} of {len(verdicts)} clauses met."}
+
+
+_GARBLED = (
+    "I'm sorry, but I can't determine an answer from the text provided.",
+    "Both texts have strengths and weaknesses; it depends on what the reader values.",
+)
+
+
+def simulate(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    schema_name: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    structured: bool = False,
+) -> SimReply:
+    """Answer one judge prompt. `structured` means the caller asked for schema-constrained output
+    (OpenAI `response_format`, Anthropic forced tool): the reply is then the bare JSON object."""
+    params = dict(params or {})
+    settings = SimSettings.from_params(params)
+    text = final_user_text(messages)
+    kind = infer_kind(schema_name, text)
+    rng = random.Random(request_seed(model, params, messages, kind))
+    source = last_tag(text, "source")
+    answer = {PAIRWISE: _pairwise, POINTWISE: _pointwise, CLAUSES: _clauses}[kind](
+        model, text, source, rng, settings
+    )
+    compact = json.dumps(answer, ensure_ascii=False)
+    style: ReplyStyle = "json"
+    finish: Literal["stop", "length"] = "stop"
+    obj: dict[str, Any] | None = answer
+    if rng.random() < settings.parse_error_rate:
+        style, obj = "garbled", None
+        if structured or rng.random() < 0.5:
+            reply, finish = compact[: max(1, len(compact) // 3)], "length"
+        else:
+            reply = rng.choice(_GARBLED)
+    elif not structured and rng.random() < settings.prose_rate:
+        style, obj = "prose", None
+        reply = _prose(kind, answer)
+    else:
+        reply = compact
+    prompt_chars = sum(len(content_text(m.get("content"))) for m in messages)
+    return SimReply(
+        kind=kind,
+        text=reply,
+        structured=obj,
+        style=style,
+        finish_reason=finish,
+        input_tokens=max(1, math.ceil(prompt_chars / 4)) + 4 * len(messages),
+        output_tokens=count_tokens(reply),
+    )
+
+
+def _prose(kind: str, answer: dict[str, Any]) -> str:
+    if kind == PAIRWISE:
+        return f"{answer['rationale']}\n\nVerdict: {answer['verdict']}"
+    if kind == POINTWISE:
+        return f"{answer['rationale']}\n\nScore: {answer['score']}"
+    body = json.dumps(answer, ensure_ascii=False, indent=2)
+    return f"Here is my clause-by-clause assessment.\n\n```json\n{body}\n```"
+
+
+class SimProvider:
+    """The offline `sim` provider: the brain above behind the `Provider` protocol.
+
+    Parameters come from the spec, overridden by `ChatRequest.params`. `error_rate` raises
+    `Transient` on that share of attempts; the draw is seeded by the request and the attempt number
+    (counted per provider instance), so retries can succeed while a fresh run repeats exactly.
+    `latency` (seconds, ± uniform `jitter`) is slept before answering."""
+
+    def __init__(self, name: str, model: str, params: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.model = model
+        self._params = dict(params or {})
+        self._attempts: dict[int, int] = {}
+
+    async def complete(self, request: ChatRequest, *, timeout: float) -> ChatResult:
+        started = time.perf_counter()
+        params = {**self._params, **request.params}
+        settings = SimSettings.from_params(params)
+        answer_params = {
+            k: v for k, v in params.items() if k not in ("error_rate", "latency", "jitter", "timeout")
+        }
+        seed = request_seed(self.model, answer_params, request.messages, request.schema_name)
+        attempt = self._attempts.get(seed, 0)
+        self._attempts[seed] = attempt + 1
+        draw = random.Random(seed ^ (attempt + 1) * 0x9E3779B97F4A7C15)
+        delay = max(0.0, settings.latency + draw.uniform(-settings.jitter, settings.jitter))
+        if delay > timeout:
+            await asyncio.sleep(timeout)
+            raise Transient(f"sim {self.model}: timed out after {timeout:g} s", status=None)
+        if delay:
+            await asyncio.sleep(delay)
+        if draw.random() < settings.error_rate:
+            body = json.dumps({"error": {"type": "overloaded_error", "message": "simulated transient error"}})
+            raise Transient(
+                f"sim {self.model}: simulated transient error (HTTP 503)", status=503, raw_body=body
+            )
+        structured = request.schema is not None and bool(params.get("structured", True))
+        reply = simulate(
+            self.model,
+            request.messages,
+            schema_name=request.schema_name,
+            params=answer_params,
+            structured=structured,
+        )
+        model_returned = f"sim/{self.model}"
+        raw = json.dumps(
+            {
+                "simulated": True,
+                "model": model_returned,
+                "system_fingerprint": SIM_FINGERPRINT,
+                "content": reply.text,
+                "finish_reason": reply.finish_reason,
+                "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+            },
+            ensure_ascii=False,
+        )
+        return ChatResult(
+            text=reply.text,
+            raw_body=raw,
+            model_returned=model_returned,
+            system_fingerprint=SIM_FINGERPRINT,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            http_status=200,
+            structured=reply.structured if structured else None,
+        )
+
+    async def aclose(self) -> None:
+        return None

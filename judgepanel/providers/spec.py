@@ -1,0 +1,286 @@
+"""Judge specs: `PROVIDER:MODEL[?param=value&…]` parsed into a frozen, canonically named `JudgeSpec`.
+
+Examples::
+
+    openai:gpt-4o-mini
+    anthropic:claude-haiku-4-5?max_tokens=512
+    openai:qwen2.5:7b?base_url=http://127.0.0.1:11434/v1&temperature=0
+    sim:panel-a?position_bias=0.2&noise=0.1
+
+Parameters fall into three groups, and only the first two are part of the judge's identity:
+
+* sent to the model and part of every request hash (`JudgeSpec.request_params`): sampling
+  (`temperature`, `top_p`, `max_tokens`, `seed`, …), `structured=on|off`, and the simulator's
+  answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`);
+* endpoint: `base_url` (a different server may serve a different build of the "same" model);
+* operational, which never change an answer and so are left out of `name`: `timeout`, `rpm`,
+  `tpm`, `concurrency`, `price_in`, `price_out` (USD per million tokens), and the simulator's
+  `error_rate`, `latency`, `jitter`.
+
+Secrets are refused outright, whatever they are called (`api_key`, `key`, `token`, `secret`,
+`password`, …, or user:password in a `base_url`): keys come only from the environment, so the
+spec, which is stored in the database as the judge's name, can never carry one. Error messages
+name the offending parameter, never its value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, quote, urlsplit
+
+from judgepanel.errors import BadInput
+
+ParamValue = str | int | float | bool
+
+PROVIDERS = ("anthropic", "openai", "sim")
+
+_SECRET_NAMES = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "key",
+        "token",
+        "access_token",
+        "auth_token",
+        "bearer",
+        "auth",
+        "authorization",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "pwd",
+        "credential",
+        "credentials",
+        "x_api_key",
+    }
+)
+_SECRET_SUFFIXES = ("_key", "_token", "_secret", "_password", "_credentials")
+# Values shaped like provider keys are refused even under an innocent name.
+_KEY_SHAPED = re.compile(r"(?:sk-|sk_|xai-|gsk_|AIza)[A-Za-z0-9_\-]{12,}")
+
+
+def _float(
+    lo: float | None = None, hi: float | None = None, *, open_lo: bool = False
+) -> Callable[[str], float]:
+    def conv(raw: str) -> float:
+        value = float(raw)
+        if not math.isfinite(value):
+            raise ValueError("not a finite number")
+        if lo is not None and (value < lo or (open_lo and value == lo)):
+            raise ValueError(f"must be {'>' if open_lo else '>='} {lo:g}")
+        if hi is not None and value > hi:
+            raise ValueError(f"must be <= {hi:g}")
+        return value
+
+    return conv
+
+
+def _int(lo: int | None = None) -> Callable[[str], int]:
+    def conv(raw: str) -> int:
+        value = int(raw)
+        if lo is not None and value < lo:
+            raise ValueError(f"must be >= {lo}")
+        return value
+
+    return conv
+
+
+def _switch(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("on", "true", "1", "yes"):
+        return True
+    if lowered in ("off", "false", "0", "no"):
+        return False
+    raise ValueError("must be on or off")
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def conv(raw: str) -> str:
+        if raw not in options:
+            raise ValueError(f"must be one of {', '.join(options)}")
+        return raw
+
+    return conv
+
+
+def _base_url(raw: str) -> str:
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000/v1")
+    if parts.query or parts.fragment:
+        raise ValueError("must not carry a query string or fragment")
+    return raw.rstrip("/")
+
+
+def _version(raw: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
+        raise ValueError("must be a date such as 2023-06-01")
+    return raw
+
+
+_SAMPLING: dict[str, Callable[[str], ParamValue]] = {
+    "temperature": _float(0.0, 2.0),
+    "top_p": _float(0.0, 1.0, open_lo=True),
+    "max_tokens": _int(1),
+    "seed": _int(),
+    "structured": _switch,
+}
+_OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
+    "timeout": _float(0.0, open_lo=True),
+    "rpm": _float(0.0, open_lo=True),
+    "tpm": _float(0.0, open_lo=True),
+    "concurrency": _int(1),
+    "price_in": _float(0.0),
+    "price_out": _float(0.0),
+}
+_PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
+    "openai": {
+        "base_url": _base_url,
+        "frequency_penalty": _float(-2.0, 2.0),
+        "presence_penalty": _float(-2.0, 2.0),
+        "reasoning_effort": _choice("none", "minimal", "low", "medium", "high", "xhigh"),
+    },
+    "anthropic": {
+        "base_url": _base_url,
+        "top_k": _int(1),
+        "anthropic_version": _version,
+    },
+    "sim": {
+        "position_bias": _float(0.0, 1.0),
+        "noise": _float(0.0, 5.0),
+        "parse_error_rate": _float(0.0, 1.0),
+        "prose_rate": _float(0.0, 1.0),
+        "error_rate": _float(0.0, 1.0),
+        "latency": _float(0.0),
+        "jitter": _float(0.0),
+    },
+}
+# Never sent, never part of the name: they change how a call is made, not what it answers.
+OPERATIONAL_KEYS = frozenset({*_OPERATIONAL, "error_rate", "latency", "jitter"})
+ENDPOINT_KEYS = frozenset({"base_url"})
+
+
+def _is_secret_name(key: str) -> bool:
+    norm = key.strip().lower().replace("-", "_")
+    return norm in _SECRET_NAMES or norm.endswith(_SECRET_SUFFIXES)
+
+
+def _render(value: ParamValue) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One judge: provider, model and typed parameters; `name` is the canonical spec string.
+
+    `name` lists the identity parameters (everything except `OPERATIONAL_KEYS`) sorted by key, so
+    `sim:a?noise=0.1&position_bias=0.2` and `sim:a?position_bias=0.2&noise=0.10&timeout=5` name
+    the same judge, and `parse_spec(spec.name)` gives back a spec with the same name."""
+
+    provider: str
+    model: str
+    params: dict[str, ParamValue]
+    name: str
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def request_params(self) -> dict[str, ParamValue]:
+        """Parameters that shape the answer: put them into every `ChatRequest.params` (and so
+        into the request hash). Excludes the endpoint and operational parameters."""
+        return {
+            k: v
+            for k, v in sorted(self.params.items())
+            if k not in OPERATIONAL_KEYS and k not in ENDPOINT_KEYS
+        }
+
+    def get(self, key: str, default: ParamValue | None = None) -> ParamValue | None:
+        return self.params.get(key, default)
+
+    @property
+    def base_url(self) -> str | None:
+        value = self.params.get("base_url")
+        return str(value) if value is not None else None
+
+    @property
+    def structured(self) -> bool:
+        """Ask for structured output (JSON schema / forced tool) when the request has a schema."""
+        return bool(self.params.get("structured", True))
+
+    @property
+    def timeout(self) -> float | None:
+        value = self.params.get("timeout")
+        return float(value) if value is not None else None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def canonical_name(provider: str, model: str, params: Mapping[str, ParamValue]) -> str:
+    shown = sorted((k, v) for k, v in params.items() if k not in OPERATIONAL_KEYS)
+    if not shown:
+        return f"{provider}:{model}"
+    query = "&".join(f"{k}={quote(_render(v), safe=':/.-_~')}" for k, v in shown)
+    return f"{provider}:{model}?{query}"
+
+
+def parse_spec(text: str) -> JudgeSpec:
+    """Parse `PROVIDER:MODEL[?param=value&…]`; raise `BadInput` with one clear line on any mistake."""
+    raw = text.strip()
+    head, sep, query = raw.partition("?")
+    provider, colon, model = head.partition(":")
+    provider = provider.strip().lower()
+    model = model.strip()
+    if not colon or not provider or not model:
+        raise BadInput(f"judge spec must look like PROVIDER:MODEL[?param=value&…], got {head!r}")
+    if provider not in PROVIDERS:
+        raise BadInput(f"unknown provider {provider!r} in judge spec; known: {', '.join(PROVIDERS)}")
+    if _KEY_SHAPED.search(model):
+        raise BadInput("judge spec must not carry an API key; set it in the environment instead")
+    allowed = {**_SAMPLING, **_OPERATIONAL, **_PER_PROVIDER[provider]}
+    params: dict[str, ParamValue] = {}
+    pairs = parse_qsl(query, keep_blank_values=True) if sep else []
+    if sep and query.strip() and not pairs:
+        raise BadInput(f"judge spec parameters must be param=value pairs joined by '&', got {query!r}")
+    for key, value in pairs:
+        key = key.strip()
+        if _is_secret_name(key):
+            env = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(
+                provider, "the environment"
+            )
+            raise BadInput(
+                f"judge spec parameter {key!r} looks like a secret and is refused: keys come only from {env}"
+            )
+        if _KEY_SHAPED.search(value):
+            raise BadInput(f"judge spec parameter {key!r} holds something shaped like an API key; refused")
+        if key not in allowed:
+            raise BadInput(
+                f"unknown parameter {key!r} for provider {provider!r}; known: {', '.join(sorted(allowed))}"
+            )
+        if key in params:
+            raise BadInput(f"judge spec parameter {key!r} is given twice")
+        if key == "base_url":
+            _refuse_url_secrets(value)
+        try:
+            params[key] = allowed[key](value.strip())
+        except ValueError as exc:
+            raise BadInput(f"judge spec parameter {key!r}: {exc}") from None
+    ordered = dict(sorted(params.items()))
+    return JudgeSpec(provider, model, ordered, canonical_name(provider, model, ordered))
+
+
+def _refuse_url_secrets(value: str) -> None:
+    parts = urlsplit(value.strip())
+    if parts.username is not None or parts.password is not None:
+        raise BadInput("judge spec base_url must not carry credentials (user:password@); use the environment")
+    for qkey, _ in parse_qsl(parts.query, keep_blank_values=True):
+        if _is_secret_name(qkey):
+            raise BadInput(f"judge spec base_url must not carry a secret query parameter ({qkey!r})")

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import pytest
+
+from judgepanel.errors import BadInput
+from judgepanel.providers.spec import JudgeSpec, parse_spec
+
+
+def test_plain_specs() -> None:
+    spec = parse_spec("openai:gpt-4o-mini")
+    assert (spec.provider, spec.model, spec.params, spec.name) == (
+        "openai",
+        "gpt-4o-mini",
+        {},
+        "openai:gpt-4o-mini",
+    )
+    assert parse_spec("anthropic:claude-haiku-4-5").provider == "anthropic"
+
+
+def test_model_may_contain_colons_and_params_are_typed() -> None:
+    spec = parse_spec(
+        "openai:qwen2.5:7b?base_url=http://127.0.0.1:11434/v1/&temperature=0&max_tokens=256&seed=7"
+    )
+    assert spec.model == "qwen2.5:7b"
+    assert spec.params == {
+        "base_url": "http://127.0.0.1:11434/v1",
+        "max_tokens": 256,
+        "seed": 7,
+        "temperature": 0.0,
+    }
+    assert spec.base_url == "http://127.0.0.1:11434/v1"
+    assert spec.request_params() == {"max_tokens": 256, "seed": 7, "temperature": 0.0}
+
+
+def test_name_is_canonical_and_round_trips() -> None:
+    a = parse_spec("sim:judge?position_bias=0.2&noise=0.10&timeout=5&price_in=1")
+    b = parse_spec("SIM:judge?noise=0.1&position_bias=0.20")
+    assert a.name == b.name == "sim:judge?noise=0.1&position_bias=0.2"
+    assert parse_spec(a.name).name == a.name
+    assert parse_spec(a.name).params == {"noise": 0.1, "position_bias": 0.2}
+    assert hash(a) == hash(b)
+    assert a.timeout == 5.0 and "timeout" not in a.request_params()
+    same_temp = {parse_spec(f"openai:m?temperature={t}").name for t in ("0", "0.0", "0.00")}
+    assert same_temp == {"openai:m?temperature=0"}
+    weird = parse_spec("openai:m?base_url=http://h:1/v1&structured=off")
+    assert parse_spec(weird.name).params == weird.params
+    assert weird.structured is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "openai:m?api_key=sk-abcdef1234567890abcd",
+        "openai:m?key=abc",
+        "openai:m?token=abc",
+        "anthropic:m?auth_token=abc",
+        "openai:m?secret=abc",
+        "openai:m?password=abc",
+        "openai:m?API-KEY=abc",
+        "openai:m?openai_api_key=abc",
+        "openai:m?base_url=http://user:hunter2@127.0.0.1:8000/v1",
+        "openai:m?base_url=http://127.0.0.1:8000/v1?api-key=abc",
+        "openai:m?base_url=https://h/v1/sk-abcdefghijklmnopqrstuvwx",
+    ],
+)
+def test_secrets_are_refused_without_echoing_them(text: str) -> None:
+    with pytest.raises(BadInput) as info:
+        parse_spec(text)
+    message = str(info.value)
+    assert "secret" in message or "key" in message or "credentials" in message
+    for secret in ("hunter2", "sk-abcdef", "=abc"):
+        assert secret not in message
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("gpt-4o", "PROVIDER:MODEL"),
+        ("openai:", "PROVIDER:MODEL"),
+        ("azure:gpt-4o", "unknown provider"),
+        ("openai:m?temprature=0", "unknown parameter 'temprature'"),
+        ("openai:m?temperature=hot", "'temperature'"),
+        ("openai:m?temperature=3", "<= 2"),
+        ("openai:m?max_tokens=0", ">= 1"),
+        ("openai:m?seed=1&seed=2", "twice"),
+        ("openai:m?structured=maybe", "on or off"),
+        ("openai:m?base_url=ftp://h", "http(s) URL"),
+        ("sim:m?position_bias=1.5", "<= 1"),
+        ("openai:m?position_bias=0.2", "unknown parameter"),
+        ("anthropic:m?anthropic_version=latest", "date"),
+    ],
+)
+def test_bad_specs_say_what_is_wrong(text: str, fragment: str) -> None:
+    with pytest.raises(BadInput, match=None) as info:
+        parse_spec(text)
+    assert fragment in str(info.value)
+
+
+def test_spec_is_frozen() -> None:
+    spec = parse_spec("sim:a")
+    assert isinstance(spec, JudgeSpec)
+    with pytest.raises(AttributeError):
+        spec.model = "b"  # type: ignore[misc]
