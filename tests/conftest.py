@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,9 +48,9 @@ def _pg_admin_url() -> str:
     return url
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test."""
+@contextmanager
+def fresh_pg_database() -> Iterator[str]:
+    """Create an empty PostgreSQL database on the test server; drop it afterwards."""
     admin = make_url(_pg_admin_url()).set(drivername="postgresql+psycopg")
     name = f"jp_{uuid.uuid4().hex[:12]}"
     eng = create_engine(admin, isolation_level="AUTOCOMMIT")
@@ -61,6 +62,13 @@ def pg_url() -> Iterator[str]:
         with eng.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         eng.dispose()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test."""
+    with fresh_pg_database() as url:
+        yield url
 
 
 @pytest.fixture
@@ -83,3 +91,13 @@ def engine(db_url: str) -> Iterator[Engine]:
     migrate.upgrade(eng)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def module_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Like `db_url`, but one database per test module (for expensive read-mostly fixtures)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'judgepanel.db'}"
+    else:
+        with fresh_pg_database() as url:
+            yield url

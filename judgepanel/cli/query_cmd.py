@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from typing import Any
 
@@ -21,6 +22,8 @@ def _plain(v: Any) -> Any:
         return v.hex()
     if isinstance(v, int | float | str | bool) or v is None:
         return v
+    if isinstance(v, dict | list):  # JSON columns come back parsed on PostgreSQL, as text on SQLite
+        return json.dumps(v, sort_keys=True)
     return str(v)
 
 
