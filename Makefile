@@ -14,11 +14,13 @@ $(BIN)/judgepanel: pyproject.toml
 install: $(BIN)/judgepanel
 
 demo: install
-	cd $(or $(DEMO_DIR),.) && $(abspath $(BIN))/judgepanel --db sqlite:///demo.db demo
+	$(BIN)/judgepanel --db sqlite:///demo.db demo
+
+LINTED := judgepanel tests migrations $(wildcard benchmarks)
 
 lint: install
-	$(BIN)/ruff check judgepanel tests benchmarks migrations
-	$(BIN)/ruff format --check judgepanel tests benchmarks migrations
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 
 test: lint
