@@ -1,0 +1,56 @@
+"""What we ask a judge and how we read its answer.
+
+- `templates`: render prompts from the versioned Jinja templates in `prompts/` (`render_pairwise`,
+  `render_pointwise`, `render_clauses`), each with the hash of the template sources used;
+- `schemas`: the JSON schemas of the replies (structured output / tool input);
+- `parse`: `parse_reply`, structured output first, then the judge's last answer in the text;
+- `pairs`: presented -> canonical pairwise verdicts and the AB/BA combination table.
+"""
+
+from __future__ import annotations
+
+from judgepanel.protocol.pairs import (
+    COMBINATION_TABLE,
+    PairOutcome,
+    as_label,
+    combine_orders,
+    pair_outcome,
+    to_canonical,
+)
+from judgepanel.protocol.parse import ParsedVerdict, parse_reply
+from judgepanel.protocol.schemas import SCHEMA_NAMES, clauses_schema, pairwise_schema, pointwise_schema
+from judgepanel.protocol.templates import (
+    CONDITIONS,
+    ORDERS,
+    Prompt,
+    UnitText,
+    neutralise,
+    render_clauses,
+    render_pairwise,
+    render_pointwise,
+    template_hash,
+)
+
+__all__ = [
+    "COMBINATION_TABLE",
+    "CONDITIONS",
+    "ORDERS",
+    "SCHEMA_NAMES",
+    "PairOutcome",
+    "ParsedVerdict",
+    "Prompt",
+    "UnitText",
+    "as_label",
+    "clauses_schema",
+    "combine_orders",
+    "neutralise",
+    "pair_outcome",
+    "pairwise_schema",
+    "parse_reply",
+    "pointwise_schema",
+    "render_clauses",
+    "render_pairwise",
+    "render_pointwise",
+    "template_hash",
+    "to_canonical",
+]

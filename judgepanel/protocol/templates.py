@@ -1,0 +1,228 @@
+"""Rendering judge prompts from the versioned Jinja templates in `prompts/`.
+
+Each protocol has one user template (`pairwise.v1.j2`, `pointwise_{none,criteria,rubric}.v1.j2`,
+`clauses.v1.j2`) and all share `system.v1.j2`. A template is never edited once used: a change is a
+new file (`pairwise.v2.j2`) so stored requests keep meaning what they meant.
+
+`template_hash` is the sha256 of the sources actually used, system first, each followed by a NUL
+byte: ``sha256(system_src + "\\0" + user_src + "\\0")``. It changes whenever either file changes.
+
+Tag contract (the simulated judge and the parser rely on it). In the final user message:
+- the source/context is wrapped in `<source>…</source>` (shown once, also in pairwise prompts);
+- candidates in `<candidate_a>…</candidate_a>` / `<candidate_b>…</candidate_b>` (pairwise) or
+  `<candidate>…</candidate>` (pointwise and clauses);
+- clauses as `<clause id="coherence.2">text</clause>`.
+A text that itself contains one of these tags has its `<` written as `&lt;`, so each tag appears
+exactly once per prompt and an item cannot close its own container and pose as instructions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+
+from judgepanel.errors import BadInput
+from judgepanel.protocol.schemas import clauses_schema, pairwise_schema, pointwise_schema
+from judgepanel.resources import resource_dir
+from judgepanel.rubrics import DEFAULT_CANDIDATE, DEFAULT_RELATION, DEFAULT_SOURCE, Dimension, RubricDoc
+
+Order = Literal["AB", "BA"]
+Condition = Literal["none", "criteria", "rubric"]
+CONDITIONS: tuple[str, ...] = ("none", "criteria", "rubric")
+ORDERS: tuple[str, ...] = ("AB", "BA")
+
+SYSTEM_TEMPLATE = "system.v1"
+PAIRWISE_TEMPLATE = "pairwise.v1"
+POINTWISE_TEMPLATES: Mapping[str, str] = {
+    "none": "pointwise_none.v1",
+    "criteria": "pointwise_criteria.v1",
+    "rubric": "pointwise_rubric.v1",
+}
+CLAUSES_TEMPLATE = "clauses.v1"
+
+_RESERVED_TAG = re.compile(r"<(?=/?\s*(?:source|candidate_a|candidate_b|candidate|clause)\b)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class UnitText:
+    """What a judge sees of one item: its candidate output and, if any, its source/context."""
+
+    external_id: str
+    output: str
+    input: str | None = None
+
+
+@dataclass(frozen=True)
+class Prompt:
+    messages: list[dict[str, str]]  # [{"role": "system" | "user", "content": …}]
+    template_name: str  # e.g. "pairwise.v1"
+    template_hash: str  # sha256 of the template sources used (see module docstring)
+    schema: dict[str, Any]  # JSON schema of the expected reply
+    schema_name: str  # "pairwise_verdict" | "pointwise_verdict" | "clause_verdicts"
+
+
+@dataclass(frozen=True)
+class _Template:
+    name: str
+    source: str
+    compiled: jinja2.Template
+
+
+@lru_cache(maxsize=8)
+def _environment(folder: Path) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # plain text prompts; our own tags are neutralised by `neutralise`
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+
+
+@lru_cache(maxsize=32)
+def _load(folder: Path, name: str) -> _Template:
+    env = _environment(folder)
+    filename = f"{name}.j2"
+    try:
+        source, _, _ = env.loader.get_source(env, filename)  # type: ignore[union-attr]
+    except jinja2.TemplateNotFound as exc:
+        raise BadInput(f"no prompt template {filename} in {folder}") from exc
+    return _Template(name, source, env.from_string(source))
+
+
+def template_source(name: str) -> str:
+    """The source text of `prompts/<name>.j2`."""
+    return _load(resource_dir("prompts"), name).source
+
+
+def template_hash(*names: str) -> str:
+    """sha256 over the sources of `names`, in the order given, each followed by a NUL byte."""
+    h = hashlib.sha256()
+    for n in names:
+        h.update(template_source(n).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def neutralise(text: str) -> str:
+    """Write `<` as `&lt;` where it would open or close one of our tags; nothing else changes."""
+    return _RESERVED_TAG.sub("&lt;", text)
+
+
+def _article(noun: str) -> str:
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+def _render(name: str, schema: dict[str, Any], schema_name: str, context: dict[str, Any]) -> Prompt:
+    folder = resource_dir("prompts")
+    system = _load(folder, SYSTEM_TEMPLATE)
+    user = _load(folder, name)
+    messages = [
+        {"role": "system", "content": system.compiled.render(**context).strip()},
+        {"role": "user", "content": user.compiled.render(**context).strip()},
+    ]
+    return Prompt(messages, name, template_hash(SYSTEM_TEMPLATE, name), schema, schema_name)
+
+
+def _context(rubric: RubricDoc | None, source: str | None) -> dict[str, Any]:
+    candidate = rubric.candidate_label if rubric else DEFAULT_CANDIDATE
+    return {
+        "source": None if source is None or not source.strip() else neutralise(source.strip()),
+        "source_label": rubric.source_label if rubric else DEFAULT_SOURCE,
+        "candidate_label": candidate,
+        "a_candidate": _article(candidate),
+        "relation": rubric.relation if rubric else DEFAULT_RELATION,
+    }
+
+
+def _dimension(rubric: RubricDoc | None, dimension: str | None, *, required_by: str) -> Dimension:
+    if rubric is None:
+        raise BadInput(f"{required_by} needs a rubric")
+    if dimension is None:
+        if len(rubric.dimensions) == 1:
+            return rubric.dimensions[0]
+        raise BadInput(
+            f"{required_by} needs a dimension: rubric {rubric.name!r} has {', '.join(rubric.dimension_names)}"
+        )
+    return rubric.dimension(dimension)
+
+
+def _shared_source(a: UnitText, b: UnitText) -> str | None:
+    if a.input is not None and b.input is not None and a.input.strip() != b.input.strip():
+        raise BadInput(
+            f"items {a.external_id!r} and {b.external_id!r} answer different sources; "
+            "a pairwise comparison needs one shared source"
+        )
+    return a.input if a.input is not None else b.input
+
+
+def render_pairwise(
+    a: UnitText,
+    b: UnitText,
+    *,
+    order: Order,
+    dimension: str | None,
+    rubric: RubricDoc | None,
+) -> Prompt:
+    """Ask which of two candidates is better. `order` "AB" shows `a` in slot A, "BA" shows `b`
+    there. With a rubric and a dimension the dimension's definition and criteria are shown; with a
+    dimension but no rubric only its name; with neither, overall quality."""
+    if order not in ORDERS:
+        raise BadInput(f"order must be AB or BA, got {order!r}")
+    first, second = (a, b) if order == "AB" else (b, a)
+    dim: Dimension | None = None
+    if rubric is not None and (dimension is not None or len(rubric.dimensions) == 1):
+        dim = _dimension(rubric, dimension, required_by="a pairwise prompt")
+    context = _context(rubric, _shared_source(a, b))
+    context |= {
+        "dimension": dim,
+        "dimension_name": dim.name if dim else dimension,
+        "candidate_a": neutralise(first.output.strip()),
+        "candidate_b": neutralise(second.output.strip()),
+    }
+    return _render(PAIRWISE_TEMPLATE, pairwise_schema(), "pairwise_verdict", context)
+
+
+def render_pointwise(
+    item: UnitText,
+    *,
+    condition: Condition,
+    dimension: str | None,
+    rubric: RubricDoc | None,
+) -> Prompt:
+    """Ask for a 1–5 score. `none`: overall quality, or the dimension by name only, no rubric
+    needed; `criteria`: the dimension's definition and list of what to inspect; `rubric`: the
+    same plus a description of every score level. The conditions are nested on purpose, so a
+    difference between two of them is the effect of what the richer one adds."""
+    if condition not in POINTWISE_TEMPLATES:
+        raise BadInput(f"condition must be one of {', '.join(CONDITIONS)}, got {condition!r}")
+    dim: Dimension | None = None
+    if condition != "none":
+        dim = _dimension(rubric, dimension, required_by=f"condition {condition!r}")
+    context = _context(rubric, item.input)
+    context |= {
+        "dimension": dim,
+        "dimension_name": dim.name if dim else dimension,
+        "candidate": neutralise(item.output.strip()),
+    }
+    return _render(POINTWISE_TEMPLATES[condition], pointwise_schema(), "pointwise_verdict", context)
+
+
+def render_clauses(item: UnitText, *, dimension: str, rubric: RubricDoc) -> Prompt:
+    """Ask for met / not met on every clause of one dimension, in one call."""
+    dim = _dimension(rubric, dimension, required_by="a clause prompt")
+    context = _context(rubric, item.input)
+    context |= {
+        "dimension": dim,
+        "clauses": [{"id": c.id, "text": neutralise(c.text)} for c in dim.clauses],
+        "candidate": neutralise(item.output.strip()),
+    }
+    return _render(CLAUSES_TEMPLATE, clauses_schema(dim.clause_ids), "clause_verdicts", context)
