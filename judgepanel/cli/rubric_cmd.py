@@ -1,0 +1,105 @@
+"""`judgepanel rubric …`: add rubric YAML files as versions, list them, show one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.cli.render import emit_json, table
+from judgepanel.errors import BadInput
+from judgepanel.rubrics import RubricDoc, bundled_rubrics, load_rubric_file
+from judgepanel.store.rubrics import add_rubric, get_rubric, list_rubrics, rubric_versions
+
+app = typer.Typer(help="Store rubrics as versions with stable clause ids.", no_args_is_help=True)
+
+JSON = typer.Option(False, "--json", help="Print one JSON object.")
+
+
+def _read(file: str, name: str | None) -> RubricDoc:
+    path = Path(file)
+    if path.exists():
+        return load_rubric_file(path, name=name)
+    bundled = bundled_rubrics()
+    if file in bundled:
+        return load_rubric_file(bundled[file], name=name)
+    raise BadInput(f"{file}: no such rubric file (bundled rubrics: {', '.join(bundled) or 'none'})")
+
+
+@app.command("add")
+def add(
+    ctx: typer.Context,
+    file: str = typer.Argument(
+        ..., help="Rubric YAML file, or the name of a bundled rubric (summeval, helpfulness)."
+    ),
+    name: str | None = typer.Option(None, "--name", help="Store under this name instead of the file's."),
+    note: str | None = typer.Option(None, "--note", help="Change note for a new version."),
+    json_: bool = JSON,
+) -> None:
+    """Add a rubric: identical content is a no-op, changed content becomes the next version."""
+    added = add_rubric(state(ctx).engine(), _read(file, name), change_note=note)
+    if json_:
+        emit_json(added.as_dict())
+        return
+    r = added.rubric
+    if not added.created:
+        typer.echo(f"{r.ref}: unchanged (identical to the latest version)")
+        return
+    parent = f", parent {r.name}@{r.parent_version}" if r.parent_version else ""
+    typer.echo(f"{r.ref} added: {len(r.doc.dimensions)} dimension(s), {len(r.doc.clauses)} clauses{parent}")
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json_: bool = JSON) -> None:
+    """The stored rubrics with their latest version."""
+    rows = list_rubrics(state(ctx).engine())
+    if json_:
+        emit_json({"rubrics": rows})
+        return
+    table(
+        "rubrics",
+        ["name", "latest", "versions", "dimensions", "clauses", "author", "created"],
+        [
+            [
+                r["name"],
+                r["latest_version"],
+                r["versions"],
+                ", ".join(r["dimensions"]),
+                r["clauses"],
+                r["author"],
+                r["created_at"],
+            ]
+            for r in rows
+        ],
+    )
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    ref: str = typer.Argument(..., metavar="NAME[@VERSION]", help="Latest version unless @VERSION is given."),
+    json_: bool = JSON,
+) -> None:
+    """One rubric version: its dimensions, criteria, anchors and clauses."""
+    engine = state(ctx).engine()
+    r = get_rubric(engine, ref)
+    versions = rubric_versions(engine, r.name)
+    if json_:
+        emit_json({**r.as_dict(), "versions": versions, "document": r.doc.to_dict()})
+        return
+    parent = f" (parent @{r.parent_version})" if r.parent_version else ""
+    typer.echo(
+        f"{r.ref}{parent}, {r.author}, {r.created_at:%Y-%m-%d %H:%M}; versions: {', '.join(map(str, versions))}"
+    )
+    if r.change_note:
+        typer.echo(f"note: {r.change_note}")
+    if r.doc.title:
+        typer.echo(r.doc.title)
+    for d in r.doc.dimensions:
+        typer.echo(f"\n{d.name}: {d.definition}")
+        for c in d.criteria:
+            typer.echo(f"  - {c}")
+        for level, text in d.anchors:
+            typer.echo(f"  {level}: {text}")
+        table(None, ["clause", "text"], [[c.id, c.text] for c in d.clauses])
