@@ -1,0 +1,192 @@
+"""The campaign workflow as library calls: create, estimate, run, retry parse failures.
+
+Everything `judgepanel campaign …` does is one of these functions, so it can be done from Python
+just the same::
+
+    from judgepanel.runner import create, estimate, run, RunOptions
+    create(engine, "c1", dataset="summeval", protocol="pairwise", pairs="p200",
+           judges=["openai:gpt-4o-mini?temperature=0"])
+    estimate(engine, "c1").cost_usd
+    run(engine, "c1", RunOptions(concurrency=32, rpm=3000, max_cost=5.0))
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from judgepanel.providers.spec import parse_spec
+from judgepanel.runner.budget import estimate_tokens, price_for
+from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
+from judgepanel.runner.plan import CampaignSpec
+from judgepanel.runner.prepare import CampaignContext, prepare
+from judgepanel.store import campaigns as store
+from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
+from judgepanel.store.engine import session_scope
+from judgepanel.store.rubrics import rubric_version
+
+# Expected reply length when nothing better is known: a short rationale and the verdict.
+OUTPUT_ESTIMATE = {"pairwise": 150, "pointwise": 150, "clauses": 60}
+OUTPUT_PER_CLAUSE = 40
+
+
+def create(
+    engine: Engine,
+    name: str,
+    *,
+    dataset: str,
+    protocol: str,
+    judges: Sequence[str],
+    pairs: str | None = None,
+    rubric: str | None = None,
+    conditions: Sequence[str] = ("none",),
+    dimensions: Sequence[str] = (),
+    repeats: int = 1,
+    split: str | None = None,
+    limit: int | None = None,
+) -> CampaignInfo:
+    """Plan a campaign: store it, its judges and every job (idempotent for the same spec)."""
+    specs = [parse_spec(j) for j in judges]
+    spec = CampaignSpec(
+        name=name,
+        dataset=dataset,
+        protocol=protocol,
+        judges=tuple(s.name for s in specs),
+        pairs=pairs,
+        rubric=rubric,
+        conditions=tuple(conditions) or ("none",),
+        dimensions=tuple(dimensions),
+        repeats=repeats,
+        split=split,
+        limit=limit,
+        judge_specs=tuple(j.strip() for j in judges),
+    )
+    spec.validate()
+    rv_id = None
+    if rubric:
+        with session_scope(engine) as s:
+            rv_id = rubric_version(s, rubric).id
+    records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
+    return store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+
+
+def _identity_params(params: dict[str, Any]) -> dict[str, Any]:
+    from judgepanel.providers.spec import OPERATIONAL_KEYS
+
+    return {k: v for k, v in params.items() if k not in OPERATIONAL_KEYS}
+
+
+# ---------------------------------------------------------------- estimates
+
+
+@dataclass(frozen=True)
+class Estimate:
+    jobs: int
+    calls: int  # calls still to make (jobs not done, minus those the cache will answer)
+    cached: int  # jobs the store already has an identical answer for
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None  # None when a judge's price is unknown
+    by_judge: dict[str, dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "jobs": self.jobs,
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "cached": self.cached,
+            "by_judge": self.by_judge,
+        }
+
+
+def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
+    """What running the rest of the campaign would take: every pending job's prompt is rendered
+    and counted (≈ 4 characters a token); output tokens are the judge's mean so far, else
+    `OUTPUT_ESTIMATE`, capped by its `max_tokens`; cost from the judge's prices (None if unknown)."""
+    spec, rv_id = store.campaign_spec(engine, name)
+    cid = store.campaign_id(engine, name)
+    ctx = CampaignContext(
+        spec.protocol,
+        store.rubric_doc(engine, rv_id) if rv_id is not None else None,
+        store.campaign_clauses(engine, rv_id),
+        {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))},
+    )
+    counts = store.job_counts(engine, cid)
+    jobs = store.pending_jobs(engine, cid)
+    preps = [prepare(j, ctx) for j in jobs]
+    hits = store.cache_lookup(engine, [p.request_hash for p in preps]) if use_cache else {}
+    mean_out = store.mean_output_tokens(engine, list(ctx.judges))
+    by_judge: dict[str, dict[str, Any]] = {
+        n: {"calls": 0, "cached": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        for n in ctx.judges
+    }
+    for p in preps:
+        d = by_judge[p.job.judge]
+        if p.request_hash in hits:
+            d["cached"] += 1
+            continue
+        js = ctx.judges[p.job.judge]
+        out = mean_out.get(js.name)
+        if out is None:
+            out = OUTPUT_ESTIMATE[spec.protocol]
+            if spec.protocol == "clauses":
+                out += OUTPUT_PER_CLAUSE * len(ctx.clauses.get(p.job.dimension or "", ()))
+        if p.max_output is not None:
+            out = min(out, p.max_output)
+        d["calls"] += 1
+        d["input_tokens"] += estimate_tokens(p.prompt_chars) + 4 * len(p.request.messages)
+        d["output_tokens"] += round(out)
+    total_cost: float | None = 0.0
+    for n, d in by_judge.items():
+        price = price_for(ctx.judges[n])
+        if price is None:
+            d["cost_usd"] = None
+            total_cost = None
+        else:
+            d["cost_usd"] = round(price.cost(d["input_tokens"], d["output_tokens"]), 6)
+            if total_cost is not None:
+                total_cost += d["cost_usd"]
+    return Estimate(
+        sum(counts.values()),
+        sum(d["calls"] for d in by_judge.values()),
+        sum(d["cached"] for d in by_judge.values()),
+        sum(d["input_tokens"] for d in by_judge.values()),
+        sum(d["output_tokens"] for d in by_judge.values()),
+        None if total_cost is None else round(total_cost, 6),
+        by_judge,
+    )
+
+
+# ---------------------------------------------------------------- running
+
+
+def run(
+    engine: Engine,
+    name: str,
+    options: RunOptions | None = None,
+    *,
+    provider_factory: ProviderFactory | None = None,
+    reask_parse_failures: bool = False,
+    on_start: Callable[[Runner], None] | None = None,
+) -> RunSummary:
+    """Run what is not yet done, in a fresh event loop (see `Runner` for the details)."""
+
+    async def main() -> RunSummary:
+        runner = Runner(
+            engine,
+            name,
+            options,
+            provider_factory=provider_factory,
+            reask_parse_failures=reask_parse_failures,
+        )
+        if on_start is not None:
+            on_start(runner)
+        return await runner.run()
+
+    return asyncio.run(main())

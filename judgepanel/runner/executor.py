@@ -1,0 +1,558 @@
+"""The async executor: leased jobs in, one request + response row per attempt and one verdict per
+job out.
+
+Per judge: a feeder leases jobs in chunks (rendering prompts and looking up the cache in a worker
+thread), a fixed pool of worker coroutines (size = the judge's concurrency) takes them, and a
+`JudgeLimiter` paces calls (adaptive concurrency, RPM/TPM, Retry-After gate). One `Writer` commits
+everything in batches. Retries live here and only here, in `_run_job`, with tenacity:
+
+    RateLimited (429, quota per minute)   wait Retry-After / retry-after-ms when the provider sent
+                                           one (+ up to 10 % jitter), else exponential back-off
+                                           with jitter; the judge's limiter also backs off
+    Transient (5xx, 529, timeouts, resets) exponential back-off with jitter
+    Fatal (400/401/403/404, no quota)      never retried; the job fails with class `fatal`
+    unreadable reply                       not retried here: the job fails with class `parse`, its
+                                           raw text stored, and `campaign retry-parse-failures`
+                                           re-asks it
+
+Every attempt, failed or not, is stored with its error class. Stopping: `interrupt()` once stops
+scheduling (in-flight calls finish and are stored; jobs waiting in back-off are handed back);
+twice abandons the calls in flight (their jobs stay pending). Either way the writer commits what
+finished and the unfinished leases are released, so a later `run` picks up exactly the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_exponential_jitter
+
+from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, Transient
+from judgepanel.providers.base import ChatResult, Provider
+from judgepanel.providers.spec import JudgeSpec, parse_spec
+from judgepanel.rubrics import RubricDoc
+from judgepanel.runner.budget import Budget, Price, check_prices, price_for
+from judgepanel.runner.limits import JudgeLimiter
+from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, read, verdict_from
+from judgepanel.runner.writer import Writer
+from judgepanel.store import campaigns as store
+from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
+
+
+class _Abandoned(Exception):
+    """A job given back unfinished (stop requested during its back-off)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    initial_wait: float = 1.0  # seconds, first exponential back-off step
+    max_wait: float = 60.0
+    jitter: float = 1.0
+    max_retry_after: float = 300.0  # never sleep longer than this on a server's word
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    concurrency: int = 16  # per judge, unless the judge spec says `concurrency=`
+    rpm: float | None = None  # per judge, unless the spec says `rpm=`
+    tpm: float | None = None
+    max_cost: float | None = None  # USD for this run's calls
+    no_cache: bool = False
+    timeout: float = 120.0  # per call, unless the spec says `timeout=`
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry_failed: bool = False  # put jobs that failed rate_limit/transient back first
+    batch_size: int = 500
+    flush_ms: float = 100.0
+    lease_seconds: float = 120.0
+
+    def validate(self) -> None:
+        if self.concurrency < 1:
+            raise BadInput(f"--concurrency must be at least 1, got {self.concurrency}")
+        for name, v in (("--rpm", self.rpm), ("--tpm", self.tpm)):
+            if v is not None and v <= 0:
+                raise BadInput(f"{name} must be positive, got {v}")
+        if self.timeout <= 0:
+            raise BadInput(f"--timeout must be positive, got {self.timeout}")
+
+
+@dataclass
+class RunStats:
+    """Live counters, read by the progress display."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    calls: int = 0
+    cached: int = 0
+    in_flight: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    spent: float = 0.0
+    spent_unknown: bool = False
+    started: float = field(default_factory=time.monotonic)
+    done_at_start: int = 0
+    committed: int = 0
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    campaign: str
+    status: str  # done | incomplete | interrupted | budget
+    jobs: int
+    done: int
+    failed: int
+    pending: int
+    calls: int
+    cached: int
+    errors: dict[str, int]
+    cost_usd: float | None
+    elapsed_s: float
+    committed_batches: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "campaign": self.campaign,
+            "status": self.status,
+            "jobs": self.jobs,
+            "done": self.done,
+            "failed": self.failed,
+            "pending": self.pending,
+            "calls": self.calls,
+            "cached": self.cached,
+            "errors": self.errors,
+            "cost_usd": self.cost_usd,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+@dataclass
+class _Judge:
+    id: int
+    spec: JudgeSpec
+    provider: Provider
+    limiter: JudgeLimiter
+    price: Price | None
+    timeout: float
+    workers: int
+    queue: asyncio.Queue[Prepared | None] = field(default_factory=asyncio.Queue)
+    need: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+ProviderFactory = Callable[[JudgeSpec, int], Provider]
+
+
+def _default_factory(spec: JudgeSpec, connections: int) -> Provider:
+    from judgepanel.providers.registry import make_provider
+
+    return make_provider(spec, max_connections=max(16, connections))
+
+
+class Runner:
+    def __init__(
+        self,
+        engine: Engine,
+        campaign: str,
+        options: RunOptions | None = None,
+        *,
+        provider_factory: ProviderFactory | None = None,
+        reask_parse_failures: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.name = campaign
+        self.opts = options or RunOptions()
+        self.opts.validate()
+        self.factory = provider_factory or _default_factory
+        self.reask = reask_parse_failures
+        self.owner = store.lease_owner_id()
+        self.stats = RunStats()
+        self._stopping = asyncio.Event()
+        self._stop_reason: str | None = None
+        self._abandon = False
+        self._workers: list[asyncio.Task[None]] = []
+        self.warnings: list[str] = []
+        self._expo = wait_exponential_jitter(
+            initial=self.opts.retry.initial_wait, max=self.opts.retry.max_wait, jitter=self.opts.retry.jitter
+        )
+
+    # ------------------------------------------------------------ control
+
+    def interrupt(self) -> None:
+        """First call: stop scheduling, let calls in flight finish. Second: abandon them."""
+        if self._stopping.is_set():
+            self._abandon = True
+            for t in self._workers:
+                t.cancel()
+            return
+        self._stop("interrupted")
+
+    def _stop(self, reason: str) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+        self._stopping.set()
+        for j in getattr(self, "judges", {}).values():
+            j.need.set()  # wake feeders so they hand their workers the stop sentinel
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    # ------------------------------------------------------------ setup
+
+    def _load(self) -> tuple[int, CampaignContext, dict[str, _Judge]]:
+        spec, rv_id = store.campaign_spec(self.engine, self.name)
+        cid = store.campaign_id(self.engine, self.name)
+        rubric: RubricDoc | None = store.rubric_doc(self.engine, rv_id) if rv_id is not None else None
+        raw = dict(zip(spec.judges, spec.judge_specs or spec.judges, strict=True))
+        judges: dict[str, _Judge] = {}
+        specs: dict[str, JudgeSpec] = {}
+        for jid, rec in store.campaign_judges(self.engine, cid).items():
+            js = parse_spec(raw.get(rec.name, rec.name))
+            specs[rec.name] = js
+            conc = int(js.get("concurrency") or self.opts.concurrency)
+            rpm = js.get("rpm") or self.opts.rpm
+            tpm = js.get("tpm") or self.opts.tpm
+            judges[rec.name] = _Judge(
+                jid,
+                js,
+                self.factory(js, conc),
+                JudgeLimiter(conc, rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None),
+                price_for(js),
+                float(js.timeout or self.opts.timeout),
+                conc,
+            )
+        ctx = CampaignContext(spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs)
+        return cid, ctx, judges
+
+    # ------------------------------------------------------------ main
+
+    async def run(self) -> RunSummary:
+        cid, ctx, judges = await asyncio.to_thread(self._load)
+        self.ctx, self.judges, self.cid = ctx, judges, cid
+        try:
+            check_prices(self.opts.max_cost, {j.spec.name: j.price for j in judges.values()})
+            if self.opts.retry_failed:
+                await asyncio.to_thread(store.requeue, self.engine, cid, ("rate_limit", "transient"))
+            if self.reask:
+                await asyncio.to_thread(store.requeue, self.engine, cid, ("parse",))
+            await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
+            counts = await asyncio.to_thread(store.job_counts, self.engine, cid)
+            self.stats.total = sum(counts.values())
+            self.stats.done_at_start = counts["done"]
+            self.stats.done = counts["done"]
+            self.stats.failed = counts["failed"]
+            self.budget = Budget(self.opts.max_cost)
+            store.set_campaign_status(self.engine, cid, "running")
+            self.writer = Writer(
+                self.engine,
+                self.owner,
+                batch_size=self.opts.batch_size,
+                flush_ms=self.opts.flush_ms,
+                on_commit=self._committed,
+            )
+            self.writer.start()
+            heart = asyncio.create_task(self._heartbeat())
+            feeders = [asyncio.create_task(self._feed(j)) for j in judges.values()]
+            for j in judges.values():
+                self._workers += [asyncio.create_task(self._work(j)) for _ in range(j.workers)]
+            writer_task = self.writer._task
+            assert writer_task is not None
+            done_workers: asyncio.Future[list[Any]] = asyncio.gather(*self._workers, return_exceptions=True)
+            waited: set[asyncio.Future[Any]] = {done_workers, writer_task}
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+            if writer_task.done() and writer_task.exception() is not None:
+                self._stop("error")
+                for t in self._workers:
+                    t.cancel()
+            await done_workers
+            self._stopping.set()
+            for f in feeders:
+                f.cancel()
+            await asyncio.gather(*feeders, return_exceptions=True)
+            heart.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heart
+            await self.writer.close()
+            for res in done_workers.result():
+                if isinstance(res, Exception):
+                    raise res
+        finally:
+            await asyncio.to_thread(store.release_leases, self.engine, self.owner)
+            for j in judges.values():
+                with contextlib.suppress(Exception):
+                    await j.provider.aclose()
+        counts = await asyncio.to_thread(store.job_counts, self.engine, cid)
+        pending = counts["pending"] + counts["running"]
+        status = self._stop_reason or ("done" if pending == 0 and counts["failed"] == 0 else "incomplete")
+        await asyncio.to_thread(store.set_campaign_status, self.engine, cid, status)
+        return RunSummary(
+            self.name,
+            status,
+            sum(counts.values()),
+            counts["done"],
+            counts["failed"],
+            pending,
+            self.stats.calls,
+            self.stats.cached,
+            dict(sorted(self.stats.errors.items())),
+            None if self.stats.spent_unknown else round(self.stats.spent, 6),
+            self.stats.elapsed,
+            self.writer.commits,
+        )
+
+    def _committed(self, batch: Batch, result: BatchResult) -> None:
+        self.stats.committed += len(result.accepted)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.opts.lease_seconds / 3)
+            await asyncio.to_thread(
+                store.renew_leases, self.engine, self.owner, lease_seconds=self.opts.lease_seconds
+            )
+
+    # ------------------------------------------------------------ feeding
+
+    def _fetch(
+        self, j: _Judge, n: int
+    ) -> tuple[list[Prepared], dict[str, CacheHit], list[tuple[LeasedJob, str]]]:
+        leased = store.lease_jobs(
+            self.engine, self.cid, self.owner, n, lease_seconds=self.opts.lease_seconds, judge_id=j.id
+        )
+        reask = store.last_parse_errors(self.engine, [x.id for x in leased if x.attempts > 0])
+        preps: list[Prepared] = []
+        bad: list[tuple[LeasedJob, str]] = []
+        for job in leased:
+            try:
+                preps.append(prepare(job, self.ctx, reask_error=reask.get(job.id)))
+            except BadInput as exc:
+                bad.append((job, str(exc)))
+        hits = {} if self.opts.no_cache else store.cache_lookup(self.engine, [p.request_hash for p in preps])
+        return preps, hits, bad
+
+    async def _feed(self, j: _Judge) -> None:
+        low = max(j.workers, 16)
+        chunk = min(1000, max(2 * j.workers, 64))
+        try:
+            while not self.stopping:
+                if j.queue.qsize() >= low:
+                    j.need.clear()
+                    await j.need.wait()
+                    continue
+                preps, hits, bad = await asyncio.to_thread(self._fetch, j, chunk)
+                if not preps and not bad:
+                    break
+                for job, why in bad:
+                    self.writer.outcome(JobOutcome(job.id, "failed", job.attempts, "fatal"))
+                    self.stats.failed += 1
+                    self.stats.errors["fatal"] += 1
+                    self.warnings.append(f"job {job.id}: {why}")
+                for p in preps:
+                    hit = hits.get(p.request_hash)
+                    if hit is not None:
+                        self._answer_from_cache(p, hit)
+                    else:
+                        j.queue.put_nowait(p)
+        finally:
+            for _ in range(j.workers):
+                j.queue.put_nowait(None)
+
+    def _answer_from_cache(self, p: Prepared, hit: CacheHit) -> None:
+        job = p.job
+        attempt = job.attempts + 1
+        self.writer.attempt(
+            AttemptRow(
+                job.id,
+                attempt,
+                p.request_hash,
+                p.prompt.template_name,
+                p.prompt.template_hash,
+                p.request.messages,
+                p.request.params,
+                ok=True,
+                http_status=None,
+                text=hit.text,
+                model_returned=hit.model_returned,
+                system_fingerprint=hit.system_fingerprint,
+                input_tokens=hit.input_tokens,
+                output_tokens=hit.output_tokens,
+                latency_ms=0.0,
+                cost_usd=0.0,
+                cached_from=hit.response_id,
+            )
+        )
+        v = hit.verdict
+        clauses = [(k, met, why) for k, met, why in hit.clause_keys]
+        verdict = verdict_from(
+            job, self.ctx, v.parse_method, v.value_presented, v.score, v.rationale, clauses
+        )
+        self.writer.outcome(JobOutcome(job.id, "done", attempt, None, verdict))
+        self.stats.cached += 1
+        self.stats.done += 1
+
+    # ------------------------------------------------------------ working
+
+    async def _work(self, j: _Judge) -> None:
+        while True:
+            if j.queue.qsize() < max(j.workers, 16):
+                j.need.set()
+            p = await j.queue.get()
+            if p is None or self.stopping:
+                return
+            await self._run_job(j, p)
+
+    async def _sleep(self, seconds: float) -> None:
+        """tenacity's sleep: a back-off that a stop request cuts short (the job is handed back)."""
+        if self.stopping:
+            raise _Abandoned
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        if self.stopping:
+            raise _Abandoned
+
+    def _wait(self, rs: RetryCallState) -> float:
+        exc = rs.outcome.exception() if rs.outcome is not None else None
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None and retry_after >= 0:
+            base = min(float(retry_after), self.opts.retry.max_retry_after)
+            return base + random.uniform(0, 0.1 * base + 0.01)
+        return float(self._expo(rs))
+
+    async def _run_job(self, j: _Judge, p: Prepared) -> None:
+        job = p.job
+        reserve = self.budget.estimate(j.price, p.prompt_chars, p.max_output)
+        if not self.budget.try_reserve(reserve):
+            self._stop("budget")
+            return
+        state: dict[str, Any] = {"attempt": job.attempts, "verdict": None, "error": None, "cost": None}
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type((RateLimited, Transient)),
+                stop=stop_after_attempt(self.opts.retry.max_attempts),
+                wait=self._wait,
+                sleep=self._sleep,
+                reraise=True,
+            ):
+                with attempt:
+                    await self._call(j, p, state)
+        except _Abandoned:
+            self.budget.settle(reserve, None)
+            return
+        except ProviderError as exc:
+            self.budget.settle(reserve, None)
+            self.writer.outcome(JobOutcome(job.id, "failed", state["attempt"], exc.error_class))
+            self.stats.failed += 1
+            return
+        self.budget.settle(reserve, state["cost"])
+        verdict = state["verdict"]
+        if state["error"] is None:
+            self.writer.outcome(JobOutcome(job.id, "done", state["attempt"], None, verdict))
+            self.stats.done += 1
+        else:
+            self.writer.outcome(JobOutcome(job.id, "failed", state["attempt"], "parse", verdict))
+            self.stats.failed += 1
+
+    async def _call(self, j: _Judge, p: Prepared, state: dict[str, Any]) -> None:
+        if self.stopping and state["attempt"] > p.job.attempts:
+            raise _Abandoned  # a retry after stop was requested: hand the job back
+        tokens = 0
+        if j.limiter.tokens is not None:
+            tokens = p.prompt_chars // 4 + (p.max_output or 512)
+        await j.limiter.acquire(tokens)
+        if self.stopping:
+            j.limiter.release()
+            raise _Abandoned  # stop came while this call waited for its turn: it never started
+        state["attempt"] += 1
+        n = state["attempt"]
+        self.stats.in_flight += 1
+        t0 = time.perf_counter()
+        try:
+            result = await j.provider.complete(p.request, timeout=j.timeout)
+        except ProviderError as exc:
+            self._failed_attempt(j, p, n, exc, time.perf_counter() - t0)
+            raise
+        except (asyncio.CancelledError, _Abandoned):
+            raise
+        except Exception as exc:  # a provider bug must not be retried forever, nor lost
+            fatal = Fatal(f"{type(exc).__name__}: {exc}")
+            self._failed_attempt(j, p, n, fatal, time.perf_counter() - t0)
+            raise fatal from exc
+        finally:
+            self.stats.in_flight -= 1
+            j.limiter.release()
+        self._succeeded(j, p, n, result, tokens, state)
+
+    def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, seconds: float) -> None:
+        if isinstance(exc, RateLimited):
+            j.limiter.on_rate_limited(exc.retry_after)
+        self.stats.calls += 1
+        self.stats.errors[exc.error_class] += 1
+        self.writer.attempt(
+            AttemptRow(
+                p.job.id,
+                n,
+                p.request_hash,
+                p.prompt.template_name,
+                p.prompt.template_hash,
+                p.request.messages,
+                p.request.params,
+                ok=False,
+                error_class=exc.error_class,
+                http_status=exc.status,
+                error_message=str(exc)[:2000],
+                raw_body=exc.raw_body,
+                latency_ms=seconds * 1000,
+            )
+        )
+
+    def _succeeded(
+        self, j: _Judge, p: Prepared, n: int, r: ChatResult, tokens_reserved: int, state: dict[str, Any]
+    ) -> None:
+        real_tokens = (r.input_tokens or 0) + (r.output_tokens or 0)
+        j.limiter.on_success(real_tokens - tokens_reserved if tokens_reserved and real_tokens else 0.0)
+        self.budget.observe_input(p.prompt_chars, r.input_tokens)
+        cost = None
+        if j.price is not None and r.input_tokens is not None and r.output_tokens is not None:
+            cost = j.price.cost(r.input_tokens, r.output_tokens)
+            self.stats.spent += cost
+        elif j.price is None:
+            self.stats.spent_unknown = True
+        self.stats.calls += 1
+        verdict, error = read(p, self.ctx, r.text, r.structured)
+        if error is not None:
+            self.stats.errors["parse"] += 1
+        state["verdict"], state["error"], state["cost"] = verdict, error, cost
+        self.writer.attempt(
+            AttemptRow(
+                p.job.id,
+                n,
+                p.request_hash,
+                p.prompt.template_name,
+                p.prompt.template_hash,
+                p.request.messages,
+                p.request.params,
+                ok=True,
+                error_class="parse" if error is not None else None,
+                http_status=r.http_status,
+                error_message=error,
+                raw_body=r.raw_body,
+                text=r.text,
+                model_returned=r.model_returned,
+                system_fingerprint=r.system_fingerprint,
+                input_tokens=r.input_tokens,
+                output_tokens=r.output_tokens,
+                latency_ms=r.latency_ms,
+                cost_usd=cost,
+            )
+        )

@@ -1,0 +1,138 @@
+"""From a leased job to a request, and from a reply back to a verdict row.
+
+This is the seam between the runner and `judgepanel.protocol`: rendering picks the template for
+the campaign's protocol and condition; reading maps the parsed reply to what the store keeps
+(the value as presented, and for pairwise jobs the value mapped back to the pair's order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from judgepanel.errors import BadInput
+from judgepanel.protocol.pairs import to_canonical
+from judgepanel.protocol.parse import parse_reply
+from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
+from judgepanel.providers.base import ChatRequest
+from judgepanel.providers.spec import JudgeSpec
+from judgepanel.rubrics import RubricDoc
+from judgepanel.runner.cache import request_hash
+from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow
+
+REASK_NOTE = (
+    "\n\nNote: your previous reply to this request could not be read ({error}). "
+    "Reply again, ending with exactly the JSON object asked for above."
+)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    job: LeasedJob
+    prompt: Prompt
+    request: ChatRequest
+    request_hash: str
+    prompt_chars: int
+    max_output: int | None
+
+
+@dataclass(frozen=True)
+class CampaignContext:
+    protocol: str
+    rubric: RubricDoc | None
+    clauses: Mapping[str, Sequence[ClauseRow]]  # dimension -> clause rows (ids for clause verdicts)
+    judges: Mapping[str, JudgeSpec]  # by canonical name
+
+
+def _unit(t: Any) -> UnitText:
+    if t.output is None or not str(t.output).strip():
+        raise BadInput(f"item {t.external_id!r} has no output text to judge")
+    return UnitText(t.external_id, t.output, t.input)
+
+
+def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
+    if ctx.protocol == "pairwise":
+        a, b = job.units
+        return render_pairwise(
+            _unit(a), _unit(b), order=cast(Any, job.order), dimension=job.dimension, rubric=ctx.rubric
+        )
+    if ctx.protocol == "pointwise":
+        return render_pointwise(
+            _unit(job.units[0]),
+            condition=cast(Any, job.condition or "none"),
+            dimension=job.dimension,
+            rubric=ctx.rubric,
+        )
+    if ctx.rubric is None or job.dimension is None:
+        raise BadInput("the clause protocol needs a rubric and a dimension")
+    return render_clauses(_unit(job.units[0]), dimension=job.dimension, rubric=ctx.rubric)
+
+
+def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = None) -> Prepared:
+    """Render the job's prompt and build the exact request (and its hash) the judge is sent.
+    `reask_error` re-asks after an unreadable reply: the same prompt with a short note appended,
+    which is a new request (so the cache cannot answer it with the unreadable reply)."""
+    spec = ctx.judges[job.judge]
+    prompt = render(job, ctx)
+    messages = prompt.messages
+    if reask_error is not None:
+        last = dict(messages[-1])
+        last["content"] = last["content"] + REASK_NOTE.format(error=reask_error[:200])
+        messages = [*messages[:-1], last]
+    params = dict(spec.request_params())
+    request = ChatRequest(
+        messages=messages, params=params, schema=prompt.schema, schema_name=prompt.schema_name
+    )
+    h = request_hash(
+        provider=spec.provider, model=spec.model, base_url=spec.base_url, request=request, repeat=job.repeat
+    )
+    max_out = params.get("max_tokens")
+    return Prepared(
+        job,
+        prompt,
+        request,
+        h,
+        sum(len(m["content"]) for m in messages),
+        int(max_out) if isinstance(max_out, int | float) else None,
+    )
+
+
+def read(
+    prep: Prepared, ctx: CampaignContext, text: str | None, structured: dict[str, Any] | None
+) -> tuple[VerdictRow, str | None]:
+    """Parse a reply; return the verdict row and, for an unreadable reply, the parse error."""
+    job = prep.job
+    clause_rows = ctx.clauses.get(job.dimension or "", ()) if ctx.protocol == "clauses" else ()
+    parsed = parse_reply(
+        prep.prompt.schema_name,
+        text or "",
+        structured,
+        clause_ids=tuple(c.clause_key for c in clause_rows),
+    )
+    if not parsed.ok:
+        return VerdictRow(
+            "failed", parsed.method, None, None, None, parsed.rationale
+        ), parsed.error or "unreadable"
+    clauses = [(k, met, why) for k, (met, why) in parsed.clauses.items()]
+    return verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses), None
+
+
+def verdict_from(
+    job: LeasedJob,
+    ctx: CampaignContext,
+    method: str | None,
+    value: Any,
+    score: float | None,
+    rationale: str | None,
+    clauses: Sequence[tuple[str, bool | None, str | None]] = (),
+) -> VerdictRow:
+    presented = None if value is None else str(value)
+    canonical = presented
+    if ctx.protocol == "pairwise" and presented is not None and job.order is not None:
+        canonical = to_canonical(presented, cast(Any, job.order))
+    rows: tuple[tuple[int, bool | None, str | None], ...] = ()
+    if ctx.protocol == "clauses":
+        ids = {c.clause_key: c.clause_id for c in ctx.clauses.get(job.dimension or "", ())}
+        rows = tuple((ids[k], met, why) for k, met, why in clauses if k in ids)
+    return VerdictRow("ok", method, presented, canonical, score, rationale, rows)
