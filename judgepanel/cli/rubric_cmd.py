@@ -59,17 +59,9 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
         return
     table(
         "rubrics",
-        ["name", "latest", "versions", "dimensions", "clauses", "author", "created"],
+        ["name", "latest", "versions", "clauses", "dimensions"],
         [
-            [
-                r["name"],
-                r["latest_version"],
-                r["versions"],
-                ", ".join(r["dimensions"]),
-                r["clauses"],
-                r["author"],
-                r["created_at"],
-            ]
+            [r["name"], r["latest_version"], r["versions"], r["clauses"], ", ".join(r["dimensions"])]
             for r in rows
         ],
     )

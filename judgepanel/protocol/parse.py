@@ -302,6 +302,16 @@ class _Schema:
         lk = _lower_keys(obj)
         return any(k in lk for k in self.keys)
 
+    def answer_in(self, obj: Mapping[Any, Any], depth: int = 2) -> Mapping[Any, Any] | None:
+        """`obj` if it is an answer, else the last answer nested in it ({"result": {"verdict": …}})."""
+        if self.is_answer(obj):
+            return obj
+        if depth > 0:
+            for v in reversed(list(obj.values())):
+                if isinstance(v, Mapping) and (inner := self.answer_in(v, depth - 1)) is not None:
+                    return inner
+        return None
+
     def from_object(self, obj: Mapping[Any, Any]) -> _Reading:
         raise NotImplementedError
 
@@ -498,7 +508,7 @@ def _parse_text(schema: _Schema, text: str) -> ParsedVerdict:
     offset = max(0, len(text) - MAX_SCAN)
     tail = text[offset:]
     found, unclosed = _json_objects(tail)
-    answers = [f for f in found if schema.is_answer(f.obj)]
+    answers = [_Found(f.start, f.end, dict(a)) for f in found if (a := schema.answer_in(f.obj)) is not None]
     inside = [(f.start, f.end) for f in found]
     lines = [
         ln for ln in schema.lines(tail) if not any(s <= ln[0] < e for s, e in inside)
@@ -539,8 +549,9 @@ def parse_reply(
     schema = _schema(schema_name, clause_ids)
     structured_error: str | None = None
     if structured is not None:
-        if isinstance(structured, Mapping) and schema.is_answer(structured):
-            reading = schema.from_object(structured)
+        answer = schema.answer_in(structured) if isinstance(structured, Mapping) else None
+        if answer is not None:
+            reading = schema.from_object(answer)
             if reading.error is None:
                 return _result(reading, "structured")
             structured_error = f"structured output: {reading.error}"
