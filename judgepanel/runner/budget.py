@@ -105,7 +105,10 @@ def price_for(spec: JudgeSpec) -> Price | None:
         return Price(float(pin), float(pout))
     if spec.provider == "sim":
         return Price(0.0, 0.0)
-    table = importlib.import_module("judgepanel.providers.pricing")
+    try:
+        table = importlib.import_module("judgepanel.providers.pricing")
+    except ModuleNotFoundError:
+        return None
     per_in = table.cost(spec.model, 1_000_000, 0)
     per_out = table.cost(spec.model, 0, 1_000_000)
     if per_in is None or per_out is None:

@@ -184,7 +184,9 @@ class Runner:
         self._workers: list[asyncio.Task[None]] = []
         self.warnings: list[str] = []
         self._expo = wait_exponential_jitter(
-            initial=self.opts.retry.initial_wait, max=self.opts.retry.max_wait, jitter=self.opts.retry.jitter
+            multiplier=self.opts.retry.initial_wait,
+            max=self.opts.retry.max_wait,
+            jitter=self.opts.retry.jitter,
         )
 
     # ------------------------------------------------------------ control
