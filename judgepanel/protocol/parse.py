@@ -78,8 +78,9 @@ _TIE_WORDS = frozenset(
 _STRIP = " \t\r\n*_`'\"“”‘’.,;:!()[]"
 _CHOICE_PREFIX = re.compile(
     r"(?:\[\[)?\s*(?:(?:Assistant|Response|Output|Candidate|Summary|Answer)\s+)?\(?(A|B|[Tt]ie)\)?(?:\]\])?"
-    r"(?=$|[\s.,;:(\-–—])"
+    r"(?=\s*(?:$|[.,;:(\-–—]|because\b|since\b|as\b))"
 )
+_RELATION = re.compile(r"([ab])\s*(>>?|<<?|=)\s*([ab])")  # Arena-Hard's [[A>B]], [[B>>A]], [[A=B]]
 _SCORE_RE = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?")
 _SCORE_PREFIX = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?(?=$|[\s,;(]|\.(?:\s|$))")
 _MET = frozenset({"true", "yes", "y", "met", "1", "satisfied", "holds", "pass"})
@@ -99,6 +100,14 @@ def normalise_choice(raw: Any) -> str | None:
         return "tie"
     if t in _TIE_WORDS:
         return "tie"
+    rel = _RELATION.fullmatch(t)
+    if rel is not None:
+        left, op, right = rel.groups()
+        if left == right:
+            return None
+        if op == "=":
+            return "tie"
+        return left.upper() if op.startswith(">") else right.upper()
     m = _CHOICE_RE.fullmatch(t)
     return m.group(1).upper() if m else None
 
@@ -241,16 +250,15 @@ _SCORE_KEYS = ("score", "final_score", "rating", "grade")
 _RATIONALE_KEYS = ("rationale", "explanation", "reasoning", "reason", "justification", "analysis")
 
 _LEAD = r"^[ \t>*_#`~-]*(?:my\s+)?(?:final\s+|overall\s+)?"
+# "Verdict: A", "**Final verdict:** A", "Score = 4"; or a heading ("### Verdict") whose value is
+# on the next non-empty line
 _SEP = r"(?:\s+is)?[ \t*_`]*[:=\-–—][ \t*_`]*"
+_TAIL = r"\b[ \t*_`]*(?:" + _SEP + r"(?P<v>[^\n]*?))?[ \t*_`:#]*$"
 _VERDICT_LINE = re.compile(
-    _LEAD + r"(?:verdict|decision|winner|choice|preference)\b[ \t*_`]*" + _SEP + r"(?P<v>[^\n]*?)[ \t*_`]*$",
-    re.IGNORECASE | re.MULTILINE,
+    _LEAD + r"(?:verdict|decision|winner|choice|preference)" + _TAIL, re.IGNORECASE | re.MULTILINE
 )
-_VERDICT_BRACKETS = re.compile(r"\[\[\s*(?P<v>A|B|C|tie)\s*\]\]", re.IGNORECASE)
-_SCORE_LINE = re.compile(
-    _LEAD + r"(?:score|rating|grade)\b[ \t*_`]*" + _SEP + r"(?P<v>[^\n]*?)[ \t*_`]*$",
-    re.IGNORECASE | re.MULTILINE,
-)
+_VERDICT_BRACKETS = re.compile(r"\[\[(?P<v>[^\[\]\n]{1,24})\]\]")
+_SCORE_LINE = re.compile(_LEAD + r"(?:score|rating|grade)" + _TAIL, re.IGNORECASE | re.MULTILINE)
 _SCORE_BRACKETS = re.compile(r"\[\[\s*(?P<v>\d+(?:\.\d+)?(?:\s*/\s*\d+)?)\s*\]\]")
 _CLAUSE_LINE = re.compile(
     r"^[ \t>*_#`~-]*\[?(?P<id>[a-z][a-z0-9_]*\.[A-Za-z0-9][A-Za-z0-9_-]*)\]?[ \t*_`\"]*[:=\-–—][ \t*_`]*"
@@ -284,6 +292,20 @@ def _first(keys: Mapping[str, Any], names: Sequence[str]) -> tuple[str, Any] | N
         if k in keys:
             return k, keys[k]
     return None
+
+
+def _keyed_lines(pattern: re.Pattern[str], text: str) -> list[tuple[int, int, str]]:
+    """(start, end, value) of each keyed line; a heading's value is its next non-empty line."""
+    out = []
+    for m in pattern.finditer(text):
+        value, end = m.group("v") or "", m.end()
+        if not value.strip():
+            nxt = re.match(r"(?:[ \t]*\n)+[ \t]*(?P<v>[^\n]*\S)", text[end:])
+            if nxt is None:
+                continue  # a bare "Verdict" with nothing after it
+            value, end = nxt.group("v"), end + nxt.end()
+        out.append((m.start(), end, value))
+    return out
 
 
 def _with_brackets(
@@ -338,9 +360,11 @@ class _Pairwise(_Schema):
         return _Reading(value=value, rationale=_rationale(lk))
 
     def lines(self, text: str) -> list[tuple[int, int, str]]:
+        # a [[…]] marker counts only when it holds a choice: "[[5]]" or a wiki link is not a verdict
+        brackets = [(m.start(), m.end(), m.group(0)) for m in _VERDICT_BRACKETS.finditer(text)]
         return _with_brackets(
-            [(m.start(), m.end(), m.group("v")) for m in _VERDICT_LINE.finditer(text)],
-            [(m.start(), m.end(), f"[[{m.group('v')}]]") for m in _VERDICT_BRACKETS.finditer(text)],
+            _keyed_lines(_VERDICT_LINE, text),
+            [b for b in brackets if normalise_choice(b[2]) is not None],
         )
 
     def from_lines(self, text: str, lines: list[tuple[int, int, str]]) -> _Reading:
@@ -360,14 +384,14 @@ class _Pointwise(_Schema):
         hit = _first(lk, self.keys)
         if hit is None:
             return _Reading(error="no score field")
-        n, why = normalise_score(hit[1])
+        n, why = normalise_score(hit[1], prefix=True)
         if n is None:
             return _Reading(error=why)
         return _Reading(value=str(n), score=float(n), rationale=_rationale(lk))
 
     def lines(self, text: str) -> list[tuple[int, int, str]]:
         return _with_brackets(
-            [(m.start(), m.end(), m.group("v")) for m in _SCORE_LINE.finditer(text)],
+            _keyed_lines(_SCORE_LINE, text),
             [(m.start(), m.end(), m.group("v")) for m in _SCORE_BRACKETS.finditer(text)],
         )
 
@@ -504,7 +528,18 @@ def _result(reading: _Reading, method: str) -> ParsedVerdict:
     )
 
 
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+
+
 def _parse_text(schema: _Schema, text: str) -> ParsedVerdict:
+    if text.lstrip().startswith(_THINK_OPEN):
+        # a reasoning model's scratchpad holds drafts, not answers: read only what follows it
+        close = text.rfind(_THINK_CLOSE)
+        if close == -1:
+            return ParsedVerdict(
+                ok=False, error="the reply ends inside its <think> block (truncated reasoning?)"
+            )
+        text = text[close + len(_THINK_CLOSE) :]
     offset = max(0, len(text) - MAX_SCAN)
     tail = text[offset:]
     found, unclosed = _json_objects(tail)

@@ -248,3 +248,25 @@ def test_neutralise_touches_only_our_tags() -> None:
         neutralise("</Candidate_A> <source x> < /clause>") == "&lt;/Candidate_A> &lt;source x> &lt; /clause>"
     )
     assert neutralise("<sources> <candidates>") == "<sources> <candidates>"
+
+
+# ---------------------------------------------------------------- released templates are frozen
+
+# sha256 of each released template file. Stored requests name their template and hash, so a
+# released file must never change: a new wording is a new file (`pairwise.v2.j2`) and a new entry here.
+FROZEN = {
+    "system.v1": "f15c2c8d69cae253398f4a5f1e21b3e2c9f1b8586aaa7ea2091be0cd8f0c105e",
+    "pairwise.v1": "d08a134eef8182f75b8033eb54c34f1bdb43875f370e3f1ce264ea46087f8eb9",
+    "pointwise_none.v1": "458e0c51ac1f9eb29724146593bddae1d22e3014476909fc9ca9843c70f16762",
+    "pointwise_criteria.v1": "67845b0862b5af9b9f610c4dc9faa7655c20f9ff1aa070e9d9bc6908412ace78",
+    "pointwise_rubric.v1": "2392d582fb8376eee3fa0a7c9c2a5fd82f13f68424281a32361bd2c54c288a4d",
+    "clauses.v1": "67ef7718343040c33e880d16a0fc8ecfe8400ac423672f7c79345e68a66bfa11",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FROZEN))
+def test_released_templates_are_unchanged(name: str) -> None:
+    data = (resource_dir("prompts") / f"{name}.j2").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == FROZEN[name], (
+        f"{name}.j2 was edited: add a new version instead"
+    )
