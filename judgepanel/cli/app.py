@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from judgepanel.cli import campaign_cmd, data_cmd, db_cmd, demo_cmd, query_cmd, rubric_cmd
+from judgepanel.cli import campaign_cmd, data_cmd, db_cmd, demo_cmd, metrics_cmd, query_cmd, rubric_cmd
 from judgepanel.cli.context import AppState
 from judgepanel.config import DB_ENV, database_url
 from judgepanel.errors import JudgepanelError
@@ -33,6 +33,7 @@ def _root(
 
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(data_cmd.app, name="data")
+app.add_typer(metrics_cmd.app, name="metrics")
 app.add_typer(rubric_cmd.app, name="rubric")
 app.add_typer(campaign_cmd.app, name="campaign")
 app.command("query")(query_cmd.query)

@@ -36,6 +36,7 @@ from scipy.special import ndtr, ndtri
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics.agreement import (
+    AgreementResult,
     FloatArray,
     UnitStatistic,
     agreement,
@@ -46,6 +47,8 @@ from judgepanel.metrics.agreement import (
 Method = Literal["percentile", "bca"]
 METHODS: tuple[str, ...] = ("percentile", "bca")
 RANK_METRICS: tuple[str, ...] = ("spearman", "kendall")
+# metrics that read an order into the values, refused on label codes (A/B/T, text labels)
+ORDERED_METRICS: tuple[str, ...] = ("cohen-linear", "cohen-quadratic", "spearman", "kendall")
 # resample counts are drawn in blocks of at most this many cells, so memory stays flat
 _BLOCK_CELLS = 4_000_000
 
@@ -312,3 +315,56 @@ def count_matrix(n_units: int, n_boot: int, seed: int) -> NDArray[np.float64]:
     makes for this seed; for tests and for callers that resample their own statistics alongside."""
     blocks = list(resample_counts(n_units, n_boot, np.random.default_rng(seed)))
     return np.vstack(blocks) if blocks else np.zeros((0, n_units))
+
+
+@dataclass(frozen=True)
+class AgreementEstimate:
+    """A coefficient and, when a bootstrap was asked for, its CI."""
+
+    result: AgreementResult
+    ci: ConfidenceInterval | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            **self.result.as_dict(),
+            "ci": None if self.ci is None else self.ci.as_list(),
+            "ci_method": None if self.ci is None else self.ci.method,
+            "confidence": None if self.ci is None else self.ci.level,
+            "n_boot": None if self.ci is None else self.ci.n_boot,
+        }
+
+
+def agreement_with_ci(
+    metric: str,
+    ratings: ArrayLike,
+    categories: ArrayLike | None = None,
+    level: str | None = None,
+    *,
+    ordered: bool = True,
+    n_boot: int = 0,
+    confidence: float = 0.95,
+    method: str = "percentile",
+    seed: int = 0,
+) -> AgreementEstimate:
+    """``agreement(...)`` plus a unit-bootstrap CI when ``n_boot`` > 0. ``ordered=False`` says the
+    values are codes of unordered labels: weighted κ, rank correlations and any level but nominal
+    are then refused rather than computed on an order that the codes do not have."""
+    if not ordered and (metric in ORDERED_METRICS or level not in (None, "nominal")):
+        what = f"--level {level}" if level not in (None, "nominal") else metric
+        raise BadInput(f"{what} needs ordered scores; these labels are nominal (use a nominal metric)")
+    if n_boot < 0:
+        raise BadInput(f"--bootstrap must not be negative, got {n_boot}")
+    result = agreement(metric, ratings, categories, level)
+    ci = None
+    if n_boot > 0:
+        ci = bootstrap_ci(
+            metric,
+            ratings,
+            categories,
+            level=level,
+            n_boot=n_boot,
+            confidence=confidence,
+            method=method,
+            seed=seed,
+        )
+    return AgreementEstimate(result, ci)
