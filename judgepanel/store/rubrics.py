@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, func, insert, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput, NotFound
@@ -25,7 +25,9 @@ from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Clause, Rubric, RubricVersion
 
 AUTHORS = ("manual", "editor")
-_ATTEMPTS = 3  # two writers adding at once: the loser retries against the new latest
+# two writers adding at once: the loser (unique violation, or SQLite's stale-snapshot "busy")
+# retries and then sees the winner's version as the latest
+_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ def add_rubric(
             with session_scope(engine) as s:
                 rubric, rv, created = _add(s, doc, author, change_note)
                 return AddedRubric(_load(s, rubric, rv), created)
-        except IntegrityError:
+        except (IntegrityError, OperationalError):
             if attempt == _ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")

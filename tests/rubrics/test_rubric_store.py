@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from sqlalchemy import Engine, func, select
@@ -115,3 +116,12 @@ def test_bad_author_and_bad_name(engine: Engine) -> None:
     with pytest.raises(BadInput, match="--name: name: 'a b' is not a rubric name"):
         add_rubric(engine, doc, name="a b")
     assert _counts(engine) == (0, 0)
+
+
+def test_concurrent_adds_store_one_version(engine: Engine) -> None:
+    doc = bundled_rubric("summeval")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: add_rubric(engine, doc), range(4)))
+    assert sorted(r.created for r in results) == [False, False, False, True]
+    assert {r.rubric.version for r in results} == {1}
+    assert _counts(engine) == (1, len(doc.clauses))
