@@ -37,8 +37,8 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   length 0.9, q 0.85).
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
-probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies wrap their
-JSON in a fenced block after prose), else the bare JSON. With probability `parse_error_rate` the
+probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
+with one `<id>: met` / `<id>: not met` line per clause), else the bare JSON. With probability `parse_error_rate` the
 reply is unparseable: a refusal-like sentence or JSON cut off at the token limit.
 
 All randomness is drawn from a seed hashed from model, parameters, messages and reply kind, so the
@@ -378,15 +378,10 @@ def _clauses(model: str, text: str, source: str | None, rng: random.Random, s: S
         feature, value = _clause_feature(clause, q)
         seen = value + _model_noise(model, f"{cid}\x00{cand}", s.noise) + rng.gauss(0.0, s.noise / 4)
         met = seen > _THRESHOLD[feature]
-        verdicts.append(
-            {
-                "id": cid,
-                "met": met,
-                "rationale": f"[simulated] {feature} {value:.2f} -> {'met' if met else 'not met'}",
-            }
-        )
+        why = f"[simulated] {feature} {value:.2f} -> {'met' if met else 'not met'}"
+        verdicts.append({"id": cid, "rationale": why, "met": met})
     met_count = sum(v["met"] for v in verdicts)
-    return {"clauses": verdicts, "rationale": f"[simulated] {met_count} of {len(verdicts)} clauses met."}
+    return {"rationale": f"[simulated] {met_count} of {len(verdicts)} clauses met.", "clauses": verdicts}
 
 
 _GARBLED = (
@@ -446,8 +441,8 @@ def _prose(kind: str, answer: dict[str, Any]) -> str:
         return f"{answer['rationale']}\n\nVerdict: {answer['verdict']}"
     if kind == POINTWISE:
         return f"{answer['rationale']}\n\nScore: {answer['score']}"
-    body = json.dumps(answer, ensure_ascii=False, indent=2)
-    return f"Here is my clause-by-clause assessment.\n\n```json\n{body}\n```"
+    lines = [f"{c['id']}: {'met' if c['met'] else 'not met'}" for c in answer["clauses"]]
+    return "\n".join([answer["rationale"], "", *lines])
 
 
 class SimProvider:

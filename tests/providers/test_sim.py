@@ -206,3 +206,15 @@ async def test_sim_latency_and_timeout() -> None:
     assert result.structured is None  # no schema asked: text only
     with pytest.raises(Transient, match="timed out"):
         await make_provider(parse_spec("sim:slow?latency=5")).complete(request, timeout=0.01)
+
+
+def test_clause_prose_ends_with_one_line_per_clause() -> None:
+    listing = '<clause id="c.1">No repetition.</clause><clause id="c.2">Supported by the source.</clause>'
+    messages = [
+        {"role": "user", "content": f"<source>{SOURCE}</source><candidate>{GOOD}</candidate>{listing}"}
+    ]
+    reply = simulate("m", messages, schema_name=CLAUSES, params={"prose_rate": 1.0})
+    assert reply.style == "prose"
+    tail = reply.text.splitlines()[-2:]
+    assert [line.split(":")[0] for line in tail] == ["c.1", "c.2"]
+    assert all(line.endswith((": met", ": not met")) for line in tail)

@@ -1,0 +1,195 @@
+"""Anthropic Messages through the official async SDK.
+
+System messages are lifted into the `system` field. The key is `ANTHROPIC_API_KEY` (the SDK also
+reads `ANTHROPIC_AUTH_TOKEN`); the endpoint is the spec's `base_url`, else `ANTHROPIC_BASE_URL` as
+the SDK reads it, else api.anthropic.com.
+
+Structured output: with a `ChatRequest.schema` (and `structured` not turned off) the request offers
+one tool whose `input_schema` is the schema and forces it with `tool_choice`; the tool call's
+`input` is returned as `ChatResult.structured` and, serialised, as the end of `ChatResult.text`.
+
+Sampling parameters. SDK 2.x sends `anthropic-version: 2026-10-21` and no longer takes
+`temperature`, `top_p` or `top_k`; that API version rejects them with 400. When a spec sets one,
+they travel in the body (`extra_body`) under `anthropic-version: 2023-06-01`, the version that
+accepts them, unless the spec names its own `anthropic_version`. A judge without sampling
+parameters uses the SDK's default version.
+
+`max_tokens` is required by the API: 1024 unless the spec says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import Any
+
+import anthropic
+
+from judgepanel.errors import BadInput, Fatal, ProviderError
+from judgepanel.providers import errors
+from judgepanel.providers.base import ChatRequest, ChatResult
+from judgepanel.providers.spec import JudgeSpec
+
+DEFAULT_MAX_TOKENS = 1024
+SAMPLING_API_VERSION = "2023-06-01"  # the last API version that takes temperature / top_p / top_k
+PLACEHOLDER_KEY = "no-key"
+_SAMPLING = ("temperature", "top_p", "top_k")
+
+
+class AnthropicProvider:
+    """`Provider` for `anthropic:` specs."""
+
+    def __init__(self, spec: JudgeSpec, *, max_connections: int | None = None) -> None:
+        self.name = spec.name
+        self.spec = spec
+        self.model = spec.model
+        base_url = spec.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        key = os.environ.get("ANTHROPIC_API_KEY") or None
+        token = os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
+        if key is None and token is None:
+            if base_url is None:
+                raise BadInput(f"judge {spec.name}: ANTHROPIC_API_KEY is not set")
+            key = PLACEHOLDER_KEY
+        self._secrets = tuple(s for s in (key, token) if s)
+        http_client = None
+        if max_connections:
+            limits = type(anthropic.DEFAULT_CONNECTION_LIMITS)(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            )
+            http_client = anthropic.DefaultAsyncHttpxClient(limits=limits)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key,
+            auth_token=None if key else token,
+            base_url=base_url,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider({self.name!r})"
+
+    def _arguments(self, request: ChatRequest) -> tuple[dict[str, Any], str | None]:
+        params = {**self.spec.request_params(), **request.params}
+        system = "\n\n".join(m["content"] for m in request.messages if m.get("role") == "system")
+        messages = [
+            {"role": m["role"], "content": m["content"]}
+            for m in request.messages
+            if m.get("role") != "system"
+        ]
+        kwargs: dict[str, Any] = {
+            "messages": messages,
+            "max_tokens": int(params.get("max_tokens", DEFAULT_MAX_TOKENS)),
+        }
+        if system:
+            kwargs["system"] = system
+        sampling = {k: params[k] for k in _SAMPLING if k in params}
+        headers: dict[str, str] = {}
+        if sampling:
+            kwargs["extra_body"] = sampling
+            headers["anthropic-version"] = SAMPLING_API_VERSION
+        if "anthropic_version" in params:
+            headers["anthropic-version"] = str(params["anthropic_version"])
+        if headers:
+            kwargs["extra_headers"] = headers
+        tool: str | None = None
+        if request.schema is not None and bool(params.get("structured", True)):
+            tool = re.sub(r"[^a-zA-Z0-9_-]", "_", request.schema_name)[:64] or "verdict"
+            kwargs["tools"] = [
+                {
+                    "name": tool,
+                    "description": "Record your answer. Call this tool exactly once with the complete answer.",
+                    "input_schema": request.schema,
+                }
+            ]
+            kwargs["tool_choice"] = {"type": "tool", "name": tool}
+        return kwargs, tool
+
+    async def complete(self, request: ChatRequest, *, timeout: float) -> ChatResult:
+        kwargs, tool = self._arguments(request)
+        started = time.perf_counter()
+        failure: ProviderError | None = None
+        try:
+            raw = await self._client.messages.with_raw_response.create(
+                model=self.model, timeout=timeout, **kwargs
+            )
+            body = await raw.text()
+            status = raw.http_response.status_code
+        except anthropic.APITimeoutError:
+            failure = errors.timeout_error("anthropic", timeout)
+        except anthropic.APIConnectionError as exc:
+            failure = errors.connection_error("anthropic", exc.__cause__)
+        except anthropic.APIStatusError as exc:
+            failure = errors.classify_status(
+                exc.status_code,
+                _body_of(exc.response),
+                exc.response.headers,
+                provider="anthropic",
+                secrets=self._secrets,
+            )
+        except anthropic.AnthropicError as exc:
+            failure = Fatal(f"anthropic: {errors.redact(str(exc), self._secrets)}")
+        if failure is not None:
+            raise failure  # outside the except block: no __context__ pointing at the SDK's request
+        latency_ms = (time.perf_counter() - started) * 1000
+        return self._result(body, status, latency_ms, tool)
+
+    def _result(self, body: str, status: int, latency_ms: float, tool: str | None) -> ChatResult:
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            raise errors.malformed(
+                "anthropic", body, "not a JSON object", status=status, secrets=self._secrets
+            )
+        blocks = payload.get("content")
+        if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+            raise errors.malformed(
+                "anthropic", body, "no content blocks", status=status, secrets=self._secrets
+            )
+        texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+        structured: dict[str, Any] | None = None
+        if tool is not None:
+            for block in blocks:
+                if (
+                    block.get("type") == "tool_use"
+                    and block.get("name") == tool
+                    and isinstance(block.get("input"), dict)
+                ):
+                    structured = block["input"]
+        if structured is not None:
+            texts.append(json.dumps(structured, ensure_ascii=False))
+        if not texts:
+            raise errors.malformed(
+                "anthropic", body, "no text or tool_use block", status=status, secrets=self._secrets
+            )
+        usage = payload.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        model = payload.get("model")
+        return ChatResult(
+            text="\n".join(t for t in texts if t),
+            raw_body=errors.redact(body, self._secrets),
+            model_returned=model if isinstance(model, str) else None,
+            system_fingerprint=None,  # the Messages API has none; the dated model id is the version
+            input_tokens=_int_or_none(usage.get("input_tokens")),
+            output_tokens=_int_or_none(usage.get("output_tokens")),
+            latency_ms=latency_ms,
+            http_status=status,
+            structured=structured,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _body_of(response: Any) -> str:
+    try:
+        return str(response.text)
+    except Exception:  # the SDK reads error bodies first; if it could not, there is no body to keep
+        return ""
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,889 @@
+"""A fake OpenAI + Anthropic server on 127.0.0.1: real HTTP/1.1, real wire formats, the sim brain.
+
+Tests and benchmarks point the real SDKs at it, so every byte goes through the same code paths as
+against the real APIs. It is a plain asyncio-streams HTTP/1.1 server (keep-alive, many concurrent
+connections, no framework) that answers
+
+* `POST /v1/chat/completions` (OpenAI Chat Completions; `response_format` json_schema → the content
+  is the JSON object; `usage`, `system_fingerprint`, `model`, `id`, `finish_reason`),
+* `POST /v1/messages` (Anthropic Messages; a forced tool (`tool_choice` tool/any) → a `tool_use`
+  block whose `input` is the JSON object; `usage`, `stop_reason`; the `anthropic-version` header is
+  required, and from 2026-10-21 on `temperature`/`top_p`/`top_k` are refused with 400 as the real
+  API does),
+* `GET /_fake/stats`, `GET /_fake/requests?limit=N`, `POST /_fake/reset`: what it received.
+
+Answers come from `judgepanel.providers.sim` (model returned as `sim/<model>`, fingerprint
+`judgepanel-sim-v1`), so they are deterministic per request.
+
+Injected behaviour
+------------------
+Fault names: `429` (Retry-After seconds + retry-after-ms), `429s` (Retry-After seconds only),
+`quota` (OpenAI: 429 insufficient_quota; Anthropic: 402 billing_error), `500`, `502`, `503`, `504`, `529` (overloaded,
+Anthropic error body), `400`, `401`, `403`, `404`, `422`, `hang` (no answer until the client gives
+up), `reset` (TCP RST, no answer), `truncated` (200, JSON cut in half), `html` (200, an HTML page),
+`html502` (502, an HTML proxy page), `missing` (200, valid JSON without `choices`/`content`).
+
+Choosing a fault, first match wins:
+
+1. the request header `x-fake-fault: NAME` (one call, e.g. via the SDK's `extra_headers`);
+2. a model-name suffix after `!`, comma separated: `judge!500` (always), `judge!429@0.1` (10 %,
+   seeded), `judge!503x2` (the first 2 attempts of each distinct request body, then success), and
+   settings `judge!position_bias=0.3,noise=0.1,latency=0.2,retry_after=2.5` (sim knobs, this
+   model's latency, the wait its injected 429s announce); the brain sees the model as `judge`;
+3. the server-wide rates (`--fault 500=0.02 --fault 429=0.01`).
+
+Random draws are seeded by `--seed`, the request body and how many times that body was seen, so
+they do not depend on arrival order and a retry gets a fresh draw.
+
+A server-side RPM limit (`--rpm 3000`) is a token bucket refilled at rpm/60 per second holding at
+most `--burst` requests (default one second's worth, as providers enforce limits over short
+windows); a request finding it empty gets 429 with Retry-After / retry-after-ms saying when the next
+token comes, and is not otherwise processed. Latency is uniform in [latency − jitter, latency +
+jitter]; `x-fake-latency: SECONDS` overrides it for one request.
+
+Every request is recorded (path, status, fault, model, headers, body, arrival time), the last
+`record_limit` in full and all of them in counters, so tests can prove a key was sent over the wire
+and what parameters were.
+
+Run it as a process (the first stdout line is its URL)::
+
+    python -m judgepanel.providers.fakeserver --port 0 --latency 1.0 --jitter 0.2 --rpm 3000
+
+or in-process: `with FakeServer(latency=0.1) as fake: fake.url`, or `async with FakeServer() as fake`.
+The OpenAI base_url is `fake.url + "/v1"`, the Anthropic one `fake.url`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import math
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from judgepanel.providers.sim import SIM_FINGERPRINT, SimSettings, content_text, simulate
+
+FAULTS = (
+    "429",
+    "429s",
+    "quota",
+    "500",
+    "502",
+    "503",
+    "504",
+    "529",
+    "400",
+    "401",
+    "403",
+    "404",
+    "422",
+    "hang",
+    "reset",
+    "truncated",
+    "html",
+    "html502",
+    "missing",
+)
+_SIM_KNOBS = ("position_bias", "noise", "prose_rate", "parse_error_rate")
+_SAMPLING = ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens")
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    402: "Payment Required",
+    403: "Forbidden",
+    404: "Not Found",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+    529: "Overloaded",
+}
+_OPENAI_ERRORS = {
+    400: ("invalid_request_error", None, "Invalid request (injected by the fake server)."),
+    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    403: ("permission_error", None, "You are not allowed to use this model."),
+    404: (
+        "invalid_request_error",
+        "model_not_found",
+        "The model does not exist or you do not have access to it.",
+    ),
+    422: ("invalid_request_error", None, "Unprocessable request."),
+    429: ("requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again later."),
+    500: ("server_error", None, "The server had an error while processing your request."),
+    502: ("server_error", None, "Bad gateway."),
+    503: ("server_error", None, "The engine is currently overloaded, please try again later."),
+    504: ("server_error", None, "Gateway timeout."),
+    529: ("server_error", None, "Overloaded."),
+}
+_ANTHROPIC_ERRORS = {
+    400: ("invalid_request_error", "Invalid request (injected by the fake server)."),
+    401: ("authentication_error", "invalid x-api-key"),
+    402: ("billing_error", "Your credit balance is too low to access the Anthropic API."),
+    403: ("permission_error", "Your API key does not have permission to use the specified resource."),
+    404: ("not_found_error", "The requested resource could not be found."),
+    422: ("invalid_request_error", "Unprocessable request."),
+    429: ("rate_limit_error", "Number of requests has exceeded your rate limit."),
+    500: ("api_error", "Internal server error."),
+    502: ("api_error", "Bad gateway."),
+    503: ("api_error", "Service unavailable."),
+    504: ("api_error", "Gateway timeout."),
+    529: ("overloaded_error", "Overloaded"),
+}
+_HTML = (
+    b"<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center>"
+    b"<hr><center>nginx</center></body></html>"
+)
+
+
+@dataclass
+class RequestRecord:
+    """One request as the server saw it. `headers` are lower-cased, as received."""
+
+    method: str
+    path: str
+    status: int | None  # None: no answer (hang, reset)
+    fault: str | None
+    model: str | None
+    headers: dict[str, str]
+    body: str
+    arrived: float
+    seconds: float = 0.0
+
+
+@dataclass
+class _Reply:
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    content_type: str = "application/json"
+
+
+class _NoReply(Exception):
+    """Raised to leave a request unanswered (hang, reset)."""
+
+
+def _parse_model(raw: str) -> tuple[str, list[str], dict[str, float]]:
+    """`judge!500@0.1,503x2,position_bias=0.3` → ("judge", ["500@0.1", "503x2"], {"position_bias": 0.3})."""
+    name, bang, suffix = raw.partition("!")
+    if not bang:
+        return raw, [], {}
+    faults: list[str] = []
+    knobs: dict[str, float] = {}
+    for token in filter(None, (t.strip() for t in suffix.split(","))):
+        key, eq, value = token.partition("=")
+        if eq:
+            with contextlib.suppress(ValueError):
+                knobs[key] = float(value)
+        else:
+            faults.append(token)
+    return name, faults, knobs
+
+
+class FakeServer:
+    """The fake provider server. See the module docstring for behaviour and controls."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        jitter: float = 0.0,
+        rpm: float | None = None,
+        burst: float | None = None,
+        faults: Mapping[str, float] | None = None,
+        seed: int = 0,
+        retry_after: float = 1.0,
+        hang: float = 600.0,
+        sim: Mapping[str, float] | None = None,
+        record_limit: int = 20_000,
+    ) -> None:
+        unknown = set(faults or {}) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault(s): {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
+        bad_knobs = set(sim or {}) - set(_SIM_KNOBS)
+        if bad_knobs:
+            raise ValueError(f"unknown sim setting(s): {', '.join(sorted(bad_knobs))}")
+        self.host, self.port = host, port
+        self.latency, self.jitter = latency, jitter
+        self.rpm = rpm
+        self.burst = burst if burst is not None else (max(1.0, rpm / 60) if rpm else None)
+        self.faults = dict(faults or {})
+        self.seed = seed
+        self.retry_after = retry_after
+        self.hang = hang
+        self.sim = dict(sim or {})
+        self.records: deque[RequestRecord] = deque(maxlen=record_limit)
+        self.counts: Counter[tuple[str, int | None]] = Counter()
+        self.fault_counts: Counter[str] = Counter()
+        self._seen: dict[bytes, int] = {}
+        self._tokens = float(self.burst or 0.0)
+        self._refilled = time.monotonic()
+        self._rng = random.Random(seed)
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._counter = 0
+        self.connections = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(
+            self._connection, self.host, self.port, backlog=1024, limit=2**20
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._loop = asyncio.get_running_loop()
+        return self.url
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._server.wait_closed()
+            self._server = None
+
+    async def __aenter__(self) -> FakeServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def start_in_thread(self) -> str:
+        """Serve from a daemon thread with its own event loop; returns the URL."""
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start())
+            except BaseException as exc:  # reported to the starting thread
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self.aclose())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="judgepanel-fakeserver", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            raise failure[0]
+        return self.url
+
+    def stop(self) -> None:
+        if self._thread is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def __enter__(self) -> FakeServer:
+        self.start_in_thread()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- what it saw ---------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        by_path: Counter[str] = Counter()
+        by_status: Counter[str] = Counter()
+        for (path, status), n in self.counts.items():
+            by_path[path] += n
+            by_status[str(status) if status is not None else "none"] += n
+        return {
+            "requests": sum(self.counts.values()),
+            "by_path": dict(by_path),
+            "by_status": dict(by_status),
+            "by_fault": dict(self.fault_counts),
+            "connections": self.connections,
+        }
+
+    def recent(self, limit: int | None = None) -> list[RequestRecord]:
+        records = list(self.records)
+        return records[-limit:] if limit else records
+
+    def reset(self) -> None:
+        self.records.clear()
+        self.counts.clear()
+        self.fault_counts.clear()
+        self._seen.clear()
+        self.connections = 0
+        self._tokens = float(self.burst or 0.0)
+        self._refilled = time.monotonic()
+
+    # ---- HTTP ----------------------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self.connections += 1
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                try:
+                    method, target, version = lines[0].split(" ", 2)
+                except ValueError:
+                    return
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        key, value = line.split(":", 1)
+                        headers[key.strip().lower()] = value.strip()
+                body = await self._read_body(reader, headers)
+                if body is None:
+                    return
+                keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
+                path = urlsplit(target).path
+                if path.startswith("/_fake/"):  # control requests are answered, not recorded
+                    writer.write(_encode(self._control(method, target), keep_alive, self._next_id()))
+                    continue
+                text = body[:8192].decode("utf-8", "replace")
+                record = RequestRecord(method, path, None, None, None, headers, text, time.time())
+                self.records.append(record)
+                try:
+                    reply = await self._dispatch(method, target, headers, body, record, reader)
+                except _NoReply as why:
+                    record.seconds = time.time() - record.arrived
+                    self.counts[(record.path, None)] += 1
+                    if str(why) == "reset":
+                        _reset(writer)
+                    return
+                record.status = reply.status
+                record.seconds = time.time() - record.arrived
+                self.counts[(record.path, reply.status)] += 1
+                writer.write(_encode(reply, keep_alive, self._next_id()))
+                if writer.transport.get_write_buffer_size() > 65536:
+                    await writer.drain()
+                if not keep_alive:
+                    await writer.drain()
+                    return
+        except (ConnectionError, asyncio.CancelledError):
+            return
+        finally:
+            self._tasks.discard(task)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _read_body(self, reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes | None:
+        try:
+            if headers.get("transfer-encoding", "").lower() == "chunked":
+                chunks: list[bytes] = []
+                while True:
+                    size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
+                    if size == 0:
+                        await reader.readuntil(b"\r\n")
+                        return b"".join(chunks)
+                    chunks.append(await reader.readexactly(size))
+                    await reader.readexactly(2)
+            length = int(headers.get("content-length", "0") or 0)
+            return await reader.readexactly(length) if length else b""
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, ConnectionError):
+            return None
+
+    def _next_id(self) -> str:
+        self._counter += 1
+        return f"{self.port:x}{self._counter:08x}"
+
+    async def _dispatch(
+        self,
+        method: str,
+        target: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        record: RequestRecord,
+        reader: asyncio.StreamReader,
+    ) -> _Reply:
+        path = record.path
+        if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
+            return _Reply(404, json.dumps({"error": {"message": f"no route {method} {path}"}}).encode())
+        wire = "openai" if path == "/v1/chat/completions" else "anthropic"
+        try:
+            payload = json.loads(body)
+            if not isinstance(payload, dict):
+                raise ValueError("body is not an object")
+        except ValueError:
+            return self._error(wire, 400, "The request body is not valid JSON.")
+        raw_model = str(payload.get("model", ""))
+        model, model_faults, knobs = _parse_model(raw_model)
+        record.model = raw_model
+
+        limited = self._take_token()
+        if limited is not None:
+            record.fault = "rpm"
+            self.fault_counts["rpm"] += 1
+            return self._rate_limited(wire, limited)
+
+        digest = hashlib.blake2b(body, digest_size=16, key=str(self.seed).encode()[:64]).digest()
+        attempt = self._seen.get(digest, 0)
+        self._seen[digest] = attempt + 1
+        fault = self._choose_fault(headers, model_faults, digest, attempt)
+        if fault is not None:
+            record.fault = fault
+            self.fault_counts[fault] += 1
+
+        delay = knobs.get("latency", self.latency)
+        if "x-fake-latency" in headers:
+            with contextlib.suppress(ValueError):
+                delay = float(headers["x-fake-latency"])
+        if self.jitter:
+            delay += self._rng.uniform(-self.jitter, self.jitter)
+        if delay > 0 and fault not in ("hang", "reset"):
+            await asyncio.sleep(delay)
+
+        if fault is not None and fault not in ("truncated", "missing", "html"):
+            return await self._fault_reply(wire, fault, headers, reader, knobs)
+        if wire == "openai":
+            reply = self._openai(payload, model, knobs)
+        else:
+            version = headers.get("anthropic-version")
+            if not version:
+                return self._error(wire, 400, "anthropic-version: header is required")
+            reply = self._anthropic(payload, model, knobs, version)
+        if fault is None or reply.status != 200:
+            return reply
+        return _malformed(fault, reply)
+
+    def _choose_fault(
+        self, headers: Mapping[str, str], model_faults: Sequence[str], digest: bytes, attempt: int
+    ) -> str | None:
+        forced = headers.get("x-fake-fault")
+        if forced:
+            return forced if forced in FAULTS else None
+        draw = random.Random(int.from_bytes(digest, "big") ^ (attempt * 0x9E3779B97F4A7C15)).random
+        for token in model_faults:
+            name, at, prob = token.partition("@")
+            name, x, times = name.partition("x")
+            if name not in FAULTS:
+                continue
+            if at:
+                try:
+                    if draw() < float(prob):
+                        return name
+                except ValueError:
+                    continue
+            elif x:
+                if times.isdigit() and attempt < int(times):
+                    return name
+            else:
+                return name
+        if self.faults:
+            u = draw()
+            acc = 0.0
+            for name, rate in self.faults.items():
+                acc += rate
+                if u < acc:
+                    return name
+        return None
+
+    def _take_token(self) -> float | None:
+        """None if the request may pass the RPM limit, else seconds until the next token."""
+        if not self.rpm or self.burst is None:
+            return None
+        now = time.monotonic()
+        rate = self.rpm / 60.0
+        self._tokens = min(self.burst, self._tokens + (now - self._refilled) * rate)
+        self._refilled = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return None
+        return (1.0 - self._tokens) / rate
+
+    def _rate_limited(self, wire: str, wait: float) -> _Reply:
+        reply = self._error(wire, 429, "Rate limit reached for requests per minute (fake server RPM limit).")
+        reply.headers += [
+            ("retry-after", str(max(1, math.ceil(wait)))),
+            ("retry-after-ms", str(max(1, math.ceil(wait * 1000)))),
+            ("x-ratelimit-limit-requests", str(int(self.rpm or 0))),
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", f"{wait:.3f}s"),
+        ]
+        return reply
+
+    async def _fault_reply(
+        self,
+        wire: str,
+        fault: str,
+        headers: Mapping[str, str],
+        reader: asyncio.StreamReader,
+        knobs: Mapping[str, float],
+    ) -> _Reply:
+        if fault == "hang":
+            # Answer nothing until the client gives up (closes the connection) or `hang` passes.
+            with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
+                await asyncio.wait_for(reader.read(1), self.hang)
+            raise _NoReply("hang")
+        if fault == "reset":
+            raise _NoReply("reset")
+        if fault == "html502":
+            return _Reply(502, _HTML, content_type="text/html")
+        if fault == "quota":
+            if wire == "openai":
+                body = {
+                    "error": {
+                        "message": "You exceeded your current quota, please check your plan and billing details.",
+                        "type": "insufficient_quota",
+                        "param": None,
+                        "code": "insufficient_quota",
+                    }
+                }
+                return _Reply(429, json.dumps(body).encode())
+            return self._error(wire, 402, _ANTHROPIC_ERRORS[402][1])
+        status = int(fault.rstrip("s"))
+        reply = self._error(wire, status, None)
+        if status == 429:
+            wait = knobs.get("retry_after", self.retry_after)
+            if "x-fake-retry-after" in headers:
+                with contextlib.suppress(ValueError):
+                    wait = float(headers["x-fake-retry-after"])
+            reply.headers.append(("retry-after", str(max(0, math.ceil(wait)))))
+            if fault == "429":
+                reply.headers.append(("retry-after-ms", str(round(wait * 1000))))
+        return reply
+
+    def _error(self, wire: str, status: int, message: str | None) -> _Reply:
+        if wire == "openai":
+            kind, code, default = _OPENAI_ERRORS.get(status, ("server_error", None, "Error."))
+            body: dict[str, Any] = {
+                "error": {"message": message or default, "type": kind, "param": None, "code": code}
+            }
+            headers = [("x-request-id", f"req_{self._next_id()}")]
+        else:
+            kind, default = _ANTHROPIC_ERRORS.get(status, ("api_error", "Error."))
+            body = {"type": "error", "error": {"type": kind, "message": message or default}}
+            headers = [("request-id", f"req_{self._next_id()}")]
+        return _Reply(status, json.dumps(body).encode(), headers)
+
+    def _brain_params(self, payload: Mapping[str, Any], knobs: Mapping[str, float]) -> dict[str, Any]:
+        params: dict[str, Any] = {k: payload[k] for k in _SAMPLING if k in payload}
+        params.update(self.sim)
+        params.update({k: v for k, v in knobs.items() if k in _SIM_KNOBS})
+        return params
+
+    def _openai(self, payload: dict[str, Any], model: str, knobs: Mapping[str, float]) -> _Reply:
+        messages = payload.get("messages")
+        if not payload.get("model") or not isinstance(messages, list) or not messages:
+            return self._error("openai", 400, "'model' and a non-empty 'messages' list are required.")
+        fmt = payload.get("response_format") or {}
+        structured = isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object")
+        schema_name = (fmt.get("json_schema") or {}).get("name") if isinstance(fmt, dict) else None
+        normalized = [
+            {"role": str(m.get("role")), "content": content_text(m.get("content"))}
+            for m in messages
+            if isinstance(m, dict)
+        ]
+        reply = simulate(
+            model,
+            normalized,
+            schema_name=schema_name,
+            params=self._brain_params(payload, knobs),
+            structured=structured,
+        )
+        ident = self._next_id()
+        body = {
+            "id": f"chatcmpl-fake{ident}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": f"sim/{model}",
+            "system_fingerprint": SIM_FINGERPRINT,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.text, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": reply.finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": reply.input_tokens,
+                "completion_tokens": reply.output_tokens,
+                "total_tokens": reply.input_tokens + reply.output_tokens,
+            },
+        }
+        return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), [("x-request-id", f"req_{ident}")])
+
+    def _anthropic(
+        self, payload: dict[str, Any], model: str, knobs: Mapping[str, float], version: str
+    ) -> _Reply:
+        messages = payload.get("messages")
+        if not payload.get("model") or not isinstance(messages, list) or not messages:
+            return self._error("anthropic", 400, "messages: field required")
+        if not isinstance(payload.get("max_tokens"), int):
+            return self._error("anthropic", 400, "max_tokens: field required")
+        if version >= "2026-10-21":
+            for name in ("temperature", "top_p", "top_k"):
+                if name in payload:
+                    return self._error("anthropic", 400, f"{name}: Extra inputs are not permitted")
+        normalized: list[dict[str, str]] = []
+        system = payload.get("system")
+        if system:
+            normalized.append({"role": "system", "content": content_text(system)})
+        normalized += [
+            {"role": str(m.get("role")), "content": content_text(m.get("content"))}
+            for m in messages
+            if isinstance(m, dict)
+        ]
+        choice = payload.get("tool_choice") or {}
+        tools = payload.get("tools") or []
+        tool_name: str | None = None
+        if isinstance(choice, dict) and tools:
+            if choice.get("type") == "tool":
+                tool_name = str(choice.get("name"))
+            elif choice.get("type") == "any":
+                tool_name = str(tools[0].get("name"))
+        reply = simulate(
+            model,
+            normalized,
+            schema_name=tool_name,
+            params=self._brain_params(payload, knobs),
+            structured=tool_name is not None,
+        )
+        ident = self._next_id()
+        content: list[dict[str, Any]]
+        if tool_name is not None and reply.structured is not None:
+            content = [
+                {"type": "tool_use", "id": f"toolu_fake{ident}", "name": tool_name, "input": reply.structured}
+            ]
+            stop = "tool_use"
+        else:
+            content = [{"type": "text", "text": reply.text}]
+            stop = "end_turn" if reply.finish_reason == "stop" else "max_tokens"
+        body = {
+            "id": f"msg_fake{ident}",
+            "type": "message",
+            "role": "assistant",
+            "model": f"sim/{model}",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+        }
+        return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), [("request-id", f"req_{ident}")])
+
+    def _control(self, method: str, target: str) -> _Reply:
+        parts = urlsplit(target)
+        if parts.path == "/_fake/stats":
+            return _Reply(200, json.dumps(self.stats()).encode())
+        if parts.path == "/_fake/requests":
+            limit = int(parse_qs(parts.query).get("limit", ["0"])[0] or 0)
+            rows = [r.__dict__ for r in self.recent(limit or None)]
+            return _Reply(200, json.dumps(rows).encode())
+        if parts.path == "/_fake/reset" and method == "POST":
+            self.reset()
+            return _Reply(200, b'{"reset": true}')
+        return _Reply(404, b'{"error": {"message": "unknown control path"}}')
+
+
+def _malformed(fault: str, reply: _Reply) -> _Reply:
+    if fault == "truncated":
+        return _Reply(200, reply.body[: len(reply.body) // 2], reply.headers)
+    if fault == "html":
+        return _Reply(200, _HTML, reply.headers, content_type="text/html")
+    payload = json.loads(reply.body)
+    payload.pop("choices", None)
+    payload.pop("content", None)
+    return _Reply(200, json.dumps(payload).encode(), reply.headers)
+
+
+def _encode(reply: _Reply, keep_alive: bool, ident: str) -> bytes:
+    head = [
+        f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}",
+        f"content-type: {reply.content_type}",
+        f"content-length: {len(reply.body)}",
+        f"connection: {'keep-alive' if keep_alive else 'close'}",
+        "server: judgepanel-fakeserver",
+    ]
+    head += [f"{k}: {v}" for k, v in reply.headers]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Close with a TCP RST (SO_LINGER 0), as a crashed proxy would."""
+    sock = writer.get_extra_info("socket")
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+# ---- as a separate process ------------------------------------------------------------------
+
+
+class FakeServerProcess:
+    """`python -m judgepanel.providers.fakeserver …` as a child process (its own CPU, its own event
+    loop), for benchmarks and tests that must not share a loop with the client.
+
+        with FakeServerProcess("--latency", "1.0", "--rpm", "3000") as fake:
+            fake.url, fake.stats()
+    """
+
+    def __init__(self, *args: str) -> None:
+        self.args = [str(a) for a in args]
+        self.url = ""
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> str:
+        cmd = [sys.executable, "-m", "judgepanel.providers.fakeserver", "--port", "0", *self.args]
+        self._proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline().strip()
+        if not line.startswith("http://"):
+            self.stop()
+            raise RuntimeError(f"fake server did not start: {line!r}")
+        self.url = line
+        return line
+
+    def _get(self, path: str, method: str = "GET") -> Any:
+        import urllib.request
+
+        req = urllib.request.Request(self.url + path, method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def stats(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._get("/_fake/stats")
+        return result
+
+    def requests(self, limit: int = 0) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._get(f"/_fake/requests?limit={limit}")
+        return result
+
+    def reset(self) -> None:
+        self._get("/_fake/reset", method="POST")
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+            self._proc = None
+
+    def __enter__(self) -> FakeServerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m judgepanel.providers.fakeserver", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument(
+        "--port", type=int, default=0, help="0 picks a free port; the URL is the first stdout line"
+    )
+    p.add_argument("--latency", type=float, default=0.0, help="mean seconds before answering")
+    p.add_argument("--jitter", type=float, default=0.0, help="latency is uniform in mean ± jitter")
+    p.add_argument(
+        "--rpm", type=float, default=None, help="server-side requests-per-minute limit (429 above it)"
+    )
+    p.add_argument("--burst", type=float, default=None, help="token bucket size for --rpm (default rpm/60)")
+    p.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME=RATE",
+        help=f"fault rate; NAME in {', '.join(FAULTS)}",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--retry-after", type=float, default=1.0, help="seconds announced by injected 429s")
+    p.add_argument("--hang", type=float, default=600.0, help="longest a 'hang' fault holds the request")
+    p.add_argument("--record-limit", type=int, default=20_000)
+    for knob in _SIM_KNOBS:
+        p.add_argument(f"--{knob.replace('_', '-')}", type=float, default=None, help=f"sim brain {knob}")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    faults: dict[str, float] = {}
+    for item in args.fault:
+        name, _, rate = item.partition("=")
+        faults[name] = float(rate or 1.0)
+    sim = {k: getattr(args, k) for k in _SIM_KNOBS if getattr(args, k) is not None}
+    SimSettings.from_params(sim)  # validates the numbers
+    server = FakeServer(
+        host=args.host,
+        port=args.port,
+        latency=args.latency,
+        jitter=args.jitter,
+        rpm=args.rpm,
+        burst=args.burst,
+        faults=faults,
+        seed=args.seed,
+        retry_after=args.retry_after,
+        hang=args.hang,
+        sim=sim,
+        record_limit=args.record_limit,
+    )
+
+    async def serve() -> None:
+        print(await server.start(), flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await server.aclose()
+
+    asyncio.run(serve())
+
+
+@contextlib.contextmanager
+def running(**kwargs: Any) -> Iterator[FakeServer]:
+    """`with running(latency=0.1) as fake:` — an in-process server in a thread."""
+    server = FakeServer(**kwargs)
+    server.start_in_thread()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""A fake OpenAI/Anthropic server on 127.0.0.1 for the provider tests (real HTTP, real SDKs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from judgepanel.providers.fakeserver import FakeServer
+
+OPENAI_KEY = "sk-test-OPENAI0123456789abcdef"
+ANTHROPIC_KEY = "sk-ant-test-ANTHROPIC0123456789abcdef"
+
+
+@pytest.fixture(scope="session")
+def fake_server() -> Iterator[FakeServer]:
+    """One server for the session, in a thread with its own event loop; torn down at the end."""
+    server = FakeServer(seed=7, hang=30.0)
+    server.start_in_thread()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake(fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> FakeServer:
+    """The server with its records cleared, and test keys (only) in the environment."""
+    fake_server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "JUDGEPANEL_PRICES"):
+        monkeypatch.delenv(name, raising=False)
+    return fake_server

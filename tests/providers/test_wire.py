@@ -1,0 +1,199 @@
+"""Both wire formats through the real SDKs against the fake server, over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from judgepanel.errors import BadInput, Fatal
+from judgepanel.providers import ChatRequest, make_provider, parse_spec
+from judgepanel.providers.anthropic_provider import SAMPLING_API_VERSION
+from judgepanel.providers.fakeserver import FakeServer
+from judgepanel.providers.sim import SIM_FINGERPRINT
+from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"rationale": {"type": "string"}, "verdict": {"type": "string", "enum": ["A", "B", "tie"]}},
+    "required": ["rationale", "verdict"],
+    "additionalProperties": False,
+}
+MESSAGES = [
+    {"role": "system", "content": "You are a careful judge."},
+    {
+        "role": "user",
+        "content": "<source>The council approved the budget on Monday.</source>\n"
+        "<candidate_a>The council approved the budget.</candidate_a>\n"
+        "<candidate_b>Cars were banned forever by the football club.</candidate_b>",
+    },
+]
+
+
+def pairwise(**kw: Any) -> ChatRequest:
+    return ChatRequest(messages=MESSAGES, schema_name="pairwise_verdict", **kw)
+
+
+def sent(fake: FakeServer) -> dict[str, Any]:
+    (record,) = fake.recent()
+    body: dict[str, Any] = json.loads(record.body)
+    return body
+
+
+async def test_openai_plain_text_via_spec_base_url(fake: FakeServer) -> None:
+    spec = parse_spec(f"openai:judge-1?base_url={fake.url}/v1&temperature=0&seed=3&max_tokens=300")
+    provider = make_provider(spec)
+    try:
+        result = await provider.complete(pairwise(params=spec.request_params()), timeout=10)
+    finally:
+        await provider.aclose()
+    assert result.http_status == 200 and result.structured is None
+    assert result.model_returned == "sim/judge-1" and result.system_fingerprint == SIM_FINGERPRINT
+    assert result.input_tokens and result.output_tokens and result.latency_ms is not None
+    assert json.loads(result.raw_body)["choices"][0]["message"]["content"] == result.text
+    assert "[simulated]" in result.text
+    body = sent(fake)
+    assert body["model"] == "judge-1" and body["messages"] == MESSAGES
+    # a custom endpoint gets max_tokens (what vLLM / llama.cpp / Ollama read), and no response_format
+    assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 3, 300)
+    assert "response_format" not in body
+    assert fake.recent()[0].path == "/v1/chat/completions"
+
+
+async def test_openai_structured_output(fake: FakeServer) -> None:
+    provider = make_provider(parse_spec(f"openai:judge-1?base_url={fake.url}/v1"))
+    try:
+        result = await provider.complete(pairwise(schema=SCHEMA), timeout=10)
+    finally:
+        await provider.aclose()
+    assert result.structured is not None and result.structured == json.loads(result.text)
+    assert result.structured["verdict"] == "A"
+    fmt = sent(fake)["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"] == {"name": "pairwise_verdict", "schema": SCHEMA, "strict": True}
+
+
+async def test_openai_structured_can_be_turned_off(fake: FakeServer) -> None:
+    provider = make_provider(parse_spec(f"openai:judge-1?base_url={fake.url}/v1&structured=off"))
+    try:
+        result = await provider.complete(pairwise(schema=SCHEMA), timeout=10)
+    finally:
+        await provider.aclose()
+    assert "response_format" not in sent(fake) and result.structured is None
+
+
+async def test_anthropic_text_with_system_prompt_separated(fake: FakeServer) -> None:
+    provider = make_provider(parse_spec(f"anthropic:claude-judge?base_url={fake.url}&max_tokens=400"))
+    try:
+        result = await provider.complete(pairwise(), timeout=10)
+    finally:
+        await provider.aclose()
+    body = sent(fake)
+    assert body["system"] == "You are a careful judge."
+    assert body["messages"] == MESSAGES[1:] and body["max_tokens"] == 400
+    assert "tools" not in body and "temperature" not in body
+    record = fake.recent()[0]
+    assert record.path == "/v1/messages" and record.headers["anthropic-version"] == "2026-10-21"
+    assert result.model_returned == "sim/claude-judge" and result.system_fingerprint is None
+    assert result.structured is None and "[simulated]" in result.text
+    assert json.loads(result.raw_body)["content"][0]["text"] == result.text
+
+
+async def test_anthropic_forced_tool_gives_structured_output(fake: FakeServer) -> None:
+    provider = make_provider(parse_spec(f"anthropic:claude-judge?base_url={fake.url}"))
+    try:
+        result = await provider.complete(pairwise(schema=SCHEMA), timeout=10)
+    finally:
+        await provider.aclose()
+    body = sent(fake)
+    assert body["tools"][0]["input_schema"] == SCHEMA and body["tools"][0]["name"] == "pairwise_verdict"
+    assert body["tool_choice"] == {"type": "tool", "name": "pairwise_verdict"}
+    raw = json.loads(result.raw_body)
+    assert raw["content"][0]["type"] == "tool_use" and raw["stop_reason"] == "tool_use"
+    assert result.structured == raw["content"][0]["input"]
+    assert result.structured is not None and result.structured["verdict"] == "A"
+    assert json.loads(result.text) == result.structured
+
+
+async def test_anthropic_sampling_parameters_use_the_api_version_that_takes_them(fake: FakeServer) -> None:
+    provider = make_provider(parse_spec(f"anthropic:claude-judge?base_url={fake.url}&temperature=0&top_k=5"))
+    try:
+        await provider.complete(pairwise(), timeout=10)
+    finally:
+        await provider.aclose()
+    body = sent(fake)
+    assert (body["temperature"], body["top_k"]) == (0.0, 5)
+    assert fake.recent()[0].headers["anthropic-version"] == SAMPLING_API_VERSION
+    # pinned to the SDK's own version, the API (and the fake) refuse temperature outright
+    fake.reset()
+    pinned = make_provider(
+        parse_spec(f"anthropic:claude-judge?base_url={fake.url}&temperature=0&anthropic_version=2026-10-21")
+    )
+    try:
+        with pytest.raises(Fatal, match="temperature") as info:
+            await pinned.complete(pairwise(), timeout=10)
+    finally:
+        await pinned.aclose()
+    assert info.value.status == 400
+
+
+async def test_base_url_from_the_environment(fake: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    for text in ("openai:env-judge", "anthropic:env-judge"):
+        provider = make_provider(parse_spec(text))
+        try:
+            result = await provider.complete(pairwise(), timeout=10)
+        finally:
+            await provider.aclose()
+        assert result.model_returned == "sim/env-judge"
+    assert [r.path for r in fake.recent()] == ["/v1/chat/completions", "/v1/messages"]
+    # api.openai.com itself gets max_completion_tokens, which its newer models require
+    body = json.loads(fake.recent()[0].body)
+    assert "max_tokens" not in body
+
+
+async def test_keys_go_over_the_wire_and_nowhere_else(fake: FakeServer) -> None:
+    seen: list[str] = []
+    for text in (f"openai:j?base_url={fake.url}/v1", f"anthropic:j?base_url={fake.url}"):
+        for model in ("j", "j!401", "j!500", "j!truncated", "j!reset"):
+            provider = make_provider(parse_spec(text.replace(":j?", f":{model}?")))
+            seen.append(repr(provider))
+            try:
+                result = await provider.complete(pairwise(schema=SCHEMA), timeout=10)
+                seen += [repr(result), result.raw_body, result.text]
+            except Exception as exc:
+                assert exc.__context__ is None and exc.__cause__ is None
+                seen += [str(exc), repr(exc), repr(vars(exc))]
+            finally:
+                await provider.aclose()
+    auth = [r.headers.get("authorization", "") + r.headers.get("x-api-key", "") for r in fake.recent()]
+    assert sum(OPENAI_KEY in a for a in auth) == 5 and sum(ANTHROPIC_KEY in a for a in auth) == 5
+    everything = "\n".join(seen)
+    assert OPENAI_KEY not in everything and ANTHROPIC_KEY not in everything
+    assert "sk-test" not in everything and "sk-ant-test" not in everything
+
+
+async def test_missing_key_is_a_clear_bad_input(monkeypatch: pytest.MonkeyPatch, fake: FakeServer) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(BadInput, match="OPENAI_API_KEY is not set"):
+        make_provider(parse_spec("openai:gpt-4o-mini"))
+    with pytest.raises(BadInput, match="ANTHROPIC_API_KEY is not set"):
+        make_provider(parse_spec("anthropic:claude-haiku-4-5"))
+    # a local OpenAI-compatible server needs no key
+    provider = make_provider(parse_spec(f"openai:local?base_url={fake.url}/v1"))
+    try:
+        result = await provider.complete(pairwise(), timeout=10)
+    finally:
+        await provider.aclose()
+    assert result.http_status == 200
+    assert fake.recent()[0].headers["authorization"] == "Bearer no-key"
+
+
+def test_registry() -> None:
+    sim = make_provider(parse_spec("sim:x"))
+    assert sim.name == "sim:x"
+    with pytest.raises(TypeError, match="unknown options"):
+        make_provider(parse_spec("sim:x"), pool=3)
