@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from judgepanel.datasets.records import ParsedDataset
 from judgepanel.errors import BadInput
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Annotator, Dataset, Item, Label, utcnow
+from judgepanel.store.models import Annotator, Dataset, Item, Label, table_of, utcnow
 
 CHUNK = 5_000
 
@@ -129,7 +129,7 @@ def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> Impo
             }
         )
     for chunk in _chunks(new_items):
-        s.execute(insert(Item.__table__), chunk)
+        s.execute(insert(table_of(Item)), chunk)
     item_ids = dict(s.execute(select(Item.external_id, Item.id).where(Item.dataset_id == ds.id)).all())
 
     annotator_ids: dict[str, int] = {}
@@ -158,5 +158,5 @@ def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> Impo
         for lb in parsed.labels
     ]
     for chunk in _chunks(rows):
-        s.execute(insert(Label.__table__), chunk)
+        s.execute(insert(table_of(Label)), chunk)
     return ImportResult(name, False, len(new_items), len(rows), len(annotator_ids), parsed.skipped)

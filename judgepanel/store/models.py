@@ -25,6 +25,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -38,6 +39,11 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+
+def table_of(model: type[Base]) -> Table:
+    """The Core table of a model, for bulk inserts that skip the ORM's per-row bookkeeping."""
+    return Base.metadata.tables[model.__tablename__]
 
 
 def utcnow() -> datetime:

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from judgepanel.datasets.pairs import identical_vectors, preference, sample_pairs
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Annotator, Dataset, Item, Label, Pair, PairLabel, PairSet
+from judgepanel.store.models import Annotator, Dataset, Item, Label, Pair, PairLabel, PairSet, table_of
 
 LABELS = ("A", "B", "T")
 
@@ -154,7 +154,7 @@ def create_pair_set(
             s.flush()
             if drawn.pairs:
                 s.execute(
-                    insert(Pair.__table__),
+                    insert(table_of(Pair)),
                     [
                         {"pair_set_id": ps.id, "position": i, "item_a_id": a, "item_b_id": b}
                         for i, (a, b) in enumerate(drawn.pairs)
@@ -170,7 +170,7 @@ def create_pair_set(
                         if pref is not None:
                             rows.append({"pair_id": pair_ids[pos], "annotator_id": ann_id, "value": pref})
             for i in range(0, len(rows), 5000):
-                s.execute(insert(PairLabel.__table__), rows[i : i + 5000])
+                s.execute(insert(table_of(PairLabel)), rows[i : i + 5000])
             s.flush()
             return _summarise(s, ps, unchanged=False)
     except IntegrityError as exc:
