@@ -27,6 +27,7 @@ ignored and named in `warnings`. A clause reply is ok when at least one expected
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import math
 import re
@@ -175,10 +176,18 @@ class _Found:
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
+_KEY_START = re.compile(r"\{\s*[\"'}]")  # how an object starts; "{ if (x)" does not
+LENIENT_WINDOW = 20_000  # longest near-JSON object we try to repair
+LENIENT_TRIES = 16  # repairs are tried only on the last few failed starts: answers come last
+
+
 def _matching_brace(text: str, start: int) -> int | None:
-    """Index just past the `}` that closes the `{` at `start` (double-quoted strings respected)."""
+    """Index just past the `}` that closes the `{` at `start` (double-quoted strings respected),
+    looking at most LENIENT_WINDOW characters ahead; -1 if the text ends first, None if the
+    window does."""
     depth, in_str, esc = 0, False, False
-    for j in range(start, len(text)):
+    stop = min(len(text), start + LENIENT_WINDOW)
+    for j in range(start, stop):
         ch = text[j]
         if in_str:
             if esc:
@@ -195,7 +204,7 @@ def _matching_brace(text: str, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return j + 1
-    return None
+    return -1 if stop == len(text) else None
 
 
 def _lenient(snippet: str) -> dict[str, Any] | None:
@@ -203,39 +212,98 @@ def _lenient(snippet: str) -> dict[str, Any] | None:
     fixed = _TRAILING_COMMA.sub(r"\1", snippet)
     try:
         obj = json.loads(fixed)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             obj = ast.literal_eval(fixed)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return None
     return obj if isinstance(obj, dict) else None
 
 
+_BRACE = re.compile(r"[{}]")
+MAX_DEPTH = 32  # an answer object nests a few levels; a deeper one is not read (and would recurse)
+
+
+def _object_starts(text: str) -> list[tuple[int, int | None]]:
+    """Each `{` that may open an object with keys (`{"`, `{'` or `{}`) and nests less than
+    MAX_DEPTH deep, with the index past its brace-counting match (None if unmatched). Braces are
+    counted without regard to strings: cheap, one pass, and right unless a string holds a brace."""
+    info: dict[int, tuple[int, int | None]] = {}  # start -> (height, close)
+    stack: list[list[int]] = []  # [start, height of the deepest nesting below it]
+
+    def pop(close: int | None) -> None:
+        start, height = stack.pop()
+        info[start] = (height, close)
+        if stack:
+            stack[-1][1] = max(stack[-1][1], height + 1)
+
+    for m in _BRACE.finditer(text):
+        if m.group() == "{":
+            stack.append([m.start(), 0])
+        elif stack:
+            pop(m.end())
+    while stack:
+        pop(None)
+    return [
+        (start, close)
+        for start, (height, close) in sorted(info.items())
+        if height < MAX_DEPTH and _KEY_START.match(text, start)
+    ]
+
+
+def _decode(text: str, start: int, stop: int) -> tuple[Any, int] | None:
+    """`raw_decode` on text[start:stop] (a slice keeps a failure cheap: the error message counts
+    lines from the start of the string it was given)."""
+    try:
+        obj, end = _DECODER.raw_decode(text[start:stop])
+    except (ValueError, RecursionError):
+        return None
+    return obj, start + end
+
+
+_DECODER = json.JSONDecoder()
+
+
 def _json_objects(text: str) -> tuple[list[_Found], bool]:
-    """Outermost JSON objects in reading order, and whether the text ends inside an unclosed one."""
-    decoder = json.JSONDecoder()
+    """Outermost JSON objects in reading order, and whether the text ends inside an unclosed one.
+
+    One left-to-right pass tries each object-like `{` on the slice up to its brace-counting
+    match (jumping over each object found). Only the last few starts that failed get the costly
+    treatment (no slice, then near-JSON repair): answers come last, and an echoed wall of braces
+    must not make parsing quadratic."""
     found: list[_Found] = []
-    unclosed = False
-    i = text.find("{")
-    while i != -1:
-        try:
-            obj, end = decoder.raw_decode(text, i)
-        except ValueError:
-            close = _matching_brace(text, i)
-            if close is None:
-                unclosed = True
-                i = text.find("{", i + 1)
-                continue
-            lenient = _lenient(text[i:close])
-            if lenient is None:
-                i = text.find("{", i + 1)
-                continue
-            obj, end = lenient, close
-        if isinstance(obj, dict):
-            found.append(_Found(i, end, obj))
-            unclosed = False
-        i = text.find("{", end)
-    return found, unclosed
+    failed: list[int] = []
+    end = 0
+    for start, close in _object_starts(text):
+        if start < end:
+            continue  # inside the object just found
+        hit = _decode(text, start, close if close is not None else start + LENIENT_WINDOW)
+        if hit is None:
+            failed.append(start)
+            continue
+        obj, end = hit
+        found.append(_Found(start, end, obj))
+    open_starts: list[int] = []  # object-like starts never closed before the text ends
+    for start in failed[-LENIENT_TRIES:]:
+        if any(f.start <= start < f.end for f in found):
+            continue
+        close = _matching_brace(text, start)
+        if close == -1:
+            open_starts.append(start)
+            continue
+        stop = close if close is not None else start + LENIENT_WINDOW
+        hit = _decode(text, start, stop)
+        if hit is not None:
+            found.append(_Found(start, hit[1], hit[0]))
+        elif close is not None and (repaired := _lenient(text[start:close])) is not None:
+            found.append(_Found(start, close, repaired))
+    found.sort(key=lambda f: (f.start, -f.end))
+    outermost: list[_Found] = []
+    for f in found:
+        if not outermost or f.start >= outermost[-1].end:
+            outermost.append(f)
+    last_end = outermost[-1].end if outermost else 0
+    return outermost, any(s >= last_end for s in open_starts)
 
 
 def _lower_keys(obj: Mapping[Any, Any]) -> dict[str, Any]:
@@ -308,12 +376,18 @@ def _keyed_lines(pattern: re.Pattern[str], text: str) -> list[tuple[int, int, st
     return out
 
 
+def _inside(pos: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether `pos` falls in one of `spans`: (start, end) pairs sorted by start, not overlapping."""
+    k = bisect.bisect_right(spans, (pos, math.inf)) - 1
+    return k >= 0 and spans[k][0] <= pos < spans[k][1]
+
+
 def _with_brackets(
     lines: list[tuple[int, int, str]], brackets: list[tuple[int, int, str]]
 ) -> list[tuple[int, int, str]]:
     """Verdict lines plus `[[X]]` markers that are not already part of a verdict line."""
-    extra = [b for b in brackets if not any(s <= b[0] < e for s, e, _ in lines)]
-    return sorted(lines + extra)
+    spans = [(s, e) for s, e, _ in lines]
+    return sorted(lines + [b for b in brackets if not _inside(b[0], spans)])
 
 
 class _Schema:
@@ -546,7 +620,7 @@ def _parse_text(schema: _Schema, text: str) -> ParsedVerdict:
     answers = [_Found(f.start, f.end, dict(a)) for f in found if (a := schema.answer_in(f.obj)) is not None]
     inside = [(f.start, f.end) for f in found]
     lines = [
-        ln for ln in schema.lines(tail) if not any(s <= ln[0] < e for s, e in inside)
+        ln for ln in schema.lines(tail) if not _inside(ln[0], inside)
     ]  # text inside a JSON object is that object's data, not a verdict line
     lines.sort()
     last_obj = answers[-1] if answers else None

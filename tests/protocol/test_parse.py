@@ -4,6 +4,7 @@ Expected values are read off each reply by hand: the judge's own last answer."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -320,3 +321,27 @@ def test_clauses_later_answers_override_echoed_ones() -> None:
 def test_clauses_without_expected_ids_take_what_was_answered() -> None:
     p = parse_reply(CL, '{"clauses": [{"id": "x.1", "met": true}, {"id": "x.2", "met": false}]}', None)
     assert p.ok and p.clauses == {"x.1": (True, None), "x.2": (False, None)} and p.value == "1/2"
+
+
+# ---------------------------------------------------------------- hostile shapes stay cheap
+
+WALLS = {
+    "unclosed braces": "{ unclosed " * 10_000,
+    "nested keys": '{"k": ' * 20_000,
+    "deep object": '{"k": ' * 3_000 + "1" + "}" * 3_000,
+    "code": "int f() { if (x) { return 1; } }\n" * 3_000,
+    "braces in strings": '{"a": 1, "b": [{"c": "}"}]} and\n' * 3_000,
+    "verdict lines": 'Verdict: A [[A]] {"verdict": "A"}\n' * 3_000,
+}
+
+
+@pytest.mark.parametrize("wall", list(WALLS), ids=list(WALLS))
+def test_an_echoed_wall_is_parsed_quickly_and_the_real_answer_wins(wall: str) -> None:
+    # the first parser scanned quadratically (over a minute on the first wall); now well under a second
+    start = time.perf_counter()
+    p = parse_reply(PW, WALLS[wall] + '\n{"rationale": "r", "verdict": "B",}', None)
+    q = parse_reply(PW, WALLS[wall] + "\nVerdict: tie", None)
+    r = parse_reply(PW, WALLS[wall], None)
+    assert time.perf_counter() - start < 5
+    assert (p.value, p.method, q.value, q.method) == ("B", "json_tail", "tie", "line_tail")
+    assert r.ok == (wall == "verdict lines")
