@@ -320,14 +320,14 @@ class FakeServer:
     def stats(self) -> dict[str, Any]:
         by_path: Counter[str] = Counter()
         by_status: Counter[str] = Counter()
-        for (path, status), n in self.counts.items():
+        for (path, status), n in list(self.counts.items()):  # a snapshot: the server thread may be counting
             by_path[path] += n
             by_status[str(status) if status is not None else "none"] += n
         return {
             "requests": sum(self.counts.values()),
             "by_path": dict(by_path),
             "by_status": dict(by_status),
-            "by_fault": dict(self.fault_counts),
+            "by_fault": dict(list(self.fault_counts.items())),
             "connections": self.connections,
         }
 
