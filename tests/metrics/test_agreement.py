@@ -146,10 +146,16 @@ def test_gwet_ac1_ac2_match_irrcac_with_missing(weights: str, seed: int) -> None
     assert gwet_ac1(r, SCALE, w) == pytest.approx(expected["coefficient_value"], abs=1e-12)  # type: ignore[arg-type]
 
 
-def test_alpha_matches_irrcac_too() -> None:
+@pytest.mark.parametrize(
+    ("weights", "level"), [("identity", "nominal"), ("quadratic", "interval"), ("ratio", "ratio")]
+)
+def test_alpha_matches_irrcacs_weighted_alpha(weights: str, level: str) -> None:
+    # Gwet's weighted α: quadratic weights are the interval metric, ratio weights the ratio metric.
+    # (irrCAC's "ordinal" weights rank category distances, not Krippendorff's marginal-based
+    # ordinal metric, so they are a different coefficient and not compared.)
     r = random_ratings(5, units=60, raters=4, missing=0.3)
-    expected = irr(r, SCALE).krippendorff()["est"]["coefficient_value"]
-    assert krippendorff_alpha(r, "nominal", SCALE) == pytest.approx(expected, abs=1e-12)
+    expected = irr(r, SCALE, weights).krippendorff()["est"]["coefficient_value"]
+    assert krippendorff_alpha(r, level, SCALE) == pytest.approx(expected, abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
