@@ -74,6 +74,7 @@ class RunOptions:
     batch_size: int = 500
     flush_ms: float = 100.0
     lease_seconds: float = 120.0
+    lease_chunk: int | None = None  # jobs leased at a time per judge (default: 2 × concurrency, ≥ 64)
 
     def validate(self) -> None:
         if self.concurrency < 1:
@@ -345,7 +346,7 @@ class Runner:
 
     async def _feed(self, j: _Judge) -> None:
         low = max(j.workers, 16)
-        chunk = min(1000, max(2 * j.workers, 64))
+        chunk = self.opts.lease_chunk or min(1000, max(2 * j.workers, 64))
         try:
             while not self.stopping:
                 if j.queue.qsize() >= low:

@@ -1,0 +1,58 @@
+"""The store paths on both backends (SQLite file and PostgreSQL): a full run, the cache, status,
+and several workers sharing one campaign through leases (`FOR UPDATE SKIP LOCKED` on PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import Engine, func, select
+
+from judgepanel.runner import campaign as api
+from judgepanel.runner.executor import Runner, RunOptions, RunSummary
+from judgepanel.store import campaigns as store
+from judgepanel.store.models import Request, Response, Verdict
+from tests.runner.conftest import DATASET, PAIRS, load_tiny
+
+
+def test_run_cache_and_status(engine: Engine) -> None:
+    load_tiny(engine)
+    judges = ["sim:a?position_bias=0.3", "sim:b?noise=0.2"]
+    info = api.create(engine, "p1", dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=judges, limit=5)
+    summary = api.run(engine, "p1", RunOptions(flush_ms=10))
+    assert (summary.status, summary.done, summary.calls) == ("done", info.jobs, info.jobs)
+    api.create(engine, "p2", dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=judges, limit=5)
+    again = api.run(engine, "p2", RunOptions(flush_ms=10))
+    assert (again.calls, again.cached, again.done) == (0, info.jobs, info.jobs)
+    st = store.campaign_status(engine, "p2")
+    assert (st.jobs, st.done, st.calls, st.cached) == (info.jobs, info.jobs, 0, info.jobs)
+    with engine.connect() as conn:
+        originals = conn.execute(
+            select(func.count()).select_from(Response).where(Response.cached_from.is_(None))
+        ).scalar_one()
+    assert originals == info.jobs
+    rows = store.judge_verdict_rows(engine, "p1")
+    assert len(rows) == info.jobs and {r["order"] for r in rows} == {"AB", "BA"}
+    listed = {c["name"]: c for c in store.list_campaigns(engine)}
+    assert listed["p1"]["done"] == info.jobs and listed["p2"]["status"] == "done"
+
+
+def test_several_workers_share_a_campaign_exactly_once(engine: Engine) -> None:
+    load_tiny(engine, n_groups=4, per_group=5)
+    info = api.create(
+        engine, "shared", dataset=DATASET, protocol="pointwise", judges=["sim:a?latency=0.002"], repeats=3
+    )
+
+    async def main() -> list[RunSummary]:
+        runners = [
+            Runner(engine, "shared", RunOptions(concurrency=4, flush_ms=10, lease_chunk=4)) for _ in range(3)
+        ]
+        return await asyncio.gather(*(r.run() for r in runners))
+
+    summaries = asyncio.run(main())
+    assert sum(s.calls for s in summaries) == info.jobs  # no job was asked twice
+    assert sum(1 for s in summaries if s.calls) >= 2  # the work was actually shared
+    with engine.connect() as conn:
+        per_job = conn.execute(select(Verdict.job_id, func.count()).group_by(Verdict.job_id)).all()
+        n_requests = conn.execute(select(func.count()).select_from(Request)).scalar_one()
+    assert len(per_job) == info.jobs and {n for _, n in per_job} == {1}
+    assert n_requests == info.jobs
