@@ -76,7 +76,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from judgepanel.providers.sim import SIM_FINGERPRINT, SimSettings, content_text, simulate
+from judgepanel.providers.sim import SIM_FINGERPRINT, content_text, simulate
 
 FAULTS = (
     "429",
@@ -840,27 +840,33 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     faults: dict[str, float] = {}
     for item in args.fault:
         name, _, rate = item.partition("=")
-        faults[name] = float(rate or 1.0)
+        try:
+            faults[name] = float(rate or 1.0)
+        except ValueError:
+            parser.error(f"--fault {item}: the rate must be a number")
     sim = {k: getattr(args, k) for k in _SIM_KNOBS if getattr(args, k) is not None}
-    SimSettings.from_params(sim)  # validates the numbers
-    server = FakeServer(
-        host=args.host,
-        port=args.port,
-        latency=args.latency,
-        jitter=args.jitter,
-        rpm=args.rpm,
-        burst=args.burst,
-        faults=faults,
-        seed=args.seed,
-        retry_after=args.retry_after,
-        hang=args.hang,
-        sim=sim,
-        record_limit=args.record_limit,
-    )
+    try:
+        server = FakeServer(
+            host=args.host,
+            port=args.port,
+            latency=args.latency,
+            jitter=args.jitter,
+            rpm=args.rpm,
+            burst=args.burst,
+            faults=faults,
+            seed=args.seed,
+            retry_after=args.retry_after,
+            hang=args.hang,
+            sim=sim,
+            record_limit=args.record_limit,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
 
     async def serve() -> None:
         print(await server.start(), flush=True)
