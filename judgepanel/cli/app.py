@@ -6,7 +6,18 @@ import sys
 
 import typer
 
-from judgepanel.cli import campaign_cmd, data_cmd, db_cmd, demo_cmd, metrics_cmd, query_cmd, rubric_cmd
+from judgepanel.cli import (
+    campaign_cmd,
+    data_cmd,
+    db_cmd,
+    demo_cmd,
+    metrics_cmd,
+    plan_cmd,
+    query_cmd,
+    rubric_cmd,
+    simulate_cmd,
+    validate_cmd,
+)
 from judgepanel.cli.context import AppState
 from judgepanel.config import DB_ENV, database_url
 from judgepanel.errors import JudgepanelError
@@ -36,6 +47,9 @@ app.add_typer(data_cmd.app, name="data")
 app.add_typer(metrics_cmd.app, name="metrics")
 app.add_typer(rubric_cmd.app, name="rubric")
 app.add_typer(campaign_cmd.app, name="campaign")
+app.add_typer(validate_cmd.app, name="validate")
+app.add_typer(plan_cmd.app, name="plan")
+app.add_typer(simulate_cmd.app, name="simulate")
 app.command("query")(query_cmd.query)
 app.command("demo")(demo_cmd.demo)
 

@@ -8,6 +8,7 @@ import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
+from judgepanel.datasets.alttest import parse_alttest
 from judgepanel.datasets.generic import parse_items, parse_labels
 from judgepanel.datasets.summeval import parse_summeval
 from judgepanel.store.imports import ImportResult, import_parsed
@@ -45,6 +46,20 @@ def import_summeval(
     """Import SummEval rows: items grouped by article, 3 experts and 5 crowd workers."""
     parsed = parse_summeval(annotations, articles)
     _report(import_parsed(state(ctx).engine(), name, parsed, replace=replace), json_)
+
+
+@app.command("import-alttest")
+def import_alttest(
+    ctx: typer.Context,
+    folder: Path = typer.Argument(
+        ..., help="Folder with human_annotations.json and llm_annotations.json (plain or .gz)"
+    ),
+    name: str = typer.Option(..., "--name"),
+    replace: bool = REPLACE,
+    json_: bool = JSON,
+) -> None:
+    """Import an alt-test panel: humans as human annotators, each LLM as a judge (kind llm)."""
+    _report(import_parsed(state(ctx).engine(), name, parse_alttest(folder), replace=replace), json_)
 
 
 @app.command("import-labels")

@@ -1,0 +1,195 @@
+"""`judgepanel validate …`: may a judge replace a human annotator?"""
+
+from __future__ import annotations
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.cli.render import console, emit_json, err_console, table
+from judgepanel.store.validation import alt_test_dataset, loo_dataset, parse_label_map, rank_dataset
+
+app = typer.Typer(
+    help="Leave-one-annotator-out tests of a judge against a human panel.", no_args_is_help=True
+)
+
+JSON = typer.Option(False, "--json", help="Print one JSON object.")
+DATASET = typer.Option(..., "--dataset", help="Dataset holding the human labels and the judge's.")
+DIMENSION = typer.Option(None, "--dimension", help="Label dimension (needed when the dataset has several).")
+MAP = typer.Option(
+    None,
+    "--map",
+    help="FROM=TO: treat label FROM as TO before comparing (repeatable), e.g. 'Ignore=No response'.",
+)
+SCORER = typer.Option(
+    "accuracy",
+    "--scorer",
+    help="accuracy | neg-rmse | trigram-cosine (a lexical proxy for embedding similarity on free text).",
+)
+
+
+def _scorer(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _warn(warnings: list[str]) -> None:
+    for w in warnings:
+        err_console.print(f"warning: {w}")
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+@app.command("loo")
+def loo(
+    ctx: typer.Context,
+    dataset: str = DATASET,
+    judge: str = typer.Option(..., "--judge", help="An annotator of kind llm in the dataset."),
+    epsilon: float = typer.Option(0.05, "--epsilon", help="Tolerated agreement deficit ε."),
+    agreement: str = typer.Option("observed", "--agreement", help="observed | cohen | alpha | ac1"),
+    level: str = typer.Option("nominal", "--level", help="Level of measurement for alpha."),
+    dimension: str | None = DIMENSION,
+    map_: list[str] | None = MAP,
+    json_: bool = JSON,
+) -> None:
+    """The leave-one-annotator-out rule: accept iff d_k ≥ −ε for at least half the humans."""
+    res = loo_dataset(
+        state(ctx).engine(),
+        dataset,
+        judge,
+        epsilon=epsilon,
+        agreement=agreement,
+        level=level,
+        dimension=dimension,
+        label_map=parse_label_map(map_ or []),
+    )
+    if json_:
+        emit_json({"dataset": dataset, "judge": judge, **res.as_dict()})
+        return
+    table(
+        f"{judge} on {dataset}: leave-one-annotator-out ({agreement}, ε = {epsilon})",
+        ["held out", "units", "pairs", "S judge", "S human", "d", "d ≥ −ε", "m*_cert"],
+        [
+            [h.name, h.n_units, h.n_pairs, h.s_judge, h.s_human, h.d, h.passed, h.m_required]
+            for h in res.humans
+        ],
+    )
+    console.print(f"ω = {_fmt(res.omega)} → {'ACCEPTED' if res.accepted else 'REJECTED'}")
+    _warn(list(res.warnings))
+
+
+@app.command("alt-test")
+def alt_test(
+    ctx: typer.Context,
+    dataset: str = DATASET,
+    judge: str = typer.Option(..., "--judge", help="An annotator of kind llm in the dataset."),
+    epsilon: float = typer.Option(
+        ..., "--epsilon", help="Cost-benefit margin ε (0.2 experts, 0.15 skilled, 0.1 crowd)."
+    ),
+    scorer: str = SCORER,
+    q: float = typer.Option(0.05, "--q", help="Benjamini–Yekutieli FDR level."),
+    min_instances: int = typer.Option(30, "--min-instances", help="Fewer eligible instances: untested."),
+    min_humans: int = typer.Option(
+        2, "--min-humans", help="Humans an instance needs, the held-out one counted."
+    ),
+    dimension: str | None = DIMENSION,
+    map_: list[str] | None = MAP,
+    json_: bool = JSON,
+) -> None:
+    """The alternative annotator test (Calderon, Reichart & Dror, ACL 2025)."""
+    res = alt_test_dataset(
+        state(ctx).engine(),
+        dataset,
+        judge,
+        epsilon=epsilon,
+        scorer=_scorer(scorer),
+        q=q,
+        min_instances=min_instances,
+        min_humans=min_humans,
+        dimension=dimension,
+        label_map=parse_label_map(map_ or []),
+    )
+    if json_:
+        emit_json({"dataset": dataset, "judge": judge, **res.as_dict()})
+        return
+    proxy = " — a lexical proxy" if res.scorer_is_proxy else ""
+    table(
+        f"{judge} on {dataset}: alt-test ({res.scorer}{proxy}, ε = {epsilon}, q = {q})",
+        ["held out", "n", "pairs", "W judge", "W human", "t", "p", "p BY", "rejected", "m*_cert"],
+        [
+            [
+                h.name,
+                h.n,
+                h.n_pairs,
+                h.w_judge,
+                h.w_human,
+                h.t,
+                h.p_value,
+                h.p_adjusted,
+                h.rejected if h.tested else "untested",
+                h.m_required,
+            ]
+            for h in res.humans
+        ],
+    )
+    console.print(
+        f"ω = {_fmt(res.omega)} ({res.rejected}/{res.tested}), ρ = {_fmt(res.rho)} → "
+        f"{'PASSED' if res.passed else 'FAILED'}"
+    )
+    _warn(list(res.warnings))
+
+
+@app.command("rank")
+def rank(
+    ctx: typer.Context,
+    dataset: str = DATASET,
+    judge: list[str] | None = typer.Option(
+        None, "--judge", help="Judges to rank (default: every llm annotator)."
+    ),
+    by: str = typer.Option("rho", "--by", help="rho (alt-test advantage probability) | loo (mean d_k)."),
+    scorer: str = SCORER,
+    epsilon: float = typer.Option(0.1, "--epsilon", help="ε for the pass/fail column."),
+    q: float = typer.Option(0.05, "--q"),
+    min_instances: int = typer.Option(30, "--min-instances"),
+    min_humans: int = typer.Option(2, "--min-humans"),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Unit resamples."),
+    seed: int = typer.Option(0, "--seed"),
+    dimension: str | None = DIMENSION,
+    map_: list[str] | None = MAP,
+    json_: bool = JSON,
+) -> None:
+    """Rank judges by the same score, with bootstrap top-1 and pairwise order probabilities."""
+    res = rank_dataset(
+        state(ctx).engine(),
+        dataset,
+        judge or None,
+        by=by,
+        scorer=_scorer(scorer),
+        epsilon=epsilon,
+        q=q,
+        min_instances=min_instances,
+        min_humans=min_humans,
+        n_boot=bootstrap,
+        seed=seed,
+        dimension=dimension,
+        label_map=parse_label_map(map_ or []),
+    )
+    if json_:
+        emit_json({"dataset": dataset, **res.as_dict()})
+        return
+    table(
+        f"judges on {dataset} by {by} ({bootstrap} bootstrap resamples)",
+        ["rank", "judge", "score", "95% CI", "P(top-1)", "ω", "pass"],
+        [
+            [
+                j.rank,
+                j.name,
+                j.score,
+                f"[{j.ci[0]:.3f}, {j.ci[1]:.3f}]" if j.ci else "—",
+                j.p_top1,
+                j.omega,
+                j.passed,
+            ]
+            for j in res.judges
+        ],
+    )
