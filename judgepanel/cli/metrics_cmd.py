@@ -14,8 +14,18 @@ from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
 from judgepanel.metrics.agreement import LEVELS, METRICS, WEIGHT_NAMES, WeightName
 from judgepanel.metrics.bootstrap import METHODS, agreement_with_ci
+from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
+from judgepanel.metrics.heldout import HeldoutResult
 from judgepanel.metrics.raters import cluster_raters, kappa_matrix
+from judgepanel.metrics.summary import (
+    MetaEvaluation,
+    group_composition,
+    heldout_report,
+    meta_evaluation,
+    truth_report,
+)
 from judgepanel.store.matrices import MatrixRequest, select_matrix
+from judgepanel.store.pair_scores import pair_set_inputs
 
 app = typer.Typer(
     help="Agreement, rater matrices and other statistics over stored labels.", no_args_is_help=True
@@ -171,3 +181,287 @@ def matrix_cmd(
             for g in dict.fromkeys(groups[n] or "—" for n in members)
         )
         console.print(f"cluster {i}: {', '.join(members)}  ({composition})")
+
+
+# ---------------------------------------------------------------- truth inference and meta-evaluation
+
+TRUTH_CHOICES = {"majority": "majority", "dawid-skene": "dawid_skene", "mace": "mace"}
+
+
+def _split(n_units: int, split: int | None) -> int:
+    train = round(0.8 * n_units) if split is None else split
+    if not 0 < train < n_units:
+        raise BadInput(f"--split must leave units on both sides: 0 < {train} < {n_units} units")
+    return train
+
+
+@app.command("truth")
+def truth_cmd(
+    ctx: typer.Context,
+    pairs: str | None = PAIRS,
+    dataset: str | None = DATASET,
+    dimension: str | None = DIMENSION,
+    raters: str | None = RATERS,
+    group: str | None = GROUP,
+    method: str = typer.Option(..., "--method", help="majority, dawid-skene or mace."),
+    seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
+    pseudo_count: float = typer.Option(0.01, "--pseudo-count", help="Dawid–Skene pseudo-count."),
+    max_iter: int | None = typer.Option(None, "--max-iter", help="EM iteration cap (DS 100, MACE 500)."),
+    tol: float = typer.Option(1e-7, "--tol", help="EM stops below this gain per observed label."),
+    restarts: int = typer.Option(10, "--restarts", help="MACE random restarts."),
+    exclude_duplicates: str | None = EXCLUDE,
+    json_: bool = JSON,
+) -> None:
+    """Infer each unit's label (majority vote, Dawid–Skene or MACE) and what it says about raters."""
+    if method not in TRUTH_CHOICES:
+        raise BadInput(f"unknown --method {method!r}; use one of {', '.join(TRUTH_CHOICES)}")
+    if pseudo_count < 0 or tol < 0 or restarts < 1 or (max_iter is not None and max_iter < 1):
+        raise BadInput("--pseudo-count and --tol must be >= 0, --restarts and --max-iter >= 1")
+    sel = select_matrix(
+        state(ctx).engine(),
+        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
+    )
+    m = sel.matrix
+    rep = truth_report(
+        m,
+        TRUTH_CHOICES[method],
+        seed=seed,
+        pseudo_count=pseudo_count,
+        max_iter=max_iter,
+        tol=tol,
+        restarts=restarts,
+    )
+    body = rep.as_dict()
+    out: dict[str, Any] = {
+        **body,
+        "method": method,
+        "agreement_with": {k.replace("_", "-"): v for k, v in body["agreement_with"].items()},
+        "raters": list(m.rater_names),
+        "groups": dict(zip(m.rater_names, m.rater_groups, strict=True)),
+        "dataset": sel.dataset,
+        "pairs": pairs,
+        "dimension": m.dimension,
+        "seed": seed,
+        "excluded_items": sel.excluded_items,
+    }
+    if json_:
+        emit_json(out)
+        return
+    where = f"pair set {pairs}" if pairs else f"{sel.dataset}/{m.dimension}"
+    fit = "" if rep.n_iter is None else f"; {rep.n_iter} iterations, converged: {rep.converged}"
+    console.print(f"{method} on {where}: {int((rep.labels >= 0).sum())} units labelled{fit}")
+    table(
+        "inferred labels",
+        ["label", "units"],
+        [[lab, n] for lab, n in rep.distribution.items()] + [["ties broken", rep.tied_units]],
+    )
+    what = {"majority": "agreement with majority", "dawid-skene": "estimated accuracy", "mace": "competence"}
+    table(
+        "raters",
+        ["rater", "group", what[method]],
+        [[n, m.rater_groups[i] or "", _fmt(rep.rater_accuracy[n])] for i, n in enumerate(m.rater_names)],
+    )
+    table(
+        "agreement with the other methods",
+        ["method", "agreement", "units"],
+        [[k.replace("_", "-"), _fmt(v), n] for k, (v, n) in rep.agreement_with.items()],
+    )
+
+
+def _heldout_rows(result: HeldoutResult, names: tuple[str, ...]) -> list[list[Any]]:
+    cluster_no = {m: i for i, c in enumerate(result.clusters, 1) for m in c}
+    rows: list[list[Any]] = []
+    for r in result.raters:
+        rows.append(
+            [
+                names[r.rater],
+                r.group,
+                cluster_no.get(r.rater, ""),
+                r.n_test,
+                *(_fmt(r.accuracy(mt)) for mt in HELDOUT_METHODS),
+            ]
+        )
+    for g in result.groups:
+        rows.append([f"{g.group} (pooled)", "", "", g.n, *(_fmt(g.micro[mt]) for mt in HELDOUT_METHODS)])
+    return rows
+
+
+HELDOUT_COLUMNS = ["rater", "group", "cluster", "test labels", "majority", "cluster maj.", "dawid-skene"]
+
+
+@app.command("heldout")
+def heldout_cmd(
+    ctx: typer.Context,
+    pairs: str | None = PAIRS,
+    dataset: str | None = DATASET,
+    dimension: str | None = DIMENSION,
+    raters: str | None = RATERS,
+    group: str | None = GROUP,
+    train: int | None = typer.Option(
+        None, "--train", help="The first N units train (clusters), the rest test (default 80 %)."
+    ),
+    clusters: int = typer.Option(2, "--clusters", help="Clusters cut from the training κ tree."),
+    seed: int = typer.Option(0, "--seed"),
+    exclude_duplicates: str | None = EXCLUDE,
+    json_: bool = JSON,
+) -> None:
+    """Leave-one-rater-out: predict each rater's test labels from everyone else."""
+    if clusters < 1:
+        raise BadInput(f"--clusters must be at least 1, got {clusters}")
+    sel = select_matrix(
+        state(ctx).engine(),
+        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
+    )
+    m = sel.matrix
+    n_train = _split(m.n_units, train)
+    result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
+    names = m.rater_names
+    out: dict[str, Any] = {
+        "methods": [mt.replace("_", "-") for mt in HELDOUT_METHODS],
+        "train": n_train,
+        "test": m.n_units - n_train,
+        "clusters": found,
+        "raters": {
+            names[r.rater]: {
+                "group": r.group,
+                "n_test": r.n_test,
+                "cluster_mates": [names[i] for i in r.cluster_mates],
+                "fallback_label": m.category_labels[r.fallback_label],
+                **{mt.replace("_", "-"): r.accuracy(mt) for mt in HELDOUT_METHODS},
+                "fallbacks": {mt.replace("_", "-"): r.scores[mt].fallbacks for mt in HELDOUT_METHODS},
+                "dawid_skene_ece": r.dawid_skene_ece,
+            }
+            for r in result.raters
+        },
+        "groups": {
+            g.group: {
+                "n": g.n,
+                "micro": {k.replace("_", "-"): v for k, v in g.micro.items()},
+                "macro": {k.replace("_", "-"): v for k, v in g.macro.items()},
+            }
+            for g in result.groups
+        },
+        "dataset": sel.dataset,
+        "pairs": pairs,
+        "dimension": m.dimension,
+        "seed": seed,
+        "excluded_items": sel.excluded_items,
+    }
+    if json_:
+        emit_json(out)
+        return
+    where = f"pair set {pairs}" if pairs else f"{sel.dataset}/{m.dimension}"
+    table(
+        f"leave-one-rater-out accuracy on {where} (train {n_train}, test {m.n_units - n_train})",
+        HELDOUT_COLUMNS,
+        _heldout_rows(result, names),
+    )
+    for i, c in enumerate(found, 1):
+        console.print(f"cluster {i} (κ on the first {n_train} units): {', '.join(c)}")
+
+
+@app.command("summary")
+def summary_cmd(
+    ctx: typer.Context,
+    pairs: str = typer.Option(..., "--pairs", help="Pair set to evaluate."),
+    split: int | None = typer.Option(
+        None, "--split", help="The first N pairs train (κ, clusters), the rest test (default 80 %)."
+    ),
+    clusters: int = typer.Option(2, "--clusters", help="Clusters cut from the training κ tree."),
+    seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
+    json_: bool = JSON,
+) -> None:
+    """The whole meta-evaluation battery on a pair set (see `metrics.summary`)."""
+    if clusters < 1:
+        raise BadInput(f"--clusters must be at least 1, got {clusters}")
+    inputs = pair_set_inputs(state(ctx).engine(), pairs)
+    n_train = _split(inputs.matrix.n_units, split)
+    res = meta_evaluation(
+        inputs.matrix,
+        train=n_train,
+        seed=seed,
+        score_gap=inputs.score_gap,
+        duplicate_units=inputs.duplicate_units,
+        n_clusters=clusters,
+    )
+    out: dict[str, Any] = {
+        "pairs": pairs,
+        "dataset": inputs.dataset,
+        **res.as_dict(),
+        "duplicate_items": inputs.duplicate_items,
+    }
+    if json_:
+        emit_json(out)
+        return
+    _render_summary(pairs, res, inputs.duplicate_items)
+
+
+def _render_summary(pairs: str, res: MetaEvaluation, duplicate_items: dict[str, int]) -> None:
+    console.print(
+        f"[bold]meta-evaluation of pair set {pairs}[/bold]: {res.n_units} pairs, "
+        f"{len(res.raters)} raters; train = first {res.n_train}, test = last {res.n_test}; seed {res.seed}"
+    )
+    table(
+        "label distribution by group",
+        ["group", *res.categories],
+        [[g, *c.values()] for g, c in res.labels_by_group.items()],
+    )
+    kappa_rows: list[list[Any]] = [[f"within {g}", _fmt(v)] for g, v in res.kappa_within.items()]
+    kappa_rows += [[f"between {k.replace('|', ' and ')}", _fmt(v)] for k, v in res.kappa_between.items()]
+    table(f"mean pairwise Cohen κ (first {res.n_train} pairs)", ["raters", "κ"], kappa_rows)
+    for i, c in enumerate(res.clusters, 1):
+        comp = ", ".join(
+            f"{g} ×{n}" for g, n in group_composition([res.groups[res.raters.index(x)] for x in c]).items()
+        )
+        console.print(f"cluster {i}: {', '.join(c)}  ({comp})")
+    if res.duplicates:
+        table(
+            "duplicated annotation (items where a group's members gave identical score vectors)",
+            ["group", "flagged items", "pairs touched", "κ with", "κ without", "α with", "α without"],
+            [
+                [
+                    d.group,
+                    duplicate_items.get(d.group, 0),
+                    f"{d.flagged_units} of {d.units_with}",
+                    _fmt(d.kappa_with),
+                    _fmt(d.kappa_without),
+                    _fmt(d.alpha_with),
+                    _fmt(d.alpha_without),
+                ]
+                for d in res.duplicates
+            ],
+        )
+    table(
+        f"leave-one-rater-out accuracy on the last {res.n_test} pairs",
+        HELDOUT_COLUMNS,
+        _heldout_rows(res.heldout, res.raters),
+    )
+    table(
+        "entropy (nats) and score-gap rank correlations",
+        ["x", "y", "Spearman ρ", "Kendall τ", "units"],
+        [
+            [c.x, c.y, _fmt(c.result.spearman), _fmt(c.result.kendall), c.result.n]
+            for c in res.correlations
+            if c.y == "score_gap" or (c.x.startswith("vote_entropy(") and c.y.startswith("vote_entropy("))
+        ],
+    )
+    table(
+        "truth inference: labels",
+        ["method", *res.categories],
+        [[m.replace("_", "-"), *d.values()] for m, d in res.truth.distribution.items()],
+    )
+    rows: list[list[Any]] = [
+        [f"{a.replace('_', '-')} vs {b.replace('_', '-')}", _fmt(v), n] for a, b, v, n in res.truth.agreement
+    ]
+    rows += [
+        [f"{m.replace('_', '-')} vs {g} majority", _fmt(v), n]
+        for m, by_g in res.truth.with_group_majority.items()
+        for g, (v, n) in by_g.items()
+    ]
+    table("truth inference: agreement (units)", ["pair of labelings", "agreement", "units"], rows)
+    if res.calibration:
+        table(
+            "calibration on the test pairs",
+            ["posterior", "against", "ECE", "units"],
+            [[c.posterior, c.labels, _fmt(c.ece), c.n] for c in res.calibration],
+        )

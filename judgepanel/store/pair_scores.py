@@ -1,0 +1,117 @@
+"""The two items behind each pair of a pair set, with their mean human scores.
+
+Feeds the meta-evaluation (`metrics.summary`): the absolute gap between the two items' mean human
+scores is the signal that vote and posterior entropies are correlated with (a close pair should be
+uncertain), and the item ids map duplicate flags (per item) onto pairs.
+
+An item's mean human score is the mean over the human annotators who scored it of each
+annotator's mean over its numeric dimensions — the same per-annotator mean that `data pairs` uses
+to derive A/B/T — so the gap is on the scale of the labels (1–5 for SummEval). Optionally only one
+annotator group counts. Items nobody scored have NaN.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import Engine, select
+
+from judgepanel.errors import NotFound
+from judgepanel.store.engine import session_scope
+from judgepanel.store.matrices import RatingMatrix, pair_matrix, pair_set_dataset
+from judgepanel.store.models import Annotator, Item, Label, Pair
+from judgepanel.store.queries import find_duplicates, pair_set_by_name
+
+
+@dataclass(frozen=True, eq=False)
+class PairItems:
+    """One row per pair, in sampled order."""
+
+    pair_ids: tuple[int, ...]
+    item_a: tuple[int, ...]
+    item_b: tuple[int, ...]
+    mean_a: NDArray[np.float64]
+    mean_b: NDArray[np.float64]
+
+    @property
+    def score_gap(self) -> NDArray[np.float64]:
+        return np.asarray(np.abs(self.mean_a - self.mean_b))
+
+    def touching(self, item_ids: set[int]) -> NDArray[np.bool_]:
+        """Per pair: does it involve one of these items?"""
+        return np.array(
+            [a in item_ids or b in item_ids for a, b in zip(self.item_a, self.item_b, strict=True)]
+        )
+
+
+def pair_items(engine: Engine, pair_set: str, *, group: str | None = None) -> PairItems:
+    """The items and mean human scores of every pair in ``pair_set`` (``group``: only that
+    annotator group's scores)."""
+    with session_scope(engine) as s:
+        ps = pair_set_by_name(s, pair_set)
+        pairs = s.execute(
+            select(Pair.id, Pair.item_a_id, Pair.item_b_id)
+            .where(Pair.pair_set_id == ps.id)
+            .order_by(Pair.position)
+        ).all()
+        query = (
+            select(Label.item_id, Label.annotator_id, Label.value_num)
+            .join(Item, Label.item_id == Item.id)
+            .join(Annotator, Label.annotator_id == Annotator.id)
+            .where(Item.dataset_id == ps.dataset_id, Annotator.kind == "human", Label.value_num.is_not(None))
+        )
+        if group is not None:
+            groups = set(
+                s.scalars(select(Annotator.group).where(Annotator.dataset_id == ps.dataset_id).distinct())
+            )
+            if group not in groups:
+                known = ", ".join(sorted(g for g in groups if g)) or "none"
+                raise NotFound(f"no annotator group {group!r} in this dataset (known: {known})")
+            query = query.where(Annotator.group == group)
+        sums: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for item, annotator, value in s.execute(query):
+            if value is not None:
+                sums[item][annotator].append(float(value))
+    means = {
+        item: float(np.mean([np.mean(v) for v in by_annotator.values()]))
+        for item, by_annotator in sums.items()
+    }
+    return PairItems(
+        pair_ids=tuple(p.id for p in pairs),
+        item_a=tuple(p.item_a_id for p in pairs),
+        item_b=tuple(p.item_b_id for p in pairs),
+        mean_a=np.array([means.get(p.item_a_id, np.nan) for p in pairs], dtype=np.float64),
+        mean_b=np.array([means.get(p.item_b_id, np.nan) for p in pairs], dtype=np.float64),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class PairSetInputs:
+    """What `metrics summary` reads for a pair set, aligned with the rows of ``matrix``."""
+
+    matrix: RatingMatrix
+    dataset: str
+    score_gap: NDArray[np.float64]  # |mean human score of A − of B|, per matrix row
+    duplicate_units: dict[str, NDArray[np.bool_]]  # group -> rows touching a flagged item
+    duplicate_items: dict[str, int]  # group -> how many items `data duplicates` flags
+
+
+def pair_set_inputs(engine: Engine, pair_set: str) -> PairSetInputs:
+    """The A/B/T matrix of ``pair_set`` (every rater, judges included when a rater source is
+    registered), the score gap of each pair and the duplicate flags mapped onto pairs."""
+    matrix = pair_matrix(engine, pair_set)
+    dataset = pair_set_dataset(engine, pair_set)
+    items = pair_items(engine, pair_set)
+    row_of = {p: i for i, p in enumerate(items.pair_ids)}
+    rows = np.array([row_of[u] for u in matrix.unit_ids], dtype=np.int64)
+    dups = find_duplicates(engine, dataset)
+    return PairSetInputs(
+        matrix=matrix,
+        dataset=dataset,
+        score_gap=items.score_gap[rows],
+        duplicate_units={g: items.touching(set(ids))[rows] for g, ids in dups.flagged.items()},
+        duplicate_items={g: len(ids) for g, ids in dups.flagged.items()},
+    )
