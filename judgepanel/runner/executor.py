@@ -74,7 +74,7 @@ class RunOptions:
     batch_size: int = 500
     flush_ms: float = 100.0
     lease_seconds: float = 120.0
-    lease_chunk: int | None = None  # jobs leased at a time per judge (default: 2 × concurrency, ≥ 64)
+    lease_chunk: int | None = None  # jobs leased at a time per judge (default: 4 × concurrency, ≥ 128)
 
     def validate(self) -> None:
         if self.concurrency < 1:
@@ -344,9 +344,14 @@ class Runner:
         hits = {} if self.opts.no_cache else store.cache_lookup(self.engine, [p.request_hash for p in preps])
         return preps, hits, bad
 
+    def _low_water(self, j: _Judge) -> int:
+        return min(self.opts.lease_chunk or 10**9, max(2 * j.workers, 32))
+
     async def _feed(self, j: _Judge) -> None:
-        low = max(j.workers, 16)
-        chunk = self.opts.lease_chunk or min(1000, max(2 * j.workers, 64))
+        low = self._low_water(j)
+        # Prefetch generously: a chunk is rendered in a thread that competes for the GIL with the
+        # event loop exactly when many replies arrive at once, so it must not be needed at once.
+        chunk = self.opts.lease_chunk or min(2000, max(4 * j.workers, 128))
         try:
             while not self.stopping:
                 if j.queue.qsize() >= low:
@@ -408,7 +413,7 @@ class Runner:
 
     async def _work(self, j: _Judge) -> None:
         while True:
-            if j.queue.qsize() < max(j.workers, 16):
+            if j.queue.qsize() < self._low_water(j):
                 j.need.set()
             p = await j.queue.get()
             if p is None or self.stopping:

@@ -1,0 +1,288 @@
+"""Campaign runner throughput against the fake OpenAI server, beside a bare AsyncOpenAI loop.
+
+Three scenarios, each with a fresh fake server in its own process (`FakeServerProcess`), the
+bare loop and the runner measured one after the other against the same server:
+
+1. realistic latency (1 s ± 0.2 s), 1,600 pointwise calls at concurrency 64, every request and
+   response stored in SQLite: wall time against the ideal calls × latency / concurrency
+   (target ideal/actual ≥ 0.9);
+2. zero latency: calls/s and client CPU ms per call (process CPU, all threads) of the runner as
+   a ratio to the bare loop (target ≥ 0.8 of its calls/s while storing everything);
+3. a server-enforced 3,000 RPM limit (token bucket, one second's burst): 2,000 calls with the
+   runner's `rpm=3000`, total time against the 40 s ideal and the share of calls answered 429
+   (targets: within 10 % of ideal, under 1 % 429s). The bare loop (SDK default retries) is shown
+   beside it.
+
+The bare loop sends exactly the requests the runner sends (same rendered messages, same
+`response_format`), through `AsyncOpenAI(max_retries=0)` and an `asyncio.Semaphore`, and stores
+nothing. Run: `python -m benchmarks runner` (or `python -m benchmarks.bench_runner [1 2 3]`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+KEY = "sk-bench-not-a-real-key-000000000000"
+WORDS = [
+    "council",
+    "river",
+    "budget",
+    "school",
+    "bridge",
+    "mayor",
+    "storm",
+    "harbour",
+    "vote",
+    "rail",
+    "museum",
+    "festival",
+    "police",
+    "market",
+    "energy",
+    "tax",
+    "hospital",
+    "court",
+    "library",
+    "station",
+    "season",
+    "forecast",
+]
+
+
+@dataclass
+class Measured:
+    wall_s: float
+    cpu_s: float
+    calls: int
+    status: dict[str, int]
+
+    @property
+    def calls_per_s(self) -> float:
+        return self.calls / self.wall_s
+
+    @property
+    def cpu_ms_per_call(self) -> float:
+        return 1000 * self.cpu_s / max(self.calls, 1)
+
+
+def _dataset(engine: Any, n: int) -> None:
+    from judgepanel.datasets.records import ItemRecord, ParsedDataset
+    from judgepanel.store.imports import import_parsed
+
+    rng = random.Random(0)
+    items = []
+    for i in range(n):
+        group = i // 10
+        article = " ".join(random.Random(group).choice(WORDS) for _ in range(150))
+        items.append(
+            ItemRecord(
+                external_id=f"i{i}",
+                position=i,
+                group_key=f"g{group}",
+                input=article,
+                output=" ".join(rng.choice(WORDS) for _ in range(40)),
+            )
+        )
+    import_parsed(engine, "bench", ParsedDataset("items", f"bench-{n}", items, [], []))
+
+
+def _setup(n_items: int, judge: str, repeats: int = 1) -> tuple[Any, Path]:
+    from judgepanel.runner import campaign as api
+    from judgepanel.store.engine import make_engine
+    from judgepanel.store.migrate import upgrade
+
+    folder = Path(tempfile.mkdtemp(prefix="jp-bench-"))
+    engine = make_engine(f"sqlite:///{folder / 'bench.db'}")
+    upgrade(engine)
+    _dataset(engine, n_items)
+    api.create(engine, "bench", dataset="bench", protocol="pointwise", judges=[judge], repeats=repeats)
+    return engine, folder
+
+
+def _requests(engine: Any) -> list[dict[str, Any]]:
+    """The exact kwargs the runner's OpenAI provider sends for every job of the campaign."""
+    from judgepanel.providers.openai_provider import OpenAIProvider
+    from judgepanel.providers.spec import parse_spec
+    from judgepanel.runner.prepare import CampaignContext, prepare
+    from judgepanel.store import campaigns as store
+
+    spec, _ = store.campaign_spec(engine, "bench")
+    js = parse_spec(spec.judge_specs[0])
+    ctx = CampaignContext("pointwise", None, {}, {js.name: js})
+    provider = OpenAIProvider(js)
+    out = []
+    for job in store.pending_jobs(engine, store.campaign_id(engine, "bench")):
+        p = prepare(job, ctx)
+        kwargs, _ = provider._arguments(p.request)
+        out.append({"model": js.model, "messages": p.request.messages, **kwargs})
+    return out
+
+
+async def _bare(
+    base_url: str, requests: list[dict[str, Any]], concurrency: int, max_retries: int = 0
+) -> Measured:
+    import openai
+
+    limits = openai.DEFAULT_CONNECTION_LIMITS.__class__(
+        max_connections=max(concurrency, 16), max_keepalive_connections=max(concurrency, 16)
+    )
+    client = openai.AsyncOpenAI(
+        api_key=KEY,
+        base_url=base_url,
+        max_retries=max_retries,
+        http_client=openai.DefaultAsyncHttpxClient(limits=limits),
+    )
+    sem = asyncio.Semaphore(concurrency)
+    status: dict[str, int] = {}
+
+    async def one(kwargs: dict[str, Any]) -> None:
+        async with sem:
+            try:
+                await client.chat.completions.create(**kwargs, timeout=60)
+                status["ok"] = status.get("ok", 0) + 1
+            except openai.APIStatusError as exc:
+                status[str(exc.status_code)] = status.get(str(exc.status_code), 0) + 1
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one(k) for k in requests))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    await client.close()
+    return Measured(wall, cpu, len(requests), status)
+
+
+def _runner(engine: Any, concurrency: int, rpm: float | None = None) -> Measured:
+    from judgepanel.runner import campaign as api
+    from judgepanel.runner.executor import RunOptions
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    summary = api.run(engine, "bench", RunOptions(concurrency=concurrency, rpm=rpm, no_cache=True))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if summary.done != summary.jobs:
+        print(f"   runner left work undone: {summary.as_dict()}")
+    return Measured(wall, cpu, summary.calls, {"done": summary.done, **summary.errors})
+
+
+def _stored(engine: Any) -> tuple[int, int]:
+    from sqlalchemy import func, select
+
+    from judgepanel.store.models import Request, Response
+
+    with engine.connect() as conn:
+        return (
+            conn.execute(select(func.count()).select_from(Request)).scalar_one(),
+            conn.execute(select(func.count()).select_from(Response)).scalar_one(),
+        )
+
+
+def scenario_latency() -> dict[str, Any]:
+    from judgepanel.providers.fakeserver import FakeServerProcess
+
+    calls, conc, latency = 1600, 64, 1.0
+    ideal = calls * latency / conc
+    with FakeServerProcess("--latency", "1.0", "--jitter", "0.2") as fake:
+        engine, _ = _setup(calls, f"openai:bench-lat?base_url={fake.url}/v1")
+        bare = asyncio.run(_bare(fake.url + "/v1", _requests(engine), conc))
+        fake.reset()
+        run = _runner(engine, conc)
+        stored = _stored(engine)
+    out = {
+        "ideal_s": ideal,
+        "bare_s": round(bare.wall_s, 2),
+        "runner_s": round(run.wall_s, 2),
+        "bare_ideal_over_actual": round(ideal / bare.wall_s, 3),
+        "runner_ideal_over_actual": round(ideal / run.wall_s, 3),
+        "stored_requests_responses": stored,
+    }
+    print(
+        f"1) latency 1 s ± 0.2, {calls} calls, concurrency {conc}: ideal {ideal:.1f} s | "
+        f"bare loop {bare.wall_s:.2f} s (ideal/actual {ideal / bare.wall_s:.3f}) | "
+        f"runner {run.wall_s:.2f} s (ideal/actual {ideal / run.wall_s:.3f}, target >= 0.9), "
+        f"stored {stored[0]} requests + {stored[1]} responses"
+    )
+    return out
+
+
+def scenario_zero_latency(calls: int = 2000, conc: int = 64) -> dict[str, Any]:
+    from judgepanel.providers.fakeserver import FakeServerProcess
+
+    with FakeServerProcess() as fake:
+        engine, _ = _setup(calls, f"openai:bench-zero?base_url={fake.url}/v1")
+        requests = _requests(engine)
+        asyncio.run(_bare(fake.url + "/v1", requests[:100], conc))  # warm the server and imports
+        bare = asyncio.run(_bare(fake.url + "/v1", requests, conc))
+        run = _runner(engine, conc)
+        stored = _stored(engine)
+    ratio = run.calls_per_s / bare.calls_per_s
+    print(
+        f"2) zero latency, {calls} calls, concurrency {conc}: bare {bare.calls_per_s:.0f} calls/s, "
+        f"{bare.cpu_ms_per_call:.2f} CPU ms/call | runner {run.calls_per_s:.0f} calls/s, "
+        f"{run.cpu_ms_per_call:.2f} CPU ms/call, storing {stored[0]} requests + {stored[1]} responses | "
+        f"ratio {ratio:.3f} (target >= 0.8)"
+    )
+    return {
+        "bare_calls_per_s": round(bare.calls_per_s, 1),
+        "runner_calls_per_s": round(run.calls_per_s, 1),
+        "bare_cpu_ms_per_call": round(bare.cpu_ms_per_call, 3),
+        "runner_cpu_ms_per_call": round(run.cpu_ms_per_call, 3),
+        "ratio": round(ratio, 3),
+    }
+
+
+def scenario_rpm(calls: int = 2000, rpm: int = 3000) -> dict[str, Any]:
+    from judgepanel.providers.fakeserver import FakeServerProcess
+
+    ideal = calls / (rpm / 60)
+    with FakeServerProcess("--rpm", str(rpm)) as fake:
+        engine, _ = _setup(calls, f"openai:bench-rpm?base_url={fake.url}/v1")
+        requests = _requests(engine)
+        run = _runner(engine, 64, rpm=rpm)
+        st = fake.stats()["by_status"]
+        n429 = int(st.get("429", 0))
+        total = sum(int(v) for v in st.values())
+    time.sleep(1)
+    with FakeServerProcess("--rpm", str(rpm)) as fake:
+        bare = asyncio.run(_bare(fake.url + "/v1", requests, 64, max_retries=2))
+        bst = fake.stats()["by_status"]
+        b429 = int(bst.get("429", 0))
+        btotal = sum(int(v) for v in bst.values())
+    print(
+        f"3) server limit {rpm} RPM, {calls} calls: ideal {ideal:.1f} s | runner (rpm={rpm}) "
+        f"{run.wall_s:.2f} s = {run.wall_s / ideal:.3f} × ideal, {n429} of {total} requests answered 429 "
+        f"({100 * n429 / max(total, 1):.2f} %) | bare loop with SDK retries {bare.wall_s:.2f} s, "
+        f"{b429} of {btotal} answered 429 ({100 * b429 / max(btotal, 1):.1f} %), results {bare.status}"
+    )
+    return {
+        "ideal_s": ideal,
+        "runner_s": round(run.wall_s, 2),
+        "runner_over_ideal": round(run.wall_s / ideal, 3),
+        "runner_429_share": round(n429 / max(total, 1), 4),
+        "bare_s": round(bare.wall_s, 2),
+        "bare_429_share": round(b429 / max(btotal, 1), 4),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    os.environ.setdefault("OPENAI_API_KEY", KEY)
+    which = set(argv if argv is not None else sys.argv[1:] if __name__ == "__main__" else []) or {
+        "1",
+        "2",
+        "3",
+    }
+    if "2" in which:
+        scenario_zero_latency()
+    if "1" in which:
+        scenario_latency()
+    if "3" in which:
+        scenario_rpm()
+
+
+if __name__ == "__main__":
+    main()
