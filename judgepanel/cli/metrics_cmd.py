@@ -465,3 +465,26 @@ def _render_summary(pairs: str, res: MetaEvaluation, duplicate_items: dict[str, 
             ["posterior", "against", "ECE", "units"],
             [[c.posterior, c.labels, _fmt(c.ece), c.n] for c in res.calibration],
         )
+
+
+@app.command("bias")
+def bias_cmd(
+    ctx: typer.Context,
+    campaign: str = typer.Option(..., "--campaign", help="A pairwise campaign (asked in AB and BA order)."),
+    json_: bool = JSON,
+) -> None:
+    """Position bias per judge: back/front slot wins over inconsistent swapped pairs, exact sign test."""
+    from judgepanel.runner.bias import campaign_bias
+
+    result = campaign_bias(state(ctx).engine(), campaign)
+    if json_:
+        emit_json({"judges": {name: b.as_dict() for name, b in result.items()}})
+        return
+    table(
+        f"position bias in {campaign} (decisive swapped pairs)",
+        ["judge", "pairs", "consistent", "inconsistent", "back wins", "front wins", "p (sign test)"],
+        [
+            [n, b.decisive, b.consistent, b.inconsistent, b.back_wins, b.front_wins, b.p_value]
+            for n, b in result.items()
+        ],
+    )

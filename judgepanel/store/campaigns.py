@@ -30,9 +30,11 @@ from sqlalchemy import Connection, Engine, Table, and_, bindparam, func, insert,
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput, NotFound
+from judgepanel.protocol.pairs import as_label, combine_orders
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.plan import CampaignSpec, PlannedJob, Unit, plan_jobs
 from judgepanel.store.engine import session_scope
+from judgepanel.store.matrices import MatrixScope, RaterColumn, register_rater_source
 from judgepanel.store.models import (
     Campaign,
     CampaignJudge,
@@ -1194,3 +1196,69 @@ def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
             "score",
         )
         return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+# ---------------------------------------------------------------- judges as rater columns
+
+
+def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
+    """Campaign judges as extra columns of the store's rating matrices (see `store.matrices`).
+
+    Item matrices get one column per (pointwise campaign over the dataset, judge, condition) whose
+    jobs judged the matrix's dimension: the score of the first sample (repeat 0). Pair matrices get
+    one column per (pairwise campaign over the pair set, judge): the pair's combined AB/BA verdict
+    as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
+    missing an order has no label). Columns are named `JUDGE@CAMPAIGN` (plus `/CONDITION` or
+    `/DIMENSION` when the campaign asked several), in group `judge`."""
+    protocol = "pairwise" if scope.kind == "pair" else "pointwise"
+    where = (
+        Campaign.pair_set_id == scope.pair_set_id
+        if scope.kind == "pair"
+        else Campaign.dataset_id == scope.dataset_id
+    )
+    camps = s.execute(select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol)).all()
+    columns: list[RaterColumn] = []
+    for cid, cname in camps:
+        q = (
+            select(
+                Judge.name,
+                Job.item_id,
+                Job.pair_id,
+                Job.order,
+                Job.condition if scope.kind == "item" else Job.dimension,
+                Verdict.value_canonical,
+                Verdict.score,
+            )
+            .join(Judge, Judge.id == Job.judge_id)
+            .join(Verdict, Verdict.job_id == Job.id)
+            .where(
+                Job.campaign_id == cid, Job.status == "done", Job.repeat == 0, Verdict.parse_status == "ok"
+            )
+        )
+        if scope.kind == "item":
+            q = q.where(Job.dimension == scope.dimension)
+        rows = s.execute(q).all()
+        variants = {r[4] for r in rows}  # conditions (items) or dimensions (pairs)
+        if scope.kind == "pair":
+            orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
+            for jname, _item, pid, order, dim, canon, _score in rows:
+                if pid is not None and order is not None and canon is not None:
+                    suffix = f"/{dim}" if len(variants) > 1 else ""
+                    orders[(f"{jname}@{cname}{suffix}", pid)][order] = canon
+            labels: dict[str, dict[int, float | str]] = defaultdict(dict)
+            for (col, pid), o in orders.items():
+                label = as_label(combine_orders(o.get("AB"), o.get("BA")))
+                if label is not None:
+                    labels[col][pid] = label
+            columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(labels.items())]
+        else:
+            scores: dict[str, dict[int, float | str]] = defaultdict(dict)
+            for jname, item, _pid, _o, cond, _canon, score in rows:
+                if item is not None and score is not None:
+                    suffix = f"/{cond}" if len(variants) > 1 else ""
+                    scores[f"{jname}@{cname}{suffix}"][item] = float(score)
+            columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(scores.items())]
+    return columns
+
+
+register_rater_source(judge_rater_columns)
