@@ -46,4 +46,108 @@ def run_demo(engine: Engine, say: Callable[[str], None] = lambda _m: None) -> De
     say(f"pair set {PAIRS}: {pairs.sampled} of {pairs.pairs_total} pairs")
     dups = find_duplicates(engine, DATASET)
     report.add("duplicated annotation rows", dups.as_dict())
+    run_panel(engine, report, say)
     return report
+
+
+# ---------------------------------------------------------------- a simulated judge panel
+
+PANEL = (
+    "sim:judge-a?position_bias=0",
+    "sim:judge-b?position_bias=0.15",
+    "sim:judge-c?position_bias=0.35",
+)
+PAIRWISE = "demo-pairwise"
+POINTWISE = "demo-pointwise"
+PANEL_UNITS = 60
+DIMENSION = "coherence"
+
+
+def run_panel(engine: Engine, report: DemoReport, say: Callable[[str], None]) -> None:
+    """Three simulated judges that differ only in how much they favour the second slot: a pairwise
+    campaign asked in AB and BA order, and a pointwise one without and with the rubric; then each
+    judge's position bias and its agreement with the expert annotators."""
+    from judgepanel.providers.spec import parse_spec
+    from judgepanel.rubrics import bundled_rubric
+    from judgepanel.runner import RunOptions, create, run
+    from judgepanel.runner.bias import campaign_bias
+    from judgepanel.store.rubrics import add_rubric
+
+    rubric = add_rubric(engine, bundled_rubric("summeval")).rubric
+    create(
+        engine, PAIRWISE, dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=PANEL, limit=PANEL_UNITS
+    )
+    create(
+        engine,
+        POINTWISE,
+        dataset=DATASET,
+        protocol="pointwise",
+        judges=PANEL,
+        rubric=rubric.ref,
+        conditions=("none", "rubric"),
+        dimensions=(DIMENSION,),
+        limit=PANEL_UNITS,
+    )
+    for name in (PAIRWISE, POINTWISE):
+        summary = run(engine, name, RunOptions(concurrency=16))
+        report.add(f"run campaign {name} (simulated judges, offline)", summary.as_dict())
+        say(
+            f"campaign {name}: {summary.done}/{summary.jobs} jobs done, {summary.calls} calls, {summary.cached} cached"
+        )
+    names = [parse_spec(j).name for j in PANEL]
+    bias = campaign_bias(engine, PAIRWISE)
+    report.add("position bias (swapped AB/BA pairs, exact sign test)", {n: bias[n].as_dict() for n in names})
+    for n in names:
+        b = bias[n]
+        say(
+            f"{n}: back slot won {b.back_wins}, front {b.front_wins} of {b.inconsistent} inconsistent pairs (p = {b.p_value:.3g})"
+        )
+    agree = panel_agreement(engine, names)
+    report.add("agreement with the experts", agree)
+    for n in names:
+        say(
+            f"{n}: Cohen κ with the expert majority on pairs {agree['pairs_kappa'][n]:.3f}; "
+            f"Spearman with the expert mean {DIMENSION} {agree['pointwise_spearman'][n]['none']:.3f} (no rubric), "
+            f"{agree['pointwise_spearman'][n]['rubric']:.3f} (rubric)"
+        )
+
+
+def panel_agreement(engine: Engine, judges: list[str]) -> dict[str, Any]:
+    """Each judge against the three experts: Cohen κ with the experts' majority A/B/T label on the
+    pairs (pairs without a majority left out), and Spearman's ρ with the experts' mean score."""
+    import numpy as np
+
+    from judgepanel.metrics.agreement import agreement
+    from judgepanel.store.matrices import item_matrix, pair_matrix
+
+    pm = pair_matrix(engine, PAIRS)
+    experts = pm.select(group="expert")
+    exp_rows = {u: i for i, u in enumerate(experts.unit_ids)}
+    majority = np.full(pm.n_units, np.nan)
+    for i, u in enumerate(pm.unit_ids):
+        if u in exp_rows:
+            vals, counts = np.unique(
+                experts.values[exp_rows[u]][~np.isnan(experts.values[exp_rows[u]])], return_counts=True
+            )
+            if counts.size and (counts == counts.max()).sum() == 1:
+                majority[i] = vals[np.argmax(counts)]
+    pairs_kappa = {}
+    for n in judges:
+        col = pm.values[:, pm.rater_names.index(f"{n}@{PAIRWISE}")]
+        pairs_kappa[n] = agreement("cohen", np.column_stack([col, majority]), pm.categories).value
+    im = item_matrix(engine, DATASET, DIMENSION)
+    expert_mean = np.nanmean(im.select(group="expert").values, axis=1)
+    rows = {u: i for i, u in enumerate(im.select(group="expert").unit_ids)}
+    mean_by_unit = np.array([expert_mean[rows[u]] if u in rows else np.nan for u in im.unit_ids])
+    spearman: dict[str, dict[str, float]] = {}
+    for n in judges:
+        spearman[n] = {}
+        for cond in ("none", "rubric"):
+            col = im.values[:, im.rater_names.index(f"{n}@{POINTWISE}/{cond}")]
+            spearman[n][cond] = agreement("spearman", np.column_stack([col, mean_by_unit])).value
+    judged = pm.select(raters=[f"{n}@{PAIRWISE}" for n in judges])
+    return {
+        "pairs_kappa": pairs_kappa,
+        "pairs_judges_alpha": agreement("alpha", judged.values, pm.categories, "nominal").value,
+        "pointwise_spearman": spearman,
+    }
