@@ -17,7 +17,6 @@ Unknown prices are explicit: a budget cannot be enforced for a judge whose price
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -98,19 +97,9 @@ PriceLookup = Callable[[str, str], Price | None]
 
 
 def price_for(spec: JudgeSpec) -> Price | None:
-    """The judge's prices: `price_in`/`price_out` in its spec win, then the provider's price
-    table; the offline simulator is free; anything else is unknown (None), never zero."""
-    pin, pout = spec.get("price_in"), spec.get("price_out")
-    if pin is not None and pout is not None:
-        return Price(float(pin), float(pout))
-    if spec.provider == "sim":
-        return Price(0.0, 0.0)
-    try:
-        table = importlib.import_module("judgepanel.providers.pricing")
-    except ModuleNotFoundError:
-        return None
-    per_in = table.cost(spec.model, 1_000_000, 0)
-    per_out = table.cost(spec.model, 0, 1_000_000)
-    if per_in is None or per_out is None:
-        return None
-    return Price(float(per_in), float(per_out))
+    """The judge's prices (`providers.pricing`: its spec's `price_in`/`price_out`, then the price
+    file in $JUDGEPANEL_PRICES, then the built-in table; `sim` is free); None when unknown."""
+    from judgepanel.providers.pricing import default_table
+
+    p = default_table().for_spec(spec)
+    return None if p is None else Price(p.input, p.output)

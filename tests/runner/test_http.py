@@ -314,3 +314,39 @@ def test_two_thousand_calls_with_faults_end_with_nothing_missing(
             assert ec in {"rate_limit", "transient", "fatal", "parse"} and jid not in ok_verdicts
     failed = [j for j in jobs if j[1] == "failed"]
     assert 0 < len(failed) < 200
+
+
+def test_plan_prices_from_the_table_and_the_spec(
+    db: tuple[str, Engine], fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    url, _eng = db
+    table = f"openai:gpt-4o-mini?base_url={fake.url}/v1"  # $0.15 / $0.60 per million in the table
+    own = f"openai:gpt-4o-mini?base_url={fake.url}/v1&temperature=0&price_in=1&price_out=2"
+    assert (
+        cli(
+            "campaign",
+            "create",
+            "priced",
+            "--dataset",
+            DATASET,
+            "--protocol",
+            "pointwise",
+            "--judge",
+            table,
+            "--judge",
+            own,
+            "--limit",
+            "3",
+            db=url,
+        ).code
+        == 0
+    )
+    plan = cli("campaign", "plan", "priced", "--json", db=url).json()
+    by = plan["by_judge"]
+    t, o = by[parse_spec(table).name], by[parse_spec(own).name]
+    assert t["cost_usd"] == pytest.approx(
+        (t["input_tokens"] * 0.15 + t["output_tokens"] * 0.60) / 1e6, abs=1e-6
+    )
+    assert o["cost_usd"] == pytest.approx((o["input_tokens"] * 1 + o["output_tokens"] * 2) / 1e6, abs=1e-6)
+    assert plan["cost_usd"] == pytest.approx(t["cost_usd"] + o["cost_usd"], abs=1e-6)
+    assert plan["input_tokens"] == t["input_tokens"] + o["input_tokens"] > 0
