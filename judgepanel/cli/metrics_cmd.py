@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, cast
 
+import numpy as np
 import typer
 from rich import box
 from rich.table import Table
@@ -22,10 +23,11 @@ from judgepanel.metrics.summary import (
     group_composition,
     heldout_report,
     meta_evaluation,
+    position_bias_report,
     truth_report,
 )
 from judgepanel.store.matrices import MatrixRequest, select_matrix
-from judgepanel.store.pair_scores import pair_set_inputs
+from judgepanel.store.pair_scores import campaign_joint_inputs, pair_set_inputs
 
 app = typer.Typer(
     help="Agreement, rater matrices and other statistics over stored labels.", no_args_is_help=True
@@ -487,4 +489,63 @@ def bias_cmd(
             [n, b.decisive, b.consistent, b.inconsistent, b.back_wins, b.front_wins, b.p_value]
             for n, b in result.items()
         ],
+    )
+
+
+@app.command("joint")
+def joint_cmd(
+    ctx: typer.Context,
+    campaign: str = typer.Option(..., "--campaign", help="A pairwise campaign (asked in AB and BA order)."),
+    confidence: float = typer.Option(
+        0.95, "--confidence", help="Coverage of the profile-likelihood interval."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking."),
+    json_: bool = JSON,
+) -> None:
+    """Joint human + judge Dawid–Skene with a position bias per judge, fitted bias with its interval."""
+    if not 0 < confidence < 1:
+        raise BadInput(f"--confidence must lie between 0 and 1, got {confidence}")
+    inputs = campaign_joint_inputs(state(ctx).engine(), campaign)
+    if not inputs.judge_names or np.isnan(inputs.judges_ab).all():
+        raise BadInput(f"campaign {campaign!r} has no pair judged in both orders yet; run it first")
+    rep = position_bias_report(
+        inputs.humans,
+        inputs.judges_ab,
+        inputs.judges_ba,
+        judge_names=inputs.judge_names,
+        confidence=confidence,
+        seed=seed,
+    )
+    out: dict[str, Any] = {
+        "campaign": campaign,
+        "pairs": inputs.pairs,
+        "units": len(inputs.pair_ids),
+        "humans": list(inputs.human_names),
+        **rep.as_dict(),
+    }
+    if json_:
+        emit_json(out)
+        return
+    d = rep.as_dict()
+    table(
+        f"position bias in {campaign}: joint model, {d['interval']} interval (+ back slot, − front slot)",
+        ["judge", "bias", "interval", "back wins", "front wins", "back verdicts", "front verdicts"],
+        [
+            [
+                name,
+                _fmt(j["bias"]),
+                f"[{_fmt(j['interval'][0])}, {_fmt(j['interval'][1])}]",
+                j["back_wins"],
+                j["front_wins"],
+                j["back_verdicts"],
+                j["front_verdicts"],
+            ]
+            for name, j in d["judges"].items()
+        ],
+    )
+    t = d["truth"]
+    console.print(
+        f"joint truth vs order-blind Dawid–Skene: {_fmt(t['agreement_with_order_blind']['agreement'])} agreement; "
+        f"vs human majority: {_fmt(t['agreement_with_human_majority']['agreement'])} "
+        f"(order-blind {_fmt(t['order_blind_agreement_with_human_majority']['agreement'])})"
     )

@@ -30,7 +30,8 @@ with pseudo-count c (a symmetric Dirichlet(1 + c) prior on the confusion rows an
 increases the penalised log-likelihood ``ℓ + c Σ log(e, c, π)``, recorded in ``objective``.
 
 The direction of each judge's bias (back or front) is taken from its raw counts (more back-slot
-than front-slot verdicts ⇒ back); the magnitude comes from the fit.
+than front-slot verdicts ⇒ back); the magnitude comes from the fit. The profile interval below
+is over the signed bias, so it can still reach across 0 into the other direction.
 
 Interval: **profile likelihood**. For judge j the signed bias s is fixed (its direction flips
 when s crosses 0) and every other parameter is re-fitted by EM, warm-started from the optimum; the
@@ -72,18 +73,22 @@ _BOUND = 0.999
 
 @dataclass(frozen=True)
 class JudgeOrderCounts:
-    """Raw counts for one judge over the pairs it saw, in presented terms.
+    """Raw counts for one judge, in presented terms.
 
-    ``back_wins``: verdicts naming the item shown second (B under AB, A under BA);
-    ``front_wins``: naming the item shown first; ``ties``: neither. ``consistent`` /
-    ``inconsistent``: pairs seen in both orders whose two canonical verdicts agree / differ.
+    Per verdict: ``back_verdicts`` name the item shown second (B under AB, A under BA),
+    ``front_verdicts`` the item shown first, ``tie_verdicts`` neither. Per pair seen in both
+    orders: ``consistent`` / ``inconsistent`` when the two canonical verdicts agree / differ, and
+    among the inconsistent ones ``back_wins`` (the back slot both times) and ``front_wins`` (the
+    front slot both times) — the counts `metrics bias` runs its sign test on.
     """
 
-    back_wins: int
-    front_wins: int
-    ties: int
+    back_verdicts: int
+    front_verdicts: int
+    tie_verdicts: int
     consistent: int
     inconsistent: int
+    back_wins: int
+    front_wins: int
 
 
 @dataclass(frozen=True)
@@ -245,7 +250,9 @@ def order_counts(judge_ab: IntArray, judge_ba: IntArray, a: int, b: int) -> list
         ties = int(((ab >= 0) & (ab != a) & (ab != b)).sum() + ((ba >= 0) & (ba != a) & (ba != b)).sum())
         both = (ab >= 0) & (ba >= 0)
         same = int((both & (ab == ba)).sum())
-        out.append(JudgeOrderCounts(back, front, ties, same, int(both.sum()) - same))
+        back_pairs = int((both & (ab == b) & (ba == a)).sum())
+        front_pairs = int((both & (ab == a) & (ba == b)).sum())
+        out.append(JudgeOrderCounts(back, front, ties, same, int(both.sum()) - same, back_pairs, front_pairs))
     return out
 
 
@@ -305,10 +312,19 @@ def joint_dawid_skene(
     # start: vote shares over everything, confusions counted from them, β from the raw counts
     votes = vote_counts(np.concatenate([hc, abc, bac], axis=1), k)
     post0 = votes / np.maximum(votes.sum(axis=1, keepdims=True), 1.0)
-    direction = np.array([1 if c.back_wins >= c.front_wins else -1 for c in counts_raw], dtype=np.int64)
+    direction = np.array(
+        [1 if c.back_verdicts >= c.front_verdicts else -1 for c in counts_raw], dtype=np.int64
+    )
     beta0 = np.array(
         [
-            min(max(abs(c.back_wins - c.front_wins) / max(c.back_wins + c.front_wins + c.ties, 1), 0.02), 0.9)
+            min(
+                max(
+                    abs(c.back_verdicts - c.front_verdicts)
+                    / max(c.back_verdicts + c.front_verdicts + c.tie_verdicts, 1),
+                    0.02,
+                ),
+                0.9,
+            )
             for c in counts_raw
         ]
     )

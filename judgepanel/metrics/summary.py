@@ -21,6 +21,10 @@ Everything a team needs to judge how far to trust a panel, computed from the lab
    untied majority on the test units (and, per rater, in the held-out table).
 
 The input is a ``store.matrices.RatingMatrix`` (plain data; nothing here touches the store).
+
+Single-method reports for the other commands live here too: :func:`truth_report`
+(`metrics truth`), :func:`heldout_report` (`metrics heldout`) and :func:`position_bias_report`
+(`metrics joint`: ``metrics.joint`` with and without position bias, side by side).
 """
 
 from __future__ import annotations
@@ -36,10 +40,12 @@ from numpy.typing import ArrayLike, NDArray
 from judgepanel.metrics.agreement import category_codes, krippendorff_alpha
 from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
 from judgepanel.metrics.heldout import HeldoutResult, leave_one_rater_out
+from judgepanel.metrics.joint import JointFit, joint_dawid_skene
 from judgepanel.metrics.raters import KappaMatrix, cluster_raters, kappa_matrix
 from judgepanel.metrics.truth import (
     FloatArray,
     IntArray,
+    as_codes,
     dawid_skene,
     label_agreement,
     mace,
@@ -544,3 +550,72 @@ def heldout_report(
         seed=seed,
     )
     return result, clusters, km
+
+
+@dataclass(frozen=True, eq=False)
+class PositionBiasReport:
+    """The joint human + judge model next to the same model with the bias switched off."""
+
+    judge_names: tuple[str, ...]
+    categories: tuple[str, ...]
+    joint: JointFit
+    order_blind: JointFit
+    human_majority: IntArray  # untied majority of the humans, −1 elsewhere
+
+    def as_dict(self) -> dict[str, Any]:
+        j, b = self.joint, self.order_blind
+        return {
+            "model": "Dawid–Skene over humans and judges; each judge names its preferred slot with "
+            "probability |bias| (+ back, − front), otherwise judges by its confusion matrix",
+            "interval": f"profile likelihood, {j.confidence:.0%}",
+            "judges": {
+                name: {
+                    "bias": jb.bias,
+                    "interval": [jb.lower, jb.upper],
+                    "back_verdicts": jb.counts.back_verdicts,
+                    "front_verdicts": jb.counts.front_verdicts,
+                    "tie_verdicts": jb.counts.tie_verdicts,
+                    "consistent": jb.counts.consistent,
+                    "inconsistent": jb.counts.inconsistent,
+                    "back_wins": jb.counts.back_wins,
+                    "front_wins": jb.counts.front_wins,
+                    "accuracy": float(j.priors @ np.diag(j.judge_confusion[i])),
+                }
+                for i, (name, jb) in enumerate(zip(self.judge_names, j.judges, strict=True))
+            },
+            "truth": {
+                "distribution": _distribution(j.labels, self.categories),
+                "order_blind_distribution": _distribution(b.labels, self.categories),
+                "agreement_with_order_blind": _agreement_dict(j.labels, b.labels),
+                "agreement_with_human_majority": _agreement_dict(j.labels, self.human_majority),
+                "order_blind_agreement_with_human_majority": _agreement_dict(b.labels, self.human_majority),
+            },
+            "log_likelihood": j.log_likelihood[-1],
+            "order_blind_log_likelihood": b.log_likelihood[-1],
+            "n_iter": j.n_iter,
+            "converged": j.converged,
+        }
+
+
+def _agreement_dict(a: IntArray, b: IntArray) -> dict[str, float | int]:
+    value, n = label_agreement(a, b)
+    return {"agreement": value, "n": n}
+
+
+def position_bias_report(
+    humans: ArrayLike,
+    judges_ab: ArrayLike,
+    judges_ba: ArrayLike,
+    *,
+    judge_names: tuple[str, ...],
+    categories: tuple[str, ...] = ("A", "B", "T"),
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> PositionBiasReport:
+    """Fit ``metrics.joint.joint_dawid_skene`` with and without position bias on canonical codes
+    (A = 0, B = 1, further codes such as T = 2 are never a slot)."""
+    k = len(categories)
+    joint = joint_dawid_skene(humans, judges_ab, judges_ba, k, confidence=confidence, seed=seed)
+    blind = joint_dawid_skene(humans, judges_ab, judges_ba, k, position_bias=False, seed=seed)
+    h_codes, _ = as_codes(humans, k)
+    return PositionBiasReport(judge_names, categories, joint, blind, _untied_majority(h_codes, k))

@@ -1,4 +1,5 @@
-"""The two items behind each pair of a pair set, with their mean human scores.
+"""Pair-set views for the meta-evaluation: the two items behind each pair with their mean human
+scores, and a pairwise campaign's human labels next to its judges' swapped verdicts.
 
 Feeds the meta-evaluation (`metrics.summary`): the absolute gap between the two items' mean human
 scores is the signal that vote and posterior entropies are correlated with (a close pair should be
@@ -19,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Engine, select
 
-from judgepanel.errors import NotFound
+from judgepanel.errors import BadInput, NotFound
 from judgepanel.store.engine import session_scope
 from judgepanel.store.matrices import RatingMatrix, pair_matrix, pair_set_dataset
 from judgepanel.store.models import Annotator, Item, Label, Pair
@@ -114,4 +115,80 @@ def pair_set_inputs(engine: Engine, pair_set: str) -> PairSetInputs:
         score_gap=items.score_gap[rows],
         duplicate_units={g: items.touching(set(ids))[rows] for g, ids in dups.flagged.items()},
         duplicate_items={g: len(ids) for g, ids in dups.flagged.items()},
+    )
+
+
+# ---------------------------------------------------------------- humans and swapped judges, for the joint model
+
+_SWAP = {"A": "B", "B": "A", "T": "T"}
+
+
+@dataclass(frozen=True, eq=False)
+class JointInputs:
+    """A pairwise campaign's pair set as codes A = 0, B = 1, T = 2 (NaN missing): the human
+    annotators' labels and each judge's verdicts in AB and in BA order, mapped back to canonical
+    order (under BA the item shown first is B). One row per pair of the pair set, sampled order."""
+
+    campaign: str
+    pairs: str
+    pair_ids: tuple[int, ...]
+    human_names: tuple[str, ...]
+    human_groups: tuple[str | None, ...]
+    humans: NDArray[np.float64]
+    judge_names: tuple[str, ...]
+    judges_ab: NDArray[np.float64]
+    judges_ba: NDArray[np.float64]
+
+
+def _canonical(presented: str, order: str) -> str | None:
+    v = presented.strip().upper()
+    v = "T" if v.startswith("T") else v[:1]
+    if v not in _SWAP:
+        return None
+    return v if order == "AB" else _SWAP[v]
+
+
+def campaign_joint_inputs(engine: Engine, campaign: str) -> JointInputs:
+    """Human labels and swapped judge verdicts of a pairwise ``campaign`` (first repeat,
+    condition and dimension seen for each judge and pair)."""
+    # imported here: store.campaigns imports the runner, which imports store.campaigns back, so
+    # importing it at module level from a module the CLI loads first breaks that cycle's order
+    from judgepanel.store.campaigns import campaign_spec, swapped_verdicts
+
+    spec, _ = campaign_spec(engine, campaign)
+    if spec.protocol != "pairwise" or spec.pairs is None:
+        raise BadInput(f"campaign {campaign!r} is not a pairwise campaign over a pair set")
+    verdicts = swapped_verdicts(engine, campaign)
+    items = pair_items(engine, spec.pairs)
+    row_of = {p: i for i, p in enumerate(items.pair_ids)}
+    n = len(items.pair_ids)
+    matrix = pair_matrix(engine, spec.pairs)
+    kinds = matrix.rater_kinds or ("human",) * matrix.n_raters
+    keep = [i for i, kind in enumerate(kinds) if kind == "human"]
+    humans = np.full((n, len(keep)), np.nan)
+    rows = np.array([row_of[u] for u in matrix.unit_ids], dtype=np.int64)
+    humans[rows] = matrix.values[:, keep]
+    names = tuple(verdicts)
+    ab = np.full((n, len(names)), np.nan)
+    ba = np.full((n, len(names)), np.nan)
+    code = {"A": 0.0, "B": 1.0, "T": 2.0}
+    for j, name in enumerate(names):
+        sv = verdicts[name]
+        for pid, v_ab, v_ba in zip(sv.pair_ids, sv.ab, sv.ba, strict=True):
+            i = row_of.get(pid)
+            if i is None or not np.isnan(ab[i, j]):
+                continue  # another repeat / condition of a pair already taken
+            c_ab, c_ba = _canonical(v_ab, "AB"), _canonical(v_ba, "BA")
+            if c_ab is not None and c_ba is not None:
+                ab[i, j], ba[i, j] = code[c_ab], code[c_ba]
+    return JointInputs(
+        campaign=campaign,
+        pairs=spec.pairs,
+        pair_ids=items.pair_ids,
+        human_names=tuple(matrix.rater_names[i] for i in keep),
+        human_groups=tuple(matrix.rater_groups[i] for i in keep),
+        humans=humans,
+        judge_names=names,
+        judges_ab=ab,
+        judges_ba=ba,
     )

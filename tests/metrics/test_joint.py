@@ -9,12 +9,15 @@ orders), and the raw counts against a direct count of the generated verdicts.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.stats import binomtest
 
 from judgepanel.metrics.joint import joint_dawid_skene, order_counts
 from judgepanel.metrics.truth import dawid_skene
+from tests.helpers import cli
 
 A, B, T = 0, 1, 2
 
@@ -104,11 +107,13 @@ def test_raw_counts_by_hand(panel, fitted) -> None:  # type: ignore[no-untyped-d
     _, _, ab, ba = panel
     for j, judge in enumerate(fitted.judges):
         c = judge.counts
-        assert c.back_wins == int(np.sum(ab[:, j] == B) + np.sum(ba[:, j] == A))
-        assert c.front_wins == int(np.sum(ab[:, j] == A) + np.sum(ba[:, j] == B))
-        assert c.ties == int(np.sum(ab[:, j] == T) + np.sum(ba[:, j] == T))
+        assert c.back_verdicts == int(np.sum(ab[:, j] == B) + np.sum(ba[:, j] == A))
+        assert c.front_verdicts == int(np.sum(ab[:, j] == A) + np.sum(ba[:, j] == B))
+        assert c.tie_verdicts == int(np.sum(ab[:, j] == T) + np.sum(ba[:, j] == T))
         assert c.consistent + c.inconsistent == ab.shape[0]
         assert c.consistent == int(np.sum(ab[:, j] == ba[:, j]))
+        assert c.back_wins == int(np.sum((ab[:, j] == B) & (ba[:, j] == A)))
+        assert c.front_wins == int(np.sum((ab[:, j] == A) & (ba[:, j] == B)))
     # a back-biased judge has more back wins, a front-biased one more front wins
     assert fitted.judges[0].counts.back_wins > fitted.judges[0].counts.front_wins
     assert fitted.judges[1].counts.front_wins > fitted.judges[1].counts.back_wins
@@ -119,9 +124,11 @@ def test_small_hand_example_counts() -> None:
     ba = np.array([[A], [B], [A], [-1], [B]])
     (c,) = order_counts(ab, ba, A, B)
     # back: AB says B twice, BA says A twice; front: AB says A once, BA says B twice; one tie
-    assert (c.back_wins, c.front_wins, c.ties) == (4, 3, 1)
+    assert (c.back_verdicts, c.front_verdicts, c.tie_verdicts) == (4, 3, 1)
     # pairs seen in both orders: rows 0..2; canonical agreement on rows 1 and 2
     assert (c.consistent, c.inconsistent) == (2, 1)
+    # row 0 is B under AB and A under BA: the back slot both times
+    assert (c.back_wins, c.front_wins) == (1, 0)
 
 
 def test_without_judges_it_is_dawid_skene() -> None:
@@ -131,3 +138,46 @@ def test_without_judges_it_is_dawid_skene() -> None:
     plain = dawid_skene(h, 3, tol=1e-12, max_iter=1000)
     assert np.abs(joint.posteriors - plain.posteriors).max() < 1e-4
     assert joint.judges == ()
+
+
+# ---------------------------------------------------------------- the CLI on a simulated campaign
+
+SAMPLES = Path(__file__).resolve().parents[2] / "judgepanel" / "datasets" / "samples"
+
+
+def test_joint_command_on_a_simulated_campaign(sqlite_url: str) -> None:
+    """The offline simulated judge picks the back slot with probability `position_bias` on top of
+    its own judgement: the planted 0.3 (and 0 for the fair judge) must sit in the intervals, and
+    the raw counts must be those of `metrics bias`."""
+    db = sqlite_url
+    assert cli("db", "upgrade", db=db).code == 0
+    r = cli(
+        "data",
+        "import-summeval",
+        str(SAMPLES / "summeval_sample.jsonl.gz"),
+        "--articles",
+        str(SAMPLES / "summeval_articles_sample.jsonl.gz"),
+        db=db,
+    )
+    assert r.code == 0, r.stderr
+    assert cli("data", "pairs", "summeval", "--name", "p", "--sample", "250", db=db).code == 0
+    leaning, fair = "sim:leaning?position_bias=0.3", "sim:fair"
+    made = cli(
+        "campaign", "create", "c", "--dataset", "summeval", "--pairs", "p", "--protocol", "pairwise",
+        "--judge", leaning, "--judge", fair, db=db,
+    )  # fmt: skip
+    assert made.code == 0, made.stderr
+    assert cli("campaign", "run", "c", db=db).code == 0
+    out = cli("metrics", "joint", "--campaign", "c", "--json", db=db).json()
+    signs = cli("metrics", "bias", "--campaign", "c", "--json", db=db).json()["judges"]
+    assert out["units"] == 250 and len(out["humans"]) == 8
+    lo, hi = out["judges"][leaning]["interval"]
+    assert lo < 0.3 < hi and out["judges"][leaning]["bias"] > 0.15
+    lo, hi = out["judges"][fair]["interval"]
+    assert lo < 0 < hi
+    for name, got in out["judges"].items():
+        assert (got["back_wins"], got["front_wins"]) == (signs[name]["back_wins"], signs[name]["front_wins"])
+    readable = cli("metrics", "joint", "--campaign", "c", db=db)
+    assert readable.code == 0 and "profile likelihood" in readable.stdout
+    missing = cli("metrics", "joint", "--campaign", "nope", db=db)
+    assert missing.code == 2 and missing.stderr.strip().count("\n") == 0
