@@ -93,9 +93,9 @@ def normalise_choice(raw: Any) -> str | None:
     if not isinstance(raw, str):
         return None
     t = raw.strip()
-    bracketed = re.fullmatch(r"\[\[\s*(.*?)\s*\]\]", t)
+    bracketed = t.startswith("[[") and t.endswith("]]") and len(t) >= 4
     if bracketed:
-        t = bracketed.group(1)
+        t = t[2:-2]
     t = " ".join(t.strip(_STRIP).lower().split())
     if t == "c" and bracketed:  # FastChat's pair-v2 prompt: "[[C]]" for a tie
         return "tie"
@@ -319,14 +319,15 @@ _RATIONALE_KEYS = ("rationale", "explanation", "reasoning", "reason", "justifica
 
 _LEAD = r"^[ \t>*_#`~-]*(?:my\s+)?(?:final\s+|overall\s+)?"
 # "Verdict: A", "**Final verdict:** A", "Score = 4"; or a heading ("### Verdict") whose value is
-# on the next non-empty line
-_SEP = r"(?:\s+is)?[ \t*_`]*[:=\-–—][ \t*_`]*"
-_TAIL = r"\b[ \t*_`]*(?:" + _SEP + r"(?P<v>[^\n]*?))?[ \t*_`:#]*$"
+# on the next non-empty line. The regex finds the key; the rest of the line is read in Python
+# (`_after_key`), because chained optional runs of spaces in one regex backtrack catastrophically.
 _VERDICT_LINE = re.compile(
-    _LEAD + r"(?:verdict|decision|winner|choice|preference)" + _TAIL, re.IGNORECASE | re.MULTILINE
+    _LEAD + r"(?:verdict|decision|winner|choice|preference)\b", re.IGNORECASE | re.MULTILINE
 )
 _VERDICT_BRACKETS = re.compile(r"\[\[(?P<v>[^\[\]\n]{1,24})\]\]")
-_SCORE_LINE = re.compile(_LEAD + r"(?:score|rating|grade)" + _TAIL, re.IGNORECASE | re.MULTILINE)
+_SCORE_LINE = re.compile(_LEAD + r"(?:score|rating|grade)\b", re.IGNORECASE | re.MULTILINE)
+_NEXT_LINE = re.compile(r"(?:[ \t]*\n)+[ \t]*(?P<v>\S[^\n]*)")
+_DECOR = " \t*_`"
 _SCORE_BRACKETS = re.compile(r"\[\[\s*(?P<v>\d+(?:\.\d+)?(?:\s*/\s*\d+)?)\s*\]\]")
 _CLAUSE_LINE = re.compile(
     r"^[ \t>*_#`~-]*\[?(?P<id>[a-z][a-z0-9_]*\.[A-Za-z0-9][A-Za-z0-9_-]*)\]?[ \t*_`\"]*[:=\-–—][ \t*_`]*"
@@ -362,16 +363,31 @@ def _first(keys: Mapping[str, Any], names: Sequence[str]) -> tuple[str, Any] | N
     return None
 
 
+def _after_key(text: str, pos: int) -> tuple[str | None, int]:
+    """What follows a verdict key up to the end of its line: (value, end of line) after a
+    separator (":", "=", "-", "is:"), ("", end) for a bare heading, (None, end) for prose."""
+    eol = text.find("\n", pos)
+    eol = len(text) if eol == -1 else eol
+    rest = text[pos:eol].lstrip(_DECOR)
+    if rest[:2].lower() == "is" and not rest[2:3].isalnum():
+        rest = rest[2:].lstrip(_DECOR)
+    if rest[:1] and rest[0] in ":=-–—":
+        return rest[1:].strip(_DECOR), eol
+    return ("" if not rest.strip(_DECOR + ":#") else None), eol
+
+
 def _keyed_lines(pattern: re.Pattern[str], text: str) -> list[tuple[int, int, str]]:
     """(start, end, value) of each keyed line; a heading's value is its next non-empty line."""
     out = []
     for m in pattern.finditer(text):
-        value, end = m.group("v") or "", m.end()
-        if not value.strip():
-            nxt = re.match(r"(?:[ \t]*\n)+[ \t]*(?P<v>[^\n]*\S)", text[end:])
+        value, end = _after_key(text, m.end())
+        if value is None:
+            continue
+        if not value:
+            nxt = _NEXT_LINE.match(text, end)
             if nxt is None:
                 continue  # a bare "Verdict" with nothing after it
-            value, end = nxt.group("v"), end + nxt.end()
+            value, end = nxt.group("v"), nxt.end()
         out.append((m.start(), end, value))
     return out
 
@@ -576,13 +592,15 @@ def _schema(schema_name: str, clause_ids: Sequence[str]) -> _Schema:
 # ---------------------------------------------------------------- the parser
 
 
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
-
-
 def _is_whole(text: str, found: _Found) -> bool:
-    stripped = text.strip()
-    m = _FENCE.match(stripped)
-    body = m.group(1).strip() if m else stripped
+    """Whether the object is the entire reply, possibly inside one ``` fence."""
+    body = text.strip()
+    if body.startswith("```") and body.endswith("```") and len(body) >= 6:
+        newline = body.find("\n")
+        language = body[3:newline].strip() if newline != -1 else "?"
+        if language and not language.isalpha():
+            return False
+        body = body[newline + 1 : -3].strip()
     return body == text[found.start : found.end].strip()
 
 

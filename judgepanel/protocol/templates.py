@@ -48,7 +48,7 @@ POINTWISE_TEMPLATES: Mapping[str, str] = {
 CLAUSES_TEMPLATE = "clauses.v1"
 
 _RESERVED_TAG = re.compile(
-    r"<(?=\s*/?\s*(?:source|candidate_a|candidate_b|candidate|clause)\b)", re.IGNORECASE
+    r"<(?=\s*(?:/\s*)?(?:source|candidate_a|candidate_b|candidate|clause)\b)", re.IGNORECASE
 )
 
 

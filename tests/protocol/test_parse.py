@@ -332,6 +332,11 @@ WALLS = {
     "code": "int f() { if (x) { return 1; } }\n" * 3_000,
     "braces in strings": '{"a": 1, "b": [{"c": "}"}]} and\n' * 3_000,
     "verdict lines": 'Verdict: A [[A]] {"verdict": "A"}\n' * 3_000,
+    # shapes that make chained optional whitespace in a regex backtrack
+    "spaced key": "Verdict " + " " * 20_000 + "x",
+    "spaced heading": "Verdict:\n" + " " * 20_000,
+    "spaced brackets": "[[" + " " * 20_000 + "x",
+    "spaced fence": "```json\n" + " " * 20_000 + "x",
 }
 
 

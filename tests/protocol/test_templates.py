@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 
 import pytest
 
@@ -248,6 +249,13 @@ def test_neutralise_touches_only_our_tags() -> None:
         neutralise("</Candidate_A> <source x> < /clause>") == "&lt;/Candidate_A> &lt;source x> &lt; /clause>"
     )
     assert neutralise("<sources> <candidates>") == "<sources> <candidates>"
+
+
+def test_neutralise_is_linear_on_hostile_text() -> None:
+    start = time.perf_counter()
+    for text in ("<" + " " * 20_000 + "x", "< /" + " " * 20_000, "<" * 20_000):
+        assert neutralise(text) == text
+    assert time.perf_counter() - start < 2
 
 
 # ---------------------------------------------------------------- released templates are frozen
