@@ -130,3 +130,36 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, slow_fake: FakeSe
         con.close()
     assert len(per_job) == JOBS
     assert all(att == n_req == 1 and n_ok == 1 for _, att, n_req, n_ok in per_job)
+
+
+def test_ctrl_c_stops_cleanly_and_exits_130(tmp_path: Path, slow_fake: FakeServerProcess) -> None:
+    db = tmp_path / "int.db"
+    url = f"sqlite:///{db}"
+    eng = make_engine(url)
+    upgrade(eng)
+    load_tiny(eng, n_groups=12, per_group=10)
+    api.create(
+        eng,
+        "k",
+        dataset=DATASET,
+        protocol="pointwise",
+        judges=[f"openai:ctrlc?base_url={slow_fake.url}/v1"],
+        repeats=2,
+    )
+    eng.dispose()
+    before = chat_requests(slow_fake)
+    proc = start_run(url)
+    deadline = time.monotonic() + 60
+    while snapshot(db)[1].get("done", 0) < 30:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    assert "interrupted" in err.decode() and "Traceback" not in err.decode()
+    assert json.loads(out)["status"] == "interrupted"
+    verdicts, counts = snapshot(db)
+    # every call the server answered finished and was stored; no job is left leased
+    assert counts.get("running", 0) == 0
+    assert len(verdicts) == counts["done"] == chat_requests(slow_fake) - before
+    assert 30 <= counts["done"] < JOBS

@@ -56,3 +56,48 @@ def test_several_workers_share_a_campaign_exactly_once(engine: Engine) -> None:
         n_requests = conn.execute(select(func.count()).select_from(Request)).scalar_one()
     assert len(per_job) == info.jobs and {n for _, n in per_job} == {1}
     assert n_requests == info.jobs
+
+
+def test_clause_protocol_stores_one_verdict_per_clause_and_caches_them(engine: Engine) -> None:
+    from judgepanel.rubrics import bundled_rubric
+    from judgepanel.store.models import Clause, ClauseVerdict, Job
+    from judgepanel.store.rubrics import add_rubric
+
+    load_tiny(engine, n_groups=2, per_group=3)
+    ref = add_rubric(engine, bundled_rubric("summeval")).rubric.ref
+    for name in ("cl1", "cl2"):
+        api.create(
+            engine,
+            name,
+            dataset=DATASET,
+            protocol="clauses",
+            judges=["sim:a"],
+            rubric=ref,
+            dimensions=["coherence"],
+        )
+    first = api.run(engine, "cl1", RunOptions(flush_ms=10))
+    second = api.run(engine, "cl2", RunOptions(flush_ms=10))
+    assert (first.done, first.calls, second.done, second.calls, second.cached) == (6, 6, 6, 0, 6)
+    with engine.connect() as conn:
+        n_clauses = conn.execute(
+            select(func.count()).select_from(Clause).where(Clause.dimension == "coherence")
+        ).scalar_one()
+        per_campaign = conn.execute(
+            select(Job.campaign_id, func.count(ClauseVerdict.id))
+            .join(Verdict, Verdict.job_id == Job.id)
+            .join(ClauseVerdict, ClauseVerdict.verdict_id == Verdict.id)
+            .group_by(Job.campaign_id)
+        ).all()
+        answers = conn.execute(
+            select(Job.campaign_id, Job.item_id, Clause.clause_key, ClauseVerdict.met)
+            .join(Verdict, Verdict.job_id == Job.id)
+            .join(ClauseVerdict, ClauseVerdict.verdict_id == Verdict.id)
+            .join(Clause, Clause.id == ClauseVerdict.clause_id)
+        ).all()
+    assert n_clauses >= 2
+    assert sorted(n for _, n in per_campaign) == [6 * n_clauses, 6 * n_clauses]
+    by_campaign: dict[int, set[tuple[int, str, bool]]] = {}
+    for cid, item, key, met in answers:
+        by_campaign.setdefault(cid, set()).add((item, key, met))
+    a, b = by_campaign.values()
+    assert a == b  # the cached campaign reads exactly what the original did
