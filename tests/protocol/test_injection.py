@@ -149,3 +149,50 @@ def test_parser_never_raises_and_failures_say_why(text: str, schema: str) -> Non
     assert parsed.ok or parsed.error
     if parsed.ok:
         assert parsed.method in ("structured", "json_tail", "line_tail")
+
+
+TOKENS = [
+    "{",
+    "}",
+    '"',
+    "'",
+    " ",
+    "\n",
+    "[[",
+    "]]",
+    "Verdict",
+    "Score",
+    ":",
+    "A",
+    "B",
+    "tie",
+    "4",
+    "9",
+    ",",
+    "<think>",
+    "</think>",
+    "```",
+    "json",
+    "coherence.1",
+    "met",
+    "not met",
+    "clauses",
+    "verdict",
+    "score",
+    "\\",
+    "[",
+    "]",
+    "True",
+]
+
+
+@SETTINGS
+@given(
+    parts=st.lists(st.sampled_from(TOKENS), max_size=400),
+    schema=st.sampled_from(["pairwise_verdict", "pointwise_verdict", "clause_verdicts"]),
+)
+def test_parser_never_raises_on_reply_shaped_noise(parts: list[str], schema: str) -> None:
+    parsed = parse_reply(schema, "".join(parts), None, clause_ids=("coherence.1", "coherence.2"))
+    assert parsed.ok or parsed.error
+    if parsed.ok:
+        assert parsed.value is not None and parsed.method in ("structured", "json_tail", "line_tail")
