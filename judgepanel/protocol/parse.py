@@ -17,8 +17,13 @@ answer. Reading from the end, and never skipping back past an invalid final answ
 valid-looking one, means echoed input cannot become the verdict. An invalid final answer (a score
 of 7, a verdict of "maybe") is a parse failure with the reason in `error`, never a guess.
 
+A reply that opens with a reasoning model's ``<think>`` block is read only after its last
+``</think>``: drafts in a scratchpad are not answers (a reply cut off inside it is a failure). A
+verdict heading (``### Final verdict``) takes its value from the next non-empty line. All scanning
+is linear in the reply's length, so an echoed wall of braces or spaces cannot stall a worker.
+
 Values: pairwise "A" | "B" | "tie" as presented (synonyms such as "Tie", "[[A]]", "Assistant A",
-"Output (a)", "[[C]]" = FastChat's tie); pointwise an integer 1..5 ("4", 4.0, "4/5", "4 out of 5";
+"Output (a)", "[[C]]" = FastChat's tie, Arena-Hard's "[[A>B]]" / "[[B>>A]]" / "[[A=B]]"); pointwise an integer 1..5 ("4", 4.0, "4/5", "4 out of 5";
 not 4.5, not 0, not "8/10"). Clauses: every expected id gets (met, rationale); an id the judge did
 not answer (or answered with neither true nor false) gets met=None and a warning; unknown ids are
 ignored and named in `warnings`. A clause reply is ok when at least one expected clause was answered.
