@@ -371,12 +371,13 @@ def summary_cmd(
     ),
     clusters: int = typer.Option(2, "--clusters", help="Clusters cut from the training κ tree."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
+    exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
 ) -> None:
     """The whole meta-evaluation battery on a pair set (see `metrics.summary`)."""
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
-    inputs = pair_set_inputs(state(ctx).engine(), pairs)
+    inputs = pair_set_inputs(state(ctx).engine(), pairs, exclude_duplicates=exclude_duplicates)
     n_train = _split(inputs.matrix.n_units, split)
     res = meta_evaluation(
         inputs.matrix,
@@ -391,6 +392,7 @@ def summary_cmd(
         "dataset": inputs.dataset,
         **res.as_dict(),
         "duplicate_items": inputs.duplicate_items,
+        "excluded_duplicates_of": exclude_duplicates,
     }
     if json_:
         emit_json(out)

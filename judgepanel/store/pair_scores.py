@@ -100,15 +100,22 @@ class PairSetInputs:
     duplicate_items: dict[str, int]  # group -> how many items `data duplicates` flags
 
 
-def pair_set_inputs(engine: Engine, pair_set: str) -> PairSetInputs:
+def pair_set_inputs(engine: Engine, pair_set: str, *, exclude_duplicates: str | None = None) -> PairSetInputs:
     """The A/B/T matrix of ``pair_set`` (every rater, judges included when a rater source is
-    registered), the score gap of each pair and the duplicate flags mapped onto pairs."""
-    matrix = pair_matrix(engine, pair_set)
+    registered), the score gap of each pair and the duplicate flags mapped onto pairs.
+    ``exclude_duplicates``: leave out every pair touching an item flagged for that group."""
     dataset = pair_set_dataset(engine, pair_set)
+    dups = find_duplicates(engine, dataset)
+    excluded = None
+    if exclude_duplicates is not None:
+        if exclude_duplicates not in dups.flagged:
+            known = ", ".join(dups.flagged) or "none"
+            raise BadInput(f"no annotator group {exclude_duplicates!r} in {dataset!r} (known: {known})")
+        excluded = dups.flagged[exclude_duplicates]
+    matrix = pair_matrix(engine, pair_set, exclude_items=excluded)
     items = pair_items(engine, pair_set)
     row_of = {p: i for i, p in enumerate(items.pair_ids)}
     rows = np.array([row_of[u] for u in matrix.unit_ids], dtype=np.int64)
-    dups = find_duplicates(engine, dataset)
     return PairSetInputs(
         matrix=matrix,
         dataset=dataset,

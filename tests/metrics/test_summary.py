@@ -266,6 +266,20 @@ def test_readable_forms_and_errors(summeval: summeval_pairs.PairMatrix) -> None:
     assert cli("data", "pairs", "summeval", "--name", "small", "--sample", "150", db=db).code == 0
     text = cli("metrics", "summary", "--pairs", "small", db=db)
     assert text.code == 0 and "leave-one-rater-out" in text.stdout and "cluster 1" in text.stdout
+    # without the pairs touching items the crowd annotated identically, the crowd's κ collapses
+    full = cli("metrics", "summary", "--pairs", "small", "--json", db=db).json()
+    clean = cli(
+        "metrics", "summary", "--pairs", "small", "--exclude-duplicates", "crowd", "--json", db=db
+    ).json()
+    assert clean["excluded_duplicates_of"] == "crowd"
+    crowd_full, crowd_clean = full["duplicates"]["crowd"], clean["duplicates"]["crowd"]
+    assert clean["units"] <= full["units"] - crowd_full["flagged_units"]
+    assert crowd_clean["flagged_units"] == 0
+    # the crowd-rated pairs left are exactly those the full run kept when it dropped the flagged ones
+    assert crowd_clean["units_with"] == crowd_full["units_without"]
+    assert crowd_clean["kappa_within_group"]["with"] == pytest.approx(
+        crowd_full["kappa_within_group"]["without"]
+    )
     assert cli("metrics", "heldout", "--pairs", "small", db=db).code == 0
     assert cli("metrics", "truth", "--pairs", "small", "--method", "mace", db=db).code == 0
     for args, message in [
@@ -274,6 +288,7 @@ def test_readable_forms_and_errors(summeval: summeval_pairs.PairMatrix) -> None:
         (("truth", "--pairs", "p", "--method", "vote"), "unknown --method"),
         (("heldout", "--pairs", "p", "--train", "0"), "--split must leave units"),
         (("heldout", "--pairs", "p", "--clusters", "0"), "--clusters"),
+        (("summary", "--pairs", "p", "--exclude-duplicates", "robots"), "no annotator group 'robots'"),
     ]:
         r = cli("metrics", *args, db=db)
         assert r.code == 2, (args, r.stderr)
