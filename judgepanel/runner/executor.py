@@ -244,6 +244,8 @@ class Runner:
     async def run(self) -> RunSummary:
         cid, ctx, judges = await asyncio.to_thread(self._load)
         self.ctx, self.judges, self.cid = ctx, judges, cid
+        feeders: list[asyncio.Task[None]] = []
+        heart: asyncio.Task[None] | None = None
         try:
             check_prices(self.opts.max_cost, {j.spec.name: j.price for j in judges.values()})
             if self.opts.retry_failed:
@@ -257,7 +259,7 @@ class Runner:
             self.stats.done = counts["done"]
             self.stats.failed = counts["failed"]
             self.budget = Budget(self.opts.max_cost)
-            store.set_campaign_status(self.engine, cid, "running")
+            await asyncio.to_thread(store.set_campaign_status, self.engine, cid, "running")
             self.writer = Writer(
                 self.engine,
                 self.owner,
@@ -280,18 +282,17 @@ class Runner:
                 for t in self._workers:
                     t.cancel()
             await done_workers
-            self._stopping.set()
-            for f in feeders:
-                f.cancel()
-            await asyncio.gather(*feeders, return_exceptions=True)
-            heart.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heart
+            await self._stop_feeders(feeders)
             await self.writer.close()
             for res in done_workers.result():
                 if isinstance(res, Exception):
                     raise res
         finally:
+            await self._stop_feeders(feeders)
+            if heart is not None:
+                heart.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await heart
             await asyncio.to_thread(store.release_leases, self.engine, self.owner)
             for j in judges.values():
                 with contextlib.suppress(Exception):
@@ -314,6 +315,14 @@ class Runner:
             self.stats.elapsed,
             self.writer.commits,
         )
+
+    async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
+        """Feeders are told to stop, not cancelled: one may be leasing in a thread right now, and
+        that lease must land before the unfinished leases are released."""
+        self._stopping.set()
+        for j in self.judges.values():
+            j.need.set()
+        await asyncio.gather(*feeders, return_exceptions=True)
 
     def _committed(self, batch: Batch, result: BatchResult) -> None:
         self.stats.committed += len(result.accepted)
