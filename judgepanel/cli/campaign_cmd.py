@@ -154,6 +154,8 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
             f"{summary.pending} pending; {summary.calls} calls, {summary.cached} from cache, "
             f"errors: {errs}; spent {cost} USD in {summary.elapsed_s:.1f} s"
         )
+    for warning in summary.warnings:
+        err_console.print(f"warning: {warning}", markup=False, highlight=False)
     if summary.status == "budget":
         err_console.print(f"stopped: --max-cost {options.max_cost} reached before the next call")
     if summary.status == "interrupted":

@@ -122,6 +122,7 @@ class RunSummary:
     cost_usd: float | None
     elapsed_s: float
     committed_batches: int
+    warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +137,7 @@ class RunSummary:
             "errors": self.errors,
             "cost_usd": self.cost_usd,
             "elapsed_s": round(self.elapsed_s, 3),
+            "warnings": list(self.warnings),
         }
 
 
@@ -227,11 +229,13 @@ class Runner:
             conc = int(js.get("concurrency") or self.opts.concurrency)
             rpm = js.get("rpm") or self.opts.rpm
             tpm = js.get("tpm") or self.opts.tpm
+            limiter = JudgeLimiter(conc, rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None)
+            limiter.stop = self._stopping
             judges[rec.name] = _Judge(
                 jid,
                 js,
                 self.factory(js, conc),
-                JudgeLimiter(conc, rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None),
+                limiter,
                 price_for(js),
                 float(js.timeout or self.opts.timeout),
                 conc,
@@ -314,6 +318,7 @@ class Runner:
             None if self.stats.spent_unknown else round(self.stats.spent, 6),
             self.stats.elapsed,
             self.writer.commits,
+            tuple(self.warnings[:20]),
         )
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:

@@ -15,6 +15,7 @@ rate back, so recovery is slow and cannot overshoot the configured ceiling.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 
@@ -62,6 +63,7 @@ class JudgeLimiter:
         self._episode_end = 0.0
         self.rate_limited = 0
         self.shrinks = 0
+        self.stop: asyncio.Event | None = None  # set by the runner: a stop request cuts waits short
 
     # ------------------------------------------------------------ slots
 
@@ -80,8 +82,8 @@ class JudgeLimiter:
         try:
             while True:
                 now = time.monotonic()
-                if self.pause_until > now:
-                    await asyncio.sleep(self.pause_until - now)
+                if self.pause_until > now and not self._stopped():
+                    await self._nap(self.pause_until - now)
                     continue
                 break
             wait = 0.0
@@ -90,10 +92,20 @@ class JudgeLimiter:
             if self.tokens is not None and tokens:
                 wait = max(wait, self.tokens.reserve(now, tokens))
             if wait > 0:
-                await asyncio.sleep(wait)
+                await self._nap(wait)
         except BaseException:
             self.release()
             raise
+
+    def _stopped(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+    async def _nap(self, seconds: float) -> None:
+        if self.stop is None:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop.wait(), timeout=seconds)
 
     def release(self) -> None:
         self.in_flight -= 1

@@ -264,3 +264,16 @@ def test_lease_guard_keeps_results_exactly_once(engine: Engine) -> None:
     assert store.release_leases(engine, "host:1:a") == 1
     st = store.campaign_status(engine, "lease")
     assert (st.done, st.pending, st.running) == (1, 1, 0)
+
+
+def test_an_item_without_text_fails_its_job_with_a_warning(sqlite_engine: Engine) -> None:
+    from judgepanel.store.models import Item
+
+    with sqlite_engine.begin() as conn:
+        conn.execute(Item.__table__.update().where(Item.external_id == "g0-s1").values(output="  "))
+    api.create(sqlite_engine, "empty", dataset=DATASET, protocol="pointwise", judges=["sim:x"], limit=3)
+    provider = ScriptedProvider("sim:x", lambda r, n: reply(GOOD))
+    summary = run_with(sqlite_engine, "empty", provider)
+    assert (summary.done, summary.failed, len(provider.calls)) == (2, 1, 2)
+    assert any("g0-s1" in w and "no output text" in w for w in summary.warnings)
+    assert store.campaign_status(sqlite_engine, "empty").failed_by_class == {"fatal": 1}
