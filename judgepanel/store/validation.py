@@ -226,14 +226,18 @@ def read_panel(
     ]
     row_of = {i: r for r, (i, _, _) in enumerate(items)}
 
-    def text(t: str | None, num: float | None) -> str:
-        raw = t if t is not None else f"{num:g}"
-        return mapping.get(raw, raw)
-
     rows = human_rows + judge_rows
-    texts = tuple(sorted({text(t, v) for _, _, v, t in rows}))
-    code = {t: float(c) for c, t in enumerate(texts)}
     numeric = all(v is not None for _, _, v, _ in rows) and not mapping
+
+    def text(t: str | None, num: float | None) -> str:
+        # numbers compare by value ("2" and "2.0" are one label), other labels by their text
+        if numeric or t is None:
+            return f"{num:.15g}"
+        return mapping.get(t, t)
+
+    distinct = {text(t, v) for _, _, v, t in rows}
+    texts = tuple(sorted(distinct, key=float) if numeric else sorted(distinct))
+    code = {t: float(c) for c, t in enumerate(texts)}
     col = {name: c for c, name in enumerate(humans)}
     jcol = {name: c for c, name in enumerate(judges)}
     n = len(items)
@@ -518,7 +522,7 @@ def _create_allocation(
     if not labels:
         raise BadInput(f"annotator {primary!r} has no labels on dimension {dim!r} of {dataset!r}")
     item_ids = [i for i, _, _ in labels]
-    values = [t if t is not None else f"{v:g}" for _, v, t in labels]
+    values = [_label_key(v, t) for _, v, t in labels]
     # strata in a stable order: numbers by value, texts alphabetically
     numeric = all(v is not None for _, v, _ in labels)
     distinct = sorted(set(values), key=(lambda x: float(x)) if numeric else None)
@@ -547,6 +551,11 @@ def _create_allocation(
         s.execute(insert(AllocationItem), rows[i : i + 5000])
     s.flush()
     return _summary(s, alloc, ds, out_dir, unchanged=False)
+
+
+def _label_key(num: float | None, text: str | None) -> str:
+    """Numbers by value ("2" and "2.0" are one stratum), other labels by their text."""
+    return f"{num:.15g}" if num is not None else str(text)
 
 
 def _revealed(
@@ -579,7 +588,7 @@ def _revealed(
             )
         ):
             if item in pos:
-                key = txt if txt is not None else f"{v:g}"
+                key = _label_key(v, txt)
                 out[pos[item], t] = code.setdefault(key, len(code))
     return out
 

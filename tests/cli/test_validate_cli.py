@@ -278,3 +278,16 @@ def test_several_dimensions_need_dimension(tmp_path: Path) -> None:
     )
     assert out.json()["humans"]["h1"]["n_units"] == 40
     assert os.path.exists(tmp_path / "d.db")
+
+
+def test_numbers_compare_by_value_not_by_their_text(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'n.db'}"
+    cli("db", "upgrade", db=db)
+    folder = tmp_path / "num"
+    folder.mkdir()
+    # h1 writes integers, h2 the same values as floats: "2" and "2.0" are one label
+    (folder / "human_annotations.json").write_text('{"h1": {"a": 2, "b": 3}, "h2": {"a": 2.0, "b": 3.0}}')
+    (folder / "llm_annotations.json").write_text('{"m": {"a": 2, "b": 1}}')
+    assert cli("data", "import-alttest", str(folder), "--name", "num", db=db).code == 0
+    out = cli("validate", "loo", "--dataset", "num", "--judge", "m", "--json", db=db).json()
+    assert out["humans"]["h1"]["s_human"] == 1.0 and out["humans"]["h1"]["s_judge"] == 0.5

@@ -129,6 +129,29 @@ def test_stratifying_on_the_primary_changes_nothing_under_symmetric_noise() -> N
     assert abs(rnd.fa - strat.fa) < 0.08
 
 
+def test_decisions_depend_on_who_is_right_not_on_which_class() -> None:
+    """Errors are spread evenly, so whether two annotators agree depends only on who is right: with
+    the same seed, designs that ignore label values decide identically whatever the class shares.
+    Only label-driven designs (Strat, Seq-Refined) and α (whose chance term reads the class
+    shares) can see the prevalence."""
+    base = SimConfig(
+        n=150,
+        classes=5,
+        judges=(0.8, 0.9),
+        coverages=(0.25,),
+        designs=("random", "seq-coverage", "strat"),
+        replications=60,
+        seed=5,
+    )
+    skewed = SimConfig(**{**base.__dict__, "prevalence": (0.5, 0.2, 0.15, 0.1, 0.05)})
+    a, b = simulate_designs(base), simulate_designs(skewed)
+    for design in ("random", "seq-coverage"):
+        x, y = a.cell(0.25, design).as_dict(), b.cell(0.25, design).as_dict()
+        for key in ("fr", "fa", "wdr", "judges", "top1_error", "pairwise_rank_error"):
+            assert x[key] == y[key]
+        assert x["alpha"] != y["alpha"]
+
+
 def test_config_is_checked() -> None:
     with pytest.raises(BadInput):
         simulate_designs(SimConfig(humans=1))
