@@ -366,13 +366,17 @@ class Runner:
         # Prefetch generously: a chunk is rendered in a thread that competes for the GIL with the
         # event loop exactly when many replies arrive at once, so it must not be needed at once.
         chunk = self.opts.lease_chunk or min(2000, max(4 * j.workers, 128))
+        started = False
         try:
             while not self.stopping:
                 if j.queue.qsize() >= low:
                     j.need.clear()
                     await j.need.wait()
                     continue
-                preps, hits, bad = await asyncio.to_thread(self._fetch, j, chunk)
+                # the first lease is one worker-pool's worth, so calls start as soon as possible
+                n = chunk if started else min(chunk, max(j.workers, 16))
+                started = True
+                preps, hits, bad = await asyncio.to_thread(self._fetch, j, n)
                 if not preps and not bad:
                     break
                 for job, why in bad:

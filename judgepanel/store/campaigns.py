@@ -440,14 +440,14 @@ def pending_jobs(engine: Engine, campaign_id: int, *, limit: int | None = None) 
     """Jobs not yet done or failed, read without leasing them (for `plan` estimates)."""
     with session_scope(engine) as s:
         q = (
-            select(Job, Judge.name)
+            select(*_JOB_COLS, Judge.name)
             .join(Judge, Judge.id == Job.judge_id)
             .where(Job.campaign_id == campaign_id, Job.status.in_(("pending", "running")))
             .order_by(Job.id)
         )
         if limit is not None:
             q = q.limit(limit)
-        rows = [(j, name) for j, name in s.execute(q)]
+        rows: list[_JobRow] = [(r[0], r[-1], *r[1:-1]) for r in s.execute(q)]
         return _with_texts(s, rows)
 
 
@@ -504,6 +504,19 @@ def reclaim_dead_leases(engine: Engine, campaign_id: int) -> int:
         return int(res.rowcount or 0)  # type: ignore[attr-defined]
 
 
+_JOB_COLS = (
+    Job.id,
+    Job.attempts,
+    Job.item_id,
+    Job.pair_id,
+    Job.order,
+    Job.condition,
+    Job.dimension,
+    Job.repeat,
+)
+_JobRow = tuple[int, str, int, int | None, int | None, str | None, str | None, str | None, int]
+
+
 def lease_jobs(
     engine: Engine,
     campaign_id: int,
@@ -523,36 +536,28 @@ def lease_jobs(
         if judge_id is not None:
             cond.append(Job.judge_id == judge_id)
         pick = select(Job.id).where(*cond).order_by(Job.id).limit(limit).with_for_update(skip_locked=True)
-        ids = [
-            r[0]
-            for r in s.execute(
-                update(Job)
-                .where(Job.id.in_(pick.scalar_subquery()))
-                .values(
-                    status="running",
-                    lease_owner=owner,
-                    lease_expires=now + timedelta(seconds=lease_seconds),
-                    updated_at=now,
-                )
-                .returning(Job.id)
+        leased = s.execute(
+            update(Job)
+            .where(Job.id.in_(pick.scalar_subquery()))
+            .values(
+                status="running",
+                lease_owner=owner,
+                lease_expires=now + timedelta(seconds=lease_seconds),
+                updated_at=now,
             )
-        ]
-        if not ids:
+            .returning(Job.judge_id, *_JOB_COLS)
+        ).all()
+        if not leased:
             return []
-        rows = [
-            (j, name)
-            for j, name in s.execute(
-                select(Job, Judge.name)
-                .join(Judge, Judge.id == Job.judge_id)
-                .where(Job.id.in_(ids))
-                .order_by(Job.id)
-            )
-        ]
+        names = dict(
+            s.execute(select(Judge.id, Judge.name).where(Judge.id.in_({r[0] for r in leased}))).all()
+        )
+        rows: list[_JobRow] = sorted(((r[1], names[r[0]], *r[2:]) for r in leased), key=lambda r: r[0])
         return _with_texts(s, rows)
 
 
-def _with_texts(s: Session, rows: Sequence[tuple[Job, str]]) -> list[LeasedJob]:
-    pair_ids = {j.pair_id for j, _ in rows if j.pair_id is not None}
+def _with_texts(s: Session, rows: Sequence[_JobRow]) -> list[LeasedJob]:
+    pair_ids = {r[4] for r in rows if r[4] is not None}
     pairs = (
         {
             pid: (a, b)
@@ -563,9 +568,7 @@ def _with_texts(s: Session, rows: Sequence[tuple[Job, str]]) -> list[LeasedJob]:
         if pair_ids
         else {}
     )
-    item_ids = {j.item_id for j, _ in rows if j.item_id is not None} | {
-        i for ab in pairs.values() for i in ab
-    }
+    item_ids = {r[3] for r in rows if r[3] is not None} | {i for ab in pairs.values() for i in ab}
     texts = {
         i: ItemText(i, e, inp, out)
         for i, e, inp, out in s.execute(
@@ -573,26 +576,15 @@ def _with_texts(s: Session, rows: Sequence[tuple[Job, str]]) -> list[LeasedJob]:
         )
     }
     out = []
-    for j, name in rows:
-        if j.pair_id is not None:
-            a, b = pairs[j.pair_id]
+    for jid, name, attempts, item_id, pair_id, order, condition, dimension, repeat in rows:
+        if pair_id is not None:
+            a, b = pairs[pair_id]
             units: tuple[ItemText, ...] = (texts[a], texts[b])
         else:
-            assert j.item_id is not None
-            units = (texts[j.item_id],)
+            assert item_id is not None
+            units = (texts[item_id],)
         out.append(
-            LeasedJob(
-                j.id,
-                name,
-                j.attempts,
-                j.item_id,
-                j.pair_id,
-                j.order,
-                j.condition,
-                j.dimension,
-                j.repeat,
-                units,
-            )
+            LeasedJob(jid, name, attempts, item_id, pair_id, order, condition, dimension, repeat, units)
         )
     return out
 
