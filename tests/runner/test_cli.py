@@ -1,0 +1,198 @@
+"""The campaign CLI: contract JSON keys, clear one-line errors with exit 2, re-asking parse failures."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, select
+
+from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.store.engine import make_engine
+from judgepanel.store.migrate import upgrade
+from judgepanel.store.models import Request, Response
+from tests.helpers import cli
+from tests.runner.conftest import DATASET, PAIRS, load_tiny
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> tuple[str, Engine]:
+    eng = make_engine(sqlite_url)
+    upgrade(eng)
+    load_tiny(eng)
+    return sqlite_url, eng
+
+
+def test_contract_keys(db: tuple[str, Engine]) -> None:
+    url, _ = db
+    made = cli(
+        "campaign",
+        "create",
+        "c",
+        "--dataset",
+        DATASET,
+        "--pairs",
+        PAIRS,
+        "--protocol",
+        "pairwise",
+        "--judge",
+        "sim:a",
+        "--judge",
+        "sim:b",
+        "--repeats",
+        "2",
+        "--json",
+        db=url,
+    ).json()
+    assert made["jobs"] == made["added"] == 18 * 2 * 2 * 2
+    plan = cli("campaign", "plan", "c", "--json", db=url).json()
+    assert list(plan)[:5] == ["jobs", "calls", "input_tokens", "output_tokens", "cost_usd"]
+    assert plan["cost_usd"] == 0.0  # simulated judges are free
+    run = cli("campaign", "run", "c", "--concurrency", "4", "--json", db=url).json()
+    assert run["status"] == "done"
+    status = cli("campaign", "status", "c", "--json", db=url).json()
+    assert list(status)[:6] == ["jobs", "done", "failed", "pending", "calls", "cost_usd"]
+    assert (status["jobs"], status["done"], status["pending"]) == (144, 144, 0)
+    listed = cli("campaign", "list", "--json", db=url).json()
+    assert [c["name"] for c in listed["campaigns"]] == ["c"]
+    human = cli("campaign", "status", "c", db=url)
+    assert human.code == 0 and "144/144 done" in human.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("campaign", "status", "nope", "--json"), "no campaign named 'nope'"),
+        (("campaign", "run", "nope"), "no campaign named 'nope'"),
+        (
+            ("campaign", "create", "x", "--dataset", DATASET, "--protocol", "pairwise", "--judge", "sim:a"),
+            "--pairs",
+        ),
+        (
+            ("campaign", "create", "x", "--dataset", "nope", "--protocol", "pointwise", "--judge", "sim:a"),
+            "no dataset",
+        ),
+        (
+            (
+                "campaign",
+                "create",
+                "x",
+                "--dataset",
+                DATASET,
+                "--protocol",
+                "pointwise",
+                "--judge",
+                "magic:a",
+            ),
+            "unknown provider",
+        ),
+        (
+            (
+                "campaign",
+                "create",
+                "x",
+                "--dataset",
+                DATASET,
+                "--protocol",
+                "pointwise",
+                "--judge",
+                "sim:a",
+                "--condition",
+                "rubric",
+            ),
+            "--rubric",
+        ),
+        (
+            (
+                "campaign",
+                "create",
+                "x",
+                "--dataset",
+                DATASET,
+                "--protocol",
+                "pointwise",
+                "--judge",
+                "sim:a",
+                "--rubric",
+                "nope",
+                "--condition",
+                "criteria",
+            ),
+            "no rubric named",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    db: tuple[str, Engine], args: tuple[str, ...], message: str
+) -> None:
+    url, _ = db
+    out = cli(*args, db=url)
+    assert out.code == 2, out.stderr
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in out.stderr
+
+
+def test_run_options_are_checked(db: tuple[str, Engine]) -> None:
+    url, _ = db
+    assert (
+        cli(
+            "campaign",
+            "create",
+            "o",
+            "--dataset",
+            DATASET,
+            "--protocol",
+            "pointwise",
+            "--judge",
+            "sim:a",
+            db=url,
+        ).code
+        == 0
+    )
+    for args, message in (
+        (("--concurrency", "0"), "--concurrency"),
+        (("--rpm", "-5"), "--rpm"),
+        (("--max-attempts", "0"), "--max-attempts"),
+        (("--max-cost", "-1"), "--max-cost"),
+    ):
+        out = cli("campaign", "run", "o", *args, db=url)
+        assert out.code == 2 and message in out.stderr, out.stderr
+
+
+def test_retry_parse_failures_reasks_with_a_note(
+    db: tuple[str, Engine], fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    url, eng = db
+    judge = f"openai:j!parse_error_rate=0.5,prose_rate=0?base_url={fake.url}/v1"
+    assert (
+        cli(
+            "campaign",
+            "create",
+            "pf",
+            "--dataset",
+            DATASET,
+            "--protocol",
+            "pointwise",
+            "--judge",
+            judge,
+            "--repeats",
+            "3",
+            db=url,
+        ).code
+        == 0
+    )
+    first = cli("campaign", "run", "pf", "--json", db=url).json()
+    assert 0 < first["failed"] < first["jobs"] and first["errors"]["parse"] == first["failed"]
+    again = cli("campaign", "retry-parse-failures", "pf", "--json", db=url).json()
+    assert again["calls"] == first["failed"]  # only the unreadable ones are asked again
+    assert again["failed"] < first["failed"] and again["done"] > first["done"]
+    with eng.connect() as conn:
+        reasked = (
+            conn.execute(
+                select(Request.messages)
+                .join(Response, Response.request_id == Request.id)
+                .where(Request.attempt == 2)
+            )
+            .scalars()
+            .all()
+        )
+    assert len(reasked) == first["failed"]
+    assert all("could not be read" in m[-1]["content"] for m in reasked)
