@@ -277,3 +277,26 @@ def test_an_item_without_text_fails_its_job_with_a_warning(sqlite_engine: Engine
     assert (summary.done, summary.failed, len(provider.calls)) == (2, 1, 2)
     assert any("g0-s1" in w and "no output text" in w for w in summary.warnings)
     assert store.campaign_status(sqlite_engine, "empty").failed_by_class == {"fatal": 1}
+
+
+def test_expired_leases_pass_to_another_worker_and_heartbeats_keep_them(engine: Engine) -> None:
+    from judgepanel.store.models import utcnow
+
+    load_tiny(engine, n_groups=1, per_group=2)
+    info = api.create(engine, "exp", dataset=DATASET, protocol="pointwise", judges=["sim:x"])
+    kept = store.lease_jobs(engine, info.id, "other-host:2:b", 1, lease_seconds=60)
+    gone = store.lease_jobs(engine, info.id, "other-host:1:a", 1, lease_seconds=-1)  # already expired
+    assert len(gone) == len(kept) == 1
+    assert store.renew_leases(engine, "other-host:2:b", lease_seconds=600) == 1
+    with engine.connect() as conn:
+        expires = conn.execute(select(Job.lease_expires).where(Job.id == kept[0].id)).scalar_one()
+    assert expires is not None and (expires - utcnow()).total_seconds() > 500
+    # a dead owner on another host is not reclaimed early; its expired lease is taken over
+    assert store.reclaim_dead_leases(engine, info.id) == 0
+    taken = store.lease_jobs(engine, info.id, "me:3:c", 10)
+    assert [j.id for j in taken] == [gone[0].id]
+    row = store.AttemptRow(gone[0].id, 1, "h", "t", "th", [], {}, ok=True, text="x")
+    late = store.write_batch(
+        engine, store.Batch([row], [store.JobOutcome(gone[0].id, "done", 1)]), "other-host:1:a"
+    )
+    assert late.accepted == frozenset()  # the slow worker's result is refused
