@@ -24,6 +24,7 @@ PAIRS = "summeval-sample-pairs"
 @dataclass
 class DemoReport:
     steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    panel: list[dict[str, Any]] = field(default_factory=list)  # one row per simulated judge
 
     def add(self, title: str, result: dict[str, Any]) -> None:
         self.steps.append((title, result))
@@ -60,7 +61,7 @@ PANEL = (
 PAIRWISE = "demo-pairwise"
 POINTWISE = "demo-pointwise"
 PANEL_UNITS = 60
-DIMENSION = "coherence"
+DIMENSION = "consistency"  # the simulated judge reads source support, a consistency proxy
 
 
 def run_panel(engine: Engine, report: DemoReport, say: Callable[[str], None]) -> None:
@@ -97,18 +98,21 @@ def run_panel(engine: Engine, report: DemoReport, say: Callable[[str], None]) ->
     names = [parse_spec(j).name for j in PANEL]
     bias = campaign_bias(engine, PAIRWISE)
     report.add("position bias (swapped AB/BA pairs, exact sign test)", {n: bias[n].as_dict() for n in names})
-    for n in names:
-        b = bias[n]
-        say(
-            f"{n}: back slot won {b.back_wins}, front {b.front_wins} of {b.inconsistent} inconsistent pairs (p = {b.p_value:.3g})"
-        )
     agree = panel_agreement(engine, names)
     report.add("agreement with the experts", agree)
     for n in names:
-        say(
-            f"{n}: Cohen κ with the expert majority on pairs {agree['pairs_kappa'][n]:.3f}; "
-            f"Spearman with the expert mean {DIMENSION} {agree['pointwise_spearman'][n]['none']:.3f} (no rubric), "
-            f"{agree['pointwise_spearman'][n]['rubric']:.3f} (rubric)"
+        b = bias[n]
+        report.panel.append(
+            {
+                "judge": n,
+                "back_wins": b.back_wins,
+                "front_wins": b.front_wins,
+                "inconsistent": b.inconsistent,
+                "p_value": b.p_value,
+                "kappa_pairs": agree["pairs_kappa"][n],
+                "spearman_none": agree["pointwise_spearman"][n]["none"],
+                "spearman_rubric": agree["pointwise_spearman"][n]["rubric"],
+            }
         )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json
-from judgepanel.demo import run_demo
+from judgepanel.cli.render import console, emit_json, table
+from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, run_demo
 
 
 def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> None:
@@ -16,9 +16,39 @@ def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> Non
     if json_:
         emit_json({"db": st.db_url, "steps": {title: result for title, result in report.steps}})
         return
-    for title, result in report.steps:
-        console.rule(title)
-        console.print_json(data=result)
+    table(
+        f"simulated panel on {DIMENSION} (labelled sim: no model was called)",
+        [
+            "judge",
+            "back wins",
+            "front wins",
+            "sign-test p",
+            "κ vs experts (pairs)",
+            "ρ no rubric",
+            "ρ rubric",
+        ],
+        [
+            [
+                r["judge"],
+                r["back_wins"],
+                r["front_wins"],
+                f"{r['p_value']:.2g}",
+                r["kappa_pairs"],
+                r["spearman_none"],
+                r["spearman_rubric"],
+            ]
+            for r in report.panel
+        ],
+    )
     console.print(
-        f'\nresults are in {st.db_url}; try: judgepanel --db {st.db_url} query "select * from dataset"'
+        "back/front wins: swapped pairs where the judge chose the same slot in both orders. "
+        "κ: Cohen's κ with the experts' majority A/B/T. ρ: Spearman with the experts' mean score."
+    )
+    db = st.db_url
+    console.print(
+        f"\nEverything is stored in {db}. Next:\n"
+        f"  judgepanel --db {db} campaign status {PAIRWISE}\n"
+        f"  judgepanel --db {db} metrics bias --campaign {PAIRWISE}\n"
+        f"  judgepanel --db {db} metrics matrix --pairs {PAIRS}\n"
+        f'  judgepanel --db {db} query "select rationale from verdict limit 3"'
     )

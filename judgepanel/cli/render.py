@@ -35,8 +35,9 @@ def emit_json(obj: Mapping[str, Any]) -> None:
 
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     t = Table(title=title, show_lines=False)
-    for c in columns:
-        t.add_column(str(c))
+    for i, c in enumerate(columns):
+        # the first column names things (judge specs can be long): fold it rather than cut it
+        t.add_column(str(c), overflow="fold") if i == 0 else t.add_column(str(c))
     for r in rows:
         t.add_row(*("" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in r))
     console.print(t)
