@@ -1,7 +1,10 @@
 """Design-study simulator and judge-validation speed, measured in the same run.
 
 1. ``simulate designs`` on its default grid (n = 500, K = 5, p = 0.85, judges 0.8/0.85/0.9,
-   ρ ∈ {0.05, 0.25, 0.5}, four designs, R = 300) for L = 2 and L = 5: wall time, the best of two.
+   ρ ∈ {0.05, 0.25, 0.5}, four designs, R = 300) for L = 2 and L = 5, and on the same grid in the
+   lenient setting (class shares 0.8/0.2, judges 0.92/0.45, 0.9/0.4, 0.88/0.35): wall time, the
+   best of two. Then the lenient setting at R = 10 000, ρ = 0.05, Random and Strat (the size of
+   the pattern test), with Strat's paired ΔFR and ΔFA.
 2. The same study done one replication at a time — per replication and cell, the one-panel
    ``loo_rule`` for each judge and ``allocate`` for the design — timed on ``LOOP_REPS``
    replications and extrapolated linearly to R = 300 (every replication does the same work); the
@@ -12,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -26,6 +30,7 @@ from judgepanel.metrics.simulate import SimConfig, annotate, simulate_designs
 from judgepanel.metrics.validation import alt_test, loo_rule, make_scorer
 
 LOOP_REPS = 5
+LENIENT = SimConfig(prevalence=(0.8, 0.2), judges=((0.92, 0.45), (0.9, 0.4), (0.88, 0.35)))
 SHARED = Path(
     os.environ.get("JUDGEPANEL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
 )
@@ -45,8 +50,8 @@ def loop_study(cfg: SimConfig, reps: int) -> None:
     rng = np.random.default_rng(cfg.seed)
     for _ in range(reps):
         truth = rng.integers(0, cfg.classes, (1, cfg.n))
-        humans = annotate(rng, truth, np.full(cfg.humans, cfg.accuracy), cfg.classes)[0].astype(float)
-        judges = annotate(rng, truth, np.asarray(cfg.judges), cfg.classes)[0].astype(float)
+        humans = annotate(rng, truth, cfg.human_accuracy(), cfg.classes)[0].astype(float)
+        judges = annotate(rng, truth, cfg.judge_accuracy(), cfg.classes)[0].astype(float)
         for j in range(judges.shape[1]):
             loo_rule(humans, judges[:, j], epsilon=cfg.epsilon)
         for rho in cfg.coverages:
@@ -106,6 +111,16 @@ def main() -> None:
             f"{per_rep * cfg.replications:.1f} s for R = {cfg.replications} "
             f"(extrapolated from {LOOP_REPS}); vectorised is {per_rep * cfg.replications / wall:.0f}× faster"
         )
+    wall = best_of(lambda: simulate_designs(LENIENT))
+    print(f"   lenient setting, default grid: {wall:.2f} s (best of 2)")
+    big = dataclasses.replace(LENIENT, coverages=(0.05,), designs=("random", "strat"), replications=10_000)
+    res = simulate_designs(big)
+    v = res.cell(0.05, "strat").vs_random
+    assert v is not None
+    print(
+        f"   lenient setting, R = 10 000, ρ = 0.05, random + strat: {res.seconds:.1f} s; "
+        f"Strat − Random ΔFR {v.fr:+.4f} ± {v.fr_se:.4f}, ΔFA {v.fa:+.4f} ± {v.fa_se:.4f}"
+    )
     print("2. alt-test on the largest real panels (first LLM of each)")
     if not (SHARED / "alttest").is_dir():
         print(f"   skipped: {SHARED / 'alttest'} not found")

@@ -215,19 +215,18 @@ def _pick_smallest(keys: FloatArray, m: int) -> BoolArray:
     return out
 
 
-def stratified_pick(strata: IntArray, n_strata: int, m: int, keys: FloatArray) -> BoolArray:
-    """Proportional stratified sample of m items per row of ``strata`` (R × n codes 0..L−1):
-    ``⌊m n_s / n⌋`` from each stratum, then one more from each of the largest strata until m
-    (ties between equal sizes go to the lower code); within a stratum the smallest ``keys`` win."""
+def stratum_sizes(strata: IntArray, n_strata: int) -> IntArray:
+    """R × L: how many items of each row fall in each stratum."""
     r, n = strata.shape
     sizes = np.zeros((r, n_strata), dtype=np.int64)
     np.add.at(sizes, (np.repeat(np.arange(r), n), strata.ravel()), 1)
-    base = (m * sizes) // n
-    remainder = m - base.sum(axis=1)
-    order = np.argsort(-sizes, axis=1, kind="stable")
-    rank_of = np.empty_like(order)
-    np.put_along_axis(rank_of, order, np.broadcast_to(np.arange(n_strata), order.shape), axis=1)
-    quota = base + (rank_of < remainder[:, None])
+    return sizes
+
+
+def pick_within_strata(strata: IntArray, quota: IntArray, keys: FloatArray) -> BoolArray:
+    """Mask of ``quota[r, s]`` items from each stratum s of each row: the smallest ``keys`` win."""
+    r, n = strata.shape
+    sizes = stratum_sizes(strata, quota.shape[1])
     srt = np.argsort(strata + keys, axis=1, kind="stable")
     sorted_strata = np.take_along_axis(strata, srt, axis=1)
     start = np.cumsum(sizes, axis=1) - sizes
@@ -236,6 +235,21 @@ def stratified_pick(strata: IntArray, n_strata: int, m: int, keys: FloatArray) -
     out = np.zeros((r, n), dtype=bool)
     np.put_along_axis(out, srt, picked, axis=1)
     return out
+
+
+def stratified_pick(strata: IntArray, n_strata: int, m: int, keys: FloatArray) -> BoolArray:
+    """Proportional stratified sample of m items per row of ``strata`` (R × n codes 0..L−1):
+    ``⌊m n_s / n⌋`` from each stratum, then one more from each of the largest strata until m
+    (ties between equal sizes go to the lower code); within a stratum the smallest ``keys`` win."""
+    n = strata.shape[1]
+    sizes = stratum_sizes(strata, n_strata)
+    base = (m * sizes) // n
+    remainder = m - base.sum(axis=1)
+    order = np.argsort(-sizes, axis=1, kind="stable")
+    rank_of = np.empty_like(order)
+    np.put_along_axis(rank_of, order, np.broadcast_to(np.arange(n_strata), order.shape), axis=1)
+    quota = base + (rank_of < remainder[:, None])
+    return pick_within_strata(strata, quota, keys)
 
 
 def majority(primary: IntArray, revealed: IntArray, shown: BoolArray, n_classes: int) -> IntArray:
