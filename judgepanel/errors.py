@@ -5,6 +5,7 @@ Every failure a user can see is one of these, so the CLI can map it to an exit c
     JudgepanelError                 exit 1 unless a subclass says otherwise
     ├── BadInput                    exit 2: the user's file, option or query is wrong; nothing was written
     ├── NotFound                    exit 2: a named dataset, pair set, campaign, rubric … does not exist
+    ├── Interrupted                 exit 130: Ctrl-C / SIGTERM; what finished is stored
     └── ProviderError               one failed model call; `error_class` is what the runner stores
         ├── RateLimited             429 / quota-per-minute: wait (Retry-After) and retry
         ├── Transient               5xx, 529 overloaded, timeouts, connection resets: retry with back-off
@@ -29,6 +30,15 @@ class BadInput(JudgepanelError):
 
 class NotFound(JudgepanelError):
     exit_code = 2
+
+
+EXIT_INTERRUPTED = 130
+
+
+class Interrupted(JudgepanelError):
+    """The user stopped the command (exit 130, like a shell's Ctrl-C); the message says what is kept."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 class ProviderError(JudgepanelError):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import typer
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from judgepanel.cli import (
     campaign_cmd,
@@ -20,7 +22,7 @@ from judgepanel.cli import (
 )
 from judgepanel.cli.context import AppState
 from judgepanel.config import DB_ENV, database_url
-from judgepanel.errors import JudgepanelError
+from judgepanel.errors import EXIT_INTERRUPTED, Interrupted, JudgepanelError
 
 app = typer.Typer(
     name="judgepanel",
@@ -54,9 +56,35 @@ app.command("query")(query_cmd.query)
 app.command("demo")(demo_cmd.demo)
 
 
+def _fail(message: str, code: int) -> NoReturn:
+    print(f"judgepanel: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
+    """The console script: every failure a user can cause ends in one line on stderr and exit 2;
+    other failures exit 1; Ctrl-C exits 130 (see the CLI contract in DESIGN.md)."""
     try:
-        app(args=argv, prog_name="judgepanel", standalone_mode=True)
+        code = app(args=argv, prog_name="judgepanel", standalone_mode=False)
+    except typer.TyperException as exc:  # click's usage errors: missing option, bad value …
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help text is already printed
+            sys.exit(exc.exit_code)
+        ctx = getattr(exc, "ctx", None)
+        hint = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+        _fail(f"error: {exc.format_message().strip().rstrip('.')}{hint}", exc.exit_code)
+    except typer.Abort:
+        _fail("aborted", 1)
+    except Interrupted as exc:
+        _fail(str(exc), exc.exit_code)
     except JudgepanelError as exc:
-        print(f"judgepanel: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        _fail(f"error: {exc}", exc.exit_code)
+    except (OperationalError, ProgrammingError) as exc:
+        line = (str(exc.orig or exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "no such table" in line or ("relation" in line and "does not exist" in line):
+            _fail(f"error: the database lacks judgepanel's tables ({line}): run `judgepanel db upgrade`", 2)
+        if isinstance(exc, ProgrammingError):
+            raise  # our SQL is wrong: a bug, keep the traceback
+        _fail(f"error: database: {line}", 1)
+    if code == EXIT_INTERRUPTED:  # Typer turns KeyboardInterrupt into exit 130, silently
+        _fail("interrupted", EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)

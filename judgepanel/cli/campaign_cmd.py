@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, err_console, table
-from judgepanel.errors import BadInput
+from judgepanel.cli.render import emit_json, err_console, table, warn
+from judgepanel.errors import BadInput, Interrupted
 from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import Runner, RunOptions, RunSummary
 from judgepanel.runner.progress import enabled, live_progress
@@ -20,7 +19,6 @@ from judgepanel.store import campaigns as store
 app = typer.Typer(help="Plan, estimate, run and follow judge campaigns.", no_args_is_help=True)
 
 JSON = typer.Option(False, "--json", help="Print one JSON object.")
-EXIT_INTERRUPTED = 130
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -155,12 +153,13 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
             f"errors: {errs}; spent {cost} USD in {summary.elapsed_s:.1f} s"
         )
     for warning in summary.warnings:
-        err_console.print(f"warning: {warning}", markup=False, highlight=False)
+        warn(warning)
     if summary.status == "budget":
-        err_console.print(f"stopped: --max-cost {options.max_cost} reached before the next call")
+        err_console.print(
+            f"stopped: --max-cost {options.max_cost} reached before the next call", soft_wrap=True
+        )
     if summary.status == "interrupted":
-        print("judgepanel: interrupted; finished calls are stored, run again to resume", file=sys.stderr)
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise Interrupted("interrupted; finished calls are stored, run again to resume")
 
 
 CONCURRENCY = typer.Option(16, "--concurrency", help="Calls in flight per judge.")

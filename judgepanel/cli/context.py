@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import typer
 from sqlalchemy import Engine
 
+from judgepanel.store import migrate
 from judgepanel.store.engine import make_engine
 
 
@@ -15,9 +16,20 @@ class AppState:
     db_url: str
     _engine: Engine | None = field(default=None, repr=False)
 
-    def engine(self) -> Engine:
+    def engine(self, *, migrated: bool = True, create: bool = False) -> Engine:
+        """The database engine. By default the database must exist and be at this judgepanel's
+        schema revision (one clear line otherwise, and no new file at a mistyped path).
+        `db …` and `demo`, which create and migrate the database themselves, pass
+        `migrated=False, create=True`."""
         if self._engine is None:
-            self._engine = make_engine(self.db_url)
+            engine = make_engine(self.db_url, create=create)
+            if migrated:
+                try:
+                    migrate.require_current(engine)
+                except BaseException:
+                    engine.dispose()
+                    raise
+            self._engine = engine
         return self._engine
 
     def close(self) -> None:

@@ -79,7 +79,7 @@ def import_labels(
 @app.command("import-items")
 def import_items(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="JSONL: id, group, input, output, system, split, meta"),
+    file: Path = typer.Argument(..., help="JSONL or CSV: id, group, input, output, system, split, meta"),
     dataset: str = typer.Option(..., "--dataset"),
     replace: bool = REPLACE,
     json_: bool = JSON,

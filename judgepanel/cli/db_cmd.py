@@ -14,9 +14,9 @@ app = typer.Typer(help="Create, migrate and inspect the results database.", no_a
 @app.command()
 def upgrade(ctx: typer.Context, revision: str = typer.Argument("head")) -> None:
     """Create or migrate the database to the latest (or the given) revision."""
-    engine = state(ctx).engine()
+    engine = state(ctx).engine(migrated=False, create=True)
     migrate.upgrade(engine, revision)
-    typer.echo(f"database at revision {migrate.current_revision(engine)}", err=True)
+    typer.echo(f"database at revision {migrate.current_revision(engine) or 'base'}", err=True)
 
 
 @app.command()
@@ -24,7 +24,7 @@ def downgrade(
     ctx: typer.Context, revision: str = typer.Argument(..., help="target, e.g. base or -1")
 ) -> None:
     """Migrate down to REVISION (`base` drops every judgepanel table)."""
-    engine = state(ctx).engine()
+    engine = state(ctx).engine(migrated=False, create=True)
     migrate.downgrade(engine, revision)
     typer.echo(f"database at revision {migrate.current_revision(engine) or 'base'}", err=True)
 
@@ -32,7 +32,7 @@ def downgrade(
 @app.command()
 def current(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> None:
     """Show the database's revision and the newest one this judgepanel knows."""
-    engine = state(ctx).engine()
+    engine = state(ctx).engine(migrated=False, create=True)
     cur, head = migrate.current_revision(engine), migrate.head_revision(engine)
     if json_:
         emit_json({"current": cur, "head": head, "up_to_date": cur == head})

@@ -12,7 +12,10 @@ from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, run_demo
 def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> None:
     """Import the bundled sample and run the whole job on it, offline."""
     st = state(ctx)
-    report = run_demo(st.engine(), say=(lambda _m: None) if json_ else (lambda m: console.print(f"• {m}")))
+    report = run_demo(
+        st.engine(migrated=False, create=True),
+        say=(lambda _m: None) if json_ else (lambda m: console.print(f"• {m}")),
+    )
     if json_:
         emit_json({"db": st.db_url, "steps": {title: result for title, result in report.steps}})
         return

@@ -190,10 +190,10 @@ def matrix_cmd(
 TRUTH_CHOICES = {"majority": "majority", "dawid-skene": "dawid_skene", "mace": "mace"}
 
 
-def _split(n_units: int, split: int | None) -> int:
+def _split(n_units: int, split: int | None, option: str = "--split") -> int:
     train = round(0.8 * n_units) if split is None else split
     if not 0 < train < n_units:
-        raise BadInput(f"--split must leave units on both sides: 0 < {train} < {n_units} units")
+        raise BadInput(f"{option} must leave units on both sides: 0 < {train} < {n_units} units")
     return train
 
 
@@ -315,7 +315,7 @@ def heldout_cmd(
         MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
     )
     m = sel.matrix
-    n_train = _split(m.n_units, train)
+    n_train = _split(m.n_units, train, "--train")
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
     names = m.rater_names
     out: dict[str, Any] = {

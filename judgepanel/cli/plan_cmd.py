@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -37,6 +38,16 @@ def overlap(
     json_: bool = JSON,
 ) -> None:
     """m*_cert and m*_rank, and the pairwise overlaps a coverage ρ yields (ρ²n, ρn)."""
+    given = {"--sigma0": sigma0, "--mu-d": mu_d, "--delta-min": delta_min, "--epsilon": epsilon}
+    for option, value in given.items():
+        if value is not None and not math.isfinite(value):
+            raise BadInput(f"{option} must be a finite number, got {value}")
+    if not 0.0 <= epsilon <= 1.0:
+        raise BadInput(f"--epsilon must be in [0, 1], got {epsilon}")
+    if delta_min is not None and delta_min < 0:
+        raise BadInput(f"--delta-min is a gap between judges and must not be negative, got {delta_min}")
+    if judges is not None and judges < (2 if delta_min is not None else 1):
+        raise BadInput(f"--judges must be at least {2 if delta_min is not None else 1}, got {judges}")
     if dataset is not None:
         if sigma0 is not None or mu_d is not None or delta_min is not None:
             raise BadInput("give either --sigma0/--mu-d/--delta-min or --dataset with --judge, not both")

@@ -33,6 +33,12 @@ def emit_json(obj: Mapping[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def warn(message: str) -> None:
+    """One warning, one stderr line: no wrapping at the terminal width, no rich markup (names and
+    messages may hold brackets)."""
+    err_console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     t = Table(title=title, show_lines=False)
     for i, c in enumerate(columns):

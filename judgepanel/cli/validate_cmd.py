@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, err_console, table
+from judgepanel.cli.render import console, emit_json, table, warn
+from judgepanel.errors import BadInput
 from judgepanel.store.validation import alt_test_dataset, loo_dataset, parse_label_map, rank_dataset
 
 app = typer.Typer(
@@ -33,7 +34,7 @@ def _scorer(name: str) -> str:
 
 def _warn(warnings: list[str]) -> None:
     for w in warnings:
-        err_console.print(f"warning: {w}")
+        warn(w)
 
 
 def _fmt(v: float | None) -> str:
@@ -47,19 +48,23 @@ def loo(
     judge: str = typer.Option(..., "--judge", help="An annotator of kind llm in the dataset."),
     epsilon: float = typer.Option(0.05, "--epsilon", help="Tolerated agreement deficit ε."),
     agreement: str = typer.Option("observed", "--agreement", help="observed | cohen | alpha | ac1"),
-    level: str = typer.Option("nominal", "--level", help="Level of measurement for alpha."),
+    level: str | None = typer.Option(
+        None, "--level", help="Level of measurement for alpha (default nominal)."
+    ),
     dimension: str | None = DIMENSION,
     map_: list[str] | None = MAP,
     json_: bool = JSON,
 ) -> None:
     """The leave-one-annotator-out rule: accept iff d_k ≥ −ε for at least half the humans."""
+    if level is not None and agreement != "alpha":
+        raise BadInput(f"--level applies to --agreement alpha, not {agreement}")
     res = loo_dataset(
         state(ctx).engine(),
         dataset,
         judge,
         epsilon=epsilon,
         agreement=agreement,
-        level=level,
+        level=level or "nominal",
         dimension=dimension,
         label_map=parse_label_map(map_ or []),
     )

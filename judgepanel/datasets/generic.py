@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,16 @@ LABEL_FIELDS = ("item_id", "annotator", "group", "dimension", "value")
 KINDS = ("human", "llm")
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of a CSV (header line 1) or JSONL file, with their line numbers."""
+def _rows(path: Path, columns: Sequence[str] = LABEL_FIELDS) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV (header line 1, which must name `columns`) or JSONL file, with their line numbers."""
+    if path.is_dir():
+        raise BadInput(f"{path}: is a folder, expected a file")
     name = path.name.lower().removesuffix(".gz")
     if name.endswith(".csv"):
         try:
             with open_text(path) as f:
                 reader = csv.DictReader(f)
-                missing = [c for c in LABEL_FIELDS if c not in (reader.fieldnames or [])]
+                missing = [c for c in columns if c not in (reader.fieldnames or [])]
                 if missing:
                     raise BadInput(f"{path}:1: missing column(s) {', '.join(missing)}")
                 for row in reader:
@@ -114,7 +116,7 @@ ITEM_FIELDS = {"id", "item_id", "group", "input", "output", "system", "split", "
 def parse_items(path: Path) -> ParsedDataset:
     items: list[ItemRecord] = []
     seen: set[str] = set()
-    for n, row in _rows(path):
+    for n, row in _rows(path, columns=()):
         ext = _text(path, n, row, "item_id", required=False) or _text(path, n, row, "id")
         assert ext is not None
         if ext in seen:

@@ -298,6 +298,15 @@ def create_campaign(
             if rv is None:
                 raise NotFound(f"rubric version id {rubric_version_id} does not exist")
             rubric_hash = rv.content_hash
+            doc = RubricDoc.from_dict(rv.body, origin=f"rubric {spec.rubric}")
+            for d in spec.dimensions:
+                doc.dimension(d)  # BadInput naming the rubric's dimensions
+            asks_rubric = any(c != "none" for c in spec.conditions)
+            if asks_rubric and spec.protocol != "clauses" and not spec.dimensions and len(doc.dimensions) > 1:
+                raise BadInput(
+                    f"--condition {','.join(c for c in spec.conditions if c != 'none')} needs --dimension: "
+                    f"rubric {doc.name!r} has {', '.join(doc.dimension_names)}"
+                )
             if spec.protocol == "clauses":
                 have = set(
                     s.scalars(select(Clause.dimension).where(Clause.rubric_version_id == rv.id).distinct())

@@ -47,23 +47,32 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def make_engine(url: str, *, read_only: bool = False) -> Engine:
+def make_engine(url: str, *, read_only: bool = False, create: bool = True) -> Engine:
     """An engine for `url`. `read_only` opens SQLite with mode=ro; PostgreSQL sessions set
-    READ ONLY per transaction (see `read_only_connection`)."""
+    READ ONLY per transaction (see `read_only_connection`). Without `create` a missing SQLite
+    file is a `BadInput` instead of a new empty database (and new folders) at a mistyped path."""
     parsed = normalise_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
         if database and database != ":memory:":
             path = Path(database)
+            if path.is_dir():
+                raise BadInput(f"{path} is a folder, not a database file")
+            if (read_only or not create) and not path.exists():
+                raise BadInput(
+                    f"no database at {path}: run `judgepanel db upgrade` first "
+                    "(or point --db / JUDGEPANEL_DB at your database)"
+                )
             if read_only:
-                if not path.exists():
-                    raise BadInput(f"no database at {path}: run `judgepanel db upgrade` first")
                 engine = create_engine(
                     f"sqlite:///file:{path.resolve()}?mode=ro&uri=true",
                     connect_args={"timeout": BUSY_TIMEOUT_MS / 1000},
                 )
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise BadInput(f"cannot create a database at {path}: {exc.strerror}") from exc
                 engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         else:
             engine = create_engine(parsed)

@@ -253,6 +253,8 @@ def _dimension(s: Session, ds: Dataset, dimension: str | None) -> str:
             f"dataset {ds.name!r} has several dimensions; choose one with --dimension ({', '.join(dims)})"
         )
     if dimension not in dims:
+        if dims == [""]:
+            raise NotFound(f"dataset {ds.name!r} has no named dimensions; leave out --dimension")
         raise NotFound(f"dataset {ds.name!r} has no dimension {dimension!r} (known: {', '.join(dims)})")
     return dimension
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -115,8 +116,12 @@ def create_pair_set(
     tie_eps: float = 1e-6,
     replace: bool = False,
 ) -> PairSetSummary:
+    if not name.strip():
+        raise BadInput("a pair set name must not be empty")
     if sample is not None and sample < 1:
         raise BadInput(f"--sample must be at least 1, got {sample}")
+    if not math.isfinite(tie_eps):
+        raise BadInput(f"--tie-eps must be a finite number, got {tie_eps}")
     if tie_eps < 0:
         raise BadInput(f"--tie-eps must not be negative, got {tie_eps}")
     try:

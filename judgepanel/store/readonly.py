@@ -7,6 +7,7 @@ engine itself, not by our parsing the SQL.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,10 @@ def run_read_only(url: str, sql: str, *, max_rows: int | None = None) -> QueryRe
     try:
         with engine.connect() as conn:
             if conn.dialect.name == "sqlite":
+                # ATTACH would open (and create) another file that mode=ro does not cover
+                raw = conn.connection.driver_connection
+                assert isinstance(raw, sqlite3.Connection)
+                raw.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
                 conn.exec_driver_sql("PRAGMA query_only=ON")
             else:
                 conn.exec_driver_sql("SET TRANSACTION READ ONLY")
@@ -46,6 +51,8 @@ def run_read_only(url: str, sql: str, *, max_rows: int | None = None) -> QueryRe
             return QueryResult(columns, rows)
     except (OperationalError, ProgrammingError, DBAPIError) as exc:
         message = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        if "attached databases" in message.lower():
+            raise BadInput("refused: `query` reads only the results database (no ATTACH)") from exc
         if any(h in message.lower() for h in _WRITE_HINTS):
             raise BadInput(f"refused: `query` is read-only ({message})") from exc
         raise BadInput(f"query failed: {message}") from exc

@@ -131,6 +131,8 @@ def _dimension(s: Session, ds: Dataset, dimension: str | None) -> str:
             )
         return dims[0]
     if dimension not in dims:
+        if dims == [""]:
+            raise NotFound(f"dataset {ds.name!r} has no named dimensions; leave out --dimension")
         raise NotFound(f"dataset {ds.name!r} has no dimension {dimension!r} (known: {', '.join(dims)})")
     return dimension
 

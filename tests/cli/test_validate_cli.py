@@ -240,7 +240,19 @@ def test_alt_test_bad_input_is_one_line_exit_2(panels_db: str, args: list[str], 
 def test_loo_bad_input(panels_db: str) -> None:
     r = cli("validate", "loo", "--dataset", "wax", "--judge", "gpt-4o", "--agreement", "fleiss", db=panels_db)
     assert r.code == 2 and "unknown agreement" in r.stderr
-    r = cli("validate", "loo", "--dataset", "wax", "--judge", "gpt-4o", "--level", "interval", db=panels_db)
+    r = cli(
+        "validate",
+        "loo",
+        "--dataset",
+        "wax",
+        "--judge",
+        "gpt-4o",
+        "--agreement",
+        "alpha",
+        "--level",
+        "interval",
+        db=panels_db,
+    )
     assert r.code == 2 and "numeric labels" in r.stderr
     ok = cli(
         "validate",
