@@ -1,8 +1,11 @@
 """`judgepanel query`: SQL over the results database that cannot change it.
 
-SQLite is opened with `mode=ro` and `PRAGMA query_only`; PostgreSQL runs the statement inside a
-`READ ONLY` transaction that is always rolled back. Either way a write fails inside the database
-engine itself, not by our parsing the SQL.
+SQLite is opened with `mode=ro` and `PRAGMA query_only`, with ATTACH disabled; PostgreSQL runs
+the statement inside a `READ ONLY` transaction that is always rolled back. Either way a write fails
+inside the database engine itself, not by our parsing the SQL. Exactly one statement runs: the
+SQLite driver refuses a second one, and on PostgreSQL the statement is sent as a prepared
+statement, which the server refuses to hold more than one command in (a plain execute would run
+`commit; delete …` after ending the read-only transaction).
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
+import psycopg
+from sqlalchemy.exc import DBAPIError
 
 from judgepanel.errors import BadInput
 from judgepanel.store.engine import make_engine
@@ -32,25 +35,31 @@ def run_read_only(url: str, sql: str, *, max_rows: int | None = None) -> QueryRe
     engine = make_engine(url, read_only=True)
     try:
         with engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                # ATTACH would open (and create) another file that mode=ro does not cover
-                raw = conn.connection.driver_connection
-                assert isinstance(raw, sqlite3.Connection)
-                raw.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-                conn.exec_driver_sql("PRAGMA query_only=ON")
-            else:
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+            raw = conn.connection.driver_connection
+            assert raw is not None
             try:
-                result = conn.execute(text(sql))
-                if not result.returns_rows:
+                if isinstance(raw, sqlite3.Connection):
+                    # ATTACH would open (and create) another file that mode=ro does not cover
+                    raw.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+                    raw.execute("PRAGMA query_only=ON")
+                    cur: Any = raw.execute(sql)
+                else:
+                    assert isinstance(raw, psycopg.Connection)
+                    raw.execute("SET TRANSACTION READ ONLY")
+                    cur = raw.cursor()
+                    cur.execute(sql, prepare=True)  # one command only: see the module docstring
+                if cur.description is None:
                     raise BadInput("the statement returned no rows; `query` only reads")
-                columns = list(result.keys())
-                rows = [tuple(r) for r in (result.fetchmany(max_rows) if max_rows else result.fetchall())]
+                columns = [str(d[0]) for d in cur.description]
+                rows = [tuple(r) for r in (cur.fetchmany(max_rows) if max_rows else cur.fetchall())]
             finally:
-                conn.rollback()
+                raw.rollback()
             return QueryResult(columns, rows)
-    except (OperationalError, ProgrammingError, DBAPIError) as exc:
-        message = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+    except (sqlite3.Error, psycopg.Error, DBAPIError) as exc:
+        orig = exc.orig if isinstance(exc, DBAPIError) else exc
+        message = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+        if "multiple commands" in message or "one statement at a time" in message:
+            raise BadInput("`query` runs exactly one statement; leave out the ';'-separated rest") from exc
         if "attached databases" in message.lower():
             raise BadInput("refused: `query` reads only the results database (no ATTACH)") from exc
         if any(h in message.lower() for h in _WRITE_HINTS):

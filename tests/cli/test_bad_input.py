@@ -320,3 +320,39 @@ def test_ctrl_c_during_an_import_stores_nothing(db: str, monkeypatch: pytest.Mon
     r = cli(*args, db=db)
     assert (r.code, r.stderr) == (130, "judgepanel: interrupted\n") and len(calls) == 2
     assert _fingerprint(db) == before
+
+
+# ---------------------------------------------------------------- query stays read-only
+
+ESCAPES = [
+    ("commit; delete from label; select 1", "exactly one statement"),
+    ("select 1; delete from label", "exactly one statement"),
+    ("rollback; set transaction read write; delete from label returning 1", "exactly one statement"),
+    # PostgreSQL refuses the writing CTE as read-only; SQLite has no writing CTEs at all
+    ("with d as (delete from label returning 1) select count(*) from d", "read-only|syntax error"),
+    ("commit", "returned no rows|no transaction is active"),
+]
+
+
+@pytest.fixture
+def labelled(db_url: str, tmp_path: Path) -> str:
+    assert cli("db", "upgrade", db=db_url).code == 0
+    f = tmp_path / "l.csv"
+    f.write_text("item_id,annotator,group,dimension,value\nq1,a,g,d,1\nq2,a,g,d,2\n")
+    assert cli("data", "import-labels", str(f), "--dataset", "qa", db=db_url).code == 0
+    return db_url
+
+
+def test_query_runs_one_statement_and_cannot_write(labelled: str) -> None:
+    """On PostgreSQL a plain execute ran `commit; delete …` after ending the read-only transaction."""
+    before = _fingerprint(labelled)
+    assert before["label"] == 2
+    for sql, message in ESCAPES:
+        err = _one_line_error(cli("query", sql, db=labelled))
+        assert any(m in err for m in message.split("|")), (sql, err)
+        assert _fingerprint(labelled) == before, sql
+    # what a one-statement reader needs still works: %, :name-like text and casts pass through untouched
+    out = cli(
+        "query", "select '50%' as p, 'a :b' as c, count(*) as n from label", "--json", db=labelled
+    ).json()
+    assert out["rows"] == [{"p": "50%", "c": "a :b", "n": 2}]
