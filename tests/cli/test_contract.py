@@ -161,6 +161,32 @@ def test_data_duplicates_keys(db: str) -> None:
         assert _count(n) and _count(out["items_checked"][g]) and n <= out["items_checked"][g]
 
 
+def test_data_import_summeval_default_name(db: str) -> None:
+    _ok(
+        cli("data", "import-summeval", str(sample_path("summeval_sample.jsonl.gz")), db=db)
+    )  # --name summeval
+    listed = {d["name"]: d for d in _json(cli("data", "list", "--json", db=db))["datasets"]}
+    assert listed["summeval"]["items"] == listed["se"]["items"] == 128
+    sql = (
+        'select a.name, a.kind, a."group" from annotator a join dataset d on d.id = a.dataset_id '
+        "where d.name = 'summeval' order by a.name"
+    )
+    rows = _json(cli("query", sql, "--json", db=db))["rows"]
+    assert [(r["name"], r["kind"], r["group"]) for r in rows] == [
+        *[(f"expert_{i}", "human", "expert") for i in (1, 2, 3)],
+        *[(f"turker_{i}", "human", "crowd") for i in (1, 2, 3, 4, 5)],
+    ]
+
+
+def test_data_import_alttest_humans_and_judges(db: str, alttest: str) -> None:
+    sql = (
+        "select a.kind, count(*) as n from annotator a join dataset d on d.id = a.dataset_id "
+        f"where d.name = '{alttest}' group by a.kind order by a.kind"
+    )
+    rows = _json(cli("query", sql, "--json", db=db))["rows"]
+    assert rows == [{"kind": "human", "n": 10}, {"kind": "llm", "n": 6}]
+
+
 def test_data_import_labels_csv_and_jsonl(db: str, tmp_path: Path) -> None:
     listed = {d["name"]: d for d in _json(cli("data", "list", "--json", db=db))["datasets"]}
     assert (listed["qa-labels"]["items"], listed["qa-labels"]["labels"]) == (6, 12)
