@@ -161,6 +161,8 @@ class SimConfig:
             raise BadInput(f"agreement must be one of {', '.join(AGREEMENTS)}, got {self.agreement!r}")
         if self.replications < 1:
             raise BadInput(f"replications must be at least 1, got {self.replications}")
+        if not 0.0 <= self.epsilon <= 1.0:  # also false for NaN
+            raise BadInput(f"epsilon must be in [0, 1], got {self.epsilon}")
         if self.prevalence is not None:
             shares = np.asarray(self.prevalence)
             if shares.size != self.classes or (shares < 0).any() or not np.isclose(shares.sum(), 1.0):

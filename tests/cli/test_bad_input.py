@@ -205,6 +205,10 @@ CASES = [
     (f"{PLAN} --coverage 1.5", "coverage must be in (0, 1]"),
     (f"{ALLOC} --coverage 0", "coverage must be in (0, 1]"),
     (f"{ALLOC} --coverage 0.5 --design nosuch", "unknown design 'nosuch'"),
+    ("simulate designs --replications 2 --epsilon -1", "epsilon must be in [0, 1]"),
+    ("simulate designs --replications 2 --epsilon nan", "epsilon must be in [0, 1]"),
+    ("simulate designs --replications 2 --coverage 0", "coverage must be in (0, 1]"),
+    ("simulate designs --replications 0", "replications must be at least 1"),
     # query and db
     ("query ''", "empty query"),
     ("query 'delete from dataset'", "read-only"),
