@@ -40,7 +40,13 @@ from sqlalchemy.orm import Session
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Annotator, Dataset, Item, Label, Pair, PairLabel
-from judgepanel.store.queries import LABELS, dataset_by_name, find_duplicates, pair_set_by_name
+from judgepanel.store.queries import (
+    LABELS,
+    dataset_by_name,
+    find_duplicates,
+    pair_set_by_name,
+    resolve_dimension,
+)
 
 FloatArray = NDArray[np.float64]
 MatrixKind = Literal["item", "pair"]
@@ -234,31 +240,6 @@ def _scale(values: Sequence[float]) -> FloatArray:
     return uniq
 
 
-def _dimension(s: Session, ds: Dataset, dimension: str | None) -> str:
-    dims = sorted(
-        d
-        for (d,) in s.execute(
-            select(Label.dimension)
-            .join(Item, Label.item_id == Item.id)
-            .where(Item.dataset_id == ds.id)
-            .distinct()
-        )
-    )
-    if not dims:
-        raise NotFound(f"dataset {ds.name!r} has no labels")
-    if dimension is None:
-        if len(dims) == 1:
-            return dims[0]
-        raise BadInput(
-            f"dataset {ds.name!r} has several dimensions; choose one with --dimension ({', '.join(dims)})"
-        )
-    if dimension not in dims:
-        if dims == [""]:
-            raise NotFound(f"dataset {ds.name!r} has no named dimensions; leave out --dimension")
-        raise NotFound(f"dataset {ds.name!r} has no dimension {dimension!r} (known: {', '.join(dims)})")
-    return dimension
-
-
 def _finish(
     s: Session,
     base: RatingMatrix,
@@ -289,7 +270,7 @@ def item_matrix(
     excluded = set(exclude_items or ())
     with session_scope(engine) as s:
         ds = dataset_by_name(s, dataset)
-        dim = _dimension(s, ds, dimension)
+        dim = resolve_dimension(s, ds, dimension)
         annotators = s.execute(
             select(Annotator.id, Annotator.name, Annotator.group, Annotator.kind)
             .where(Annotator.dataset_id == ds.id)

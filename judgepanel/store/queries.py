@@ -36,6 +36,37 @@ def pair_set_by_name(s: Session, name: str) -> PairSet:
     return ps
 
 
+def label_dimensions(s: Session, ds: Dataset) -> list[str]:
+    """The label dimensions a dataset's labels use, sorted (``[""]`` for unnamed ones)."""
+    return sorted(
+        d
+        for (d,) in s.execute(
+            select(Label.dimension)
+            .join(Item, Label.item_id == Item.id)
+            .where(Item.dataset_id == ds.id)
+            .distinct()
+        )
+    )
+
+
+def resolve_dimension(s: Session, ds: Dataset, dimension: str | None) -> str:
+    """The dimension a command works on: the one asked for, or the dataset's only one."""
+    dims = label_dimensions(s, ds)
+    if not dims:
+        raise NotFound(f"dataset {ds.name!r} has no labels")
+    if dimension is None:
+        if len(dims) == 1:
+            return dims[0]
+        raise BadInput(
+            f"dataset {ds.name!r} has several dimensions; choose one with --dimension ({', '.join(dims)})"
+        )
+    if dimension not in dims:
+        if dims == [""]:
+            raise NotFound(f"dataset {ds.name!r} has no named dimensions; leave out --dimension")
+        raise NotFound(f"dataset {ds.name!r} has no dimension {dimension!r} (known: {', '.join(dims)})")
+    return dimension
+
+
 def list_datasets(engine: Engine) -> list[dict[str, Any]]:
     with session_scope(engine) as s:
         out = []
@@ -200,15 +231,7 @@ def find_duplicates(engine: Engine, dataset: str) -> Duplicates:
     full score vector over the dataset's dimensions."""
     with session_scope(engine) as s:
         ds = dataset_by_name(s, dataset)
-        dims = sorted(
-            d
-            for (d,) in s.execute(
-                select(Label.dimension)
-                .join(Item, Label.item_id == Item.id)
-                .where(Item.dataset_id == ds.id)
-                .distinct()
-            )
-        )
+        dims = label_dimensions(s, ds)
         groups: dict[str, list[int]] = defaultdict(list)
         for a in s.scalars(select(Annotator).where(Annotator.dataset_id == ds.id).order_by(Annotator.id)):
             groups[a.group or "(none)"].append(a.id)

@@ -40,7 +40,7 @@ from judgepanel.metrics.validation import (
 )
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Allocation, AllocationItem, Annotator, Dataset, Item, Label
-from judgepanel.store.queries import dataset_by_name
+from judgepanel.store.queries import dataset_by_name, resolve_dimension
 
 FloatArray = NDArray[np.float64]
 
@@ -112,31 +112,6 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _dimension(s: Session, ds: Dataset, dimension: str | None) -> str:
-    dims = sorted(
-        d
-        for (d,) in s.execute(
-            select(Label.dimension)
-            .join(Item, Label.item_id == Item.id)
-            .where(Item.dataset_id == ds.id)
-            .distinct()
-        )
-    )
-    if not dims:
-        raise BadInput(f"dataset {ds.name!r} has no labels")
-    if dimension is None:
-        if len(dims) > 1:
-            raise BadInput(
-                f"dataset {ds.name!r} has several dimensions; pass --dimension ({', '.join(dims)})"
-            )
-        return dims[0]
-    if dimension not in dims:
-        if dims == [""]:
-            raise NotFound(f"dataset {ds.name!r} has no named dimensions; leave out --dimension")
-        raise NotFound(f"dataset {ds.name!r} has no dimension {dimension!r} (known: {', '.join(dims)})")
-    return dimension
-
-
 def _annotator_labels(s: Session, ds: Dataset, dimension: str, kinds: Sequence[str]) -> list[Row]:
     return [
         (item, name, num, text)
@@ -191,7 +166,7 @@ def read_panel(
     annotator of kind llm). ``label_map`` rewrites label texts before anything compares them
     (e.g. ``{"Ignore": "No response"}``)."""
     ds = dataset_by_name(s, dataset)
-    dim = _dimension(s, ds, dimension)
+    dim = resolve_dimension(s, ds, dimension)
     mapping = dict(label_map or {})
     if judges is None:
         judges = list(
@@ -489,7 +464,7 @@ def _create_allocation(
         raise BadInput(f"coverage must be in (0, 1], got {coverage}")
     _file_names(secondaries)
     ds = dataset_by_name(s, dataset)
-    dim = _dimension(s, ds, dimension)
+    dim = resolve_dimension(s, ds, dimension)
     params = {
         "primary": primary,
         "annotators": secondaries,
