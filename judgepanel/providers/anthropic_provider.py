@@ -27,8 +27,8 @@ from typing import Any
 
 import anthropic
 
-from judgepanel.errors import BadInput, Fatal, ProviderError
-from judgepanel.providers import errors
+from judgepanel.errors import BadInput, ProviderError
+from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.providers.spec import JudgeSpec
 
@@ -36,6 +36,8 @@ DEFAULT_MAX_TOKENS = 1024
 SAMPLING_API_VERSION = "2023-06-01"  # the last API version that takes temperature / top_p / top_k
 PLACEHOLDER_KEY = "no-key"
 _SAMPLING = ("temperature", "top_p", "top_k")
+
+_ERRORS = sdk.SdkErrors(anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.APIStatusError)
 
 
 class AnthropicProvider:
@@ -55,10 +57,9 @@ class AnthropicProvider:
         self._secrets = tuple(s for s in (key, token) if s)
         http_client = None
         if max_connections:
-            limits = type(anthropic.DEFAULT_CONNECTION_LIMITS)(
-                max_connections=max_connections, max_keepalive_connections=max_connections
+            http_client = anthropic.DefaultAsyncHttpxClient(
+                limits=sdk.connection_limits(anthropic.DEFAULT_CONNECTION_LIMITS, max_connections)
             )
-            http_client = anthropic.DefaultAsyncHttpxClient(limits=limits)
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
             auth_token=None if key else token,
@@ -116,34 +117,17 @@ class AnthropicProvider:
             )
             body = await raw.text()
             status = raw.http_response.status_code
-        except anthropic.APITimeoutError:
-            failure = errors.timeout_error("anthropic", timeout)
-        except anthropic.APIConnectionError as exc:
-            failure = errors.connection_error("anthropic", exc.__cause__)
-        except anthropic.APIStatusError as exc:
-            failure = errors.classify_status(
-                exc.status_code,
-                _body_of(exc.response),
-                exc.response.headers,
-                provider="anthropic",
-                secrets=self._secrets,
-            )
         except anthropic.AnthropicError as exc:
-            failure = Fatal(f"anthropic: {errors.redact(str(exc), self._secrets)}")
+            failure = sdk.sdk_failure(
+                exc, _ERRORS, provider="anthropic", timeout=timeout, secrets=self._secrets
+            )
         if failure is not None:
             raise failure  # outside the except block: no __context__ pointing at the SDK's request
         latency_ms = (time.perf_counter() - started) * 1000
         return self._result(body, status, latency_ms, tool)
 
     def _result(self, body: str, status: int, latency_ms: float, tool: str | None) -> ChatResult:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
-        if not isinstance(payload, dict):
-            raise errors.malformed(
-                "anthropic", body, "not a JSON object", status=status, secrets=self._secrets
-            )
+        payload = sdk.reply_object("anthropic", body, status=status, secrets=self._secrets)
         blocks = payload.get("content")
         if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
             raise errors.malformed(
@@ -173,8 +157,8 @@ class AnthropicProvider:
             raw_body=errors.redact(body, self._secrets),
             model_returned=model if isinstance(model, str) else None,
             system_fingerprint=None,  # the Messages API has none; the dated model id is the version
-            input_tokens=_int_or_none(usage.get("input_tokens")),
-            output_tokens=_int_or_none(usage.get("output_tokens")),
+            input_tokens=sdk.int_or_none(usage.get("input_tokens")),
+            output_tokens=sdk.int_or_none(usage.get("output_tokens")),
             latency_ms=latency_ms,
             http_status=status,
             structured=structured,
@@ -182,14 +166,3 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _body_of(response: Any) -> str:
-    try:
-        return str(response.text)
-    except Exception:  # the SDK reads error bodies first; if it could not, there is no body to keep
-        return ""
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -23,8 +23,8 @@ from typing import Any
 
 import openai
 
-from judgepanel.errors import BadInput, Fatal, ProviderError
-from judgepanel.providers import errors
+from judgepanel.errors import BadInput, ProviderError
+from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.providers.spec import JudgeSpec
 
@@ -43,6 +43,9 @@ def strict_compatible(schema: dict[str, Any]) -> bool:
             return False
     items = schema.get("items")
     return not (isinstance(items, dict) and not strict_compatible(items))
+
+
+_ERRORS = sdk.SdkErrors(openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError)
 
 
 class OpenAIProvider:
@@ -64,11 +67,9 @@ class OpenAIProvider:
         self._custom_endpoint = base_url is not None
         http_client = None
         if max_connections:
-            # Keep as many connections alive as may be in flight (the SDK keeps 100).
-            limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
-                max_connections=max_connections, max_keepalive_connections=max_connections
+            http_client = openai.DefaultAsyncHttpxClient(
+                limits=sdk.connection_limits(openai.DEFAULT_CONNECTION_LIMITS, max_connections)
             )
-            http_client = openai.DefaultAsyncHttpxClient(limits=limits)
         self._client = openai.AsyncOpenAI(
             api_key=key, base_url=base_url, max_retries=0, http_client=http_client
         )
@@ -108,32 +109,15 @@ class OpenAIProvider:
             )
             body = raw.http_response.text
             status = raw.http_response.status_code
-        except openai.APITimeoutError:
-            failure = errors.timeout_error("openai", timeout)
-        except openai.APIConnectionError as exc:
-            failure = errors.connection_error("openai", exc.__cause__)
-        except openai.APIStatusError as exc:
-            failure = errors.classify_status(
-                exc.status_code,
-                _body_of(exc.response),
-                exc.response.headers,
-                provider="openai",
-                secrets=self._secrets,
-            )
         except openai.OpenAIError as exc:
-            failure = Fatal(f"openai: {errors.redact(str(exc), self._secrets)}")
+            failure = sdk.sdk_failure(exc, _ERRORS, provider="openai", timeout=timeout, secrets=self._secrets)
         if failure is not None:
             raise failure  # outside the except block: no __context__ pointing at the SDK's request
         latency_ms = (time.perf_counter() - started) * 1000
         return self._result(body, status, latency_ms, structured)
 
     def _result(self, body: str, status: int, latency_ms: float, structured: bool) -> ChatResult:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
-        if not isinstance(payload, dict):
-            raise errors.malformed("openai", body, "not a JSON object", status=status, secrets=self._secrets)
+        payload = sdk.reply_object("openai", body, status=status, secrets=self._secrets)
         choices = payload.get("choices")
         message = (
             choices[0].get("message")
@@ -163,8 +147,8 @@ class OpenAIProvider:
             raw_body=errors.redact(body, self._secrets),
             model_returned=_str_or_none(payload.get("model")),
             system_fingerprint=_str_or_none(payload.get("system_fingerprint")),
-            input_tokens=_int_or_none(usage.get("prompt_tokens")),
-            output_tokens=_int_or_none(usage.get("completion_tokens")),
+            input_tokens=sdk.int_or_none(usage.get("prompt_tokens")),
+            output_tokens=sdk.int_or_none(usage.get("completion_tokens")),
             latency_ms=latency_ms,
             http_status=status,
             structured=parsed,
@@ -174,16 +158,5 @@ class OpenAIProvider:
         await self._client.close()
 
 
-def _body_of(response: Any) -> str:
-    try:
-        return str(response.text)
-    except Exception:  # the SDK reads error bodies first; if it could not, there is no body to keep
-        return ""
-
-
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
