@@ -31,30 +31,6 @@ from pathlib import Path
 from typing import Any
 
 KEY = "sk-bench-not-a-real-key-000000000000"
-WORDS = [
-    "council",
-    "river",
-    "budget",
-    "school",
-    "bridge",
-    "mayor",
-    "storm",
-    "harbour",
-    "vote",
-    "rail",
-    "museum",
-    "festival",
-    "police",
-    "market",
-    "energy",
-    "tax",
-    "hospital",
-    "court",
-    "library",
-    "station",
-    "season",
-    "forecast",
-]
 
 
 @dataclass
@@ -75,20 +51,21 @@ class Measured:
 
 def _dataset(engine: Any, n: int) -> None:
     from judgepanel.datasets.records import ItemRecord, ParsedDataset
+    from judgepanel.providers.fakeserver import SAMPLE_WORDS
     from judgepanel.store.imports import import_parsed
 
     rng = random.Random(0)
     items = []
     for i in range(n):
         group = i // 10
-        article = " ".join(random.Random(group).choice(WORDS) for _ in range(150))
+        article = " ".join(random.Random(group).choice(SAMPLE_WORDS) for _ in range(150))
         items.append(
             ItemRecord(
                 external_id=f"i{i}",
                 position=i,
                 group_key=f"g{group}",
                 input=article,
-                output=" ".join(rng.choice(WORDS) for _ in range(40)),
+                output=" ".join(rng.choice(SAMPLE_WORDS) for _ in range(40)),
             )
         )
     import_parsed(engine, "bench", ParsedDataset("items", f"bench-{n}", items, [], []))

@@ -99,6 +99,32 @@ FAULTS = (
     "html502",
     "missing",
 )
+# Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
+# sim brain scores a summary by its word overlap with the article.
+SAMPLE_WORDS = (
+    "council",
+    "river",
+    "budget",
+    "school",
+    "bridge",
+    "mayor",
+    "storm",
+    "harbour",
+    "vote",
+    "rail",
+    "museum",
+    "festival",
+    "police",
+    "market",
+    "energy",
+    "tax",
+    "hospital",
+    "court",
+    "library",
+    "station",
+    "season",
+    "forecast",
+)
 _SIM_KNOBS = ("position_bias", "noise", "prose_rate", "parse_error_rate")
 _SAMPLING = ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens")
 _REASONS = {

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from judgepanel.datasets.records import ItemRecord, ParsedDataset
 from judgepanel.errors import ProviderError
 from judgepanel.providers.base import ChatRequest, ChatResult
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.providers.fakeserver import SAMPLE_WORDS, FakeServerProcess
 from judgepanel.store.imports import import_parsed
 from judgepanel.store.queries import create_pair_set
 
@@ -25,37 +25,12 @@ FAKE_KEYS = {
     "ANTHROPIC_API_KEY": "sk-ant-judgepanel-test-ANTHROPIC-0a1b2c3d4e5f",
 }
 
-_WORDS = [
-    "council",
-    "river",
-    "budget",
-    "school",
-    "bridge",
-    "mayor",
-    "storm",
-    "harbour",
-    "vote",
-    "rail",
-    "museum",
-    "festival",
-    "police",
-    "market",
-    "energy",
-    "tax",
-    "hospital",
-    "court",
-    "library",
-    "station",
-    "season",
-    "forecast",
-]
-
 
 def make_items(n_groups: int, per_group: int, *, seed: int = 7) -> list[ItemRecord]:
     rng = random.Random(seed)
     items = []
     for g in range(n_groups):
-        article = " ".join(rng.choice(_WORDS) for _ in range(80))
+        article = " ".join(rng.choice(SAMPLE_WORDS) for _ in range(80))
         vocab = article.split()
         for k in range(per_group):
             faithful = k / max(per_group - 1, 1)
