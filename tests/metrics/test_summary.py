@@ -286,7 +286,7 @@ def test_readable_forms_and_errors(summeval: summeval_pairs.PairMatrix) -> None:
         (("summary", "--pairs", "nope"), "no pair set named 'nope'"),
         (("summary", "--pairs", "p", "--split", "1000"), "--split"),
         (("truth", "--pairs", "p", "--method", "vote"), "unknown --method"),
-        (("heldout", "--pairs", "p", "--train", "0"), "--split must leave units"),
+        (("heldout", "--pairs", "p", "--train", "0"), "--train must leave units"),
         (("heldout", "--pairs", "p", "--clusters", "0"), "--clusters"),
         (("summary", "--pairs", "p", "--exclude-duplicates", "robots"), "no annotator group 'robots'"),
     ]:
