@@ -26,7 +26,7 @@ from judgepanel.metrics.summary import (
     position_bias_report,
     truth_report,
 )
-from judgepanel.store.matrices import MatrixRequest, select_matrix
+from judgepanel.store.matrices import MatrixRequest, SelectedMatrix, select_matrix
 from judgepanel.store.pair_scores import campaign_joint_inputs, pair_set_inputs
 
 app = typer.Typer(
@@ -51,6 +51,31 @@ def _names(raters: str | None) -> tuple[str, ...] | None:
     if not names:
         raise BadInput("--raters needs at least one name")
     return names
+
+
+def _select(
+    ctx: typer.Context,
+    dataset: str | None,
+    pairs: str | None,
+    dimension: str | None,
+    raters: str | None,
+    group: str | None,
+    exclude_duplicates: str | None,
+) -> SelectedMatrix:
+    """The rating matrix the shared selection options (DATASET … EXCLUDE) name."""
+    return select_matrix(
+        state(ctx).engine(),
+        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
+    )
+
+
+def _source(sel: SelectedMatrix, pairs: str | None) -> dict[str, Any]:
+    """The `--json` keys that say where the labels came from."""
+    return {"dataset": sel.dataset, "pairs": pairs, "dimension": sel.matrix.dimension}
+
+
+def _where(sel: SelectedMatrix, pairs: str | None) -> str:
+    return f"pair set {pairs}" if pairs else f"{sel.dataset}/{sel.matrix.dimension}"
 
 
 def _fmt(v: float | None, digits: int = 3) -> str:
@@ -79,10 +104,7 @@ def agreement_cmd(
     json_: bool = JSON,
 ) -> None:
     """One agreement coefficient over the chosen raters' labels (humans and judges alike)."""
-    sel = select_matrix(
-        state(ctx).engine(),
-        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
-    )
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
     m = sel.matrix
     est = agreement_with_ci(
         metric,
@@ -98,9 +120,7 @@ def agreement_cmd(
     out: dict[str, Any] = {
         **est.as_dict(),
         "raters": list(m.rater_names),
-        "dataset": sel.dataset,
-        "pairs": pairs,
-        "dimension": m.dimension,
+        **_source(sel, pairs),
         "categories": list(m.category_labels),
         "excluded_items": sel.excluded_items,
     }
@@ -108,7 +128,7 @@ def agreement_cmd(
         emit_json(out)
         return
     r = est.result
-    where = f"pair set {pairs}" if pairs else f"{sel.dataset}/{m.dimension}"
+    where = _where(sel, pairs)
     ci = "" if est.ci is None else f"[{_fmt(est.ci.lo)}, {_fmt(est.ci.hi)}]"
     table(
         f"agreement on {where}"
@@ -139,10 +159,7 @@ def matrix_cmd(
     json_: bool = JSON,
 ) -> None:
     """Rater × rater Cohen κ (pairwise-complete) and average-linkage clusters on 1 − κ."""
-    sel = select_matrix(
-        state(ctx).engine(),
-        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
-    )
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
     m = sel.matrix
     if weights is not None and not m.numeric:
         raise BadInput("--weights needs ordered scores; these labels are nominal")
@@ -157,16 +174,14 @@ def matrix_cmd(
         "clusters": found,
         "groups": groups,
         "kinds": dict(zip(m.rater_names, m.rater_kinds, strict=True)),
-        "dataset": sel.dataset,
-        "pairs": pairs,
-        "dimension": m.dimension,
+        **_source(sel, pairs),
         "weights": weights,
         "excluded_items": sel.excluded_items,
     }
     if json_:
         emit_json(out)
         return
-    where = f"pair set {pairs}" if pairs else f"{sel.dataset}/{m.dimension}"
+    where = _where(sel, pairs)
     split = f", first {km.n_units} units" if first else f", {km.n_units} units"
     # a compact grid with numbered columns, so eight or more raters fit an 80-column terminal
     grid = Table(title=f"Cohen κ on {where}{split}", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
@@ -219,10 +234,7 @@ def truth_cmd(
         raise BadInput(f"unknown --method {method!r}; use one of {', '.join(TRUTH_CHOICES)}")
     if pseudo_count < 0 or tol < 0 or restarts < 1 or (max_iter is not None and max_iter < 1):
         raise BadInput("--pseudo-count and --tol must be >= 0, --restarts and --max-iter >= 1")
-    sel = select_matrix(
-        state(ctx).engine(),
-        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
-    )
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
     m = sel.matrix
     rep = truth_report(
         m,
@@ -240,16 +252,14 @@ def truth_cmd(
         "agreement_with": {k.replace("_", "-"): v for k, v in body["agreement_with"].items()},
         "raters": list(m.rater_names),
         "groups": dict(zip(m.rater_names, m.rater_groups, strict=True)),
-        "dataset": sel.dataset,
-        "pairs": pairs,
-        "dimension": m.dimension,
+        **_source(sel, pairs),
         "seed": seed,
         "excluded_items": sel.excluded_items,
     }
     if json_:
         emit_json(out)
         return
-    where = f"pair set {pairs}" if pairs else f"{sel.dataset}/{m.dimension}"
+    where = _where(sel, pairs)
     fit = "" if rep.n_iter is None else f"; {rep.n_iter} iterations, converged: {rep.converged}"
     console.print(f"{method} on {where}: {int((rep.labels >= 0).sum())} units labelled{fit}")
     table(
@@ -310,10 +320,7 @@ def heldout_cmd(
     """Leave-one-rater-out: predict each rater's test labels from everyone else."""
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
-    sel = select_matrix(
-        state(ctx).engine(),
-        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
-    )
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
     m = sel.matrix
     n_train = _split(m.n_units, train, "--train")
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
@@ -343,16 +350,14 @@ def heldout_cmd(
             }
             for g in result.groups
         },
-        "dataset": sel.dataset,
-        "pairs": pairs,
-        "dimension": m.dimension,
+        **_source(sel, pairs),
         "seed": seed,
         "excluded_items": sel.excluded_items,
     }
     if json_:
         emit_json(out)
         return
-    where = f"pair set {pairs}" if pairs else f"{sel.dataset}/{m.dimension}"
+    where = _where(sel, pairs)
     table(
         f"leave-one-rater-out accuracy on {where} (train {n_train}, test {m.n_units - n_train})",
         HELDOUT_COLUMNS,
