@@ -196,6 +196,24 @@ def statistic_ci(
     return interval(reps, stat.value(), confidence=confidence, method=method, jackknife_values=jack)
 
 
+def function_ci(
+    fn: Callable[[FloatArray], float],
+    ratings: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    method: str = "percentile",
+    seed: int = 0,
+) -> ConfidenceInterval:
+    """The CI of any statistic of the rating matrix, resampled in a loop (:func:`function_replicates`)."""
+    _check(n_boot, confidence, method)
+    arr = as_ratings(ratings)
+    estimate = fn(arr)
+    reps = function_replicates(fn, arr, n_boot, seed)
+    jack = function_jackknife(fn, arr) if method == "bca" else None
+    return interval(reps, estimate, confidence=confidence, method=method, jackknife_values=jack)
+
+
 def _rank_fn(metric: str, categories: ArrayLike | None, level: str | None) -> Callable[[FloatArray], float]:
     def fn(r: FloatArray) -> float:
         return agreement(metric, r, categories, level).value
@@ -220,11 +238,7 @@ def bootstrap_ci(
     _check(n_boot, confidence, method)
     if metric in RANK_METRICS:
         fn = _rank_fn(metric, categories, level)
-        arr = as_ratings(ratings)
-        estimate = fn(arr)
-        reps = function_replicates(fn, arr, n_boot, seed)
-        jack = function_jackknife(fn, arr) if method == "bca" else None
-        return interval(reps, estimate, confidence=confidence, method=method, jackknife_values=jack)
+        return function_ci(fn, ratings, n_boot=n_boot, confidence=confidence, method=method, seed=seed)
     return statistic_ci(
         unit_statistic(metric, ratings, categories, level),
         n_boot=n_boot,
@@ -271,15 +285,14 @@ def paired_bootstrap(
             return fa(r[:, :width]) - fb(r[:, width:])
 
         estimate = diff(joint)
-        reps = function_replicates(diff, joint, n_boot, seed)
-        jack = function_jackknife(diff, joint) if method == "bca" else None
-    else:
-        sa = unit_statistic(metric, a, categories, level)
-        sb = unit_statistic(metric, b, categories, level)
-        estimate = sa.value() - sb.value()
-        both = bootstrap_replicates((sa, sb), n_boot, seed)
-        reps = both[:, 0] - both[:, 1]
-        jack = jackknife(sa) - jackknife(sb) if method == "bca" else None
+        ci = function_ci(diff, joint, n_boot=n_boot, confidence=confidence, method=method, seed=seed)
+        return PairedDifference(estimate, ci)
+    sa = unit_statistic(metric, a, categories, level)
+    sb = unit_statistic(metric, b, categories, level)
+    estimate = sa.value() - sb.value()
+    both = bootstrap_replicates((sa, sb), n_boot, seed)
+    reps = both[:, 0] - both[:, 1]
+    jack = jackknife(sa) - jackknife(sb) if method == "bca" else None
     ci = interval(reps, estimate, confidence=confidence, method=method, jackknife_values=jack)
     return PairedDifference(estimate, ci)
 
