@@ -90,6 +90,13 @@ class Panel:
             return self.human_values, self.judge_values
         return self.human_codes, self.judge_codes
 
+    def agreement_matrices(self) -> tuple[FloatArray, FloatArray]:
+        """(humans, judges) as the agreement coefficients read them: values when every label is
+        numeric, codes otherwise."""
+        if self.human_values is not None and self.judge_values is not None:
+            return self.human_values, self.judge_values
+        return self.human_codes, self.judge_codes
+
     def judge(self, name: str) -> int:
         return self.judges.index(name)
 
@@ -97,12 +104,14 @@ class Panel:
         """Every label value in the panel, as the agreement coefficients want them."""
         if agreement_level != "nominal" and not self.numeric:
             raise BadInput(f"level {agreement_level} needs numeric labels; {self.dataset} has text labels")
-        h, j = (
-            (self.human_values, self.judge_values) if self.numeric else (self.human_codes, self.judge_codes)
-        )
-        assert h is not None and j is not None
+        h, j = self.agreement_matrices()
         both = np.concatenate([h.ravel(), j.ravel()])
         return np.asarray(np.unique(both[~np.isnan(both)]), dtype=np.float64)
+
+
+def _check_scorer(scorer: str) -> None:
+    if scorer not in SCORERS:
+        raise BadInput(f"unknown scorer {scorer!r}; use one of {', '.join(SCORERS)}")
 
 
 def _number(text: str) -> float | None:
@@ -270,8 +279,7 @@ def estimate_overlap_plan(
 ) -> OverlapPlan:
     """σ0 (pooled SD of per-item advantages), μ_d per judge and Δ_min (smallest gap between judges'
     mean advantage) from the stored labels, then :func:`metrics.design.plan_overlap`."""
-    if scorer not in SCORERS:
-        raise BadInput(f"unknown scorer {scorer!r}; use one of {', '.join(SCORERS)}")
+    _check_scorer(scorer)
     if not judges:
         raise BadInput("name at least one --judge to estimate from")
     with session_scope(engine) as s:
@@ -599,8 +607,7 @@ def alt_test_dataset(
     label_map: Mapping[str, str] | None = None,
 ) -> AltTestResult:
     """The alternative annotator test of one judge against the dataset's humans."""
-    if scorer not in SCORERS:
-        raise BadInput(f"unknown scorer {scorer!r}; use one of {', '.join(SCORERS)}")
+    _check_scorer(scorer)
     panel = load_panel(engine, dataset, [judge], dimension=dimension, label_map=label_map)
     h, j = panel.matrices(scorer)
     return alt_test(
@@ -630,10 +637,7 @@ def loo_dataset(
     numeric labels, nominal ones compare label texts."""
     panel = load_panel(engine, dataset, [judge], dimension=dimension, label_map=label_map)
     cats = panel.categories(level)
-    h, j = (
-        (panel.human_values, panel.judge_values) if panel.numeric else (panel.human_codes, panel.judge_codes)
-    )
-    assert h is not None and j is not None
+    h, j = panel.agreement_matrices()
     return loo_rule(
         h, j[:, 0], epsilon=epsilon, agreement=agreement, level=level, categories=cats, names=panel.humans
     )
@@ -656,8 +660,7 @@ def rank_dataset(
     label_map: Mapping[str, str] | None = None,
 ) -> Ranking:
     """Rank the named judges (default: every llm annotator of the dataset) with bootstrap stability."""
-    if scorer not in SCORERS:
-        raise BadInput(f"unknown scorer {scorer!r}; use one of {', '.join(SCORERS)}")
+    _check_scorer(scorer)
     panel = load_panel(engine, dataset, judges, dimension=dimension, label_map=label_map)
     h, j = panel.matrices(scorer)
     return rank_judges(
