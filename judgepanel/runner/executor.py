@@ -29,7 +29,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Engine
@@ -161,6 +161,20 @@ def _default_factory(spec: JudgeSpec, connections: int) -> Provider:
     from judgepanel.providers.registry import make_provider
 
     return make_provider(spec, max_connections=max(16, connections))
+
+
+def _sent(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
+    """The request half of an attempt row, as sent; callers `replace` in what came back."""
+    return AttemptRow(
+        p.job.id,
+        attempt,
+        p.request_hash,
+        p.prompt.template_name,
+        p.prompt.template_hash,
+        p.request.messages,
+        p.request.params,
+        ok=ok,
+    )
 
 
 class Runner:
@@ -398,15 +412,8 @@ class Runner:
         job = p.job
         attempt = job.attempts + 1
         self.writer.attempt(
-            AttemptRow(
-                job.id,
-                attempt,
-                p.request_hash,
-                p.prompt.template_name,
-                p.prompt.template_hash,
-                p.request.messages,
-                p.request.params,
-                ok=True,
+            replace(
+                _sent(p, attempt, ok=True),
                 http_status=None,
                 text=hit.text,
                 model_returned=hit.model_returned,
@@ -525,15 +532,8 @@ class Runner:
         self.stats.calls += 1
         self.stats.errors[exc.error_class] += 1
         self.writer.attempt(
-            AttemptRow(
-                p.job.id,
-                n,
-                p.request_hash,
-                p.prompt.template_name,
-                p.prompt.template_hash,
-                p.request.messages,
-                p.request.params,
-                ok=False,
+            replace(
+                _sent(p, n, ok=False),
                 error_class=exc.error_class,
                 http_status=exc.status,
                 error_message=str(exc)[:2000],
@@ -560,15 +560,8 @@ class Runner:
             self.stats.errors["parse"] += 1
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
-            AttemptRow(
-                p.job.id,
-                n,
-                p.request_hash,
-                p.prompt.template_name,
-                p.prompt.template_hash,
-                p.request.messages,
-                p.request.params,
-                ok=True,
+            replace(
+                _sent(p, n, ok=True),
                 error_class="parse" if error is not None else None,
                 http_status=r.http_status,
                 error_message=error,
