@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, Select, Table, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput, NotFound
@@ -1111,6 +1111,16 @@ class SwappedVerdicts:
     ba: list[str]  # as presented in BA order
 
 
+def _done_verdicts(campaign_id: int, *columns: Any) -> Select[Any]:
+    """`columns` of a campaign's done jobs joined to their judge and verdict (any parse status)."""
+    return (
+        select(*columns)
+        .join(Judge, Judge.id == Job.judge_id)
+        .join(Verdict, Verdict.job_id == Job.id)
+        .where(Job.campaign_id == campaign_id, Job.status == "done")
+    )
+
+
 def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
     with session_scope(engine) as s:
         c = campaign_by_name(s, name)
@@ -1118,7 +1128,8 @@ def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
             raise BadInput(f"campaign {name!r} is {c.protocol}; position bias needs a pairwise campaign")
         got: dict[tuple[str, int, int, str | None, str | None], dict[str, str]] = defaultdict(dict)
         for jname, pid, rep, cond, dim, order, value in s.execute(
-            select(
+            _done_verdicts(
+                c.id,
                 Judge.name,
                 Job.pair_id,
                 Job.repeat,
@@ -1127,9 +1138,7 @@ def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
                 Job.order,
                 Verdict.value_presented,
             )
-            .join(Judge, Judge.id == Job.judge_id)
-            .join(Verdict, Verdict.job_id == Job.id)
-            .where(Job.campaign_id == c.id, Job.status == "done", Verdict.parse_status == "ok")
+            .where(Verdict.parse_status == "ok")
             .order_by(Job.id)
         ):
             if value is not None and order is not None and pid is not None:
@@ -1165,7 +1174,8 @@ def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
     with session_scope(engine) as s:
         c = campaign_by_name(s, name)
         rows = s.execute(
-            select(
+            _done_verdicts(
+                c.id,
                 Judge.name,
                 Job.item_id,
                 Job.pair_id,
@@ -1177,11 +1187,7 @@ def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
                 Verdict.value_presented,
                 Verdict.value_canonical,
                 Verdict.score,
-            )
-            .join(Judge, Judge.id == Job.judge_id)
-            .join(Verdict, Verdict.job_id == Job.id)
-            .where(Job.campaign_id == c.id, Job.status == "done")
-            .order_by(Job.id)
+            ).order_by(Job.id)
         )
         keys = (
             "judge",
@@ -1220,22 +1226,16 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
     camps = s.execute(select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol)).all()
     columns: list[RaterColumn] = []
     for cid, cname in camps:
-        q = (
-            select(
-                Judge.name,
-                Job.item_id,
-                Job.pair_id,
-                Job.order,
-                Job.condition if scope.kind == "item" else Job.dimension,
-                Verdict.value_canonical,
-                Verdict.score,
-            )
-            .join(Judge, Judge.id == Job.judge_id)
-            .join(Verdict, Verdict.job_id == Job.id)
-            .where(
-                Job.campaign_id == cid, Job.status == "done", Job.repeat == 0, Verdict.parse_status == "ok"
-            )
-        )
+        q = _done_verdicts(
+            cid,
+            Judge.name,
+            Job.item_id,
+            Job.pair_id,
+            Job.order,
+            Job.condition if scope.kind == "item" else Job.dimension,
+            Verdict.value_canonical,
+            Verdict.score,
+        ).where(Job.repeat == 0, Verdict.parse_status == "ok")
         if scope.kind == "item":
             q = q.where(Job.dimension == scope.dimension)
         rows = s.execute(q).all()
