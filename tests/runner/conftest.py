@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -48,6 +48,14 @@ def make_items(n_groups: int, per_group: int, *, seed: int = 7) -> list[ItemReco
                 )
             )
     return items
+
+
+def create_argv(
+    name: str, *judges: str, dataset: str = DATASET, protocol: str = "pointwise", extra: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """`campaign create NAME --dataset … --protocol … --judge J …` then `extra`, for `tests.helpers.cli`."""
+    judge_args = [a for j in judges for a in ("--judge", j)]
+    return ("campaign", "create", name, "--dataset", dataset, "--protocol", protocol, *judge_args, *extra)
 
 
 def load_tiny(engine: Engine, *, n_groups: int = 3, per_group: int = 4, pairs: int | None = None) -> None:

@@ -10,7 +10,7 @@ from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny
 
 
 @pytest.fixture
@@ -62,62 +62,11 @@ def test_contract_keys(db: tuple[str, Engine]) -> None:
     [
         (("campaign", "status", "nope", "--json"), "no campaign named 'nope'"),
         (("campaign", "run", "nope"), "no campaign named 'nope'"),
-        (
-            ("campaign", "create", "x", "--dataset", DATASET, "--protocol", "pairwise", "--judge", "sim:a"),
-            "--pairs",
-        ),
-        (
-            ("campaign", "create", "x", "--dataset", "nope", "--protocol", "pointwise", "--judge", "sim:a"),
-            "no dataset",
-        ),
-        (
-            (
-                "campaign",
-                "create",
-                "x",
-                "--dataset",
-                DATASET,
-                "--protocol",
-                "pointwise",
-                "--judge",
-                "magic:a",
-            ),
-            "unknown provider",
-        ),
-        (
-            (
-                "campaign",
-                "create",
-                "x",
-                "--dataset",
-                DATASET,
-                "--protocol",
-                "pointwise",
-                "--judge",
-                "sim:a",
-                "--condition",
-                "rubric",
-            ),
-            "--rubric",
-        ),
-        (
-            (
-                "campaign",
-                "create",
-                "x",
-                "--dataset",
-                DATASET,
-                "--protocol",
-                "pointwise",
-                "--judge",
-                "sim:a",
-                "--rubric",
-                "nope",
-                "--condition",
-                "criteria",
-            ),
-            "no rubric named",
-        ),
+        (create_argv("x", "sim:a", protocol="pairwise"), "--pairs"),
+        (create_argv("x", "sim:a", dataset="nope"), "no dataset"),
+        (create_argv("x", "magic:a"), "unknown provider"),
+        (create_argv("x", "sim:a", extra=("--condition", "rubric")), "--rubric"),
+        (create_argv("x", "sim:a", extra=("--rubric", "nope", "--condition", "criteria")), "no rubric named"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -134,15 +83,7 @@ def test_run_options_are_checked(db: tuple[str, Engine]) -> None:
     url, _ = db
     assert (
         cli(
-            "campaign",
-            "create",
-            "o",
-            "--dataset",
-            DATASET,
-            "--protocol",
-            "pointwise",
-            "--judge",
-            "sim:a",
+            *create_argv("o", "sim:a"),
             db=url,
         ).code
         == 0
@@ -164,17 +105,7 @@ def test_retry_parse_failures_reasks_with_a_note(
     judge = f"openai:j!parse_error_rate=0.5,prose_rate=0?base_url={fake.url}/v1"
     assert (
         cli(
-            "campaign",
-            "create",
-            "pf",
-            "--dataset",
-            DATASET,
-            "--protocol",
-            "pointwise",
-            "--judge",
-            judge,
-            "--repeats",
-            "3",
+            *create_argv("pf", judge, extra=("--repeats", "3")),
             db=url,
         ).code
         == 0

@@ -18,7 +18,7 @@ from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Item, Job, Request, Response, Verdict
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny
 
 FAST = RetryPolicy(max_attempts=4, initial_wait=0.01, max_wait=0.05, jitter=0.01)
 
@@ -154,17 +154,7 @@ def test_identical_requests_are_answered_from_the_store_across_campaigns(
     for name in ("first", "second", "third"):
         assert (
             cli(
-                "campaign",
-                "create",
-                name,
-                "--dataset",
-                DATASET,
-                "--protocol",
-                "pointwise",
-                "--judge",
-                judge,
-                "--limit",
-                "5",
+                *create_argv(name, judge, extra=("--limit", "5")),
                 db=url,
             ).code
             == 0
@@ -206,17 +196,7 @@ def test_max_cost_stops_before_exceeding_and_unknown_prices_are_null(
     unknown = f"openai:no-such-model-anywhere?base_url={fake.url}/v1"
     assert (
         cli(
-            "campaign",
-            "create",
-            "money",
-            "--dataset",
-            DATASET,
-            "--protocol",
-            "pointwise",
-            "--judge",
-            priced,
-            "--repeats",
-            "3",
+            *create_argv("money", priced, extra=("--repeats", "3")),
             db=url,
         ).code
         == 0
@@ -234,19 +214,7 @@ def test_max_cost_stops_before_exceeding_and_unknown_prices_are_null(
     priced = priced + "&temperature=0.3"  # not answered from the first campaign's cache
     assert (
         cli(
-            "campaign",
-            "create",
-            "nopr",
-            "--dataset",
-            DATASET,
-            "--protocol",
-            "pointwise",
-            "--judge",
-            unknown,
-            "--judge",
-            priced,
-            "--limit",
-            "2",
+            *create_argv("nopr", unknown, priced, extra=("--limit", "2")),
             db=url,
         ).code
         == 0
@@ -324,19 +292,7 @@ def test_plan_prices_from_the_table_and_the_spec(
     own = f"openai:gpt-4o-mini?base_url={fake.url}/v1&temperature=0&price_in=1&price_out=2"
     assert (
         cli(
-            "campaign",
-            "create",
-            "priced",
-            "--dataset",
-            DATASET,
-            "--protocol",
-            "pointwise",
-            "--judge",
-            table,
-            "--judge",
-            own,
-            "--limit",
-            "3",
+            *create_argv("priced", table, own, extra=("--limit", "3")),
             db=url,
         ).code
         == 0
