@@ -176,7 +176,10 @@ def test_interrupt_finishes_in_flight_calls_and_resume_buys_nothing_twice(sqlite
             provider_factory=lambda s, n: provider,
         )
         task = asyncio.create_task(runner.run())
-        await asyncio.sleep(0.4)
+        # interrupt once calls are under way, however slow the machine is (a fixed sleep was flaky)
+        deadline = time.monotonic() + 30
+        while len(provider.calls) < 4 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         runner.interrupt()
         return await task
 
