@@ -37,6 +37,18 @@ def chat_requests(fake: FakeServerProcess) -> int:
     return int(fake.stats()["by_path"].get("/v1/chat/completions", 0))
 
 
+def settled_chat_requests(fake: FakeServerProcess) -> int:
+    """The count once no request is still being answered: the server counts a request when its
+    (delayed) reply is ready, so one sent just before a kill is counted up to a latency later."""
+    last, stable_since = chat_requests(fake), time.monotonic()
+    while time.monotonic() - stable_since < 0.3:
+        time.sleep(0.05)
+        now = chat_requests(fake)
+        if now != last:
+            last, stable_since = now, time.monotonic()
+    return last
+
+
 def snapshot(db: Path) -> tuple[dict[int, tuple[int, str]], dict[str, int]]:
     """ok verdicts by job (verdict id, value) and job counts by status, read like any other reader."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
@@ -110,7 +122,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, slow_fake: FakeSe
     # resume: exactly the missing jobs are asked, once each
     _, counts = snapshot(db)
     missing = JOBS - counts.get("done", 0)
-    before = chat_requests(slow_fake)
+    before = settled_chat_requests(slow_fake)
     proc = start_run(url)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()
@@ -147,7 +159,7 @@ def test_ctrl_c_stops_cleanly_and_exits_130(tmp_path: Path, slow_fake: FakeServe
         repeats=2,
     )
     eng.dispose()
-    before = chat_requests(slow_fake)
+    before = settled_chat_requests(slow_fake)
     proc = start_run(url)
     deadline = time.monotonic() + 60
     while snapshot(db)[1].get("done", 0) < 30:
