@@ -9,6 +9,13 @@ from judgepanel.cli.render import console, emit_json, table
 from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, run_demo
 
 
+def _short(spec: str) -> str:
+    """`sim:judge-b?position_bias=0.15` -> `judge-b (bias 0.15)`, so the table fits 80 columns."""
+    model, _, query = spec.partition(":")[2].partition("?")
+    bias = query.partition("position_bias=")[2].split("&")[0]
+    return f"{model} (bias {bias})" if bias else model
+
+
 def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> None:
     """Import the bundled sample and run the whole job on it, offline."""
     st = state(ctx)
@@ -20,19 +27,19 @@ def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> Non
         emit_json({"db": st.db_url, "steps": {title: result for title, result in report.steps}})
         return
     table(
-        f"simulated panel on {DIMENSION} (labelled sim: no model was called)",
+        f"simulated judges (sim:, planted slot bias) on {DIMENSION}; no model was called",
         [
             "judge",
             "back wins",
             "front wins",
-            "sign-test p",
-            "κ vs experts (pairs)",
+            "sign p",
+            "κ experts",
             "ρ no rubric",
             "ρ rubric",
         ],
         [
             [
-                r["judge"],
+                _short(r["judge"]),
                 r["back_wins"],
                 r["front_wins"],
                 f"{r['p_value']:.2g}",
