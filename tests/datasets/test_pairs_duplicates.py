@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import CliResult, cli
 
 SUMMEVAL = "summeval/model_annotations.reconstructed.jsonl.gz"
 DIMS = ("coherence", "consistency", "fluency", "relevance")
@@ -71,54 +71,15 @@ def test_pairs_match_the_contract_definition(summeval_db: str, shared_data: Path
 
 
 def test_pairs_other_seed_and_idempotence(summeval_db: str, shared_data: Path) -> None:
-    got = cli(
-        "data",
-        "pairs",
-        "summeval",
-        "--name",
-        "s7",
-        "--seed",
-        "7",
-        "--sample",
-        "300",
-        "--tie-eps",
-        "0.3",
-        "--json",
-        db=summeval_db,
-    ).json()
+    def pairs(*opts: str) -> CliResult:
+        return cli("data", "pairs", "summeval", "--name", "s7", "--sample", "300", *opts, db=summeval_db)
+
+    got = pairs("--seed", "7", "--tie-eps", "0.3", "--json").json()
     assert got == _expected_pairs(_raw(shared_data), 7, 300, 0.3)
-    again = cli(
-        "data",
-        "pairs",
-        "summeval",
-        "--name",
-        "s7",
-        "--seed",
-        "7",
-        "--sample",
-        "300",
-        "--tie-eps",
-        "0.3",
-        "--json",
-        db=summeval_db,
-    ).json()
-    assert again == got
-    r = cli("data", "pairs", "summeval", "--name", "s7", "--seed", "8", "--sample", "300", db=summeval_db)
+    assert pairs("--seed", "7", "--tie-eps", "0.3", "--json").json() == got  # same again: unchanged
+    r = pairs("--seed", "8")
     assert r.code == 2 and "--replace" in r.stderr
-    replaced = cli(
-        "data",
-        "pairs",
-        "summeval",
-        "--name",
-        "s7",
-        "--seed",
-        "8",
-        "--sample",
-        "300",
-        "--replace",
-        "--json",
-        db=summeval_db,
-    ).json()
+    replaced = pairs("--seed", "8", "--replace", "--json").json()
     assert replaced == _expected_pairs(_raw(shared_data), 8, 300, 1e-6)
 
 
