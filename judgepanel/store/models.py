@@ -272,6 +272,8 @@ class Request(Base):
     template_hash: Mapped[str] = mapped_column(String(64))
     messages: Mapped[list[Any]] = mapped_column()
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # the JSON schema / tool definition sent for structured output (None when the reply is free text)
+    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -287,6 +289,7 @@ class Response(Base):
     text: Mapped[str | None] = mapped_column(Text)
     model_returned: Mapped[str | None] = mapped_column(String(200))
     system_fingerprint: Mapped[str | None] = mapped_column(String(200))
+    finish_reason: Mapped[str | None] = mapped_column(String(40))  # finish_reason / stop_reason as returned
     input_tokens: Mapped[int | None] = mapped_column(Integer)
     output_tokens: Mapped[int | None] = mapped_column(Integer)
     latency_ms: Mapped[float | None] = mapped_column(Float)
@@ -299,7 +302,7 @@ class Verdict(Base):
     __tablename__ = "verdict"
     __table_args__ = (
         UniqueConstraint("job_id", "attempt"),
-        CheckConstraint("parse_status IN ('ok', 'failed')", name="parse_status"),
+        CheckConstraint("parse_status IN ('ok', 'partial', 'failed')", name="parse_status"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"))
@@ -307,6 +310,8 @@ class Verdict(Base):
     request_id: Mapped[int] = mapped_column(ForeignKey("request.id", ondelete="CASCADE"))
     parse_status: Mapped[str] = mapped_column(String(10))
     parse_method: Mapped[str | None] = mapped_column(String(30))  # structured | json_tail | line_tail
+    # why a parse failed or was partial: unreadable | truncated | missing_clauses (None when ok)
+    failure_kind: Mapped[str | None] = mapped_column(String(30))
     value_presented: Mapped[str | None] = mapped_column(String(20))  # A/B/tie as shown, or the score
     value_canonical: Mapped[str | None] = mapped_column(String(20))  # mapped back to the pair's order
     score: Mapped[float | None] = mapped_column(Float)
