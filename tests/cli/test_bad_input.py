@@ -119,7 +119,7 @@ CASES = [
     ("data import-summeval {files}/nosuch.jsonl", "nosuch.jsonl: no such file"),
     ("data import-summeval {files}/empty.jsonl --name e", "no rows"),
     ("data import-summeval {files}/folder --name e", "is a folder"),
-    ("data import-summeval {files}/binary.csv --name e", "cannot read"),
+    ("data import-summeval {files}/binary.csv --name e", "binary.csv:1: not JSON"),
     ("data import-summeval {files}/notes.txt --name e", "notes.txt:1: not JSON"),
     ("data import-alttest {files}/notes.txt --name e", "not a folder"),
     ("data import-alttest {files}/folder --name e", "no human_annotations.json"),
