@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
-from judgepanel.datasets.alttest import parse_alttest
-from judgepanel.datasets.generic import parse_items, parse_labels
-from judgepanel.datasets.summeval import parse_summeval
-from judgepanel.store.imports import ImportResult, import_parsed
-from judgepanel.store.queries import create_pair_set, find_duplicates, list_datasets
+
+if TYPE_CHECKING:  # the library is imported inside each command, so `--help` stays fast
+    from judgepanel.store.imports import ImportResult
 
 app = typer.Typer(help="Import datasets and derive pair sets.", no_args_is_help=True)
 
@@ -44,6 +43,9 @@ def import_summeval(
     json_: bool = JSON,
 ) -> None:
     """Import SummEval rows: items grouped by article, 3 experts and 5 crowd workers."""
+    from judgepanel.datasets.summeval import parse_summeval
+    from judgepanel.store.imports import import_parsed
+
     parsed = parse_summeval(annotations, articles)
     _report(import_parsed(state(ctx).engine(), name, parsed, replace=replace), json_)
 
@@ -59,6 +61,9 @@ def import_alttest(
     json_: bool = JSON,
 ) -> None:
     """Import an alt-test panel: humans as human annotators, each LLM as a judge (kind llm)."""
+    from judgepanel.datasets.alttest import parse_alttest
+    from judgepanel.store.imports import import_parsed
+
     _report(import_parsed(state(ctx).engine(), name, parse_alttest(folder), replace=replace), json_)
 
 
@@ -66,25 +71,38 @@ def import_alttest(
 def import_labels(
     ctx: typer.Context,
     file: Path = typer.Argument(
-        ..., help="CSV or JSONL: item_id, annotator, group, dimension, value[, rationale]"
+        ...,
+        help="CSV or JSONL: item_id, annotator, group, dimension, value[, rationale][, kind]; "
+        "kind is human (the default) or llm for an external judge's labels",
     ),
     dataset: str = typer.Option(..., "--dataset"),
     replace: bool = REPLACE,
     json_: bool = JSON,
 ) -> None:
-    """Import human (or external judge) labels; items are created as needed."""
+    """Import human (or external judge) labels; items are created as needed.
+
+    A UTF-8 byte-order mark is ignored; NaN / Infinity values, NUL characters and lone surrogates
+    are refused with the file and line."""
+    from judgepanel.datasets.generic import parse_labels
+    from judgepanel.store.imports import import_parsed
+
     _report(import_parsed(state(ctx).engine(), dataset, parse_labels(file), replace=replace), json_)
 
 
 @app.command("import-items")
 def import_items(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="JSONL or CSV: id, group, input, output, system, split, meta"),
+    file: Path = typer.Argument(
+        ..., help="JSONL or CSV: id, group, input, output, system, split, meta; every item needs an output"
+    ),
     dataset: str = typer.Option(..., "--dataset"),
     replace: bool = REPLACE,
     json_: bool = JSON,
 ) -> None:
     """Import the items of a dataset (what judges will see)."""
+    from judgepanel.datasets.generic import parse_items
+    from judgepanel.store.imports import import_parsed
+
     _report(import_parsed(state(ctx).engine(), dataset, parse_items(file), replace=replace), json_)
 
 
@@ -100,6 +118,8 @@ def pairs(
     json_: bool = JSON,
 ) -> None:
     """Sample within-group pairs and derive each annotator's A/B/T preference."""
+    from judgepanel.store.queries import create_pair_set
+
     summary = create_pair_set(
         state(ctx).engine(), dataset, name, seed=seed, sample=sample, tie_eps=tie_eps, replace=replace
     )
@@ -114,6 +134,8 @@ def pairs(
 @app.command("duplicates")
 def duplicates(ctx: typer.Context, dataset: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Items where every annotator of a group gave the identical full score vector."""
+    from judgepanel.store.queries import find_duplicates
+
     d = find_duplicates(state(ctx).engine(), dataset)
     if json_:
         emit_json(d.as_dict())
@@ -128,6 +150,8 @@ def duplicates(ctx: typer.Context, dataset: str = typer.Argument(...), json_: bo
 @app.command("list")
 def list_(ctx: typer.Context, json_: bool = JSON) -> None:
     """The datasets in the database."""
+    from judgepanel.store.queries import list_datasets
+
     rows = list_datasets(state(ctx).engine())
     if json_:
         emit_json({"datasets": rows})

@@ -6,7 +6,6 @@ import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
-from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, run_demo
 
 
 def _short(spec: str) -> str:
@@ -18,6 +17,8 @@ def _short(spec: str) -> str:
 
 def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> None:
     """Import the bundled sample and run the whole job on it, offline."""
+    from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, run_demo
+
     st = state(ctx)
     report = run_demo(
         st.engine(migrated=False, create=True),

@@ -3,31 +3,38 @@
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
 import typer
-from rich import box
-from rich.table import Table
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.metrics.agreement import LEVELS, METRICS, WEIGHT_NAMES, WeightName
-from judgepanel.metrics.bootstrap import METHODS, agreement_with_ci
-from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
-from judgepanel.metrics.heldout import HeldoutResult
-from judgepanel.metrics.raters import cluster_raters, kappa_matrix
-from judgepanel.metrics.summary import (
-    MetaEvaluation,
-    group_composition,
-    heldout_report,
-    meta_evaluation,
-    position_bias_report,
-    truth_report,
+
+if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
+    from judgepanel.metrics.agreement import WeightName
+    from judgepanel.metrics.heldout import HeldoutResult
+    from judgepanel.metrics.summary import MetaEvaluation
+    from judgepanel.store.matrices import SelectedMatrix
+
+
+# The library's names, written out so that `--help` imports no numpy or scipy;
+# tests/cli/test_help.py checks them against judgepanel.metrics.agreement and .bootstrap.
+METRICS = (
+    "percent",
+    "cohen",
+    "cohen-linear",
+    "cohen-quadratic",
+    "fleiss",
+    "alpha",
+    "ac1",
+    "scott",
+    "spearman",
+    "kendall",
 )
-from judgepanel.store.matrices import MatrixRequest, SelectedMatrix, select_matrix
-from judgepanel.store.pair_scores import campaign_joint_inputs, pair_set_inputs
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+WEIGHT_NAMES = ("identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar")
+METHODS = ("percentile", "bca")
 
 app = typer.Typer(
     help="Agreement, rater matrices and other statistics over stored labels.", no_args_is_help=True
@@ -63,6 +70,8 @@ def _select(
     exclude_duplicates: str | None,
 ) -> SelectedMatrix:
     """The rating matrix the shared selection options (DATASET … EXCLUDE) name."""
+    from judgepanel.store.matrices import MatrixRequest, select_matrix
+
     return select_matrix(
         state(ctx).engine(),
         MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
@@ -104,6 +113,8 @@ def agreement_cmd(
     json_: bool = JSON,
 ) -> None:
     """One agreement coefficient over the chosen raters' labels (humans and judges alike)."""
+    from judgepanel.metrics.bootstrap import agreement_with_ci
+
     sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
     m = sel.matrix
     est = agreement_with_ci(
@@ -159,6 +170,11 @@ def matrix_cmd(
     json_: bool = JSON,
 ) -> None:
     """Rater × rater Cohen κ (pairwise-complete) and average-linkage clusters on 1 − κ."""
+    from rich import box
+    from rich.table import Table
+
+    from judgepanel.metrics.raters import cluster_raters, kappa_matrix
+
     sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
     m = sel.matrix
     if weights is not None and not m.numeric:
@@ -205,7 +221,7 @@ def matrix_cmd(
 TRUTH_CHOICES = {"majority": "majority", "dawid-skene": "dawid_skene", "mace": "mace"}
 
 
-def _split(n_units: int, split: int | None, option: str = "--split") -> int:
+def _split(n_units: int, split: int | None, option: str = "--train") -> int:
     train = round(0.8 * n_units) if split is None else split
     if not 0 < train < n_units:
         raise BadInput(f"{option} must leave units on both sides: 0 < {train} < {n_units} units")
@@ -230,6 +246,8 @@ def truth_cmd(
     json_: bool = JSON,
 ) -> None:
     """Infer each unit's label (majority vote, Dawid–Skene or MACE) and what it says about raters."""
+    from judgepanel.metrics.summary import truth_report
+
     if method not in TRUTH_CHOICES:
         raise BadInput(f"unknown --method {method!r}; use one of {', '.join(TRUTH_CHOICES)}")
     if pseudo_count < 0 or tol < 0 or restarts < 1 or (max_iter is not None and max_iter < 1):
@@ -281,6 +299,8 @@ def truth_cmd(
 
 
 def _heldout_rows(result: HeldoutResult, names: tuple[str, ...]) -> list[list[Any]]:
+    from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
+
     cluster_no = {m: i for i, c in enumerate(result.clusters, 1) for m in c}
     rows: list[list[Any]] = []
     for r in result.raters:
@@ -318,6 +338,9 @@ def heldout_cmd(
     json_: bool = JSON,
 ) -> None:
     """Leave-one-rater-out: predict each rater's test labels from everyone else."""
+    from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
+    from judgepanel.metrics.summary import heldout_report
+
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
     sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
@@ -371,19 +394,30 @@ def heldout_cmd(
 def summary_cmd(
     ctx: typer.Context,
     pairs: str = typer.Option(..., "--pairs", help="Pair set to evaluate."),
-    split: int | None = typer.Option(
-        None, "--split", help="The first N pairs train (κ, clusters), the rest test (default 80 %)."
+    train: int | None = typer.Option(
+        None, "--train", help="The first N pairs train (κ, clusters), the rest test (default 80 %)."
     ),
+    split: int | None = typer.Option(None, "--split", hidden=True),  # the old name of --train
     clusters: int = typer.Option(2, "--clusters", help="Clusters cut from the training κ tree."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
     exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
 ) -> None:
-    """The whole meta-evaluation battery on a pair set (see `metrics.summary`)."""
+    """The whole meta-evaluation battery on a pair set: labels by group, κ clusters, duplicates, held-out
+    prediction, vote entropy against the score gap, and agreement between truth-inference methods."""
+    from judgepanel.metrics.summary import meta_evaluation
+    from judgepanel.store.pair_scores import pair_set_inputs
+
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
     inputs = pair_set_inputs(state(ctx).engine(), pairs, exclude_duplicates=exclude_duplicates)
-    n_train = _split(inputs.matrix.n_units, split)
+    if train is not None and split is not None:
+        raise BadInput("--split is the old name of --train: give one of them")
+    n_train = _split(
+        inputs.matrix.n_units,
+        train if split is None else split,
+        "--split" if split is not None else "--train",
+    )
     res = meta_evaluation(
         inputs.matrix,
         train=n_train,
@@ -406,6 +440,8 @@ def summary_cmd(
 
 
 def _render_summary(pairs: str, res: MetaEvaluation, duplicate_items: dict[str, int]) -> None:
+    from judgepanel.metrics.summary import group_composition
+
     console.print(
         f"[bold]meta-evaluation of pair set {pairs}[/bold]: {res.n_units} pairs, "
         f"{len(res.raters)} raters; train = first {res.n_train}, test = last {res.n_test}; seed {res.seed}"
@@ -489,13 +525,12 @@ def bias_cmd(
     if json_:
         emit_json({"judges": {name: b.as_dict() for name, b in result.items()}})
         return
+    # the columns are the JSON keys, in their order, so the table and `--json` read alike
+    keys = list(next(iter(result.values())).as_dict()) if result else []
     table(
-        f"position bias in {campaign} (decisive swapped pairs)",
-        ["judge", "pairs", "consistent", "inconsistent", "back wins", "front wins", "p (sign test)"],
-        [
-            [n, b.decisive, b.consistent, b.inconsistent, b.back_wins, b.front_wins, b.p_value]
-            for n, b in result.items()
-        ],
+        f"position bias in {campaign} (swapped pairs; p_value: exact sign test)",
+        ["judge", *keys],
+        [[n, *b.as_dict().values()] for n, b in result.items()],
     )
 
 
@@ -510,6 +545,11 @@ def joint_cmd(
     json_: bool = JSON,
 ) -> None:
     """Joint human + judge Dawid–Skene with a position bias per judge, fitted bias with its interval."""
+    import numpy as np
+
+    from judgepanel.metrics.summary import position_bias_report
+    from judgepanel.store.pair_scores import campaign_joint_inputs
+
     if not 0 < confidence < 1:
         raise BadInput(f"--confidence must lie between 0 and 1, got {confidence}")
     inputs = campaign_joint_inputs(state(ctx).engine(), campaign)

@@ -12,7 +12,6 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.store.readonly import run_read_only
 
 FORMATS = ("table", "csv", "json")
 
@@ -34,6 +33,8 @@ def query(
     json_: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Read-only SQL over the results database (table, CSV or JSON)."""
+    from judgepanel.store.readonly import run_read_only
+
     fmt = "json" if json_ else fmt
     if fmt not in FORMATS:
         raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

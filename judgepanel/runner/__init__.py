@@ -10,9 +10,28 @@ Public entry points (the CLI calls nothing else)::
 
 from __future__ import annotations
 
-from judgepanel.runner.campaign import Estimate, create, estimate, run
-from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunStats, RunSummary
-from judgepanel.runner.plan import CampaignSpec, job_key, plan_jobs
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judgepanel.runner.campaign import Estimate, create, estimate, run
+    from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunStats, RunSummary
+    from judgepanel.runner.plan import CampaignSpec, job_key, plan_jobs
+
+# Imported on first use: `import judgepanel.runner.bias` (or `.plan`) must not pull in the
+# executor, the SDKs and the template engine (start-up time, and no import cycle with the store).
+_HOME = {
+    **dict.fromkeys(("Estimate", "create", "estimate", "run"), "campaign"),
+    **dict.fromkeys(("RetryPolicy", "Runner", "RunOptions", "RunStats", "RunSummary"), "executor"),
+    **dict.fromkeys(("CampaignSpec", "job_key", "plan_jobs"), "plan"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"judgepanel.runner.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'judgepanel.runner' has no attribute {name!r}")
+
 
 __all__ = [
     "CampaignSpec",
