@@ -73,8 +73,8 @@ def sha256_files(*paths: Path) -> str:
     return h.hexdigest()
 
 
-# Deeper JSON than this in an item's `meta` is refused: nothing judgepanel reads needs it, and
-# serialising it again (json, the database's JSON type) recurses once per level.
+# JSON nested deeper than this (in `meta` or any other field) is refused: nothing judgepanel reads
+# needs it, and serialising it again (json, the database's JSON type) recurses once per level.
 MAX_JSON_DEPTH = 64
 
 # Errors a compressed or undecodable file raises part-way through; each becomes one BadInput line.
