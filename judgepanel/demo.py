@@ -124,7 +124,7 @@ def panel_agreement(engine: Engine, judges: list[str]) -> dict[str, Any]:
     from judgepanel.metrics.agreement import agreement
     from judgepanel.store.matrices import item_matrix, pair_matrix
 
-    pm = pair_matrix(engine, PAIRS)
+    pm = pair_matrix(engine, PAIRS, with_judges=["all"])
     experts = pm.select(group="expert")
     exp_rows = {u: i for i, u in enumerate(experts.unit_ids)}
     majority = np.full(pm.n_units, np.nan)
@@ -139,7 +139,7 @@ def panel_agreement(engine: Engine, judges: list[str]) -> dict[str, Any]:
     for n in judges:
         col = pm.values[:, pm.rater_names.index(f"{n}@{PAIRWISE}")]
         pairs_kappa[n] = agreement("cohen", np.column_stack([col, majority]), pm.categories).value
-    im = item_matrix(engine, DATASET, DIMENSION)
+    im = item_matrix(engine, DATASET, DIMENSION, with_judges=["all"])
     expert_mean = np.nanmean(im.select(group="expert").values, axis=1)
     rows = {u: i for i, u in enumerate(im.select(group="expert").unit_ids)}
     mean_by_unit = np.array([expert_mean[rows[u]] if u in rows else np.nan for u in im.unit_ids])

@@ -17,6 +17,7 @@ from judgepanel.metrics.agreement import LEVELS, METRICS, WEIGHT_NAMES, WeightNa
 from judgepanel.metrics.bootstrap import METHODS, agreement_with_ci
 from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
 from judgepanel.metrics.heldout import HeldoutResult
+from judgepanel.metrics.matrix import ALL_JUDGES, RatingMatrix, is_machine
 from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 from judgepanel.metrics.summary import (
     MetaEvaluation,
@@ -37,8 +38,15 @@ JSON = typer.Option(False, "--json", help="Print one JSON object.")
 DATASET = typer.Option(None, "--dataset", help="Dataset whose item labels to use.")
 PAIRS = typer.Option(None, "--pairs", help="Pair set whose A/B/T labels to use.")
 DIMENSION = typer.Option(None, "--dimension", help="Label dimension (item labels only).")
-RATERS = typer.Option(None, "--raters", help="Comma-separated rater names (default: all).")
-GROUP = typer.Option(None, "--group", help="Only raters of this group (e.g. expert, crowd).")
+RATERS = typer.Option(
+    None, "--raters", help="Comma-separated rater names, humans or judges (default: the human raters)."
+)
+GROUP = typer.Option(
+    None, "--group", help="Only raters of this group: human, judge, or an imported one (expert, crowd)."
+)
+WITH_JUDGES = typer.Option(
+    None, "--with-judges", help="Add judges to the selection: comma-separated names, or all."
+)
 EXCLUDE = typer.Option(
     None, "--exclude-duplicates", help="Leave out the items `data duplicates` flags for this group."
 )
@@ -53,6 +61,17 @@ def _names(raters: str | None) -> tuple[str, ...] | None:
     return names
 
 
+def _judges(with_judges: str | None) -> tuple[str, ...] | None:
+    if with_judges is None:
+        return None
+    names = tuple(n.strip() for n in with_judges.split(",") if n.strip())
+    if not names:
+        raise BadInput("--with-judges needs judge names or all")
+    if ALL_JUDGES in names and len(names) > 1:
+        raise BadInput("--with-judges takes either all or judge names, not both")
+    return names
+
+
 def _select(
     ctx: typer.Context,
     dataset: str | None,
@@ -61,12 +80,45 @@ def _select(
     raters: str | None,
     group: str | None,
     exclude_duplicates: str | None,
+    with_judges: str | None = None,
+    categories: str | None = None,
 ) -> SelectedMatrix:
-    """The rating matrix the shared selection options (DATASET … EXCLUDE) name."""
+    """The rating matrix the shared selection options (DATASET … WITH_JUDGES) name."""
+    cats = None if categories is None else tuple(c.strip() for c in categories.split(","))
     return select_matrix(
         state(ctx).engine(),
-        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
+        MatrixRequest(
+            dataset,
+            pairs,
+            dimension,
+            _names(raters),
+            group,
+            exclude_duplicates,
+            with_judges=_judges(with_judges),
+            categories=cats,
+        ),
     )
+
+
+def _selection(
+    m: RatingMatrix, raters: str | None, group: str | None, with_judges: str | None
+) -> dict[str, Any]:
+    """The `--json` key `selection`: which raters a figure is over, and by which rule."""
+    if raters is not None:
+        rule = "named (--raters)"
+    elif group is not None:
+        rule = f"group {group}"
+    else:
+        rule = "human raters (default)"
+    if with_judges is not None:
+        rule += f" + judges ({with_judges})"
+    machine = [n for n, k in zip(m.rater_names, m.kinds, strict=True) if is_machine(k)]
+    return {
+        "rule": rule,
+        "raters": list(m.rater_names),
+        "humans": m.n_raters - len(machine),
+        "judges": machine,
+    }
 
 
 def _source(sel: SelectedMatrix, pairs: str | None) -> dict[str, Any]:
@@ -90,6 +142,7 @@ def agreement_cmd(
     dimension: str | None = DIMENSION,
     raters: str | None = RATERS,
     group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     metric: str = typer.Option(..., "--metric", help=f"One of {', '.join(METRICS)}."),
     level: str | None = typer.Option(
         None,
@@ -100,11 +153,17 @@ def agreement_cmd(
     seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap."),
     ci_method: str = typer.Option("percentile", "--ci-method", help=f"{' or '.join(METHODS)}."),
     confidence: float = typer.Option(0.95, "--confidence", help="Coverage of the CI."),
+    categories: str | None = typer.Option(
+        None,
+        "--categories",
+        help="Comma-separated category set (default: the scale the dataset declares, else the "
+        "categories the selected raters used).",
+    ),
     exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
 ) -> None:
-    """One agreement coefficient over the chosen raters' labels (humans and judges alike)."""
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
+    """One agreement coefficient over the chosen raters' labels (the human raters unless judges are named)."""
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges, categories)
     m = sel.matrix
     est = agreement_with_ci(
         metric,
@@ -122,6 +181,7 @@ def agreement_cmd(
         "raters": list(m.rater_names),
         **_source(sel, pairs),
         "categories": list(m.category_labels),
+        "selection": _selection(m, raters, group, with_judges),
         "excluded_items": sel.excluded_items,
     }
     if json_:
@@ -147,6 +207,7 @@ def matrix_cmd(
     dimension: str | None = DIMENSION,
     raters: str | None = RATERS,
     group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     first: int | None = typer.Option(None, "--first", help="Only the first N units (a training split)."),
     clusters: int = typer.Option(2, "--clusters", help="Cut the average-linkage tree into K clusters."),
     threshold: float | None = typer.Option(
@@ -159,7 +220,7 @@ def matrix_cmd(
     json_: bool = JSON,
 ) -> None:
     """Rater × rater Cohen κ (pairwise-complete) and average-linkage clusters on 1 − κ."""
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
     m = sel.matrix
     if weights is not None and not m.numeric:
         raise BadInput("--weights needs ordered scores; these labels are nominal")
@@ -173,7 +234,8 @@ def matrix_cmd(
         **km.as_dict(),
         "clusters": found,
         "groups": groups,
-        "kinds": dict(zip(m.rater_names, m.rater_kinds, strict=True)),
+        "kinds": dict(zip(m.rater_names, m.kinds, strict=True)),
+        "selection": _selection(m, raters, group, with_judges),
         **_source(sel, pairs),
         "weights": weights,
         "excluded_items": sel.excluded_items,
@@ -220,6 +282,7 @@ def truth_cmd(
     dimension: str | None = DIMENSION,
     raters: str | None = RATERS,
     group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     method: str = typer.Option(..., "--method", help="majority, dawid-skene or mace."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
     pseudo_count: float = typer.Option(0.01, "--pseudo-count", help="Dawid–Skene pseudo-count."),
@@ -234,7 +297,7 @@ def truth_cmd(
         raise BadInput(f"unknown --method {method!r}; use one of {', '.join(TRUTH_CHOICES)}")
     if pseudo_count < 0 or tol < 0 or restarts < 1 or (max_iter is not None and max_iter < 1):
         raise BadInput("--pseudo-count and --tol must be >= 0, --restarts and --max-iter >= 1")
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
     m = sel.matrix
     rep = truth_report(
         m,
@@ -252,6 +315,7 @@ def truth_cmd(
         "agreement_with": {k.replace("_", "-"): v for k, v in body["agreement_with"].items()},
         "raters": list(m.rater_names),
         "groups": dict(zip(m.rater_names, m.rater_groups, strict=True)),
+        "selection": _selection(m, raters, group, with_judges),
         **_source(sel, pairs),
         "seed": seed,
         "excluded_items": sel.excluded_items,
@@ -309,6 +373,7 @@ def heldout_cmd(
     dimension: str | None = DIMENSION,
     raters: str | None = RATERS,
     group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     train: int | None = typer.Option(
         None, "--train", help="The first N units train (clusters), the rest test (default 80 %)."
     ),
@@ -320,7 +385,7 @@ def heldout_cmd(
     """Leave-one-rater-out: predict each rater's test labels from everyone else."""
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
     m = sel.matrix
     n_train = _split(m.n_units, train, "--train")
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
@@ -350,6 +415,7 @@ def heldout_cmd(
             }
             for g in result.groups
         },
+        "selection": _selection(m, raters, group, with_judges),
         **_source(sel, pairs),
         "seed": seed,
         "excluded_items": sel.excluded_items,
@@ -376,13 +442,23 @@ def summary_cmd(
     ),
     clusters: int = typer.Option(2, "--clusters", help="Clusters cut from the training κ tree."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
+    raters: str | None = RATERS,
+    group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
 ) -> None:
-    """The whole meta-evaluation battery on a pair set (see `metrics.summary`)."""
+    """The whole meta-evaluation battery on a pair set (see `metrics.summary`), human raters by default."""
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
-    inputs = pair_set_inputs(state(ctx).engine(), pairs, exclude_duplicates=exclude_duplicates)
+    inputs = pair_set_inputs(
+        state(ctx).engine(),
+        pairs,
+        exclude_duplicates=exclude_duplicates,
+        raters=_names(raters),
+        group=group,
+        with_judges=_judges(with_judges),
+    )
     n_train = _split(inputs.matrix.n_units, split)
     res = meta_evaluation(
         inputs.matrix,
@@ -398,6 +474,7 @@ def summary_cmd(
         **res.as_dict(),
         "duplicate_items": inputs.duplicate_items,
         "excluded_duplicates_of": exclude_duplicates,
+        "selection": _selection(inputs.matrix, raters, group, with_judges),
     }
     if json_:
         emit_json(out)

@@ -44,7 +44,7 @@ def test_bias_command_and_rater_columns(engine: Engine) -> None:
     leaning = out["judges"]["sim:leaning?noise=0.05&position_bias=0.6"]
     assert leaning["back_wins"] > 3 * max(leaning["front_wins"], 1) and leaning["p_value"] < 0.01
     # judges join the humans' pair matrix as A/B/T columns of their combined AB/BA verdicts
-    m = pair_matrix(engine, PAIRS)
+    m = pair_matrix(engine, PAIRS, with_judges=["all"])  # no humans on the tiny set
     col = "sim:fair?noise=0.05@bias"
     assert col in m.rater_names
     j = m.rater_names.index(col)
