@@ -196,7 +196,7 @@ def agreement_cmd(
         ["metric", "level", "value", f"{int(confidence * 100)}% CI" if est.ci else "CI", "units", "raters"],
         [[r.metric, r.level, _fmt(r.value), ci or "—", r.n_units, r.n_raters]],
     )
-    console.print("raters: " + ", ".join(m.rater_names))
+    console.print(f"raters ({out['selection']['rule']}): " + ", ".join(m.rater_names))
 
 
 @app.command("matrix")
