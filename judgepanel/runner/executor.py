@@ -7,9 +7,14 @@ thread), a fixed pool of worker coroutines (size = the judge's concurrency) take
 everything in batches. Retries live here and only here, in `_run_job`, with tenacity:
 
     RateLimited (429, quota per minute)   wait Retry-After / retry-after-ms when the provider sent
-                                           one (+ up to 10 % jitter), else exponential back-off
-                                           with jitter; the judge's limiter also backs off
-    Transient (5xx, 529, timeouts, resets) exponential back-off with jitter
+                                           one (+ up to 10 % jitter), never longer than
+                                           `RetryPolicy.max_retry_after` (an absurd or infinite
+                                           value counts as that cap), else exponential back-off
+                                           with jitter; the judge's limiter also backs off; when
+                                           the attempts run out the job fails as `rate_limit`
+    Transient (5xx, 529, resets)          exponential back-off with jitter
+    TimedOut (no whole answer in time)    the same, but at most `timeout_retries` times per job, and
+                                           the judge's concurrency is halved as on a 429
     Fatal (400/401/403/404, no quota)      never retried; the job fails with class `fatal`
     unreadable reply                       not retried here: the job fails with class `parse`, its
                                            raw text stored, and `campaign retry-parse-failures`
@@ -19,6 +24,10 @@ Every attempt, failed or not, is stored with its error class. Stopping: `interru
 scheduling (in-flight calls finish and are stored; jobs waiting in back-off are handed back);
 twice abandons the calls in flight (their jobs stay pending). Either way the writer commits what
 finished and the unfinished leases are released, so a later `run` picks up exactly the rest.
+
+Every attempt has a deadline: the judge's `timeout` bounds the whole call (connect, queueing in the
+HTTP pool, every byte of the body), not each read, so a server that drips a byte a second cannot
+keep a call alive. Time spent waiting for the judge's limiter is not part of it.
 """
 
 from __future__ import annotations
@@ -33,10 +42,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Engine
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
-from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, Transient
+from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, TimedOut, Transient
 from judgepanel.providers.base import ChatResult, Provider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
@@ -58,7 +67,8 @@ class RetryPolicy:
     initial_wait: float = 1.0  # seconds, first exponential back-off step
     max_wait: float = 60.0
     jitter: float = 1.0
-    max_retry_after: float = 300.0  # never sleep longer than this on a server's word
+    max_retry_after: float = 300.0  # never sleep (or pause a judge) longer than this on a server's word
+    timeout_retries: int = 1  # a job whose call timed out is retried at most this often for timeouts
 
 
 @dataclass(frozen=True)
@@ -243,7 +253,12 @@ class Runner:
             conc = int(js.get("concurrency") or self.opts.concurrency)
             rpm = js.get("rpm") or self.opts.rpm
             tpm = js.get("tpm") or self.opts.tpm
-            limiter = JudgeLimiter(conc, rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None)
+            limiter = JudgeLimiter(
+                conc,
+                rpm=float(rpm) if rpm else None,
+                tpm=float(tpm) if tpm else None,
+                max_pause=self.opts.retry.max_retry_after,
+            )
             limiter.stop = self._stopping
             judges[rec.name] = _Judge(
                 jid,
@@ -457,7 +472,7 @@ class Runner:
     def _wait(self, rs: RetryCallState) -> float:
         exc = rs.outcome.exception() if rs.outcome is not None else None
         retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None and retry_after >= 0:
+        if retry_after is not None and retry_after >= 0:  # NaN fails this test: back off instead
             base = min(float(retry_after), self.opts.retry.max_retry_after)
             return base + random.uniform(0, 0.1 * base + 0.01)
         return float(self._expo(rs))
@@ -468,10 +483,22 @@ class Runner:
         if not self.budget.try_reserve(reserve):
             self._stop("budget")
             return
-        state: dict[str, Any] = {"attempt": job.attempts, "verdict": None, "error": None, "cost": None}
+        state: dict[str, Any] = {
+            "attempt": job.attempts,
+            "verdict": None,
+            "error": None,
+            "cost": None,
+            "timeouts": 0,
+        }
+
+        def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, TimedOut):
+                return bool(state["timeouts"] <= self.opts.retry.timeout_retries)
+            return isinstance(exc, RateLimited | Transient)
+
         try:
             async for attempt in AsyncRetrying(
-                retry=retry_if_exception_type((RateLimited, Transient)),
+                retry=retry_if_exception(retryable),
                 stop=stop_after_attempt(self.opts.retry.max_attempts),
                 wait=self._wait,
                 sleep=self._sleep,
@@ -511,8 +538,16 @@ class Runner:
         self.stats.in_flight += 1
         t0 = time.perf_counter()
         try:
-            result = await j.provider.complete(p.request, timeout=j.timeout)
+            try:
+                async with asyncio.timeout(j.timeout):
+                    result = await j.provider.complete(p.request, timeout=j.timeout)
+            except TimeoutError:
+                raise TimedOut(
+                    f"{j.spec.provider}: no complete answer within {j.timeout:g} s (per-attempt deadline)"
+                ) from None
         except ProviderError as exc:
+            if isinstance(exc, TimedOut):
+                state["timeouts"] += 1
             self._failed_attempt(j, p, n, exc, time.perf_counter() - t0)
             raise
         except (asyncio.CancelledError, _Abandoned):
@@ -529,6 +564,8 @@ class Runner:
     def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, seconds: float) -> None:
         if isinstance(exc, RateLimited):
             j.limiter.on_rate_limited(exc.retry_after)
+        elif isinstance(exc, TimedOut):
+            j.limiter.on_timeout(j.timeout)
         self.stats.calls += 1
         self.stats.errors[exc.error_class] += 1
         self.writer.attempt(

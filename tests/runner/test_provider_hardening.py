@@ -1,0 +1,110 @@
+"""Hostile and slow providers over real HTTP (issue 8): absurd Retry-After values, bodies that drip
+in a byte at a time, timeouts that back concurrency off, replies cut at the output cap, and
+one-model servers whose model the cache key must see. The fake server runs in a thread of this
+process so a test can swap the model it serves between runs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from judgepanel.providers.fakeserver import FakeServer
+from judgepanel.runner import campaign as api
+from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunSummary
+from judgepanel.store.engine import make_engine
+from judgepanel.store.migrate import upgrade
+from judgepanel.store.models import Job, Request, Response
+from tests.runner.conftest import DATASET, load_tiny
+
+FAST = RetryPolicy(max_attempts=3, initial_wait=0.01, max_wait=0.05, jitter=0.01, max_retry_after=0.2)
+
+
+@pytest.fixture
+def eng(sqlite_url: str) -> Engine:
+    engine = make_engine(sqlite_url)
+    upgrade(engine)
+    load_tiny(engine, n_groups=1, per_group=2)
+    return engine
+
+
+@pytest.fixture
+def server(keys_env: dict[str, str]) -> Iterator[FakeServer]:
+    fake = FakeServer(seed=5, hang=30.0)
+    fake.start_in_thread()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+def run_within(engine: Engine, name: str, seconds: float, options: RunOptions) -> tuple[RunSummary, Runner]:
+    """Run the campaign; fail the test (instead of hanging the suite) if it takes longer than `seconds`."""
+    runner = Runner(engine, name, options)
+
+    async def main() -> RunSummary:
+        return await asyncio.wait_for(runner.run(), seconds)
+
+    return asyncio.run(main()), runner
+
+
+def calls_per_job(engine: Engine) -> dict[int, int]:
+    with engine.connect() as conn:
+        return dict(conn.execute(select(Request.job_id, func.count()).group_by(Request.job_id)).all())
+
+
+def failed_classes(engine: Engine) -> list[str | None]:
+    with engine.connect() as conn:
+        return list(conn.execute(select(Job.error_class).where(Job.status == "failed")).scalars())
+
+
+@pytest.mark.parametrize("fault", ["429far", "429inf"])
+def test_an_absurd_retry_after_is_capped_and_the_job_fails_as_rate_limit(
+    eng: Engine, server: FakeServer, fault: str
+) -> None:
+    judges = [f"openai:j!{fault}?base_url={server.url}/v1", f"anthropic:j!{fault}?base_url={server.url}"]
+    api.create(eng, "far", dataset=DATASET, protocol="pointwise", judges=judges)
+    summary, runner = run_within(eng, "far", 120, RunOptions(retry=FAST, flush_ms=20))
+    assert summary.status == "incomplete" and summary.failed == 4 and summary.pending == 0
+    assert failed_classes(eng) == ["rate_limit"] * 4
+    assert set(calls_per_job(eng).values()) == {FAST.max_attempts}
+    # two waits of at most the 0.2 s cap (+10 % jitter) per job, plus the judge's paused gate:
+    # measured at the server, so a slow start-up of the test process does not count
+    arrived = [r.arrived for r in server.recent() if r.path in ("/v1/chat/completions", "/v1/messages")]
+    assert len(arrived) == 12 and max(arrived) - min(arrived) < 5
+    for judge in runner.judges.values():
+        assert judge.limiter.rate_limited == 2 * FAST.max_attempts
+        assert judge.limiter.pause_until < time.monotonic() + FAST.max_retry_after
+
+
+def test_a_body_dripped_a_byte_at_a_time_meets_the_deadline(eng: Engine, server: FakeServer) -> None:
+    """Every read answers within the timeout, so only a deadline on the whole call stops it; a
+    timed-out call is retried once, not `max_attempts` times."""
+    judges = [
+        f"openai:j!drip,drip=0.25?base_url={server.url}/v1&timeout=1",
+        f"anthropic:j!drip,drip=0.25?base_url={server.url}&timeout=1",
+    ]
+    api.create(eng, "drip", dataset=DATASET, protocol="pointwise", judges=judges, limit=1)
+    policy = RetryPolicy(max_attempts=6, initial_wait=0.01, max_wait=0.05, jitter=0.01)
+    summary, _ = run_within(eng, "drip", 120, RunOptions(retry=policy, flush_ms=20))
+    assert (summary.failed, summary.done, summary.errors) == (2, 0, {"transient": 4})
+    assert failed_classes(eng) == ["transient", "transient"]
+    assert sorted(calls_per_job(eng).values()) == [2, 2]  # one retry after a timeout, not five
+    with eng.connect() as conn:
+        rows = conn.execute(select(Response.error_message, Response.latency_ms)).all()
+    assert all("deadline" in str(msg) or "within 1 s" in str(msg) for msg, _ in rows)
+    # each attempt ended at its 1 s deadline; the whole body would have taken minutes
+    assert all(ms is not None and 900 <= ms < 5000 for _, ms in rows)
+
+
+def test_timeouts_halve_the_judges_concurrency(eng: Engine, server: FakeServer) -> None:
+    judge = f"openai:j!hang?base_url={server.url}/v1&timeout=0.3&concurrency=8"
+    api.create(eng, "slow", dataset=DATASET, protocol="pointwise", judges=[judge])
+    summary, runner = run_within(eng, "slow", 120, RunOptions(retry=FAST, flush_ms=20))
+    assert summary.failed == 2 and set(calls_per_job(eng).values()) == {2}
+    limiter = next(iter(runner.judges.values())).limiter
+    assert limiter.timeouts == 4 and limiter.shrinks >= 1
+    assert limiter.limit <= 4  # AIMD: halved on the first timeout episode
