@@ -152,6 +152,7 @@ class AnthropicProvider:
         usage = payload.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         model = payload.get("model")
+        stop = payload.get("stop_reason")
         return ChatResult(
             text="\n".join(t for t in texts if t),
             raw_body=errors.redact(body, self._secrets),
@@ -162,6 +163,7 @@ class AnthropicProvider:
             latency_ms=latency_ms,
             http_status=status,
             structured=structured,
+            finish_reason=stop if isinstance(stop, str) else None,
         )
 
     async def aclose(self) -> None:

@@ -37,6 +37,7 @@ class ChatResult:
     latency_ms: float | None = None
     http_status: int | None = 200
     structured: dict[str, Any] | None = None  # parsed structured output / tool input, if any
+    finish_reason: str | None = None  # OpenAI `finish_reason` / Anthropic `stop_reason`, as returned
 
 
 class Provider(Protocol):

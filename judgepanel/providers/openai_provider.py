@@ -128,6 +128,7 @@ class OpenAIProvider:
             raise errors.malformed(
                 "openai", body, "no choices[0].message", status=status, secrets=self._secrets
             )
+        finish = choices[0].get("finish_reason") if isinstance(choices, list) else None
         content = message.get("content")
         if content is None:
             content = message.get("refusal")
@@ -152,6 +153,7 @@ class OpenAIProvider:
             latency_ms=latency_ms,
             http_status=status,
             structured=parsed,
+            finish_reason=_str_or_none(finish),
         )
 
     async def aclose(self) -> None:

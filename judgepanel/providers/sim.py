@@ -511,6 +511,7 @@ class SimProvider:
             latency_ms=(time.perf_counter() - started) * 1000,
             http_status=200,
             structured=reply.structured if structured else None,
+            finish_reason=reply.finish_reason,
         )
 
     async def aclose(self) -> None:

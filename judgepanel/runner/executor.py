@@ -56,6 +56,8 @@ from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
 
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+
 
 class _Abandoned(Exception):
     """A job given back unfinished (stop requested during its back-off)."""
@@ -107,6 +109,7 @@ class RunStats:
     cached: int = 0
     in_flight: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    parse_failures: Counter[str] = field(default_factory=Counter)  # by failure kind, this run
     spent: float = 0.0
     spent_unknown: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -133,6 +136,7 @@ class RunSummary:
     elapsed_s: float
     committed_batches: int
     warnings: tuple[str, ...] = ()
+    parse_failures: dict[str, int] = field(default_factory=dict)  # by kind: truncated | unreadable
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -148,6 +152,7 @@ class RunSummary:
             "cost_usd": self.cost_usd,
             "elapsed_s": round(self.elapsed_s, 3),
             "warnings": list(self.warnings),
+            "parse_failures": self.parse_failures,
         }
 
 
@@ -347,8 +352,21 @@ class Runner:
             None if self.stats.spent_unknown else round(self.stats.spent, 6),
             self.stats.elapsed,
             self.writer.commits,
-            tuple(self.warnings[:20]),
+            tuple(self._summary_warnings()),
+            dict(sorted(self.stats.parse_failures.items())),
         )
+
+    def _summary_warnings(self) -> list[str]:
+        warnings = self.warnings[:20]
+        cut = self.stats.parse_failures.get("truncated", 0)
+        if cut:
+            replies = "reply was" if cut == 1 else "replies were"
+            warnings = [
+                f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored "
+                "as parse failures of kind 'truncated': give the judge a larger max_tokens= in its spec",
+                *warnings,
+            ]
+        return warnings
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
         """Feeders are told to stop, not cancelled: one may be leasing in a thread right now, and
@@ -438,6 +456,7 @@ class Runner:
                 latency_ms=0.0,
                 cost_usd=0.0,
                 cached_from=hit.response_id,
+                finish_reason=hit.finish_reason,
             )
         )
         v = hit.verdict
@@ -595,6 +614,13 @@ class Runner:
         verdict, error = read(p, self.ctx, r.text, r.structured)
         if error is not None:
             self.stats.errors["parse"] += 1
+            # Classified here from what the provider said, not from the text: a reply cut at the
+            # output cap needs a larger max_tokens, not a re-ask.
+            kind = "truncated" if r.finish_reason in TRUNCATED_REASONS else "unreadable"
+            if kind == "truncated":
+                error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
+            verdict = replace(verdict, failure_kind=kind)
+            self.stats.parse_failures[kind] += 1
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
             replace(
@@ -610,5 +636,6 @@ class Runner:
                 output_tokens=r.output_tokens,
                 latency_ms=r.latency_ms,
                 cost_usd=cost,
+                finish_reason=r.finish_reason,
             )
         )

@@ -6,6 +6,7 @@ process so a test can swap the model it serves between runs."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 
@@ -15,9 +16,10 @@ from sqlalchemy import Engine, func, select
 from judgepanel.providers.fakeserver import FakeServer
 from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunSummary
+from judgepanel.runner.prepare import default_max_tokens
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
-from judgepanel.store.models import Job, Request, Response
+from judgepanel.store.models import Job, Judge, Request, Response, Verdict
 from tests.runner.conftest import DATASET, load_tiny
 
 FAST = RetryPolicy(max_attempts=3, initial_wait=0.01, max_wait=0.05, jitter=0.01, max_retry_after=0.2)
@@ -108,3 +110,65 @@ def test_timeouts_halve_the_judges_concurrency(eng: Engine, server: FakeServer) 
     limiter = next(iter(runner.judges.values())).limiter
     assert limiter.timeouts == 4 and limiter.shrinks >= 1
     assert limiter.limit <= 4  # AIMD: halved on the first timeout episode
+
+
+def test_every_real_provider_gets_a_protocol_sized_output_cap(eng: Engine, server: FakeServer) -> None:
+    judges = [
+        f"openai:j?base_url={server.url}/v1",
+        f"anthropic:j?base_url={server.url}",
+        f"openai:k?base_url={server.url}/v1&max_tokens=77",  # the spec's own cap wins
+    ]
+    api.create(eng, "cap", dataset=DATASET, protocol="pointwise", judges=judges)
+    summary, _ = run_within(eng, "cap", 120, RunOptions(retry=FAST, flush_ms=20))
+    assert summary.done == 6
+    sent = {}
+    for r in server.recent():
+        if r.path in ("/v1/chat/completions", "/v1/messages"):
+            sent.setdefault((r.path, r.model), set()).add(json.loads(r.body)["max_tokens"])
+    pointwise = default_max_tokens("pointwise")
+    assert sent == {
+        ("/v1/chat/completions", "j"): {pointwise},
+        ("/v1/messages", "j"): {pointwise},
+        ("/v1/chat/completions", "k"): {77},
+    }
+    with eng.connect() as conn:  # stored with the request, so the hash and the record agree
+        caps = list(conn.execute(select(Request.params)).scalars())
+    assert {p["max_tokens"] for p in caps} == {pointwise, 77}
+    with eng.connect() as conn:
+        finish = set(conn.execute(select(Response.finish_reason)).scalars())
+    assert finish == {"stop", "tool_use"}  # as the provider said it
+
+
+def test_clause_caps_grow_with_the_clause_count() -> None:
+    one, six = default_max_tokens("clauses", 1), default_max_tokens("clauses", 6)
+    assert one < six < default_max_tokens("clauses", 10_000) == 8192  # scaled, and bounded
+    assert six - one == 5 * (default_max_tokens("clauses", 2) - one)
+
+
+def test_a_reply_cut_at_the_output_cap_is_a_truncated_parse_failure(eng: Engine, server: FakeServer) -> None:
+    judges = [
+        f"openai:cut!length?base_url={server.url}/v1",
+        f"anthropic:cut!length?base_url={server.url}",
+        # the brain garbles every reply; half of them end at the cap, half are prose ending normally
+        f"openai:garble!parse_error_rate=1?base_url={server.url}/v1&structured=off",
+    ]
+    api.create(eng, "cut", dataset=DATASET, protocol="pointwise", judges=judges)
+    summary, _ = run_within(eng, "cut", 120, RunOptions(retry=FAST, flush_ms=20))
+    assert summary.failed == 6 and summary.errors == {"parse": 6}
+    with eng.connect() as conn:
+        rows = conn.execute(
+            select(Judge.name, Verdict.parse_status, Verdict.failure_kind, Response.finish_reason)
+            .join(Request, Request.id == Verdict.request_id)
+            .join(Response, Response.request_id == Request.id)
+            .join(Job, Job.id == Verdict.job_id)
+            .join(Judge, Judge.id == Job.judge_id)
+        ).all()
+    assert len(rows) == 6 and {r.parse_status for r in rows} == {"failed"}
+    for name, _, kind, finish in rows:
+        assert kind == ("truncated" if finish in ("length", "max_tokens") else "unreadable"), name
+        if "cut" in name:
+            assert kind == "truncated"
+    assert summary.parse_failures["truncated"] >= 4 and summary.parse_failures["unreadable"] >= 1
+    assert sum(summary.parse_failures.values()) == 6
+    assert "cut at the output cap" in summary.warnings[0]
+    assert summary.as_dict()["parse_failures"] == summary.parse_failures
