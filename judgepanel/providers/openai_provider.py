@@ -156,6 +156,17 @@ class OpenAIProvider:
             finish_reason=_str_or_none(finish),
         )
 
+    async def served_model(self, *, timeout: float) -> str | None:
+        """What a custom endpoint says it serves; None for api.openai.com or when it does not say."""
+        if not self._custom_endpoint:
+            return None
+        try:
+            page = await self._client.models.list(timeout=timeout)
+            ids = [getattr(m, "id", None) for m in page.data]
+        except (openai.OpenAIError, ValueError, TypeError, AttributeError):
+            return None
+        return sdk.pick_served(self.model, ids, secrets=self._secrets)
+
     async def aclose(self) -> None:
         await self._client.close()
 

@@ -52,6 +52,7 @@ from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.limits import JudgeLimiter
 from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, read, verdict_from
+from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
@@ -277,10 +278,17 @@ class Runner:
         ctx = CampaignContext(spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs)
         return cid, ctx, judges
 
+    async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:
+        """Ask each `base_url` judge's server once which model it runs (see `runner.served`)."""
+        served, warnings = await served_models({n: (j.spec, j.provider) for n, j in judges.items()})
+        self.warnings += warnings
+        return served
+
     # ------------------------------------------------------------ main
 
     async def run(self) -> RunSummary:
         cid, ctx, judges = await asyncio.to_thread(self._load)
+        ctx = replace(ctx, served_models=await self._served_models(judges))
         self.ctx, self.judges, self.cid = ctx, judges, cid
         feeders: list[asyncio.Task[None]] = []
         heart: asyncio.Task[None] | None = None

@@ -8,7 +8,7 @@ the campaign's protocol and condition; reading maps the parsed reply to what the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from judgepanel.errors import BadInput
@@ -60,6 +60,7 @@ class CampaignContext:
     rubric: RubricDoc | None
     clauses: Mapping[str, Sequence[ClauseRow]]  # dimension -> clause rows (ids for clause verdicts)
     judges: Mapping[str, JudgeSpec]  # by canonical name
+    served_models: Mapping[str, str] = field(default_factory=dict)  # base_url judges: what the server runs
 
 
 def _unit(t: Any) -> UnitText:
@@ -105,7 +106,12 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
         messages=messages, params=params, schema=prompt.schema, schema_name=prompt.schema_name
     )
     h = request_hash(
-        provider=spec.provider, model=spec.model, base_url=spec.base_url, request=request, repeat=job.repeat
+        provider=spec.provider,
+        model=spec.model,
+        base_url=spec.base_url,
+        request=request,
+        repeat=job.repeat,
+        served_model=ctx.served_models.get(job.judge),
     )
     max_out = params.get("max_tokens")
     return Prepared(

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, func, select
 
+from judgepanel.errors import BadInput
 from judgepanel.providers.fakeserver import FakeServer
+from judgepanel.providers.spec import parse_spec
 from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunSummary
 from judgepanel.runner.prepare import default_max_tokens
@@ -172,3 +174,58 @@ def test_a_reply_cut_at_the_output_cap_is_a_truncated_parse_failure(eng: Engine,
     assert sum(summary.parse_failures.values()) == 6
     assert "cut at the output cap" in summary.warnings[0]
     assert summary.as_dict()["parse_failures"] == summary.parse_failures
+
+
+def chat_calls(server: FakeServer) -> int:
+    return sum(1 for r in server.recent() if r.path in ("/v1/chat/completions", "/v1/messages"))
+
+
+def test_a_different_model_behind_the_same_base_url_is_not_answered_from_the_cache(
+    eng: Engine, server: FakeServer
+) -> None:
+    """llama.cpp / vLLM serve whatever they loaded, whatever `model` the request names: the cache
+    key must carry what the server reports, so swapping the weights means asking again."""
+    judges = [f"openai:local?base_url={server.url}/v1", f"anthropic:local?base_url={server.url}"]
+    options = RunOptions(retry=FAST, flush_ms=20)
+    calls = []
+    for name, served in (("m1-a", "qwen-7b"), ("m2", "llama-8b"), ("m1-b", "qwen-7b")):
+        server.served_model = served
+        before = chat_calls(server)
+        api.create(eng, name, dataset=DATASET, protocol="pointwise", judges=judges)
+        summary, _ = run_within(eng, name, 120, options)
+        assert summary.done == 4 and summary.warnings == ()
+        calls.append((chat_calls(server) - before, summary.cached))
+    # the second model is asked (4 calls); the first model's answers serve its second campaign
+    assert calls == [(4, 0), (4, 0), (0, 4)]
+    with eng.connect() as conn:
+        returned = set(conn.execute(select(Response.model_returned)).scalars())
+    assert returned == {"qwen-7b", "llama-8b"}
+    probes = [r for r in server.recent() if r.path == "/v1/models"]
+    assert len(probes) == 6  # once per judge and run
+
+
+def test_revision_is_part_of_the_key_and_never_sent(eng: Engine, server: FakeServer) -> None:
+    """A server that cannot say what it runs: `revision=` is the user's way to tell builds apart."""
+    server.served_model = "same"
+    base = f"openai:local?base_url={server.url}/v1"
+    options = RunOptions(retry=FAST, flush_ms=20)
+    got = []
+    for name, judge in (("r0", base), ("r1", base + "&revision=q4_k_m"), ("r2", base + "&revision=q4_k_m")):
+        before = chat_calls(server)
+        api.create(eng, name, dataset=DATASET, protocol="pointwise", judges=[judge])
+        summary, _ = run_within(eng, name, 120, options)
+        got.append((chat_calls(server) - before, summary.cached))
+    assert got == [(2, 0), (2, 0), (0, 2)]
+    bodies = [json.loads(r.body) for r in server.recent() if r.path == "/v1/chat/completions"]
+    assert bodies and all("revision" not in b for b in bodies)
+    with eng.connect() as conn:
+        names = set(conn.execute(select(Judge.name)).scalars())
+    assert any("revision=q4_k_m" in n for n in names)
+
+
+def test_revision_is_a_checked_identity_parameter() -> None:
+    spec = parse_spec("openai:local?base_url=http://127.0.0.1:8000/v1&revision=q4_k_m-2026.11")
+    assert "revision=q4_k_m-2026.11" in spec.name and spec.request_params() == {"revision": "q4_k_m-2026.11"}
+    for bad in ("", "a b", "x" * 101, "../etc"):
+        with pytest.raises(BadInput, match="revision"):
+            parse_spec(f"openai:local?revision={bad}")
