@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from judgepanel.errors import Fatal, ProviderError, RateLimited, Transient
+from judgepanel.errors import Fatal, ProviderError, RateLimited, TimedOut, Transient
 
 _QUOTA = re.compile(
     r"insufficient_quota|exceeded your current quota|billing|credit balance|quota exceeded|spend_limit", re.I
@@ -121,8 +121,8 @@ def malformed(
     )
 
 
-def timeout_error(provider: str, timeout: float) -> Transient:
-    return Transient(f"{provider}: no answer within {timeout:g} s")
+def timeout_error(provider: str, timeout: float) -> TimedOut:
+    return TimedOut(f"{provider}: no answer within {timeout:g} s")
 
 
 def connection_error(provider: str, cause: BaseException | None) -> Transient:

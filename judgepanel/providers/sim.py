@@ -61,7 +61,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Literal
 
-from judgepanel.errors import Transient
+from judgepanel.errors import TimedOut, Transient
 from judgepanel.providers.base import ChatRequest, ChatResult
 
 SIM_FINGERPRINT = "judgepanel-sim-v1"
@@ -473,7 +473,7 @@ class SimProvider:
         delay = max(0.0, settings.latency + draw.uniform(-settings.jitter, settings.jitter))
         if delay > timeout:
             await asyncio.sleep(timeout)
-            raise Transient(f"sim {self.model}: timed out after {timeout:g} s", status=None)
+            raise TimedOut(f"sim {self.model}: timed out after {timeout:g} s", status=None)
         if delay:
             await asyncio.sleep(delay)
         if draw.random() < settings.error_rate:
@@ -511,6 +511,7 @@ class SimProvider:
             latency_ms=(time.perf_counter() - started) * 1000,
             http_status=200,
             structured=reply.structured if structured else None,
+            finish_reason=reply.finish_reason,
         )
 
     async def aclose(self) -> None:

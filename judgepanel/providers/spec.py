@@ -12,6 +12,10 @@ Parameters fall into three groups, and only the first two are part of the judge'
 * sent to the model and part of every request hash (`JudgeSpec.request_params`): sampling
   (`temperature`, `top_p`, `max_tokens`, `seed`, …), `structured=on|off`, and the simulator's
   answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`);
+* `revision`: a label the user gives the weights behind the judge (`revision=q4_k_m-2026-11`); never
+  sent, but part of the name and of every request hash, so answers of one build are not reused for
+  another. A local server ignores the request's `model`, so for `base_url` judges the runner also
+  asks the server which model it serves (`GET /v1/models`) and keys the cache on that;
 * endpoint: `base_url` (a different server may serve a different build of the "same" model);
 * operational, which never change an answer and so are left out of `name`: `timeout`, `rpm`,
   `tpm`, `concurrency`, `price_in`, `price_out` (USD per million tokens), and the simulator's
@@ -129,6 +133,15 @@ _SAMPLING: dict[str, Callable[[str], ParamValue]] = {
     "seed": _int(),
     "structured": _switch,
 }
+
+
+def _revision(raw: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:@+\-]{0,99}", raw):
+        raise ValueError("must be a short label of letters, digits and . _ : @ + -")
+    return raw
+
+
+_IDENTITY: dict[str, Callable[[str], ParamValue]] = {"revision": _revision}
 _OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
     "timeout": _float(0.0, open_lo=True),
     "rpm": _float(0.0, open_lo=True),
@@ -245,7 +258,7 @@ def parse_spec(text: str) -> JudgeSpec:
         raise BadInput(f"unknown provider {provider!r} in judge spec; known: {', '.join(PROVIDERS)}")
     if _KEY_SHAPED.search(model):
         raise BadInput("judge spec must not carry an API key; set it in the environment instead")
-    allowed = {**_SAMPLING, **_OPERATIONAL, **_PER_PROVIDER[provider]}
+    allowed = {**_SAMPLING, **_IDENTITY, **_OPERATIONAL, **_PER_PROVIDER[provider]}
     params: dict[str, ParamValue] = {}
     pairs = parse_qsl(query, keep_blank_values=True) if sep else []
     if sep and query.strip() and not pairs:

@@ -24,6 +24,7 @@ from judgepanel.runner.budget import estimate_tokens, price_for
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.plan import CampaignSpec
 from judgepanel.runner.prepare import CampaignContext, prepare
+from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
 from judgepanel.store.engine import session_scope
@@ -111,11 +112,13 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
     `OUTPUT_ESTIMATE`, capped by its `max_tokens`; cost from the judge's prices (None if unknown)."""
     spec, rv_id = store.campaign_spec(engine, name)
     cid = store.campaign_id(engine, name)
+    judges = {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))}
     ctx = CampaignContext(
         spec.protocol,
         store.rubric_doc(engine, rv_id) if rv_id is not None else None,
         store.campaign_clauses(engine, rv_id),
-        {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))},
+        judges,
+        served_models_now(judges) if use_cache else {},
     )
     counts = store.job_counts(engine, cid)
     jobs = store.pending_jobs(engine, cid)

@@ -7,9 +7,14 @@ thread), a fixed pool of worker coroutines (size = the judge's concurrency) take
 everything in batches. Retries live here and only here, in `_run_job`, with tenacity:
 
     RateLimited (429, quota per minute)   wait Retry-After / retry-after-ms when the provider sent
-                                           one (+ up to 10 % jitter), else exponential back-off
-                                           with jitter; the judge's limiter also backs off
-    Transient (5xx, 529, timeouts, resets) exponential back-off with jitter
+                                           one (+ up to 10 % jitter), never longer than
+                                           `RetryPolicy.max_retry_after` (an absurd or infinite
+                                           value counts as that cap), else exponential back-off
+                                           with jitter; the judge's limiter also backs off; when
+                                           the attempts run out the job fails as `rate_limit`
+    Transient (5xx, 529, resets)          exponential back-off with jitter
+    TimedOut (no whole answer in time)    the same, but at most `timeout_retries` times per job, and
+                                           the judge's concurrency is halved as on a 429
     Fatal (400/401/403/404, no quota)      never retried; the job fails with class `fatal`
     unreadable reply                       not retried here: the job fails with class `parse`, its
                                            raw text stored, and `campaign retry-parse-failures`
@@ -19,6 +24,10 @@ Every attempt, failed or not, is stored with its error class. Stopping: `interru
 scheduling (in-flight calls finish and are stored; jobs waiting in back-off are handed back);
 twice abandons the calls in flight (their jobs stay pending). Either way the writer commits what
 finished and the unfinished leases are released, so a later `run` picks up exactly the rest.
+
+Every attempt has a deadline: the judge's `timeout` bounds the whole call (connect, queueing in the
+HTTP pool, every byte of the body), not each read, so a server that drips a byte a second cannot
+keep a call alive. Time spent waiting for the judge's limiter is not part of it.
 """
 
 from __future__ import annotations
@@ -33,19 +42,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Engine
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
-from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, Transient
+from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, TimedOut, Transient
 from judgepanel.providers.base import ChatResult, Provider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.limits import JudgeLimiter
 from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, read, verdict_from
+from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
+
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 
 
 class _Abandoned(Exception):
@@ -58,7 +70,8 @@ class RetryPolicy:
     initial_wait: float = 1.0  # seconds, first exponential back-off step
     max_wait: float = 60.0
     jitter: float = 1.0
-    max_retry_after: float = 300.0  # never sleep longer than this on a server's word
+    max_retry_after: float = 300.0  # never sleep (or pause a judge) longer than this on a server's word
+    timeout_retries: int = 1  # a job whose call timed out is retried at most this often for timeouts
 
 
 @dataclass(frozen=True)
@@ -97,6 +110,7 @@ class RunStats:
     cached: int = 0
     in_flight: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    parse_failures: Counter[str] = field(default_factory=Counter)  # by failure kind, this run
     spent: float = 0.0
     spent_unknown: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -123,6 +137,7 @@ class RunSummary:
     elapsed_s: float
     committed_batches: int
     warnings: tuple[str, ...] = ()
+    parse_failures: dict[str, int] = field(default_factory=dict)  # by kind: truncated | unreadable
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -138,6 +153,7 @@ class RunSummary:
             "cost_usd": self.cost_usd,
             "elapsed_s": round(self.elapsed_s, 3),
             "warnings": list(self.warnings),
+            "parse_failures": self.parse_failures,
         }
 
 
@@ -243,7 +259,12 @@ class Runner:
             conc = int(js.get("concurrency") or self.opts.concurrency)
             rpm = js.get("rpm") or self.opts.rpm
             tpm = js.get("tpm") or self.opts.tpm
-            limiter = JudgeLimiter(conc, rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None)
+            limiter = JudgeLimiter(
+                conc,
+                rpm=float(rpm) if rpm else None,
+                tpm=float(tpm) if tpm else None,
+                max_pause=self.opts.retry.max_retry_after,
+            )
             limiter.stop = self._stopping
             judges[rec.name] = _Judge(
                 jid,
@@ -257,10 +278,17 @@ class Runner:
         ctx = CampaignContext(spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs)
         return cid, ctx, judges
 
+    async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:
+        """Ask each `base_url` judge's server once which model it runs (see `runner.served`)."""
+        served, warnings = await served_models({n: (j.spec, j.provider) for n, j in judges.items()})
+        self.warnings += warnings
+        return served
+
     # ------------------------------------------------------------ main
 
     async def run(self) -> RunSummary:
         cid, ctx, judges = await asyncio.to_thread(self._load)
+        ctx = replace(ctx, served_models=await self._served_models(judges))
         self.ctx, self.judges, self.cid = ctx, judges, cid
         feeders: list[asyncio.Task[None]] = []
         heart: asyncio.Task[None] | None = None
@@ -332,8 +360,21 @@ class Runner:
             None if self.stats.spent_unknown else round(self.stats.spent, 6),
             self.stats.elapsed,
             self.writer.commits,
-            tuple(self.warnings[:20]),
+            tuple(self._summary_warnings()),
+            dict(sorted(self.stats.parse_failures.items())),
         )
+
+    def _summary_warnings(self) -> list[str]:
+        warnings = self.warnings[:20]
+        cut = self.stats.parse_failures.get("truncated", 0)
+        if cut:
+            replies = "reply was" if cut == 1 else "replies were"
+            warnings = [
+                f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored "
+                "as parse failures of kind 'truncated': give the judge a larger max_tokens= in its spec",
+                *warnings,
+            ]
+        return warnings
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
         """Feeders are told to stop, not cancelled: one may be leasing in a thread right now, and
@@ -423,6 +464,7 @@ class Runner:
                 latency_ms=0.0,
                 cost_usd=0.0,
                 cached_from=hit.response_id,
+                finish_reason=hit.finish_reason,
             )
         )
         v = hit.verdict
@@ -457,7 +499,7 @@ class Runner:
     def _wait(self, rs: RetryCallState) -> float:
         exc = rs.outcome.exception() if rs.outcome is not None else None
         retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None and retry_after >= 0:
+        if retry_after is not None and retry_after >= 0:  # NaN fails this test: back off instead
             base = min(float(retry_after), self.opts.retry.max_retry_after)
             return base + random.uniform(0, 0.1 * base + 0.01)
         return float(self._expo(rs))
@@ -468,10 +510,22 @@ class Runner:
         if not self.budget.try_reserve(reserve):
             self._stop("budget")
             return
-        state: dict[str, Any] = {"attempt": job.attempts, "verdict": None, "error": None, "cost": None}
+        state: dict[str, Any] = {
+            "attempt": job.attempts,
+            "verdict": None,
+            "error": None,
+            "cost": None,
+            "timeouts": 0,
+        }
+
+        def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, TimedOut):
+                return bool(state["timeouts"] <= self.opts.retry.timeout_retries)
+            return isinstance(exc, RateLimited | Transient)
+
         try:
             async for attempt in AsyncRetrying(
-                retry=retry_if_exception_type((RateLimited, Transient)),
+                retry=retry_if_exception(retryable),
                 stop=stop_after_attempt(self.opts.retry.max_attempts),
                 wait=self._wait,
                 sleep=self._sleep,
@@ -511,8 +565,16 @@ class Runner:
         self.stats.in_flight += 1
         t0 = time.perf_counter()
         try:
-            result = await j.provider.complete(p.request, timeout=j.timeout)
+            try:
+                async with asyncio.timeout(j.timeout):
+                    result = await j.provider.complete(p.request, timeout=j.timeout)
+            except TimeoutError:
+                raise TimedOut(
+                    f"{j.spec.provider}: no complete answer within {j.timeout:g} s (per-attempt deadline)"
+                ) from None
         except ProviderError as exc:
+            if isinstance(exc, TimedOut):
+                state["timeouts"] += 1
             self._failed_attempt(j, p, n, exc, time.perf_counter() - t0)
             raise
         except (asyncio.CancelledError, _Abandoned):
@@ -529,6 +591,8 @@ class Runner:
     def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, seconds: float) -> None:
         if isinstance(exc, RateLimited):
             j.limiter.on_rate_limited(exc.retry_after)
+        elif isinstance(exc, TimedOut):
+            j.limiter.on_timeout(j.timeout)
         self.stats.calls += 1
         self.stats.errors[exc.error_class] += 1
         self.writer.attempt(
@@ -558,6 +622,13 @@ class Runner:
         verdict, error = read(p, self.ctx, r.text, r.structured)
         if error is not None:
             self.stats.errors["parse"] += 1
+            # Classified here from what the provider said, not from the text: a reply cut at the
+            # output cap needs a larger max_tokens, not a re-ask.
+            kind = "truncated" if r.finish_reason in TRUNCATED_REASONS else "unreadable"
+            if kind == "truncated":
+                error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
+            verdict = replace(verdict, failure_kind=kind)
+            self.stats.parse_failures[kind] += 1
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
             replace(
@@ -573,5 +644,6 @@ class Runner:
                 output_tokens=r.output_tokens,
                 latency_ms=r.latency_ms,
                 cost_usd=cost,
+                finish_reason=r.finish_reason,
             )
         )

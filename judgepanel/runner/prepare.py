@@ -8,7 +8,7 @@ the campaign's protocol and condition; reading maps the parsed reply to what the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from judgepanel.errors import BadInput
@@ -20,6 +20,23 @@ from judgepanel.providers.spec import JudgeSpec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.cache import request_hash
 from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow
+
+# Output caps sent when the judge spec names no `max_tokens`: room for a rationale and the JSON
+# verdict, and per clause for its id, verdict and a sentence; without a cap a local server
+# generates until the timeout. `sim` generates nothing, so it gets none (its answers stay as they were).
+DEFAULT_MAX_TOKENS = {"pairwise": 1024, "pointwise": 1024}
+CLAUSES_BASE_TOKENS = 512
+TOKENS_PER_CLAUSE = 192
+MAX_DEFAULT_TOKENS = 8192
+CAPPED_PROVIDERS = ("openai", "anthropic")
+
+
+def default_max_tokens(protocol: str, n_clauses: int = 0) -> int:
+    """The output cap a judge gets when its spec sets none."""
+    if protocol == "clauses":
+        return min(MAX_DEFAULT_TOKENS, CLAUSES_BASE_TOKENS + TOKENS_PER_CLAUSE * max(1, n_clauses))
+    return DEFAULT_MAX_TOKENS.get(protocol, 1024)
+
 
 REASK_NOTE = (
     "\n\nNote: your previous reply to this request could not be read ({error}). "
@@ -43,6 +60,7 @@ class CampaignContext:
     rubric: RubricDoc | None
     clauses: Mapping[str, Sequence[ClauseRow]]  # dimension -> clause rows (ids for clause verdicts)
     judges: Mapping[str, JudgeSpec]  # by canonical name
+    served_models: Mapping[str, str] = field(default_factory=dict)  # base_url judges: what the server runs
 
 
 def _unit(t: Any) -> UnitText:
@@ -81,11 +99,19 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
         last["content"] = last["content"] + REASK_NOTE.format(error=reask_error[:200])
         messages = [*messages[:-1], last]
     params = dict(spec.request_params())
+    if "max_tokens" not in params and spec.provider in CAPPED_PROVIDERS:
+        n_clauses = len(ctx.clauses.get(job.dimension or "", ())) if ctx.protocol == "clauses" else 0
+        params["max_tokens"] = default_max_tokens(ctx.protocol, n_clauses)
     request = ChatRequest(
         messages=messages, params=params, schema=prompt.schema, schema_name=prompt.schema_name
     )
     h = request_hash(
-        provider=spec.provider, model=spec.model, base_url=spec.base_url, request=request, repeat=job.repeat
+        provider=spec.provider,
+        model=spec.model,
+        base_url=spec.base_url,
+        request=request,
+        repeat=job.repeat,
+        served_model=ctx.served_models.get(job.judge),
     )
     max_out = params.get("max_tokens")
     return Prepared(

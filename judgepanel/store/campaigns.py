@@ -136,6 +136,7 @@ class VerdictRow:
     score: float | None
     rationale: str | None
     clauses: tuple[tuple[int, bool | None, str | None], ...] = ()  # (clause id, met, rationale)
+    failure_kind: str | None = None  # why parsing failed: truncated (cut at the output cap) | unreadable
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ class AttemptRow:
     latency_ms: float | None = None
     cost_usd: float | None = None
     cached_from: int | None = None
+    finish_reason: str | None = None  # finish_reason / stop_reason as the provider returned it
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,7 @@ class CacheHit:
     output_tokens: int | None
     verdict: VerdictRow  # as the original was read (canonical value re-mapped by the caller)
     clause_keys: tuple[tuple[str, bool | None, str | None], ...]
+    finish_reason: str | None = None
 
 
 # ---------------------------------------------------------------- campaigns
@@ -790,6 +793,7 @@ def _insert_attempts(
                 "latency_ms": a.latency_ms,
                 "cost_usd": a.cost_usd,
                 "cached_from": a.cached_from,
+                "finish_reason": a.finish_reason,
                 "created_at": now,
             }
             for a in attempts
@@ -821,6 +825,7 @@ def _insert_verdicts(
                 "value_canonical": v.value_canonical,
                 "score": v.score,
                 "rationale": v.rationale,
+                "failure_kind": v.failure_kind,
                 "created_at": now,
             }
         )
@@ -862,6 +867,7 @@ def cache_lookup(engine: Engine, hashes: Iterable[str]) -> dict[str, CacheHit]:
                     _RESP.c.system_fingerprint,
                     _RESP.c.input_tokens,
                     _RESP.c.output_tokens,
+                    _RESP.c.finish_reason,
                     _VERD.c.id,
                     _VERD.c.parse_method,
                     _VERD.c.value_presented,
@@ -878,7 +884,7 @@ def cache_lookup(engine: Engine, hashes: Iterable[str]) -> dict[str, CacheHit]:
                 )
                 .order_by(_RESP.c.id)
             ).all()
-            verdict_ids = {r[7] for r in rows}
+            verdict_ids = {r[8] for r in rows}
             clauses: dict[int, list[tuple[str, bool | None, str | None]]] = defaultdict(list)
             if verdict_ids:
                 for vid, key, met, why in conn.execute(
@@ -888,7 +894,7 @@ def cache_lookup(engine: Engine, hashes: Iterable[str]) -> dict[str, CacheHit]:
                     .order_by(_CLV.c.id)
                 ):
                     clauses[vid].append((key, met, why))
-            for h, rid, text, model, fp, tin, tout, vid, method, value, score, why in rows:
+            for h, rid, text, model, fp, tin, tout, finish, vid, method, value, score, why in rows:
                 if h in out:
                     continue  # the oldest answer wins, so every campaign reuses the same one
                 out[h] = CacheHit(
@@ -900,6 +906,7 @@ def cache_lookup(engine: Engine, hashes: Iterable[str]) -> dict[str, CacheHit]:
                     tout,
                     VerdictRow("ok", method, value, None, score, why),
                     tuple(clauses.get(vid, ())),
+                    finish,
                 )
     return out
 

@@ -154,3 +154,29 @@ def test_classification_table_and_redaction() -> None:
     assert isinstance(classify_status(503, "", {"retry-after": "4"}, provider="openai"), Transient)
     assert classify_status(503, "", {"retry-after": "4"}, provider="openai").retry_after == 4.0
     assert isinstance(classify_status(413, "", {}, provider="anthropic"), Fatal)
+
+
+async def test_absurd_retry_after_values_reach_the_runner_as_said(wire: str, fake: FakeServer) -> None:
+    """The classification keeps what the server announced (the runner caps it, see
+    tests/runner/test_provider_hardening.py): a 2099 date is decades, `inf` is infinite."""
+    far = await call(wire, fake, "j!429far")
+    assert isinstance(far, RateLimited) and far.retry_after is not None and far.retry_after > 365 * 86400
+    inf = await call(wire, fake, "j!429inf")
+    assert isinstance(inf, RateLimited) and inf.retry_after == float("inf")
+
+
+async def test_finish_reason_and_served_model_come_back_from_the_wire(wire: str, fake: FakeServer) -> None:
+    provider = make_provider(parse_spec(spec_text(wire, fake, "j!length")))
+    plain = make_provider(parse_spec(spec_text(wire, fake, "j")))
+    try:
+        cut = await provider.complete(REQUEST, timeout=10)
+        whole = await plain.complete(REQUEST, timeout=10)
+        fake.served_model = "qwen-local"
+        served = await plain.served_model(timeout=5)  # type: ignore[attr-defined]
+    finally:
+        fake.served_model = None
+        await provider.aclose()
+        await plain.aclose()
+    assert cut.finish_reason == ("length" if wire == "openai" else "max_tokens")
+    assert whole.finish_reason == ("stop" if wire == "openai" else "end_turn")
+    assert served == "qwen-local"
