@@ -7,7 +7,10 @@ and `responses`: six systems' next turns, each rated by the three annotators on
     Understandable 0–1, Natural 1–3, Maintains Context 1–3, Engaging 1–3, Uses Knowledge 0–1,
     Overall 1–5
 
-(one list of three ratings per dimension, in the order of `annotators`). An item is one response:
+(one list of three ratings per dimension, in the order of `annotators`), stored as the dimensions
+`understandability`, `naturalness`, `context_maintenance`, `engagingness`, `knowledge_use` and
+`overall_quality` of the bundled rubric `rubrics/usr.yaml` (nouns, because prompts say "rate the
+<dimension> of the response"). An item is one response:
 its input is the dialogue context followed by the fact, its output the response, its system the
 response's `model`, its group the context (so pairs and splits stay within one dialogue).
 Annotators are the short ids in the file (five across the release, three per context), all in
@@ -39,12 +42,12 @@ TOPICAL_CHAT_FILE = "tc_usr_data.json"
 GROUP = "expert"
 # file key -> (stored dimension, lowest, highest); the ranges are those of the USR release
 DIMENSIONS: dict[str, tuple[str, int, int]] = {
-    "Understandable": ("understandable", 0, 1),
-    "Natural": ("natural", 1, 3),
-    "Maintains Context": ("maintains_context", 1, 3),
-    "Engaging": ("engaging", 1, 3),
-    "Uses Knowledge": ("uses_knowledge", 0, 1),
-    "Overall": ("overall", 1, 5),
+    "Understandable": ("understandability", 0, 1),
+    "Natural": ("naturalness", 1, 3),
+    "Maintains Context": ("context_maintenance", 1, 3),
+    "Engaging": ("engagingness", 1, 3),
+    "Uses Knowledge": ("knowledge_use", 0, 1),
+    "Overall": ("overall_quality", 1, 5),
 }
 _WS = re.compile(r"[ \t\n\r]*")
 _SLUG = re.compile(r"[^a-z0-9.]+")

@@ -11,7 +11,8 @@ Parameters fall into three groups, and only the first two are part of the judge'
 
 * sent to the model and part of every request hash (`JudgeSpec.request_params`): sampling
   (`temperature`, `top_p`, `max_tokens`, `seed`, …), `structured=on|off`, and the simulator's
-  answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`);
+  answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`, `q_low`,
+  `q_span`);
 * endpoint: `base_url` (a different server may serve a different build of the "same" model);
 * operational, which never change an answer and so are left out of `name`: `timeout`, `rpm`,
   `tpm`, `concurrency`, `price_in`, `price_out` (USD per million tokens), and the simulator's
@@ -154,6 +155,8 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "noise": _float(0.0, 5.0),
         "parse_error_rate": _float(0.0, 1.0),
         "prose_rate": _float(0.0, 1.0),
+        "q_low": _float(0.0, 1.0),
+        "q_span": _float(0.01, 1.0),
         "error_rate": _float(0.0, 1.0),
         "latency": _float(0.0),
         "jitter": _float(0.0),

@@ -114,7 +114,7 @@ def test_items_labels_and_annotators_as_in_the_file(tmp_path: Path) -> None:
     nat = [
         (lb.annotator, lb.value_num)
         for lb in parsed.labels
-        if lb.item_external_id == "tc001/original-ground-truth" and lb.dimension == "natural"
+        if lb.item_external_id == "tc001/original-ground-truth" and lb.dimension == "naturalness"
     ]
     assert nat == [("a1", 1.0), ("a2", 3.0), ("a4", 1.0)]
     assert all(lb.rationale is None for lb in parsed.labels)
