@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, table
+from judgepanel.cli.render import emit_json
 from judgepanel.metrics.conditions import STATISTICS
 from judgepanel.store.conditions import condition_report
 
@@ -54,29 +54,33 @@ def conditions(
         emit_json(out)
         return
 
+    def num(x: float) -> str:
+        shown = f"{x:.3f}"
+        return "0.000" if shown == "-0.000" else shown
+
     def cell(e: dict[str, Any]) -> str:
         v, ci = e["value"], e["ci"]
         if not isinstance(v, float) or math.isnan(v):
             return "n/a"
         if any(not isinstance(x, float) or math.isnan(x) for x in ci):
-            return f"{v:.3f}"
-        return f"{v:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+            return num(v)
+        return f"{num(v)} [{num(ci[0])}, {num(ci[1])}]"
 
     where = f"{out['campaign']} / {out['dimension'] or '(no dimension)'} / {out['judge']}"
-    ref = f"{out['human_group']} ({out['reference']}), scale {out['scale'][0]:g}..{out['scale'][1]:g}"
-    table(
-        f"{where} vs {ref}",
-        ["condition", "n", *STATISTICS],
-        [[name, c["n"], *(cell(c[s]) for s in STATISTICS)] for name, c in out["conditions"].items()],
+    typer.echo(
+        f"{where} vs {out['human_group']} ({out['reference']}), scale {out['scale'][0]:g}..{out['scale'][1]:g}; "
+        f"95 % CI over {out['bootstrap']} item resamples (seed {out['seed']})"
     )
-    if out["deltas"]:
-        table(
-            f"paired differences, 95 % CI over {out['bootstrap']} item resamples",
-            ["difference", "items", *STATISTICS],
-            [
-                [k.replace("_vs_", " − "), d["items"], *(cell(d[s]) for s in STATISTICS)]
-                for k, d in out["deltas"].items()
-            ],
+    # plain fixed-width lines rather than a rich table: four "value [lo, hi]" cells do not fit 80
+    # columns, and wrapped cells are hard to read or paste
+    head = f"{'':<18}{'n':>6}  " + "  ".join(f"{s:<24}" for s in STATISTICS)
+    typer.echo(head.rstrip())
+    for name, c in out["conditions"].items():
+        typer.echo((f"{name:<18}{c['n']:>6}  " + "  ".join(f"{cell(c[s]):<24}" for s in STATISTICS)).rstrip())
+    for key, d in out["deltas"].items():
+        label = key.replace("_vs_", " − ")
+        typer.echo(
+            (f"{label:<18}{d['items']:>6}  " + "  ".join(f"{cell(d[s]):<24}" for s in STATISTICS)).rstrip()
         )
     for case in out["cases"]:
         each = ", ".join(f"{h['annotator']} {h['value']:g}" for h in case["human_ratings"])
