@@ -126,6 +126,13 @@ def test_figures_match_the_stored_rows(study_db: str, dimension: str, cats: list
         "--bootstrap", "200", "--cases", "2", "--json", db=study_db,
     ).json()  # fmt: skip
     assert list(out["conditions"]) == ["none", "criteria", "rubric"]
+    for c in [*out["conditions"].values(), *out["deltas"].values()]:
+        assert {"exact", "kappa", "qwk", "spearman"} <= set(c)
+        assert all(
+            set(c[s]) == {"value", "ci"} and len(c[s]["ci"]) == 2
+            for s in ("exact", "kappa", "qwk", "spearman")
+        )
+    assert all({"n", "items"} <= set(c) for c in out["conditions"].values())
     assert set(out["deltas"]) == {"criteria_vs_none", "rubric_vs_none"}
     assert out["scale"] == [cats[0], cats[-1]] and out["judge"] == JUDGE and out["dimension"] == dimension
     scores, humans = _stored(study_db, dimension)
