@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from judgepanel.errors import BadInput, NotFound
+from judgepanel.errors import BadInput, JudgepanelError, NotFound
 from judgepanel.metrics.conditions import (
     STATISTICS,
     Comparisons,
@@ -29,6 +29,7 @@ from judgepanel.metrics.conditions import (
     condition_study,
     rounded_mean,
 )
+from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import SCALE, RubricDoc
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
@@ -112,6 +113,17 @@ def _one(what: str, asked: str | None, found: list[str], option: str) -> str:
     return found[0]
 
 
+def _canonical(judge: str | None) -> str | None:
+    """A judge as the campaign stores it (`sim:a?noise=0.1&position_bias=0.2`, sorted parameters),
+    so any spelling of the same spec finds it; an unparseable name is compared as given."""
+    if judge is None:
+        return None
+    try:
+        return parse_spec(judge).name
+    except JudgepanelError:
+        return judge
+
+
 def _scale(s: Session, c: Campaign, dimension: str | None) -> tuple[int, int]:
     if c.rubric_version_id is None or dimension is None:
         return SCALE
@@ -153,7 +165,7 @@ def load_condition_data(
                 .order_by(Judge.name)
             )
         )
-        jname = _one("judge", judge, judges, "--judge")
+        jname = _one("judge", _canonical(judge), judges, "--judge")
         groups = sorted(
             {
                 g or ""

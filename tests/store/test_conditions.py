@@ -167,6 +167,24 @@ def test_figures_match_the_stored_rows(study_db: str, dimension: str, cats: list
     assert all(len(g) <= 2 and g == sorted(g, reverse=True) for g in by_cond.values())
 
 
+def test_judge_option_takes_any_spelling_of_the_spec(study_db: str) -> None:
+    base = [
+        "metrics",
+        "conditions",
+        "--campaign",
+        "c1",
+        "--human-group",
+        "expert",
+        "--dimension",
+        "naturalness",
+    ]
+    a = cli(*base, "--bootstrap", "20", "--json", db=study_db).json()
+    b = cli(
+        *base, "--bootstrap", "20", "--judge", "sim:judge-a?q_span=0.30&q_low=0.3", "--json", db=study_db
+    ).json()
+    assert a == b and b["judge"] == JUDGE
+
+
 def test_per_human_compares_with_every_rating(study_db: str) -> None:
     out = cli(
         "metrics", "conditions", "--campaign", "c1", "--human-group", "expert", "--dimension", "naturalness",
