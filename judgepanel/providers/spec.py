@@ -11,7 +11,8 @@ Parameters fall into three groups, and only the first two are part of the judge'
 
 * sent to the model and part of every request hash (`JudgeSpec.request_params`): sampling
   (`temperature`, `top_p`, `max_tokens`, `seed`, …), `structured=on|off`, and the simulator's
-  answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`);
+  answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`, `q_low`,
+  `q_span`);
 * `revision`: a label the user gives the weights behind the judge (`revision=q4_k_m-2026-11`); never
   sent, but part of the name and of every request hash, so answers of one build are not reused for
   another. A local server ignores the request's `model`, so for `base_url` judges the runner also
@@ -167,6 +168,8 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "noise": _float(0.0, 5.0),
         "parse_error_rate": _float(0.0, 1.0),
         "prose_rate": _float(0.0, 1.0),
+        "q_low": _float(0.0, 1.0),
+        "q_span": _float(0.01, 1.0),
         "error_rate": _float(0.0, 1.0),
         "latency": _float(0.0),
         "jitter": _float(0.0),
