@@ -21,6 +21,7 @@ holds the Authorization header). Any configured key that a server echoes back is
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -60,6 +61,15 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
             when = when.replace(tzinfo=UTC)
         return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
     return value if value >= 0 else None
+
+
+# Every environment variable a provider reads a key from (see openai_provider / anthropic_provider).
+KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def configured_secrets() -> tuple[str, ...]:
+    """The key values configured in the environment: what must never be stored or shown."""
+    return tuple(v for v in (os.environ.get(name, "").strip() for name in KEY_ENVS) if v)
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
