@@ -24,10 +24,13 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from judgepanel.errors import Fatal, ProviderError, RateLimited, Transient
+from judgepanel.providers.base import ChatResult
 
 _QUOTA = re.compile(
     r"insufficient_quota|exceeded your current quota|billing|credit balance|quota exceeded|spend_limit", re.I
@@ -78,6 +81,33 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         if secret and len(secret) >= 6 and secret in text:
             text = text.replace(secret, "[redacted]")
     return _KEYISH.sub(r"\1…[redacted]", text)
+
+
+def redact_result(result: ChatResult, secrets: Iterable[str] | None = None) -> ChatResult:
+    """`result` with every configured key (default: `configured_secrets()`) and every key-shaped
+    string removed from every field that is stored: the text (so the rationale parsed from it),
+    the structured answer, the raw body, `model` and `system_fingerprint`. A 200 reply can echo
+    the key as well as an error can; the runner applies this to each reply before it reads or
+    stores anything."""
+    keys = tuple(configured_secrets() if secrets is None else secrets)
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value, keys)
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return replace(
+        result,
+        text=clean(result.text),
+        raw_body=clean(result.raw_body),
+        model_returned=clean(result.model_returned),
+        system_fingerprint=clean(result.system_fingerprint),
+        structured=clean(result.structured),
+    )
 
 
 def _api_message(body: str) -> str:

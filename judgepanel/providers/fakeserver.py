@@ -21,7 +21,10 @@ Fault names: `429` (Retry-After seconds + retry-after-ms), `429s` (Retry-After s
 `quota` (OpenAI: 429 insufficient_quota; Anthropic: 402 billing_error), `500`, `502`, `503`, `504`, `529` (overloaded,
 Anthropic error body), `400`, `401`, `403`, `404`, `422`, `hang` (no answer until the client gives
 up), `reset` (TCP RST, no answer), `truncated` (200, JSON cut in half), `html` (200, an HTML page),
-`html502` (502, an HTML proxy page), `missing` (200, valid JSON without `choices`/`content`).
+`html502` (502, an HTML proxy page), `missing` (200, valid JSON without `choices`/`content`),
+`echo` (a normal 200 that echoes the caller's key — `Authorization: Bearer …` or `x-api-key` — in
+the reply text and every rationale, in `model` and in OpenAI's `system_fingerprint`, as a hostile
+or buggy server might).
 
 Choosing a fault, first match wins:
 
@@ -98,6 +101,7 @@ FAULTS = (
     "html",
     "html502",
     "missing",
+    "echo",
 )
 # Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
 # sim brain scores a summary by its word overlap with the article.
@@ -494,7 +498,7 @@ class FakeServer:
         if delay > 0 and fault not in ("hang", "reset"):
             await asyncio.sleep(delay)
 
-        if fault is not None and fault not in ("truncated", "missing", "html"):
+        if fault is not None and fault not in ("truncated", "missing", "html", "echo"):
             return await self._fault_reply(wire, fault, headers, reader, knobs)
         if wire == "openai":
             reply = self._openai(payload, model, knobs)
@@ -505,6 +509,8 @@ class FakeServer:
             reply = self._anthropic(payload, model, knobs, version)
         if fault is None or reply.status != 200:
             return reply
+        if fault == "echo":
+            return _echo(reply, _caller_key(headers))
         return _malformed(fault, reply)
 
     def _choose_fault(
@@ -746,6 +752,49 @@ def _malformed(fault: str, reply: _Reply) -> _Reply:
     payload.pop("choices", None)
     payload.pop("content", None)
     return _Reply(200, json.dumps(payload).encode(), reply.headers)
+
+
+def _caller_key(headers: Mapping[str, str]) -> str:
+    auth = headers.get("authorization", "")
+    return (
+        auth.split(" ", 1)[1].strip() if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
+    )
+
+
+def _echo(reply: _Reply, key: str) -> _Reply:
+    """The reply with `key` planted in every free-text field a client stores."""
+
+    def plant(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: (f"{key} {v}" if k == "rationale" and isinstance(v, str) else plant(v))
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [plant(v) for v in value]
+        return value
+
+    def text(content: str) -> str:
+        try:
+            obj = json.loads(content)
+        except ValueError:
+            obj = None
+        return json.dumps(plant(obj)) if isinstance(obj, dict) else f"{key}\n{content}"
+
+    payload = json.loads(reply.body)
+    payload["model"] = f"{payload.get('model')}+{key}"
+    if "system_fingerprint" in payload:
+        payload["system_fingerprint"] = key
+    for choice in payload.get("choices") or []:
+        message = choice.get("message") or {}
+        if isinstance(message.get("content"), str):
+            message["content"] = text(message["content"])
+    for block in payload.get("content") or []:
+        if block.get("type") == "text":
+            block["text"] = text(block["text"])
+        elif block.get("type") == "tool_use":
+            block["input"] = plant(block["input"])
+    return _Reply(200, json.dumps(payload, ensure_ascii=False).encode(), reply.headers)
 
 
 def _encode(reply: _Reply, keep_alive: bool, ident: str) -> bytes:

@@ -38,6 +38,7 @@ from tenacity.wait import wait_exponential_jitter
 
 from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, Transient
 from judgepanel.providers.base import ChatResult, Provider
+from judgepanel.providers.errors import redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
@@ -511,7 +512,7 @@ class Runner:
         self.stats.in_flight += 1
         t0 = time.perf_counter()
         try:
-            result = await j.provider.complete(p.request, timeout=j.timeout)
+            result = redact_result(await j.provider.complete(p.request, timeout=j.timeout))
         except ProviderError as exc:
             self._failed_attempt(j, p, n, exc, time.perf_counter() - t0)
             raise
