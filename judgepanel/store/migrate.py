@@ -69,12 +69,15 @@ def grant_reader(conn: Connection, role: str = READER_ROLE) -> None:
             conn.exec_driver_sql(
                 f"GRANT SELECT ON TABLE {conn.dialect.identifier_preparer.quote(table.name)} TO {quoted}"
             )
-    conn.exec_driver_sql(
-        "DO $$ BEGIN "
-        f"EXECUTE format('GRANT USAGE ON SCHEMA %%I TO {quoted}', current_schema()); "
-        f"GRANT {quoted} TO CURRENT_USER; "
-        "EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN NULL; END $$"
-    )
+    for grant in (
+        f"EXECUTE format('GRANT USAGE ON SCHEMA %%I TO {quoted}', current_schema())",
+        # so a non-superuser who runs `db upgrade` (and may grant the role) can SET ROLE to it
+        f"GRANT {quoted} TO CURRENT_USER",
+    ):
+        conn.exec_driver_sql(
+            f"DO $$ BEGIN {grant}; EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation "
+            "OR unique_violation THEN NULL; END $$"
+        )
     superuser = conn.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")).scalar()
     if superuser:
         conn.exec_driver_sql(f"REVOKE EXECUTE ON FUNCTION {SET_CONFIG} FROM PUBLIC")

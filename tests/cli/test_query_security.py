@@ -252,3 +252,26 @@ def test_login_role_runs_as_itself_or_as_the_reader(pg_db: str, login_role: str)
     assert cli("query", "select current_user as u", "--json", db=url).json()["rows"] == [{"u": READER_ROLE}]
     assert cli("query", "select count(*) as n from label", "--json", db=url).json()["rows"] == [{"n": 0}]
     _one_line_refusal(cli("query", "copy (select 1) to program 'true'", db=url))
+
+
+@pytest.mark.postgres
+def test_db_upgrade_by_a_plain_database_owner(pg_db: str, login_role: str) -> None:
+    """A non-superuser owner without CREATEROLE may run `db upgrade` (it skips what it may not do),
+    and `query` then runs as that owner, read-only."""
+    name = f"jp_owned_{uuid.uuid4().hex[:8]}"
+    admin = _admin(pg_db)
+    with admin.connect() as conn:
+        conn.execute(text(f'create database "{name}" owner "{login_role}"'))
+    try:
+        url = make_url(pg_db).set(username=login_role, database=name).render_as_string(hide_password=False)
+        r = cli("db", "upgrade", db=url)
+        assert r.code == 0, r.stderr
+        assert cli("query", "select current_user as u", "--json", db=url).json()["rows"] == [
+            {"u": login_role}
+        ]
+        assert cli("query", "select count(*) as n from label", "--json", db=url).json()["rows"] == [{"n": 0}]
+        _one_line_refusal(cli("query", "select pg_read_file('/etc/hostname')", db=url))
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'drop database if exists "{name}" with (force)'))
+        admin.dispose()
