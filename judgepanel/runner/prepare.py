@@ -8,7 +8,7 @@ the campaign's protocol and condition; reading maps the parsed reply to what the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from judgepanel.errors import BadInput
@@ -109,13 +109,20 @@ def read(
         text or "",
         structured,
         clause_ids=tuple(c.clause_key for c in clause_rows),
+        quoted=prep.prompt.quoted,
     )
     if not parsed.ok:
         return VerdictRow(
-            "failed", parsed.method, None, None, None, parsed.rationale
+            "failed", parsed.method, None, None, None, parsed.rationale, failure_kind="unreadable"
         ), parsed.error or "unreadable"
     clauses = [(k, met, why) for k, (met, why) in parsed.clauses.items()]
-    return verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses), None
+    verdict = verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses)
+    if parsed.missing:
+        # some clauses unanswered: keep what was answered, but as a partial parse failure that
+        # `campaign retry-parse-failures` re-asks (the note tells the judge which ids it left out)
+        error = f"missing clauses: no true/false answer for {', '.join(parsed.missing)}"
+        return replace(verdict, parse_status="partial", failure_kind="missing_clauses"), error
+    return verdict, None
 
 
 def verdict_from(

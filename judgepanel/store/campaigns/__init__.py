@@ -54,6 +54,8 @@ from judgepanel.store.campaigns.readers import (
     judge_verdict_rows,
     list_campaigns,
     mean_output_tokens,
+    output_token_samples,
+    partial_jobs,
     swapped_verdicts,
 )
 from judgepanel.store.campaigns.records import (
@@ -107,6 +109,8 @@ __all__ = [
     "lease_owner_id",
     "list_campaigns",
     "mean_output_tokens",
+    "output_token_samples",
+    "partial_jobs",
     "pending_jobs",
     "reclaim_dead_leases",
     "release_leases",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, Select, func, select
+from sqlalchemy import Engine, Select, and_, func, select
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput
@@ -46,6 +46,7 @@ class CampaignStatus:
     failed_by_class: dict[str, int]
     by_judge: dict[str, dict[str, Any]]
     status: str
+    partial: int = 0  # failed jobs whose reply left clauses unanswered (re-asked by retry-parse-failures)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +64,7 @@ class CampaignStatus:
             "failed_by_class": self.failed_by_class,
             "by_judge": self.by_judge,
             "status": self.status,
+            "partial": self.partial,
         }
 
 
@@ -93,9 +95,9 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
                 .group_by(Job.error_class)
             )
         }
-        cost_unknown = False
+        priced = _judges_priced(c.spec)
+        recorded: Counter[str] = Counter()  # calls with a cost, per judge
         calls = cached = tin = tout = 0
-        total_cost = 0.0
         errors: Counter[str] = Counter()
         for jname, is_cached, ec, ok, n, cost, n_cost, itok, otok in s.execute(
             select(
@@ -127,12 +129,20 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
                 errors[ec] += n
             tin += int(itok or 0)
             tout += int(otok or 0)
+            recorded[jname] += int(n_cost)
             if ok and n_cost < n:
-                cost_unknown = True
-                d["cost_usd"] = None
+                d["cost_usd"] = None  # a reply was not priced: the sum would be too low
             if d["cost_usd"] is not None:
                 d["cost_usd"] += float(cost or 0.0)
-            total_cost += float(cost or 0.0)
+        for jname, d in by_judge.items():
+            # nothing was priced and no price is known: unknown, not free
+            if not recorded[jname] and not priced.get(jname, False):
+                d["cost_usd"] = None
+            if d["cost_usd"] is not None:
+                d["cost_usd"] = round(d["cost_usd"], 6)
+        judge_costs = [d["cost_usd"] for d in by_judge.values()]
+        total_cost = None if None in judge_costs else round(sum(judge_costs), 6)
+        partial = _partial_jobs(s, c.id)
         jobs = sum(counts.values())
         pending = counts["pending"] + counts["running"]
         status = "done" if jobs and counts["done"] == jobs else c.status
@@ -147,14 +157,84 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             counts["running"],
             calls,
             cached,
-            None if cost_unknown else round(total_cost, 6),
+            total_cost,
             tin,
             tout,
             dict(sorted(errors.items())),
             dict(sorted(failed_by_class.items())),
             by_judge,
             status,
+            partial,
         )
+
+
+def _judges_priced(spec: dict[str, Any]) -> dict[str, bool]:
+    """Canonical judge name -> whether a price is known for it now (its spec's `price_in`/
+    `price_out`, the price file, the built-in table)."""
+    from judgepanel.errors import JudgepanelError
+    from judgepanel.providers.pricing import default_table
+    from judgepanel.providers.spec import parse_spec
+
+    names = list(spec.get("judges") or ())
+    raw = list(spec.get("judge_specs") or names)
+    out: dict[str, bool] = {}
+    try:
+        table = default_table()
+    except JudgepanelError:
+        return out  # an unreadable price file: every price unknown
+    for name, given in zip(names, raw, strict=False):
+        try:
+            out[name] = table.for_spec(parse_spec(given)) is not None
+        except JudgepanelError:
+            out[name] = False
+    return out
+
+
+def _partial_jobs(s: Session, campaign_id: int) -> int:
+    """Failed jobs whose latest reply answered only some clauses (verdict parse_status partial)."""
+    return int(
+        s.scalar(
+            select(func.count())
+            .select_from(Job)
+            .join(Verdict, and_(Verdict.job_id == Job.id, Verdict.attempt == Job.attempts))
+            .where(Job.campaign_id == campaign_id, Job.status == "failed", Verdict.parse_status == "partial")
+        )
+        or 0
+    )
+
+
+def partial_jobs(engine: Engine, campaign_id: int) -> int:
+    with session_scope(engine) as s:
+        return _partial_jobs(s, campaign_id)
+
+
+def output_token_samples(
+    engine: Engine, judges: Sequence[str], *, limit: int = 1000
+) -> dict[tuple[str, str], list[int]]:
+    """(judge, template) -> output tokens of its latest successful, not cached calls (any
+    campaign, newest first, at most `limit` each): what a reply of that judge to that prompt costs."""
+    if not judges:
+        return {}
+    out: dict[tuple[str, str], list[int]] = defaultdict(list)
+    with session_scope(engine) as s:
+        rows = s.execute(
+            select(Judge.name, Request.template_name, Response.output_tokens)
+            .join(Job, Job.judge_id == Judge.id)
+            .join(Request, Request.job_id == Job.id)
+            .join(Response, Response.request_id == Request.id)
+            .where(
+                Judge.name.in_(list(judges)),
+                Response.ok.is_(True),
+                Response.cached_from.is_(None),
+                Response.output_tokens.is_not(None),
+            )
+            .order_by(Response.id.desc())
+        )
+        for name, template, tokens in rows:
+            key = (name, template)
+            if tokens is not None and len(out[key]) < limit:
+                out[key].append(int(tokens))
+    return dict(out)
 
 
 def campaign_spend(engine: Engine, campaign_id: int) -> float:

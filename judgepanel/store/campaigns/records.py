@@ -76,13 +76,14 @@ class ClauseRow:
 
 @dataclass(frozen=True)
 class VerdictRow:
-    parse_status: str  # ok | failed
+    parse_status: str  # ok | partial | failed
     parse_method: str | None
     value_presented: str | None
     value_canonical: str | None
     score: float | None
     rationale: str | None
     clauses: tuple[tuple[int, bool | None, str | None], ...] = ()  # (clause id, met, rationale)
+    failure_kind: str | None = None  # failed/partial: unreadable | truncated | missing_clauses
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class AttemptRow:
     latency_ms: float | None = None
     cost_usd: float | None = None
     cached_from: int | None = None
+    output_schema: dict[str, Any] | None = None  # the JSON schema sent for structured output
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,7 @@ def _insert_attempts(
             "template_hash": a.template_hash,
             "messages": a.messages,
             "params": a.params,
+            "output_schema": a.output_schema,
             "created_at": now,
         }
         for a in attempts
@@ -187,6 +188,7 @@ def _insert_verdicts(
                 "request_id": rid,
                 "parse_status": v.parse_status,
                 "parse_method": v.parse_method,
+                "failure_kind": v.failure_kind,
                 "value_presented": v.value_presented,
                 "value_canonical": v.value_canonical,
                 "score": v.score,
