@@ -3,10 +3,11 @@
 Before each call the runner reserves an estimate of its cost: the prompt's tokens (characters ÷
 `CHARS_PER_TOKEN`, scaled up by the largest ratio of real to estimated input tokens seen so far,
 and by `SAFETY`) plus an output allowance, at the judge's prices. The allowance is the judge's
-`max_tokens` (or `DEFAULT_OUTPUT_ALLOWANCE` without one) until real usage is known; once
-`MIN_OBSERVED` replies of the same judge to the same template have been seen (in this run or stored
-from earlier ones), it is the `OUTPUT_QUANTILE` (p95) of their output tokens, never more than
-`max_tokens`. A call starts only if
+`max_tokens` (or `DEFAULT_OUTPUT_ALLOWANCE` without one) until real usage is known. Once replies
+of the same judge to the same template have been seen (in this run, or stored from earlier runs),
+it is `FEW_MARGIN` (1.5) times the longest of them while there are fewer than `MIN_OBSERVED` (20),
+then the `OUTPUT_QUANTILE` (p95) of their output tokens; never more than `max_tokens`. A call
+starts only if
 
     spent + reserved_in_flight + estimate ≤ max_cost
 
@@ -35,7 +36,8 @@ from judgepanel.providers.spec import JudgeSpec
 CHARS_PER_TOKEN = 4.0
 SAFETY = 1.25
 DEFAULT_OUTPUT_ALLOWANCE = 1024
-MIN_OBSERVED = 5  # replies of a judge to a template before its observed lengths are trusted
+MIN_OBSERVED = 20  # replies of a judge to a template before their p95 is trusted
+FEW_MARGIN = 1.5  # with fewer: this many times the longest reply seen
 OUTPUT_QUANTILE = 0.95
 KEEP_OBSERVED = 1000  # most recent output-token counts kept per judge and template
 
@@ -89,18 +91,22 @@ class Budget:
         self.max_cost = max_cost
         self.spent = spent
         self.reserved = 0.0
+        self.holding = 0  # reservations not yet settled (a count: floats do not return to 0)
         self._ratio = 1.0  # largest real/estimated input-token ratio seen
         self._out: dict[ReplyKind, deque[int]] = {
             k: deque(v[:KEEP_OBSERVED], maxlen=KEEP_OBSERVED) for k, v in (observed or {}).items()
         }
 
     def output_allowance(self, max_output: int | None, key: ReplyKind | None = None) -> int:
-        """Output tokens to reserve for a call: `max_output` until MIN_OBSERVED replies of this
-        judge and template are known, then the p95 of their lengths (capped by `max_output`)."""
+        """Output tokens to reserve for a call: `max_output` while no reply of this judge to this
+        template is known; then `FEW_MARGIN` × the longest seen until MIN_OBSERVED replies are
+        known, and from then on their OUTPUT_QUANTILE (p95); never more than `max_output`."""
         cap = max_output or DEFAULT_OUTPUT_ALLOWANCE
         seen = self._out.get(key) if key is not None else None
-        if seen is None or len(seen) < MIN_OBSERVED:
+        if not seen:
             return cap
+        if len(seen) < MIN_OBSERVED:
+            return max(1, min(cap, math.ceil(FEW_MARGIN * max(seen))))
         return max(1, min(cap, upper_quantile(seen, OUTPUT_QUANTILE)))
 
     def estimate(
@@ -121,10 +127,13 @@ class Budget:
         if not self.fits(amount):
             return False
         self.reserved += amount
+        self.holding += 1
         return True
 
     def settle(self, reserved: float, actual: float | None) -> None:
-        self.reserved = max(0.0, self.reserved - reserved)
+        if self.max_cost is not None:
+            self.holding = max(0, self.holding - 1)
+        self.reserved = max(0.0, self.reserved - reserved) if self.holding else 0.0
         if actual is not None:
             self.spent += actual
 

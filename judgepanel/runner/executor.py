@@ -508,7 +508,7 @@ class Runner:
         while not self.budget.try_reserve(amount):
             if self.stopping:
                 return False
-            if self.budget.reserved <= 0:
+            if not self.budget.holding:
                 self._stop("budget")
                 return False
             await self._settled.wait()

@@ -121,7 +121,10 @@ def read(
         # some clauses unanswered: keep what was answered, but as a partial parse failure that
         # `campaign retry-parse-failures` re-asks (the note tells the judge which ids it left out)
         error = f"missing clauses: no true/false answer for {', '.join(parsed.missing)}"
-        return replace(verdict, parse_status="partial", failure_kind="missing_clauses"), error
+        answered = tuple(row for row in verdict.clauses if row[1] is not None)
+        return replace(
+            verdict, parse_status="partial", failure_kind="missing_clauses", clauses=answered
+        ), error
     return verdict, None
 
 
