@@ -19,10 +19,10 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.protocol.plan import CampaignSpec
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner.budget import estimate_tokens, price_for
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
-from judgepanel.runner.plan import CampaignSpec
 from judgepanel.runner.prepare import CampaignContext, prepare
 from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
