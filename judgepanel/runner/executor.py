@@ -147,7 +147,9 @@ class RunSummary:
     elapsed_s: float
     committed_batches: int
     warnings: tuple[str, ...] = ()
-    parse_failures: dict[str, int] = field(default_factory=dict)  # by kind: truncated | unreadable
+    parse_failures: dict[str, int] = field(
+        default_factory=dict
+    )  # by kind: truncated | unreadable | missing_clauses
     unscheduled: int = 0  # jobs left pending because the next call did not fit under --max-cost
     partial: int = 0  # failed jobs whose reply left clauses unanswered
     max_cost_usd: float | None = None
@@ -689,7 +691,12 @@ class Runner:
             self.stats.errors["parse"] += 1
             # Classified here from what the provider said, not from the text: a reply cut at the
             # output cap needs a larger max_tokens, not a re-ask.
-            kind = "truncated" if r.finish_reason in TRUNCATED_REASONS else "unreadable"
+            # (a partial clause reply keeps its own kind, missing_clauses)
+            kind = (
+                "truncated"
+                if r.finish_reason in TRUNCATED_REASONS
+                else (verdict.failure_kind or "unreadable")
+            )
             if kind == "truncated":
                 error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
             verdict = replace(verdict, failure_kind=kind)
