@@ -77,16 +77,19 @@ class JudgeOrderCounts:
 
     Per verdict: ``back_verdicts`` name the item shown second (B under AB, A under BA),
     ``front_verdicts`` the item shown first, ``tie_verdicts`` neither. Per pair seen in both
-    orders: ``consistent`` / ``inconsistent`` when the two canonical verdicts agree / differ, and
-    among the inconsistent ones ``back_wins`` (the back slot both times) and ``front_wins`` (the
-    front slot both times) — the counts `metrics bias` runs its sign test on.
+    orders: ``agree_incl_ties`` / ``disagree_incl_ties`` when the two canonical verdicts are equal
+    / differ, ties included (T and T agree; A and T disagree), and among the disagreeing ones
+    ``back_wins`` (the back slot both times) and ``front_wins`` (the front slot both times) — the
+    counts `metrics bias` runs its sign test on. These are deliberately not called consistent /
+    inconsistent: `metrics bias` uses those words for *decisive* pairs only (no tie in either
+    order), where consistent + inconsistent = decisive pairs.
     """
 
     back_verdicts: int
     front_verdicts: int
     tie_verdicts: int
-    consistent: int
-    inconsistent: int
+    agree_incl_ties: int
+    disagree_incl_ties: int
     back_wins: int
     front_wins: int
 
@@ -241,7 +244,7 @@ def _run_em(
 
 
 def order_counts(judge_ab: IntArray, judge_ba: IntArray, a: int, b: int) -> list[JudgeOrderCounts]:
-    """Raw back/front/tie and consistency counts per judge (columns), canonical codes in."""
+    """Raw back/front/tie and canonical-agreement counts per judge (columns), canonical codes in."""
     out = []
     for j in range(judge_ab.shape[1]):
         ab, ba = judge_ab[:, j], judge_ba[:, j]

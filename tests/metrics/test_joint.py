@@ -110,8 +110,8 @@ def test_raw_counts_by_hand(panel, fitted) -> None:  # type: ignore[no-untyped-d
         assert c.back_verdicts == int(np.sum(ab[:, j] == B) + np.sum(ba[:, j] == A))
         assert c.front_verdicts == int(np.sum(ab[:, j] == A) + np.sum(ba[:, j] == B))
         assert c.tie_verdicts == int(np.sum(ab[:, j] == T) + np.sum(ba[:, j] == T))
-        assert c.consistent + c.inconsistent == ab.shape[0]
-        assert c.consistent == int(np.sum(ab[:, j] == ba[:, j]))
+        assert c.agree_incl_ties + c.disagree_incl_ties == ab.shape[0]
+        assert c.agree_incl_ties == int(np.sum(ab[:, j] == ba[:, j]))
         assert c.back_wins == int(np.sum((ab[:, j] == B) & (ba[:, j] == A)))
         assert c.front_wins == int(np.sum((ab[:, j] == A) & (ba[:, j] == B)))
     # a back-biased judge has more back wins, a front-biased one more front wins
@@ -126,7 +126,7 @@ def test_small_hand_example_counts() -> None:
     # back: AB says B twice, BA says A twice; front: AB says A once, BA says B twice; one tie
     assert (c.back_verdicts, c.front_verdicts, c.tie_verdicts) == (4, 3, 1)
     # pairs seen in both orders: rows 0..2; canonical agreement on rows 1 and 2
-    assert (c.consistent, c.inconsistent) == (2, 1)
+    assert (c.agree_incl_ties, c.disagree_incl_ties) == (2, 1)
     # row 0 is B under AB and A under BA: the back slot both times
     assert (c.back_wins, c.front_wins) == (1, 0)
 
