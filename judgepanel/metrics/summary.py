@@ -565,8 +565,9 @@ class PositionBiasReport:
     def as_dict(self) -> dict[str, Any]:
         j, b = self.joint, self.order_blind
         return {
-            "model": "Dawid–Skene over humans and judges; each judge names its preferred slot with "
-            "probability |bias| (+ back, − front), otherwise judges by its confusion matrix",
+            "model": "Dawid–Skene over humans and judges; each judge forms one content verdict per pair "
+            "from its confusion matrix and in each order names the back slot with probability b, the "
+            "front slot with f, else that verdict; bias = b − f (+ back, − front)",
             "interval": f"profile likelihood, {j.confidence:.0%}",
             "judges": {
                 name: {
