@@ -104,10 +104,11 @@ def _content_once_panels(
     n: int,
     back: np.ndarray,
     front: np.ndarray,
+    humans: int = 1,
     human_acc: float = 0.7,
     judge_acc: float = 0.75,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """r panels of n pairs, vectorised: one human, one judge that reads each pair's content once
+    """r panels of n pairs, vectorised: `humans` humans, one judge that reads each pair's content once
     (accuracy `judge_acc`) and in each order independently names the back slot with probability
     back[r], the front slot with front[r], else its content verdict."""
     rng = np.random.default_rng(seed)
@@ -117,7 +118,7 @@ def _content_once_panels(
         wrong = rng.random((r, n)) > acc
         return np.where(wrong, rng.choice(3, size=(r, n)), truth)
 
-    human = noisy(human_acc)[:, :, None].astype(float)
+    human = np.stack([noisy(human_acc) for _ in range(humans)], axis=2).astype(float)
     content = noisy(judge_acc)
     orders = []
     for back_label, front_label in ((B, A), (A, B)):  # AB, then BA
@@ -137,7 +138,9 @@ def test_bias_interval_covers_at_the_nominal_rate() -> None:
     back = np.where(np.arange(r) < r // 2, 0.30, 0.05)
     front = np.where(np.arange(r) < r // 2, 0.00, 0.25)
     planted = back - front
-    h, ab, ba = _content_once_panels(21, r, n, back, front)
+    # three good humans pin the truth, and the judge's content errors are shared by both orders:
+    # the setting where independent orders mistook agreement for information
+    h, ab, ba = _content_once_panels(21, r, n, back, front, humans=3, human_acc=0.85, judge_acc=0.6)
     fit = joint_bias_batch(h, ab, ba, 3, tol=1e-6, steps=12)
     bias, lo, hi = fit.bias[:, 0], fit.lower[:, 0], fit.upper[:, 0]
     covered = int(np.sum((lo < planted) & (planted < hi)))
@@ -147,10 +150,11 @@ def test_bias_interval_covers_at_the_nominal_rate() -> None:
     for group in (planted == 0.30, planted == -0.20):
         est = bias[group]
         sd = est.std(ddof=1)
-        # unbiased within 3 standard errors; width / SD ≈ 3.92 (SD of an SD over 100 draws ≈ 7 %)
+        # unbiased within 3 standard errors; width / SD ≈ 3.92 (the SD of 100 estimates is itself
+        # uncertain by ≈ 7 %, so ±15 % is about two standard errors)
         assert abs(est.mean() - planted[group][0]) < 3 * sd / np.sqrt(est.size)
         ratio = float(np.mean(hi[group] - lo[group]) / sd)
-        assert 0.8 * z < ratio < 1.2 * z, ratio
+        assert 0.85 * z < ratio < 1.15 * z, ratio
 
 
 def test_batch_fit_equals_single_fits() -> None:
