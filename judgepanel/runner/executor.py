@@ -46,6 +46,7 @@ from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, read, 
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
+from judgepanel.store.editor import editor_tasks
 
 
 class _Abandoned(Exception):
@@ -254,7 +255,8 @@ class Runner:
                 float(js.timeout or self.opts.timeout),
                 conc,
             )
-        ctx = CampaignContext(spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs)
+        tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
+        ctx = CampaignContext(spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs, tasks)
         return cid, ctx, judges
 
     # ------------------------------------------------------------ main

@@ -8,10 +8,11 @@ the campaign's protocol and condition; reading maps the parsed reply to what the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from judgepanel.errors import BadInput
+from judgepanel.protocol.editor import parse_editor, proposal_json, render_editor, task_from_dict
 from judgepanel.protocol.pairs import to_canonical
 from judgepanel.protocol.parse import parse_reply
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
@@ -43,6 +44,8 @@ class CampaignContext:
     rubric: RubricDoc | None
     clauses: Mapping[str, Sequence[ClauseRow]]  # dimension -> clause rows (ids for clause verdicts)
     judges: Mapping[str, JudgeSpec]  # by canonical name
+    # editor campaigns: task key (the job's `dimension`) -> the stored task (`protocol.editor`)
+    tasks: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _unit(t: Any) -> UnitText:
@@ -52,6 +55,11 @@ def _unit(t: Any) -> UnitText:
 
 
 def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
+    if ctx.protocol == "editor":
+        task = ctx.tasks.get(job.dimension or "")
+        if task is None:
+            raise BadInput(f"editor job {job.id} has no stored task {job.dimension!r}")
+        return render_editor(task_from_dict(task))
     if ctx.protocol == "pairwise":
         a, b = job.units
         return render_pairwise(
@@ -103,6 +111,11 @@ def read(
 ) -> tuple[VerdictRow, str | None]:
     """Parse a reply; return the verdict row and, for an unreadable reply, the parse error."""
     job = prep.job
+    if ctx.protocol == "editor":
+        got = parse_editor(prep.prompt.schema_name, text, structured)
+        if not got.ok or got.proposal is None:
+            return VerdictRow("failed", None, None, None, None, None), got.error or "unreadable"
+        return VerdictRow("ok", got.method, None, None, None, proposal_json(got.proposal)), None
     clause_rows = ctx.clauses.get(job.dimension or "", ()) if ctx.protocol == "clauses" else ()
     parsed = parse_reply(
         prep.prompt.schema_name,

@@ -42,6 +42,7 @@ class StoredRubric:
     created_at: datetime
     doc: RubricDoc
     clause_ids: dict[str, int]  # stable clause id ("coherence.3") -> clause.id row
+    editor: str | None = None  # the editor spec of an author='editor' version
 
     @property
     def ref(self) -> str:
@@ -53,6 +54,7 @@ class StoredRubric:
             "version": self.version,
             "parent_version": self.parent_version,
             "author": self.author,
+            "editor": self.editor,
             "change_note": self.change_note,
             "content_hash": self.content_hash,
             "created_at": self.created_at.isoformat(timespec="seconds"),
@@ -91,6 +93,7 @@ def _load(s: Session, rubric: Rubric, rv: RubricVersion) -> StoredRubric:
         created_at=rv.created_at,
         doc=doc,
         clause_ids=clause_ids,
+        editor=rv.editor,
     )
 
 
@@ -145,7 +148,13 @@ def get_rubric(engine: Engine, ref: str) -> StoredRubric:
 
 
 def _add(
-    s: Session, doc: RubricDoc, author: str, change_note: str | None
+    s: Session,
+    doc: RubricDoc,
+    author: str,
+    change_note: str | None,
+    *,
+    parent: RubricVersion | None = None,
+    editor: str | None = None,
 ) -> tuple[Rubric, RubricVersion, bool]:
     rubric = s.scalar(select(Rubric).where(Rubric.name == doc.name))
     if rubric is None:
@@ -153,13 +162,28 @@ def _add(
         s.add(rubric)
         s.flush()
     latest = _latest(s, rubric.id)
-    if latest is not None and latest.content_hash == doc.content_hash:
+    if parent is not None:
+        # an edit of a chosen version: the same content from the same parent is that version again
+        same = s.scalar(
+            select(RubricVersion)
+            .where(
+                RubricVersion.rubric_id == rubric.id,
+                RubricVersion.content_hash == doc.content_hash,
+                (RubricVersion.parent_id == parent.id) | (RubricVersion.id == parent.id),
+            )
+            .order_by(RubricVersion.version)
+            .limit(1)
+        )
+        if same is not None:
+            return rubric, same, False
+    elif latest is not None and latest.content_hash == doc.content_hash:
         return rubric, latest, False
     rv = RubricVersion(
         rubric_id=rubric.id,
         version=(latest.version + 1) if latest is not None else 1,
-        parent_id=latest.id if latest is not None else None,
+        parent_id=parent.id if parent is not None else (latest.id if latest is not None else None),
         author=author,
+        editor=editor,
         change_note=change_note,
         content_hash=doc.content_hash,
         body=doc.to_dict(),
