@@ -213,8 +213,12 @@ def add_rubric(
     name: str | None = None,
     author: str = "manual",
     change_note: str | None = None,
+    parent: str | None = None,
+    editor: str | None = None,
 ) -> AddedRubric:
-    """Store `doc` (under `name` if given) as a new version, or find it unchanged."""
+    """Store `doc` (under `name` if given) as a new version, or find it unchanged. `parent`
+    (`NAME@V`) makes it an edit of that version rather than of the latest; `editor` names the
+    editor model behind an `author="editor"` version."""
     if author not in AUTHORS:
         raise BadInput(f"rubric author must be one of {', '.join(AUTHORS)}, got {author!r}")
     if name is not None and name != doc.name:
@@ -222,7 +226,8 @@ def add_rubric(
     for attempt in range(_ATTEMPTS):
         try:
             with session_scope(engine) as s:
-                rubric, rv, created = _add(s, doc, author, change_note)
+                parent_rv = rubric_version(s, parent) if parent is not None else None
+                rubric, rv, created = _add(s, doc, author, change_note, parent=parent_rv, editor=editor)
                 return AddedRubric(_load(s, rubric, rv), created)
         except (IntegrityError, OperationalError):
             if attempt == _ATTEMPTS - 1:
