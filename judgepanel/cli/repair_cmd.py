@@ -77,8 +77,8 @@ def print_comparison(c: dict[str, Any], title: str) -> None:
             [v, num(a["value"]), ci(a["ci"]), num(h["spearman"]), ci(h["ci"]["spearman"]), num(h["alpha"])]
         )
     for k, label in (
-        ("contested_vs_original", "contested − original"),
-        ("contested_vs_control", "contested − control"),
+        ("contested_vs_original", "contested−original"),
+        ("contested_vs_control", "contested−control"),
     ):
         d, hd = c["delta"][k], c["human_delta"][k]
         rows.append(

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Engine
 
-from judgepanel.errors import BadInput, JudgepanelError
+from judgepanel.errors import BadInput, JudgepanelError, NotFound
 from judgepanel.providers.spec import parse_spec
 from judgepanel.repair.compare import DEFAULT_CRITERION, compare_versions, parse_criterion, verdicts
 from judgepanel.repair.select import ClauseVerdicts, select_clauses
@@ -134,6 +134,32 @@ def start(engine: Engine, name: str, inputs: RepairInputs, *, criterion: str | N
     """Create the iteration (inputs, criterion, seed; no model call), or find the same one."""
     inputs.validate()
     crit = parse_criterion(criterion).text if criterion is not None else None
+    try:
+        have = store.get_iteration(engine, name)
+    except NotFound:
+        have = None
+    if have is not None:
+        # the same command again resumes: `--rubric summeval` meant the version it resolved to then
+        # (the edited versions made since are newer), and a default dimension list meant all
+        given = {**inputs.as_dict(), "rubric": have.inputs["rubric"]}
+        if not inputs.dimensions:
+            given["dimensions"] = have.inputs["dimensions"]
+        same_rubric = inputs.rubric in (have.inputs["rubric"], have.inputs.get("rubric_given"))
+        if given != {k: v for k, v in have.inputs.items() if k != "rubric_given"} or not same_rubric:
+            raise BadInput(
+                f"repair iteration {name!r} exists with other inputs; resume it with "
+                f"`judgepanel repair run {name}` alone, or choose another name"
+            )
+        return store.start_iteration(
+            engine,
+            name,
+            dataset=have.dataset,
+            rubric=have.inputs["rubric"],
+            inputs=have.inputs,
+            control_seed=have.control_seed,
+            criterion=crit,
+            campaigns=have.campaigns,
+        )
     doc = get_rubric(engine, inputs.rubric)
     for d in inputs.dimensions:
         doc.doc.dimension(d)
@@ -150,7 +176,7 @@ def start(engine: Engine, name: str, inputs: RepairInputs, *, criterion: str | N
         name,
         dataset=fixed.dataset,
         rubric=fixed.rubric,
-        inputs=fixed.as_dict(),
+        inputs={**fixed.as_dict(), "rubric_given": inputs.rubric},
         control_seed=fixed.control_seed,
         criterion=crit,
         campaigns=campaign_names(name),
@@ -158,7 +184,7 @@ def start(engine: Engine, name: str, inputs: RepairInputs, *, criterion: str | N
 
 
 def _inputs(rec: IterationRecord) -> RepairInputs:
-    d = dict(rec.inputs)
+    d = {k: v for k, v in rec.inputs.items() if k != "rubric_given"}
     d["judges"] = tuple(d["judges"])
     d["dimensions"] = tuple(d["dimensions"])
     return RepairInputs(**d)

@@ -121,7 +121,7 @@ def start_iteration(
     inputs: Mapping[str, Any],
     control_seed: int,
     criterion: str | None,
-    campaigns: Mapping[str, str],
+    campaigns: Mapping[str, str | None],
 ) -> IterationRecord:
     """Create the iteration, or find it when started before with the same inputs."""
     with session_scope(engine) as s:

@@ -87,9 +87,14 @@ def test_whole_iteration_with_sim(db_url: str) -> None:
         "r1-contested": "eval/eval",
         "r1-control": "eval/eval",
     }
-    # a second run is a no-op that changes nothing
+    # running again, by name or with the very same command line, changes nothing (regression: the
+    # unversioned --rubric resolved to the newest, edited version and was refused as "other inputs")
     again = cli("repair", "run", "r1", "--json", db=db_url).json()
     assert again["comparison"] == cmp_
+    same = cli(*run_args("r1", PANEL_SIM, "sim:editor"), "--json", db=db_url).json()
+    assert same["comparison"] == cmp_
+    other = cli(*run_args("r1", PANEL_SIM[:2], "sim:editor"), db=db_url)
+    assert other.code == 2 and "other inputs" in other.stderr
 
 
 def test_editor_request_holds_only_the_clause_and_split_items(sqlite_url: str) -> None:
