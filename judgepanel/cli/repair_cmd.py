@@ -77,8 +77,8 @@ def print_comparison(c: dict[str, Any], title: str) -> None:
             [v, num(a["value"]), ci(a["ci"]), num(h["spearman"]), ci(h["ci"]["spearman"]), num(h["alpha"])]
         )
     for k, label in (
-        ("contested_vs_original", "contested−original"),
-        ("contested_vs_control", "contested−control"),
+        ("contested_vs_original", "Δ vs original"),
+        ("contested_vs_control", "Δ vs control"),
     ):
         d, hd = c["delta"][k], c["human_delta"][k]
         rows.append(
@@ -92,6 +92,7 @@ def print_comparison(c: dict[str, Any], title: str) -> None:
             ]
         )
     table(title, ["version", "judges α", "95% CI", "ρ humans", "95% CI", "α humans"], rows)
+    console.print("Δ: contested-edited minus that version, paired over the same bootstrap replicates.")
     console.print(c["summary"], soft_wrap=True)
     console.print(
         f"clauses edited: contested {c['clauses_edited']['contested']}, control {c['clauses_edited']['control']}; "
