@@ -16,7 +16,7 @@ items is a matrix product of per-item sums with the replicate's item counts.
 Agreement with humans: per item and dimension the judge ensemble's score is the mean over judges
 of the share of the dimension's clauses met; against the human rating of that dimension over the
 pooled (item, dimension) units: Spearman's ρ and Krippendorff's α (interval) with the score mapped
-to the rating scale as 1 + 4·share (two coders per unit:
+to the rating scale as 1 + 4·share, rounded to 1e-9 so equal scores tie (two coders per unit:
 α = 1 − (n − 1)·Σ_u (a_u − b_u)² / (n · Σ_v (v − v̄)²), n = 2·units).
 Items lacking a human rating or an ensemble score of some dimension in some version are left out.
 
@@ -201,7 +201,9 @@ def compare_versions(
         delta[name] = {"value": _num(value) if value is not None else None, "ci": _ci(reps[a] - reps[b])}
 
     n_dims = human.shape[1]
-    scores = {v: 1.0 + 4.0 * ensemble_scores(met[v], clause_dims, n_dims) for v in VERSIONS}
+    # rounded so that scores equal in exact arithmetic tie exactly (the mean of shares otherwise
+    # differs in the last bit with the order of summation, and ranks would break such ties at random)
+    scores = {v: np.round(1.0 + 4.0 * ensemble_scores(met[v], clause_dims, n_dims), 9) for v in VERSIONS}
     complete = ~np.isnan(human).any(axis=1)
     for v in VERSIONS:
         complete &= ~np.isnan(scores[v]).any(axis=1)
