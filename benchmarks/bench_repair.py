@@ -1,7 +1,7 @@
 """Rubric-repair statistics: selection and the before/after comparison, against a straightforward
 pandas implementation measured in the same run.
 
-100,000 (item, judge, clause) cells per version, 3 % of them missing: 2,000 items × 5 judges × 10 clauses (two dimensions of five),
+100,000 (item, judge, clause) cells per version: 2,000 items × 5 judges × 10 clauses (two dimensions of five),
 judges flipping a latent met/not-met with clause-specific probability and 3 % missing. Selection
 reads one version (disagreement rate per clause, top k per dimension, seeded control); the
 comparison reads three (original, contested, control) plus human ratings, with a paired item

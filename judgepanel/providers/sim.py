@@ -34,7 +34,14 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   source/fact/hallucination/consistent → support, main/key/cover/relevant → coverage,
   length/concise/brief → length, else q) and is met when that feature seen through the model's
   clause noise clears the feature's threshold (distinct 0.95, support 0.85, coverage 0.6,
-  length 0.9, q 0.85).
+  length 0.9, q 0.85). A clause that names none of these features is *vague*: each model reads
+  it through `VAGUE_NOISE` (4) times its usual noise, so simulated judges split on vague clauses
+  and agree more once a clause names the property to check — the effect a rubric repair can show;
+* editor requests (`clause_rewrite`, `dimension_split`, see `protocol.editor`): the simulated
+  editor appends to a vague clause the property its dimension's name points to (source support
+  for consistency, else the source's main points), restates a specific clause unchanged in
+  effect, and splits a dimension into one clause per property; every reason starts with
+  `[simulated editor]`.
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
 probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
