@@ -47,7 +47,7 @@ def settled(fake: FakeServerProcess) -> dict[str, int]:
 
 def panel(fake: FakeServerProcess) -> tuple[tuple[str, ...], str]:
     judges = (f"openai:judge-o?base_url={fake.url}/v1", f"anthropic:judge-a?base_url={fake.url}")
-    return judges, f"anthropic:editor?base_url={fake.url}"
+    return judges, f"openai:editor?base_url={fake.url}/v1"
 
 
 def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
@@ -75,7 +75,7 @@ def test_iteration_against_both_wire_formats(
     stored = _rows(db, "SELECT count(*) FROM response WHERE cached_from IS NULL AND ok = 1")[0][0]
     assert made["/v1/chat/completions"] > 0 and made["/v1/messages"] > 0
     assert sum(made.values()) == stored
-    # the editor's calls went over the Anthropic wire and were stored like judge calls
+    # the editor's calls went over the OpenAI wire (the kill test uses Anthropic's) and were stored like judge calls
     editor_rows = _rows(
         db,
         "SELECT count(*), sum(v.parse_status = 'ok') FROM job j JOIN campaign c ON c.id = j.campaign_id "
@@ -89,6 +89,7 @@ def test_iteration_against_both_wire_formats(
 
 
 def _start(url: str, judges: tuple[str, ...], editor: str) -> subprocess.Popen[bytes]:
+    editor = editor.replace("openai:editor", "anthropic:editor").replace("/v1", "")  # the other wire
     return subprocess.Popen(
         [
             sys.executable,
