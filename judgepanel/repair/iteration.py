@@ -31,6 +31,7 @@ from judgepanel.repair.select import ClauseVerdicts, select_clauses
 from judgepanel.repair.tasks import rewrite_task, split_task
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner import RunOptions, create, run
+from judgepanel.runner.budget import check_prices, price_for
 from judgepanel.runner.executor import ProviderFactory, RunSummary
 from judgepanel.store import repair as store
 from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_proposals
@@ -115,6 +116,12 @@ class _Ctx:
     options: RunOptions
     factory: ProviderFactory | None
     say: Callable[[str], None]
+
+
+def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
+    """`--max-cost` needs every model's price; refused before anything is written or called."""
+    if options is not None and options.max_cost is not None:
+        check_prices(options.max_cost, {parse_spec(j).name: price_for(parse_spec(j)) for j in specs})
 
 
 def _run(ctx: _Ctx, campaign: str) -> RunSummary:
@@ -353,6 +360,7 @@ def rewrite(
     *,
     provider_factory: ProviderFactory | None = None,
 ) -> dict[str, Any]:
+    check_budget(options, [store.get_iteration(engine, name).inputs["editor"]])
     return rewrite_step(_Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), name)
 
 
@@ -396,6 +404,7 @@ def evaluate(
     criterion: str | None = None,
     provider_factory: ProviderFactory | None = None,
 ) -> IterationRecord:
+    check_budget(options, store.get_iteration(engine, name).inputs["judges"])
     return evaluate_step(
         _Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), name, criterion
     )
@@ -466,11 +475,13 @@ def run_iteration(
     """Start (or resume) an iteration and run its steps up to `stop_after` (all by default)."""
     if stop_after is not None and stop_after not in STEPS:
         raise BadInput(f"--stop-after must be one of {', '.join(STEPS)}, got {stop_after!r}")
-    rec = (
-        start(engine, name, inputs, criterion=criterion)
-        if inputs is not None
-        else store.get_iteration(engine, name)
-    )
+    if inputs is not None:
+        inputs.validate()
+        check_budget(options, [*inputs.judges, inputs.editor])
+        rec = start(engine, name, inputs, criterion=criterion)
+    else:
+        rec = store.get_iteration(engine, name)
+        check_budget(options, [*rec.inputs["judges"], rec.inputs["editor"]])
     if inputs is None and criterion is not None:
         rec = store.declare_criterion(engine, name, parse_criterion(criterion).text)
     ctx = _Ctx(engine, options or RunOptions(), provider_factory, say)

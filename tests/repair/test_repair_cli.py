@@ -217,3 +217,33 @@ def test_rubric_split_with_sim_editor(sqlite_url: str) -> None:
         db=sqlite_url,
     ).json()
     assert again["version"] == 2 and again["created"] is False
+
+
+def test_budget_stops_a_step_and_the_same_command_resumes(sqlite_url: str) -> None:
+    prepare_db(sqlite_url)
+    # --max-cost with a model whose price is unknown: refused before anything is written
+    unpriced = "openai:no-such-model?base_url=http://127.0.0.1:9/v1"
+    r = cli(*run_args("p0", PANEL_SIM, unpriced), "--max-cost", "1", db=sqlite_url)
+    assert r.code == 2 and "price" in r.stderr and r.stderr.count("\n") == 1
+    eng = create_engine(sqlite_url)
+
+    def count(sql: str) -> int:
+        with eng.connect() as c:
+            return int(c.execute(text(sql)).scalar_one())
+
+    assert count("SELECT count(*) FROM repair_iteration") == 0 and count("SELECT count(*) FROM campaign") == 0
+    price = "price_in=1000&price_out=1000"
+    judges = tuple(f"{j}?{price}" for j in PANEL_SIM)
+    assert (
+        cli(*run_args("p", judges, f"sim:editor?{price}"), "--stop-after", "select", db=sqlite_url).code == 0
+    )
+    stopped = cli("repair", "rewrite", "p", "--max-cost", "0.0001", db=sqlite_url)
+    assert stopped.code == 3 and "run the same repair command again" in stopped.stderr
+    assert cli("repair", "status", "p", "--json", db=sqlite_url).json()["steps"]["rewrite"] == "pending"
+    calls = "SELECT count(*) FROM request r JOIN job j ON j.id = r.job_id JOIN campaign c ON c.id = j.campaign_id WHERE c.name = 'p-editor'"
+    assert count(calls) == 0  # the budget stopped the editor before its first call
+    done = cli("repair", "rewrite", "p", "--json", db=sqlite_url).json()
+    assert done["rewrites"] and count(calls) == count(
+        "SELECT count(*) FROM job j JOIN campaign c ON c.id = j.campaign_id WHERE c.name = 'p-editor'"
+    )
+    eng.dispose()
