@@ -73,8 +73,10 @@ class RepairInputs:
     n_boot: int = 1000
 
     def validate(self) -> None:
-        if not self.judges:
-            raise BadInput("a repair iteration needs at least one --judge (two or more to disagree)")
+        if len(self.judges) < 2:
+            raise BadInput(
+                "a repair iteration needs at least two --judge: selection reads their disagreement"
+            )
         if self.dev_split == self.eval_split:
             raise BadInput(
                 "--dev-split and --eval-split must differ: evaluation never sees a development item"

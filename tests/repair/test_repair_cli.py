@@ -174,6 +174,7 @@ def test_bad_input_is_one_line_exit_2(sqlite_url: str) -> None:
         ["repair", "run", "b2", "--dataset", "se"],
         run_args("b3", PANEL_SIM, "sim:editor", "--eval-split", "dev"),
         run_args("b4", PANEL_SIM, "sim:editor", "--stop-after", "nothing"),
+        run_args("b6", PANEL_SIM[:1], "sim:editor"),
         ["repair", "status", "nope"],
         ["repair", "select", "nope"],
         [*run_args("b5", PANEL_SIM, "sim:editor")[:-6], "--dimension", "nope"],
