@@ -65,6 +65,7 @@ from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
+from judgepanel.store.editor import editor_tasks
 
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
@@ -315,7 +316,10 @@ class Runner:
                 float(js.timeout or self.opts.timeout),
                 conc,
             )
-        ctx = CampaignContext(spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs)
+        tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
+        ctx = CampaignContext(
+            spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs, tasks=tasks
+        )
         return cid, ctx, judges
 
     async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:
