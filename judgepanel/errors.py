@@ -9,6 +9,7 @@ Every failure a user can see is one of these, so the CLI can map it to an exit c
     └── ProviderError               one failed model call; `error_class` is what the runner stores
         ├── RateLimited             429 / quota-per-minute: wait (Retry-After) and retry
         ├── Transient               5xx, 529 overloaded, timeouts, connection resets: retry with back-off
+        │   └── TimedOut            no complete answer within the timeout: retried at most once or twice
         ├── Fatal                   400/401/403/404, exhausted quota: never retried
         └── ParseFailure            the reply arrived but holds no verdict; stored with its raw text
 
@@ -64,6 +65,11 @@ class RateLimited(ProviderError):
 
 class Transient(ProviderError):
     error_class = "transient"
+
+
+class TimedOut(Transient):
+    """No complete answer within the per-attempt deadline (stored as `transient`). Retried less
+    than other transient errors: a call that ran out of time once usually runs out again."""
 
 
 class Fatal(ProviderError):

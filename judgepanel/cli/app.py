@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("judgepanel.cli.validate_cmd", "app", "Leave-one-annotator-out tests of a judge against a human panel."),
     "plan": ("judgepanel.cli.plan_cmd", "app", "Plan the human re-annotation that judge validation needs."),
     "simulate": ("judgepanel.cli.simulate_cmd", "app", "Simulate re-annotation designs before paying for them."),
+    "repair": ("judgepanel.cli.repair_cmd", "app", "Rubric repair: contested clauses, editor rewrites, a before/after comparison."),
 }  # fmt: skip
 
 

@@ -9,6 +9,7 @@ import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
+from judgepanel.errors import BadInput
 
 if TYPE_CHECKING:  # the library is imported inside each command, so `--help` stays fast
     from judgepanel.store.imports import ImportResult
@@ -48,6 +49,21 @@ def import_summeval(
 
     parsed = parse_summeval(annotations, articles)
     _report(import_parsed(state(ctx).engine(), name, parsed, replace=replace), json_)
+
+
+@app.command("import-usr")
+def import_usr(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="USR Topical-Chat tc_usr_data.json, or the folder holding it"),
+    name: str = typer.Option("usr", "--name"),
+    replace: bool = REPLACE,
+    json_: bool = JSON,
+) -> None:
+    """Import USR dialogue responses: items grouped by dialogue context, three raters per context."""
+    from judgepanel.datasets.usr import parse_usr
+    from judgepanel.store.imports import import_parsed
+
+    _report(import_parsed(state(ctx).engine(), name, parse_usr(path), replace=replace), json_)
 
 
 @app.command("import-alttest")
@@ -144,6 +160,34 @@ def duplicates(ctx: typer.Context, dataset: str = typer.Argument(...), json_: bo
         "identical score vectors within a group",
         ["group", "items", "of checked"],
         [[g, d.by_group[g], d.items_checked[g]] for g in d.by_group],
+    )
+
+
+@app.command("split")
+def split(
+    ctx: typer.Context,
+    dataset: str = typer.Argument(...),
+    fractions: str = typer.Option("dev=0.5,eval=0.5", "--fractions", help="NAME=FRACTION,… adding up to 1."),
+    seed: int = typer.Option(0, "--seed"),
+    by: str = typer.Option("item", "--by", help="item, or group: keep each group inside one split."),
+    json_: bool = JSON,
+) -> None:
+    """Assign every item a split (seeded); campaigns then take `--split NAME`."""
+    from judgepanel.datasets.splits import parse_fractions
+    from judgepanel.store.splits import split_dataset
+
+    if by not in ("item", "group"):
+        raise BadInput(f"--by must be item or group, got {by!r}")
+    result = split_dataset(
+        state(ctx).engine(), dataset, parse_fractions(fractions), seed=seed, by_group=by == "group"
+    )
+    if json_:
+        emit_json(result.as_dict())
+        return
+    table(
+        f"{dataset}: splits (seed {seed}, by {by})",
+        ["split", "items", "groups"],
+        [[k, result.splits[k], result.groups[k]] for k in result.splits],
     )
 
 

@@ -27,7 +27,7 @@ def downgrade(
     """Migrate down to REVISION (`base` drops every judgepanel table)."""
     from judgepanel.store import migrate
 
-    engine = state(ctx).engine(migrated=False, create=True)
+    engine = state(ctx).engine(migrated=False)
     migrate.downgrade(engine, revision)
     typer.echo(f"database at revision {migrate.current_revision(engine) or 'base'}", err=True)
 
@@ -37,7 +37,7 @@ def current(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> 
     """Show the database's revision and the newest one this judgepanel knows."""
     from judgepanel.store import migrate
 
-    engine = state(ctx).engine(migrated=False, create=True)
+    engine = state(ctx).engine(migrated=False)
     cur, head = migrate.current_revision(engine), migrate.head_revision(engine)
     if json_:
         emit_json({"current": cur, "head": head, "up_to_date": cur == head})

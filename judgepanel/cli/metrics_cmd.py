@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
+from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
@@ -14,6 +15,7 @@ from judgepanel.errors import BadInput
 if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
     from judgepanel.metrics.agreement import WeightName
     from judgepanel.metrics.heldout import HeldoutResult
+    from judgepanel.metrics.matrix import RatingMatrix
     from judgepanel.metrics.summary import MetaEvaluation
     from judgepanel.store.matrices import SelectedMatrix
 
@@ -44,8 +46,15 @@ JSON = typer.Option(False, "--json", help="Print one JSON object.")
 DATASET = typer.Option(None, "--dataset", help="Dataset whose item labels to use.")
 PAIRS = typer.Option(None, "--pairs", help="Pair set whose A/B/T labels to use.")
 DIMENSION = typer.Option(None, "--dimension", help="Label dimension (item labels only).")
-RATERS = typer.Option(None, "--raters", help="Comma-separated rater names (default: all).")
-GROUP = typer.Option(None, "--group", help="Only raters of this group (e.g. expert, crowd).")
+RATERS = typer.Option(
+    None, "--raters", help="Comma-separated rater names, humans or judges (default: the human raters)."
+)
+GROUP = typer.Option(
+    None, "--group", help="Only raters of this group: human, judge, or an imported one (expert, crowd)."
+)
+WITH_JUDGES = typer.Option(
+    None, "--with-judges", help="Add judges to the selection: comma-separated names, or all."
+)
 EXCLUDE = typer.Option(
     None, "--exclude-duplicates", help="Leave out the items `data duplicates` flags for this group."
 )
@@ -60,6 +69,19 @@ def _names(raters: str | None) -> tuple[str, ...] | None:
     return names
 
 
+def _judges(with_judges: str | None) -> tuple[str, ...] | None:
+    from judgepanel.metrics.matrix import ALL_JUDGES
+
+    if with_judges is None:
+        return None
+    names = tuple(n.strip() for n in with_judges.split(",") if n.strip())
+    if not names:
+        raise BadInput("--with-judges needs judge names or all")
+    if ALL_JUDGES in names and len(names) > 1:
+        raise BadInput("--with-judges takes either all or judge names, not both")
+    return names
+
+
 def _select(
     ctx: typer.Context,
     dataset: str | None,
@@ -68,14 +90,49 @@ def _select(
     raters: str | None,
     group: str | None,
     exclude_duplicates: str | None,
+    with_judges: str | None = None,
+    categories: str | None = None,
 ) -> SelectedMatrix:
-    """The rating matrix the shared selection options (DATASET … EXCLUDE) name."""
+    """The rating matrix the shared selection options (DATASET … WITH_JUDGES) name."""
     from judgepanel.store.matrices import MatrixRequest, select_matrix
 
+    cats = None if categories is None else tuple(c.strip() for c in categories.split(","))
     return select_matrix(
         state(ctx).engine(),
-        MatrixRequest(dataset, pairs, dimension, _names(raters), group, exclude_duplicates),
+        MatrixRequest(
+            dataset,
+            pairs,
+            dimension,
+            _names(raters),
+            group,
+            exclude_duplicates,
+            with_judges=_judges(with_judges),
+            categories=cats,
+        ),
     )
+
+
+def _selection(
+    m: RatingMatrix, raters: str | None, group: str | None, with_judges: str | None
+) -> dict[str, Any]:
+    """The `--json` key `selection`: which raters a figure is over, and by which rule."""
+    from judgepanel.metrics.matrix import is_machine
+
+    if raters is not None:
+        rule = "named (--raters)"
+    elif group is not None:
+        rule = f"group {group}"
+    else:
+        rule = "human raters (default)"
+    if with_judges is not None:
+        rule += f" + judges ({with_judges})"
+    machine = [n for n, k in zip(m.rater_names, m.kinds, strict=True) if is_machine(k)]
+    return {
+        "rule": rule,
+        "raters": list(m.rater_names),
+        "humans": m.n_raters - len(machine),
+        "judges": machine,
+    }
 
 
 def _source(sel: SelectedMatrix, pairs: str | None) -> dict[str, Any]:
@@ -99,6 +156,7 @@ def agreement_cmd(
     dimension: str | None = DIMENSION,
     raters: str | None = RATERS,
     group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     metric: str = typer.Option(..., "--metric", help=f"One of {', '.join(METRICS)}."),
     level: str | None = typer.Option(
         None,
@@ -109,13 +167,19 @@ def agreement_cmd(
     seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap."),
     ci_method: str = typer.Option("percentile", "--ci-method", help=f"{' or '.join(METHODS)}."),
     confidence: float = typer.Option(0.95, "--confidence", help="Coverage of the CI."),
+    categories: str | None = typer.Option(
+        None,
+        "--categories",
+        help="Comma-separated category set (default: the scale the dataset declares, else the "
+        "categories the selected raters used).",
+    ),
     exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
 ) -> None:
-    """One agreement coefficient over the chosen raters' labels (humans and judges alike)."""
+    """One agreement coefficient over the chosen raters' labels (the human raters unless judges are named)."""
     from judgepanel.metrics.bootstrap import agreement_with_ci
 
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges, categories)
     m = sel.matrix
     est = agreement_with_ci(
         metric,
@@ -133,6 +197,7 @@ def agreement_cmd(
         "raters": list(m.rater_names),
         **_source(sel, pairs),
         "categories": list(m.category_labels),
+        "selection": _selection(m, raters, group, with_judges),
         "excluded_items": sel.excluded_items,
     }
     if json_:
@@ -147,7 +212,7 @@ def agreement_cmd(
         ["metric", "level", "value", f"{int(confidence * 100)}% CI" if est.ci else "CI", "units", "raters"],
         [[r.metric, r.level, _fmt(r.value), ci or "—", r.n_units, r.n_raters]],
     )
-    console.print("raters: " + ", ".join(m.rater_names))
+    console.print(f"raters ({out['selection']['rule']}): " + ", ".join(m.rater_names))
 
 
 @app.command("matrix")
@@ -158,6 +223,7 @@ def matrix_cmd(
     dimension: str | None = DIMENSION,
     raters: str | None = RATERS,
     group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     first: int | None = typer.Option(None, "--first", help="Only the first N units (a training split)."),
     clusters: int = typer.Option(2, "--clusters", help="Cut the average-linkage tree into K clusters."),
     threshold: float | None = typer.Option(
@@ -175,7 +241,7 @@ def matrix_cmd(
 
     from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
     m = sel.matrix
     if weights is not None and not m.numeric:
         raise BadInput("--weights needs ordered scores; these labels are nominal")
@@ -189,7 +255,8 @@ def matrix_cmd(
         **km.as_dict(),
         "clusters": found,
         "groups": groups,
-        "kinds": dict(zip(m.rater_names, m.rater_kinds, strict=True)),
+        "kinds": dict(zip(m.rater_names, m.kinds, strict=True)),
+        "selection": _selection(m, raters, group, with_judges),
         **_source(sel, pairs),
         "weights": weights,
         "excluded_items": sel.excluded_items,
@@ -236,6 +303,7 @@ def truth_cmd(
     dimension: str | None = DIMENSION,
     raters: str | None = RATERS,
     group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     method: str = typer.Option(..., "--method", help="majority, dawid-skene or mace."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
     pseudo_count: float = typer.Option(0.01, "--pseudo-count", help="Dawid–Skene pseudo-count."),
@@ -252,7 +320,7 @@ def truth_cmd(
         raise BadInput(f"unknown --method {method!r}; use one of {', '.join(TRUTH_CHOICES)}")
     if pseudo_count < 0 or tol < 0 or restarts < 1 or (max_iter is not None and max_iter < 1):
         raise BadInput("--pseudo-count and --tol must be >= 0, --restarts and --max-iter >= 1")
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
     m = sel.matrix
     rep = truth_report(
         m,
@@ -270,6 +338,7 @@ def truth_cmd(
         "agreement_with": {k.replace("_", "-"): v for k, v in body["agreement_with"].items()},
         "raters": list(m.rater_names),
         "groups": dict(zip(m.rater_names, m.rater_groups, strict=True)),
+        "selection": _selection(m, raters, group, with_judges),
         **_source(sel, pairs),
         "seed": seed,
         "excluded_items": sel.excluded_items,
@@ -329,6 +398,7 @@ def heldout_cmd(
     dimension: str | None = DIMENSION,
     raters: str | None = RATERS,
     group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     train: int | None = typer.Option(
         None, "--train", help="The first N units train (clusters), the rest test (default 80 %)."
     ),
@@ -343,7 +413,7 @@ def heldout_cmd(
 
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates)
+    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
     m = sel.matrix
     n_train = _split(m.n_units, train, "--train")
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
@@ -373,6 +443,7 @@ def heldout_cmd(
             }
             for g in result.groups
         },
+        "selection": _selection(m, raters, group, with_judges),
         **_source(sel, pairs),
         "seed": seed,
         "excluded_items": sel.excluded_items,
@@ -400,17 +471,28 @@ def summary_cmd(
     split: int | None = typer.Option(None, "--split", hidden=True),  # the old name of --train
     clusters: int = typer.Option(2, "--clusters", help="Clusters cut from the training κ tree."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
+    raters: str | None = RATERS,
+    group: str | None = GROUP,
+    with_judges: str | None = WITH_JUDGES,
     exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
 ) -> None:
-    """The whole meta-evaluation battery on a pair set: labels by group, κ clusters, duplicates, held-out
-    prediction, vote entropy against the score gap, and agreement between truth-inference methods."""
+    """The whole meta-evaluation battery on a pair set (human raters by default): labels by group, κ clusters,
+    duplicates, held-out prediction, vote entropy against the score gap, and agreement between
+    truth-inference methods."""
     from judgepanel.metrics.summary import meta_evaluation
     from judgepanel.store.pair_scores import pair_set_inputs
 
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
-    inputs = pair_set_inputs(state(ctx).engine(), pairs, exclude_duplicates=exclude_duplicates)
+    inputs = pair_set_inputs(
+        state(ctx).engine(),
+        pairs,
+        exclude_duplicates=exclude_duplicates,
+        raters=_names(raters),
+        group=group,
+        with_judges=_judges(with_judges),
+    )
     if train is not None and split is not None:
         raise BadInput("--split is the old name of --train: give one of them")
     n_train = _split(
@@ -432,6 +514,7 @@ def summary_cmd(
         **res.as_dict(),
         "duplicate_items": inputs.duplicate_items,
         "excluded_duplicates_of": exclude_duplicates,
+        "selection": _selection(inputs.matrix, raters, group, with_judges),
     }
     if json_:
         emit_json(out)
@@ -596,3 +679,8 @@ def joint_cmd(
         f"vs human majority: {_fmt(t['agreement_with_human_majority']['agreement'])} "
         f"(order-blind {_fmt(t['order_blind_agreement_with_human_majority']['agreement'])})"
     )
+
+
+# `metrics conditions` lives in its own module (it and the rater-selection options here change
+# independently); registered last so it is listed after the other metrics commands
+app.command("conditions")(conditions)

@@ -84,8 +84,11 @@ def overlap(
     table(
         f"overlap needed ({plan.source}; σ0 = {plan.sigma0:.3f}, ε = {epsilon}, α = {alpha})",
         ["judge", "μ_d", "m*_cert"],
-        [[name, plan.mu_d[name], plan.m_cert[name] or "∞"] for name in plan.mu_d],
+        [[name, plan.mu_d[name], _cert(plan.m_cert[name], plan.mu_d[name], epsilon)] for name in plan.mu_d],
     )
+    for name, why in plan.reason.items():
+        if why is not None:
+            console.print(f"{name}: no m*_cert — {why}")
     if plan.delta_min is not None:
         console.print(f"m*_rank = {plan.m_rank or '∞'} (J = {plan.n_judges}, Δ_min = {plan.delta_min:.3f})")
     if plan.overlap_secondary_pair is not None:
@@ -93,6 +96,12 @@ def overlap(
             f"coverage ρ = {plan.coverage}: two secondaries share ρ²n = {plan.overlap_secondary_pair:.1f} "
             f"items; each shares ρn = {plan.overlap_with_primary:.1f} with the primary"
         )
+
+
+def _cert(m: int | None, mu_d: float, epsilon: float) -> str | int:
+    if m is not None:
+        return m
+    return "none (μ_d = −ε)" if mu_d + epsilon == 0.0 else "none (μ_d < −ε)"
 
 
 @app.command("allocate")

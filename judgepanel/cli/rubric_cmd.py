@@ -106,3 +106,54 @@ def show(
         for level, text in d.anchors:
             typer.echo(f"  {level}: {text}")
         table(None, ["clause", "text"], [[c.id, c.text] for c in d.clauses])
+
+
+@app.command("diff")
+def diff(
+    ctx: typer.Context,
+    a: str = typer.Argument(..., metavar="A", help="NAME[@VERSION], the older version."),
+    b: str = typer.Argument(..., metavar="B", help="NAME[@VERSION], the newer version."),
+    json_: bool = JSON,
+) -> None:
+    """Clause-level diff: clauses added, removed, or changed in text under the same id."""
+    from judgepanel.rubrics import diff_rubrics
+    from judgepanel.store.rubrics import get_rubric
+
+    engine = state(ctx).engine()
+    d = diff_rubrics(get_rubric(engine, a).doc, get_rubric(engine, b).doc)
+    if json_:
+        emit_json(d.as_dict())
+        return
+    rows = [[k, "changed", f"- {v['old']}\n+ {v['new']}"] for k, v in d.changed.items()]
+    rows += [[k, "added", ""] for k in d.added] + [[k, "removed", ""] for k in d.removed]
+    table(f"{a} -> {b}", ["clause", "change", "text"], rows)
+
+
+@app.command("split")
+def split(
+    ctx: typer.Context,
+    ref: str = typer.Argument(..., metavar="NAME[@VERSION]"),
+    editor: str = typer.Option(
+        ..., "--editor", help="The editor model's spec, e.g. openai:gpt-4o?temperature=0."
+    ),
+    dimension: list[str] = typer.Option([], "--dimension", help="Only these dimensions (default: all)."),
+    concurrency: int = typer.Option(8, "--concurrency"),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before this many USD."),
+    json_: bool = JSON,
+) -> None:
+    """An editor model proposes atomic clauses per dimension; stored as a new version (author editor)."""
+    from judgepanel.repair.iteration import split_rubric
+    from judgepanel.runner import RunOptions
+
+    out = split_rubric(
+        state(ctx).engine(),
+        ref,
+        editor,
+        dimensions=dimension,
+        options=RunOptions(concurrency=concurrency, max_cost=max_cost),
+    )
+    if json_:
+        emit_json(out)
+        return
+    typer.echo(f"{out['rubric']}@{out['version']}" + ("" if out["created"] else " (unchanged)"))
+    table(None, ["dimension", "clauses"], [[d, ", ".join(ids)] for d, ids in out["clauses"].items()])

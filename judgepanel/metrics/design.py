@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -70,14 +70,31 @@ def _check_alpha(alpha: float) -> None:
 
 
 def m_cert(sigma0: float, mu_d: float, epsilon: float, alpha: float = 0.05) -> int | None:
-    """⌈z²_{1−α/2} σ0² / (μ_d + ε)²⌉; None when μ_d = −ε (no finite overlap decides)."""
+    """⌈z²_{1−α/2} σ0² / (μ_d + ε)²⌉; None when μ_d ≤ −ε: the judge's mean advantage does not
+    exceed −ε, so no overlap certifies it (more items only show it more surely below the margin).
+    :func:`m_cert_reason` says why in words."""
     _check_alpha(alpha)
     if sigma0 < 0:
         raise BadInput(f"sigma0 must not be negative, got {sigma0}")
     gap = mu_d + epsilon
-    if gap == 0.0:
+    if gap <= 0.0:
         return None
     return max(1, math.ceil(z_quantile(1.0 - alpha / 2.0) ** 2 * sigma0**2 / gap**2))
+
+
+def m_cert_reason(mu_d: float, epsilon: float) -> str | None:
+    """Why :func:`m_cert` is None for this μ_d and ε (None when it is finite)."""
+    gap = mu_d + epsilon
+    if gap > 0.0:
+        return None
+    if gap == 0.0:
+        return (
+            f"mu_d = {mu_d:g} equals -epsilon = {-epsilon:g}: no finite overlap separates it from the margin"
+        )
+    return (
+        f"mu_d = {mu_d:g} is below -epsilon = {-epsilon:g}: the judge trails the humans by more than "
+        "the margin, so no overlap can certify it"
+    )
 
 
 def m_rank(sigma0: float, delta_min: float, n_judges: int, alpha: float = 0.05) -> int | None:
@@ -99,7 +116,7 @@ class OverlapPlan:
     mu_d: dict[str, float]  # judge (or "judge") -> mean per-item advantage
     epsilon: float
     alpha: float
-    m_cert: dict[str, int | None]
+    m_cert: dict[str, int | None]  # None: no overlap certifies this judge (see `reason`)
     delta_min: float | None
     n_judges: int
     m_rank: int | None
@@ -109,6 +126,7 @@ class OverlapPlan:
     overlap_with_primary: float | None  # ρ n
     coverage_needed: float | None  # smallest ρ whose ρ² n reaches the largest requirement
     source: str  # "given" or "estimated from DATASET"
+    reason: dict[str, str | None] = field(default_factory=dict)  # judge -> why m_cert is None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +135,7 @@ class OverlapPlan:
             "epsilon": self.epsilon,
             "alpha": self.alpha,
             "m_cert": self.m_cert,
+            "reason": self.reason,
             "delta_min": self.delta_min,
             "n_judges": self.n_judges,
             "m_rank": self.m_rank,
@@ -174,6 +193,7 @@ def plan_overlap(
         overlap_with_primary=primary,
         coverage_needed=needed,
         source=source,
+        reason={name: m_cert_reason(mu, epsilon) for name, mu in mu_d.items()},
     )
 
 

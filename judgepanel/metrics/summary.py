@@ -20,7 +20,7 @@ Everything a team needs to judge how far to trust a panel, computed from the lab
 7. **Calibration**: ECE of a Dawid–Skene posterior fitted on one group against another group's
    untied majority on the test units (and, per rater, in the held-out table).
 
-The input is a ``store.matrices.RatingMatrix`` (plain data; nothing here touches the store).
+The input is a ``metrics.matrix.RatingMatrix`` (plain data; nothing here touches the store).
 
 Single-method reports for the other commands live here too: :func:`truth_report`
 (`metrics truth`), :func:`heldout_report` (`metrics heldout`) and :func:`position_bias_report`
@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -41,6 +41,7 @@ from judgepanel.metrics.agreement import category_codes, krippendorff_alpha
 from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
 from judgepanel.metrics.heldout import HeldoutResult, leave_one_rater_out
 from judgepanel.metrics.joint import JointFit, joint_dawid_skene
+from judgepanel.metrics.matrix import RatingMatrix
 from judgepanel.metrics.raters import KappaMatrix, cluster_raters, kappa_matrix
 from judgepanel.metrics.truth import (
     FloatArray,
@@ -59,9 +60,6 @@ from judgepanel.metrics.uncertainty import (
     rank_correlation,
     vote_entropy,
 )
-
-if TYPE_CHECKING:
-    from judgepanel.store.matrices import RatingMatrix
 
 TRUTH_METHODS: tuple[str, ...] = ("majority", "dawid_skene", "mace")
 
@@ -565,8 +563,9 @@ class PositionBiasReport:
     def as_dict(self) -> dict[str, Any]:
         j, b = self.joint, self.order_blind
         return {
-            "model": "Dawid–Skene over humans and judges; each judge names its preferred slot with "
-            "probability |bias| (+ back, − front), otherwise judges by its confusion matrix",
+            "model": "Dawid–Skene over humans and judges; each judge forms one content verdict per pair "
+            "from its confusion matrix and in each order names the back slot with probability b, the "
+            "front slot with f, else that verdict; bias = b − f (+ back, − front)",
             "interval": f"profile likelihood, {j.confidence:.0%}",
             "judges": {
                 name: {
@@ -575,8 +574,8 @@ class PositionBiasReport:
                     "back_verdicts": jb.counts.back_verdicts,
                     "front_verdicts": jb.counts.front_verdicts,
                     "tie_verdicts": jb.counts.tie_verdicts,
-                    "consistent": jb.counts.consistent,
-                    "inconsistent": jb.counts.inconsistent,
+                    "agree_incl_ties": jb.counts.agree_incl_ties,
+                    "disagree_incl_ties": jb.counts.disagree_incl_ties,
                     "back_wins": jb.counts.back_wins,
                     "front_wins": jb.counts.front_wins,
                     "accuracy": float(j.priors @ np.diag(j.judge_confusion[i])),

@@ -11,7 +11,7 @@ Three estimators over one rating matrix, each returning a frozen dataclass:
 Input convention (shared by every module in ``judgepanel.metrics`` that calls :func:`as_codes`):
 a units × raters array whose cells are category *codes* ``0 … K−1`` (indices into an explicit
 category list, so a 1–5 scale keeps its unused levels), with missing cells given as ``NaN`` in a
-float array — the shape ``store.matrices.RatingMatrix.values`` has — or as ``-1`` in an integer
+float array — the shape ``metrics.matrix.RatingMatrix.values`` has — or as ``-1`` in an integer
 array. Internally everything runs on an ``int64`` array with ``-1`` for missing.
 
 Units that nobody rated get label ``-1``; their posterior row is the fitted prior (Dawid–Skene),

@@ -298,7 +298,8 @@ def _required(diff: FloatArray, epsilon: float, alpha: float) -> int | None:
 
 def _overlap_warning(name: str, n: int, need: int | None, what: str) -> str | None:
     if need is None:
-        return f"{name}: the judge's advantage sits exactly at −ε; no overlap can decide ({what})"
+        # metrics.design.m_cert: the mean advantage is at or below −ε (or too few items to say)
+        return f"{name}: no m*_cert: the judge's advantage is not above −ε, no overlap certifies it ({what})"
     if n < need:
         return f"{name}: {n} shared {what}, below the planner's m*_cert = {need}"
     return None

@@ -55,6 +55,7 @@ class AnthropicProvider:
                 raise BadInput(f"judge {spec.name}: ANTHROPIC_API_KEY is not set")
             key = PLACEHOLDER_KEY
         self._secrets = tuple(s for s in (key, token) if s)
+        self._custom_endpoint = base_url is not None
         http_client = None
         if max_connections:
             http_client = anthropic.DefaultAsyncHttpxClient(
@@ -152,6 +153,7 @@ class AnthropicProvider:
         usage = payload.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         model = payload.get("model")
+        stop = payload.get("stop_reason")
         return ChatResult(
             text="\n".join(t for t in texts if t),
             raw_body=errors.redact(body, self._secrets),
@@ -162,7 +164,19 @@ class AnthropicProvider:
             latency_ms=latency_ms,
             http_status=status,
             structured=structured,
+            finish_reason=stop if isinstance(stop, str) else None,
         )
+
+    async def served_model(self, *, timeout: float) -> str | None:
+        """What a custom endpoint says it serves; None for api.anthropic.com or when it does not say."""
+        if not self._custom_endpoint:
+            return None
+        try:
+            page = await self._client.models.list(timeout=timeout)
+            ids = [getattr(m, "id", None) for m in page.data]
+        except (anthropic.AnthropicError, ValueError, TypeError, AttributeError):
+            return None
+        return sdk.pick_served(self.model, ids, secrets=self._secrets)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -37,6 +37,7 @@ class ChatResult:
     latency_ms: float | None = None
     http_status: int | None = 200
     structured: dict[str, Any] | None = None  # parsed structured output / tool input, if any
+    finish_reason: str | None = None  # OpenAI `finish_reason` / Anthropic `stop_reason`, as returned
 
 
 class Provider(Protocol):
@@ -48,3 +49,11 @@ class Provider(Protocol):
     async def complete(self, request: ChatRequest, *, timeout: float) -> ChatResult: ...
 
     async def aclose(self) -> None: ...
+
+
+class ReportsServedModel(Protocol):
+    """Optional: a provider that can ask its endpoint which model it actually serves."""
+
+    async def served_model(self, *, timeout: float) -> str | None:
+        """The model a custom endpoint says it serves (`GET /v1/models`), None when it does not say."""
+        ...

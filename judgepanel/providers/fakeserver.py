@@ -10,7 +10,13 @@ connections, no framework) that answers
   block whose `input` is the JSON object; `usage`, `stop_reason`; the `anthropic-version` header is
   required, and from 2026-10-21 on `temperature`/`top_p`/`top_k` are refused with 400 as the real
   API does),
+* `GET /v1/models` (OpenAI and Anthropic list shapes): the served model, `served_model` when set,
+  else `sim`,
 * `GET /_fake/stats`, `GET /_fake/requests?limit=N`, `POST /_fake/reset`: what it received.
+
+`served_model` imitates a local server (llama.cpp, vLLM with one model) that ignores the request's
+`model`: when set, `/v1/models` lists only it, replies report it as `model`, and the sim brain
+answers as that model whatever the request names. Change it between runs to swap "the weights".
 
 Answers come from `judgepanel.providers.sim` (model returned as `sim/<model>`, fingerprint
 `judgepanel-sim-v1`), so they are deterministic per request.
@@ -21,7 +27,14 @@ Fault names: `429` (Retry-After seconds + retry-after-ms), `429s` (Retry-After s
 `quota` (OpenAI: 429 insufficient_quota; Anthropic: 402 billing_error), `500`, `502`, `503`, `504`, `529` (overloaded,
 Anthropic error body), `400`, `401`, `403`, `404`, `422`, `hang` (no answer until the client gives
 up), `reset` (TCP RST, no answer), `truncated` (200, JSON cut in half), `html` (200, an HTML page),
-`html502` (502, an HTML proxy page), `missing` (200, valid JSON without `choices`/`content`).
+`html502` (502, an HTML proxy page), `missing` (200, valid JSON without `choices`/`content`),
+`429far` (429 whose `Retry-After` is an HTTP-date in 2099), `429inf` (429 with `retry-after-ms: inf`
+and `retry-after: 86400`), `drip` (a 200 whose body arrives one byte every `drip` seconds, default
+2: each read is quick, the whole answer takes minutes), `length` (200, the reply cut to a third with
+`finish_reason: length` / `stop_reason: max_tokens`, as a model stopped at its output cap),
+`echo` (a normal 200 that echoes the caller's key — `Authorization: Bearer …` or `x-api-key` — in
+the reply text and every rationale, in `model` and in OpenAI's `system_fingerprint`, as a hostile
+or buggy server might).
 
 Choosing a fault, first match wins:
 
@@ -98,6 +111,11 @@ FAULTS = (
     "html",
     "html502",
     "missing",
+    "429far",
+    "429inf",
+    "drip",
+    "length",
+    "echo",
 )
 # Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
 # sim brain scores a summary by its word overlap with the article.
@@ -200,6 +218,7 @@ class _Reply:
     body: bytes
     headers: list[tuple[str, str]] = field(default_factory=list)
     content_type: str = "application/json"
+    drip: float = 0.0  # seconds between body bytes (0: all at once)
 
 
 class _NoReply(Exception):
@@ -241,6 +260,8 @@ class FakeServer:
         hang: float = 600.0,
         sim: Mapping[str, float] | None = None,
         record_limit: int = 20_000,
+        served_model: str | None = None,
+        drip: float = 2.0,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -257,6 +278,8 @@ class FakeServer:
         self.retry_after = retry_after
         self.hang = hang
         self.sim = dict(sim or {})
+        self.served_model = served_model
+        self.drip = drip
         self.records: deque[RequestRecord] = deque(maxlen=record_limit)
         self.counts: Counter[tuple[str, int | None]] = Counter()
         self.fault_counts: Counter[str] = Counter()
@@ -415,6 +438,9 @@ class FakeServer:
                 record.status = reply.status
                 record.seconds = time.time() - record.arrived
                 self.counts[(record.path, reply.status)] += 1
+                if reply.drip > 0:
+                    await _drip(writer, _encode(reply, keep_alive, self._next_id()), reply)
+                    continue
                 writer.write(_encode(reply, keep_alive, self._next_id()))
                 if writer.transport.get_write_buffer_size() > 65536:
                     await writer.drain()
@@ -458,6 +484,8 @@ class FakeServer:
         reader: asyncio.StreamReader,
     ) -> _Reply:
         path = record.path
+        if method == "GET" and path == "/v1/models":
+            return self._models(headers)
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
             return _Reply(404, json.dumps({"error": {"message": f"no route {method} {path}"}}).encode())
         wire = "openai" if path == "/v1/chat/completions" else "anthropic"
@@ -470,6 +498,8 @@ class FakeServer:
         raw_model = str(payload.get("model", ""))
         model, model_faults, knobs = _parse_model(raw_model)
         record.model = raw_model
+        if self.served_model:
+            model = self.served_model  # a one-model server answers with what it runs, whatever is asked
 
         limited = self._take_token()
         if limited is not None:
@@ -494,7 +524,7 @@ class FakeServer:
         if delay > 0 and fault not in ("hang", "reset"):
             await asyncio.sleep(delay)
 
-        if fault is not None and fault not in ("truncated", "missing", "html"):
+        if fault is not None and fault not in _AFTER_ANSWER:
             return await self._fault_reply(wire, fault, headers, reader, knobs)
         if wire == "openai":
             reply = self._openai(payload, model, knobs)
@@ -505,6 +535,13 @@ class FakeServer:
             reply = self._anthropic(payload, model, knobs, version)
         if fault is None or reply.status != 200:
             return reply
+        if fault == "drip":
+            reply.drip = knobs.get("drip", self.drip)
+            return reply
+        if fault == "length":
+            return _cut_at_length(wire, reply)
+        if fault == "echo":
+            return _echo(reply, _caller_key(headers))
         return _malformed(fault, reply)
 
     def _choose_fault(
@@ -580,6 +617,13 @@ class FakeServer:
             raise _NoReply("reset")
         if fault == "html502":
             return _Reply(502, _HTML, content_type="text/html")
+        if fault in ("429far", "429inf"):
+            reply = self._error(wire, 429, None)
+            if fault == "429far":
+                reply.headers.append(("retry-after", "Fri, 31 Dec 2099 23:59:59 GMT"))
+            else:
+                reply.headers += [("retry-after-ms", "inf"), ("retry-after", "86400")]
+            return reply
         if fault == "quota":
             if wire == "openai":
                 body = {
@@ -647,7 +691,7 @@ class FakeServer:
             "id": f"chatcmpl-fake{ident}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": f"sim/{model}",
+            "model": self.served_model or f"sim/{model}",
             "system_fingerprint": SIM_FINGERPRINT,
             "choices": [
                 {
@@ -715,13 +759,28 @@ class FakeServer:
             "id": f"msg_fake{ident}",
             "type": "message",
             "role": "assistant",
-            "model": f"sim/{model}",
+            "model": self.served_model or f"sim/{model}",
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
             "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
         }
         return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), [("request-id", f"req_{ident}")])
+
+    def _models(self, headers: Mapping[str, str]) -> _Reply:
+        ids = [self.served_model or "sim"]
+        if "anthropic-version" in headers:
+            data = [
+                {"type": "model", "id": i, "display_name": i, "created_at": "2026-01-01T00:00:00Z"}
+                for i in ids
+            ]
+            body: dict[str, Any] = {"data": data, "has_more": False, "first_id": ids[0], "last_id": ids[-1]}
+        else:
+            body = {
+                "object": "list",
+                "data": [{"id": i, "object": "model", "created": 0, "owned_by": "fake"} for i in ids],
+            }
+        return _Reply(200, json.dumps(body).encode())
 
     def _control(self, method: str, target: str) -> _Reply:
         parts = urlsplit(target)
@@ -737,6 +796,40 @@ class FakeServer:
         return _Reply(404, b'{"error": {"message": "unknown control path"}}')
 
 
+_AFTER_ANSWER = ("truncated", "missing", "html", "drip", "length", "echo")  # faults applied to a real answer
+
+
+def _cut_at_length(wire: str, reply: _Reply) -> _Reply:
+    """The answer as a model stopped by its output cap sends it: a third of the text, marked."""
+    payload = json.loads(reply.body)
+    if wire == "openai":
+        choice = payload["choices"][0]
+        text = choice["message"]["content"]
+        choice["message"]["content"] = text[: max(1, len(text) // 3)]
+        choice["finish_reason"] = "length"
+    else:
+        text = (
+            json.dumps(payload["content"][0].get("input"))
+            if payload["content"][0]["type"] == "tool_use"
+            else payload["content"][0]["text"]
+        )
+        payload["content"] = [{"type": "text", "text": text[: max(1, len(text) // 3)]}]
+        payload["stop_reason"] = "max_tokens"
+    return _Reply(200, json.dumps(payload, ensure_ascii=False).encode(), reply.headers)
+
+
+async def _drip(writer: asyncio.StreamWriter, data: bytes, reply: _Reply) -> None:
+    """Send the head at once, then the body one byte every `reply.drip` seconds: every read the
+    client makes is answered quickly, so only a deadline on the whole call stops it."""
+    split = len(data) - len(reply.body)
+    writer.write(data[:split])
+    await writer.drain()
+    for i in range(split, len(data)):
+        await asyncio.sleep(reply.drip)
+        writer.write(data[i : i + 1])
+        await writer.drain()
+
+
 def _malformed(fault: str, reply: _Reply) -> _Reply:
     if fault == "truncated":
         return _Reply(200, reply.body[: len(reply.body) // 2], reply.headers)
@@ -746,6 +839,49 @@ def _malformed(fault: str, reply: _Reply) -> _Reply:
     payload.pop("choices", None)
     payload.pop("content", None)
     return _Reply(200, json.dumps(payload).encode(), reply.headers)
+
+
+def _caller_key(headers: Mapping[str, str]) -> str:
+    auth = headers.get("authorization", "")
+    return (
+        auth.split(" ", 1)[1].strip() if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
+    )
+
+
+def _echo(reply: _Reply, key: str) -> _Reply:
+    """The reply with `key` planted in every free-text field a client stores."""
+
+    def plant(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: (f"{key} {v}" if k == "rationale" and isinstance(v, str) else plant(v))
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [plant(v) for v in value]
+        return value
+
+    def text(content: str) -> str:
+        try:
+            obj = json.loads(content)
+        except ValueError:
+            obj = None
+        return json.dumps(plant(obj)) if isinstance(obj, dict) else f"{key}\n{content}"
+
+    payload = json.loads(reply.body)
+    payload["model"] = f"{payload.get('model')}+{key}"
+    if "system_fingerprint" in payload:
+        payload["system_fingerprint"] = key
+    for choice in payload.get("choices") or []:
+        message = choice.get("message") or {}
+        if isinstance(message.get("content"), str):
+            message["content"] = text(message["content"])
+    for block in payload.get("content") or []:
+        if block.get("type") == "text":
+            block["text"] = text(block["text"])
+        elif block.get("type") == "tool_use":
+            block["input"] = plant(block["input"])
+    return _Reply(200, json.dumps(payload, ensure_ascii=False).encode(), reply.headers)
 
 
 def _encode(reply: _Reply, keep_alive: bool, ident: str) -> bytes:
@@ -860,6 +996,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-after", type=float, default=1.0, help="seconds announced by injected 429s")
     p.add_argument("--hang", type=float, default=600.0, help="longest a 'hang' fault holds the request")
     p.add_argument("--record-limit", type=int, default=20_000)
+    p.add_argument(
+        "--served-model", default=None, help="answer as this model whatever is asked (a local server)"
+    )
+    p.add_argument("--drip", type=float, default=2.0, help="seconds between body bytes for the 'drip' fault")
     for knob in _SIM_KNOBS:
         p.add_argument(f"--{knob.replace('_', '-')}", type=float, default=None, help=f"sim brain {knob}")
     return p
@@ -890,6 +1030,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             hang=args.hang,
             sim=sim,
             record_limit=args.record_limit,
+            served_model=args.served_model,
+            drip=args.drip,
         )
     except ValueError as exc:
         parser.error(str(exc))

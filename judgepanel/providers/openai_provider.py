@@ -128,6 +128,7 @@ class OpenAIProvider:
             raise errors.malformed(
                 "openai", body, "no choices[0].message", status=status, secrets=self._secrets
             )
+        finish = choices[0].get("finish_reason") if isinstance(choices, list) else None
         content = message.get("content")
         if content is None:
             content = message.get("refusal")
@@ -152,7 +153,19 @@ class OpenAIProvider:
             latency_ms=latency_ms,
             http_status=status,
             structured=parsed,
+            finish_reason=_str_or_none(finish),
         )
+
+    async def served_model(self, *, timeout: float) -> str | None:
+        """What a custom endpoint says it serves; None for api.openai.com or when it does not say."""
+        if not self._custom_endpoint:
+            return None
+        try:
+            page = await self._client.models.list(timeout=timeout)
+            ids = [getattr(m, "id", None) for m in page.data]
+        except (openai.OpenAIError, ValueError, TypeError, AttributeError):
+            return None
+        return sdk.pick_served(self.model, ids, secrets=self._secrets)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -79,5 +79,18 @@ def reply_object(provider: str, body: str, *, status: int, secrets: Iterable[str
     return payload
 
 
+def pick_served(requested: str, ids: Iterable[Any], *, secrets: Iterable[str] = ()) -> str | None:
+    """The served model from a `/v1/models` listing: the only model of a one-model server (llama.cpp,
+    vLLM), else the requested one when listed (a server that routes by name), else all of them."""
+    listed = sorted({errors.redact(i, secrets) for i in ids if isinstance(i, str) and i})
+    if not listed:
+        return None
+    if len(listed) == 1:
+        return listed[0]
+    if requested in listed:
+        return requested
+    return ",".join(listed)[:500]
+
+
 def int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -29,12 +29,23 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
 * pairwise: A if q̃_A − q̃_B > 0.01, B if < −0.01, else tie; then with probability
   `position_bias` the answer is replaced by the back slot, B: the bias moves that much probability
   mass to whatever is shown second, which a swapped AB/BA design measures;
-* pointwise: score = clip(round(1 + 4·(q̃ − 0.70)/0.28), 1, 5);
+* pointwise: score = clip(round(lo + (hi − lo)·(q̃ − q_low)/q_span), lo, hi) on the scale the
+  prompt's first line names ("on a scale from lo (worst) to hi (best)"; 1..5 when it names none),
+  with q_low = 0.70 and q_span = 0.28 unless the spec sets them: a dialogue reply shares few word
+  pairs with its context, so its q sits far below a summary's and needs a lower window
+  (`sim:a?q_low=0.3&q_span=0.3`) to use more than the bottom level;
 * clauses: each clause is checked against the feature its wording names (repetition → distinct,
   source/fact/hallucination/consistent → support, main/key/cover/relevant → coverage,
   length/concise/brief → length, else q) and is met when that feature seen through the model's
   clause noise clears the feature's threshold (distinct 0.95, support 0.85, coverage 0.6,
-  length 0.9, q 0.85).
+  length 0.9, q 0.85). A clause that names none of these features is *vague*: each model reads
+  it through `VAGUE_NOISE` (4) times its usual noise, so simulated judges split on vague clauses
+  and agree more once a clause names the property to check — the effect a rubric repair can show;
+* editor requests (`clause_rewrite`, `dimension_split`, see `protocol.editor`): the simulated
+  editor appends to a vague clause the property its dimension's name points to (source support
+  for consistency, else the source's main points), restates a specific clause unchanged in
+  effect, and splits a dimension into one clause per property; every reason starts with
+  `[simulated editor]`.
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
 probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
@@ -61,18 +72,24 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Literal
 
-from judgepanel.errors import Transient
+from judgepanel.errors import TimedOut, Transient
 from judgepanel.providers.base import ChatRequest, ChatResult
 
 SIM_FINGERPRINT = "judgepanel-sim-v1"
 PAIRWISE = "pairwise_verdict"
 POINTWISE = "pointwise_verdict"
 CLAUSES = "clause_verdicts"
-REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES)
+REWRITE = "clause_rewrite"
+SPLIT = "dimension_split"
+REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES, REWRITE, SPLIT)
+# a clause that names no property the simulated judges can read is vague: each model reads it
+# through this many times its usual noise, so judges split on it (see `_clauses`)
+VAGUE_NOISE = 4.0
 
 ReplyStyle = Literal["json", "prose", "garbled"]
 
 _WORD = re.compile(r"[a-z0-9]+")
+_SCALE = re.compile(r"on a scale from (\d+) \(worst\) to (\d+) \(best\)")
 _CLAUSE = re.compile(r"<clause\s+id\s*=\s*[\"']([^\"']+)[\"']\s*>(.*?)</clause>", re.DOTALL)
 _STOP = frozenset(
     [
@@ -164,6 +181,8 @@ class SimSettings:
     noise: float = 0.05
     parse_error_rate: float = 0.0
     prose_rate: float = 0.1
+    q_low: float = 0.70  # pointwise: the q̃ at which the lowest level is reached
+    q_span: float = 0.28  # … and how much more q̃ the highest level needs
     error_rate: float = 0.0
     latency: float = 0.0
     jitter: float = 0.0
@@ -305,6 +324,10 @@ def count_tokens(text: str) -> int:
 def infer_kind(schema_name: str | None, user_text: str) -> str:
     if schema_name in REPLY_KINDS:
         return schema_name
+    if "</clause_to_rewrite>" in user_text:
+        return REWRITE
+    if "</dimension_to_split>" in user_text:
+        return SPLIT
     if "<clause" in user_text:
         return CLAUSES
     if "</candidate_b>" in user_text:
@@ -344,13 +367,27 @@ def _pairwise(
 def _pointwise(
     model: str, text: str, source: str | None, rng: random.Random, s: SimSettings
 ) -> dict[str, Any]:
+    lo, hi = prompt_scale(text)
     cand = last_tag(text, "candidate")
     if cand is None:
-        return {"rationale": "[simulated] I could not find the candidate.", "score": 1}
+        return {"rationale": "[simulated] I could not find the candidate.", "score": lo}
     q = quality(cand, source)
     seen = q.score + _model_noise(model, cand, s.noise) + rng.gauss(0.0, s.noise / 4)
-    score = min(5, max(1, round(1 + 4 * (seen - 0.70) / 0.28)))
-    return {"rationale": f"[simulated] {_describe('The candidate', q)}; overall {score}/5.", "score": score}
+    score = min(hi, max(lo, round(lo + (hi - lo) * (seen - s.q_low) / s.q_span)))
+    return {
+        "rationale": f"[simulated] {_describe('The candidate', q)}; overall {score}/{hi}.",
+        "score": score,
+    }
+
+
+def prompt_scale(text: str) -> tuple[int, int]:
+    """The score range the pointwise prompt asks for. The template states it in its first line,
+    before any item text, so the FIRST match is the template's own."""
+    m = _SCALE.search(text)
+    if m is None:
+        return 1, 5
+    lo, hi = int(m.group(1)), int(m.group(2))
+    return (lo, hi) if lo < hi else (1, 5)
 
 
 _CLAUSE_FEATURES: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -376,12 +413,79 @@ def _clauses(model: str, text: str, source: str | None, rng: random.Random, s: S
     verdicts: list[dict[str, Any]] = []
     for cid, clause in clauses_in(text):
         feature, value = _clause_feature(clause, q)
-        seen = value + _model_noise(model, f"{cid}\x00{cand}", s.noise) + rng.gauss(0.0, s.noise / 4)
+        sd = s.noise * (VAGUE_NOISE if feature == "overall quality" else 1.0)
+        seen = value + _model_noise(model, f"{cid}\x00{cand}", sd) + rng.gauss(0.0, s.noise / 4)
         met = seen > _THRESHOLD[feature]
         why = f"[simulated] {feature} {value:.2f} -> {'met' if met else 'not met'}"
         verdicts.append({"id": cid, "rationale": why, "met": met})
     met_count = sum(v["met"] for v in verdicts)
     return {"rationale": f"[simulated] {met_count} of {len(verdicts)} clauses met.", "clauses": verdicts}
+
+
+# The simulated editor (labelled: every reason starts with "[simulated editor]"). It knows which
+# properties the simulated judges read (`_CLAUSE_FEATURES`): a clause naming none of them is vague,
+# and the rewrite appends the one property the dimension's name points to (source support for
+# consistency/faithfulness, else coverage of the source's main points). A clause that already names
+# a property is returned with that property stated once more, which changes nothing a sim judge reads.
+_PROPERTY_TEXT = {
+    "support": "every statement in it is supported by the source",
+    "coverage": "it mentions the main points of the article",
+    "distinct": "no phrase in it is repeated",
+    "length": "its length is between 20 and 120 words",
+}
+_TAG_ATTR = re.compile(
+    r"<clause_to_rewrite\s+id=\"([^\"]*)\"\s+dimension=\"([^\"]*)\">(.*?)</clause_to_rewrite>", re.DOTALL
+)
+_SPLIT_ATTR = re.compile(r"<dimension_to_split\s+name=\"([^\"]*)\">(.*?)</dimension_to_split>", re.DOTALL)
+
+
+def _named_feature(text: str) -> str | None:
+    lowered = text.lower()
+    for stems, feature in _CLAUSE_FEATURES:
+        if any(stem in lowered for stem in stems):
+            return feature
+    return None
+
+
+def _dimension_feature(dimension: str) -> str:
+    named = _named_feature(dimension)
+    return named if named in ("support", "coverage") else "coverage"
+
+
+def _rewrite(text: str) -> dict[str, Any]:
+    found = _TAG_ATTR.findall(text)
+    if not found:
+        return {"reason": "[simulated editor] no clause found", "clause": "The text is acceptable."}
+    _cid, dimension, clause = found[-1]
+    clause = " ".join(clause.split()).rstrip(".")
+    named = _named_feature(clause)
+    if named is None:
+        feature = _dimension_feature(dimension)
+        reason = (
+            f"[simulated editor] the clause names no checkable property, so judges read it differently; "
+            f"it now names one ({feature})."
+        )
+    else:
+        feature = named
+        reason = (
+            f"[simulated editor] the clause already names a checkable property ({feature}); stated once more."
+        )
+    return {"reason": reason, "clause": f"{clause}; concretely, {_PROPERTY_TEXT[feature]}."}
+
+
+def _split(text: str) -> dict[str, Any]:
+    found = _SPLIT_ATTR.findall(text)
+    dimension = found[-1][0] if found else "the dimension"
+    main = _dimension_feature(dimension)
+    clauses = [f"For {dimension}, {_PROPERTY_TEXT[main]}."] + [
+        f"For {dimension}, {_PROPERTY_TEXT[f]}."
+        for f in ("support", "coverage", "distinct", "length")
+        if f != main
+    ]
+    return {
+        "reason": "[simulated editor] one clause per property the simulated judges can read.",
+        "clauses": clauses,
+    }
 
 
 _GARBLED = (
@@ -406,9 +510,12 @@ def simulate(
     kind = infer_kind(schema_name, text)
     rng = random.Random(request_seed(model, params, messages, kind))
     source = last_tag(text, "source")
-    answer = {PAIRWISE: _pairwise, POINTWISE: _pointwise, CLAUSES: _clauses}[kind](
-        model, text, source, rng, settings
-    )
+    if kind in (REWRITE, SPLIT):
+        answer = _rewrite(text) if kind == REWRITE else _split(text)
+    else:
+        answer = {PAIRWISE: _pairwise, POINTWISE: _pointwise, CLAUSES: _clauses}[kind](
+            model, text, source, rng, settings
+        )
     compact = json.dumps(answer, ensure_ascii=False)
     style: ReplyStyle = "json"
     finish: Literal["stop", "length"] = "stop"
@@ -437,6 +544,8 @@ def simulate(
 
 
 def _prose(kind: str, answer: dict[str, Any]) -> str:
+    if kind in (REWRITE, SPLIT):
+        return f"{answer['reason']}\n\n{json.dumps(answer, ensure_ascii=False)}"
     if kind == PAIRWISE:
         return f"{answer['rationale']}\n\nVerdict: {answer['verdict']}"
     if kind == POINTWISE:
@@ -473,7 +582,7 @@ class SimProvider:
         delay = max(0.0, settings.latency + draw.uniform(-settings.jitter, settings.jitter))
         if delay > timeout:
             await asyncio.sleep(timeout)
-            raise Transient(f"sim {self.model}: timed out after {timeout:g} s", status=None)
+            raise TimedOut(f"sim {self.model}: timed out after {timeout:g} s", status=None)
         if delay:
             await asyncio.sleep(delay)
         if draw.random() < settings.error_rate:
@@ -511,6 +620,7 @@ class SimProvider:
             latency_ms=(time.perf_counter() - started) * 1000,
             http_status=200,
             structured=reply.structured if structured else None,
+            finish_reason=reply.finish_reason,
         )
 
     async def aclose(self) -> None:

@@ -14,9 +14,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from judgepanel.protocol.plan import CampaignSpec, job_key, plan_jobs
     from judgepanel.runner.campaign import Estimate, create, estimate, run
     from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunStats, RunSummary
-    from judgepanel.runner.plan import CampaignSpec, job_key, plan_jobs
 
 # Imported on first use: `import judgepanel.runner.bias` (or `.plan`) must not pull in the
 # executor, the SDKs and the template engine (start-up time, and no import cycle with the store).
@@ -29,7 +29,9 @@ _HOME = {
 
 def __getattr__(name: str) -> Any:
     if name in _HOME:
-        return getattr(importlib.import_module(f"judgepanel.runner.{_HOME[name]}"), name)
+        home = _HOME[name]
+        module = "judgepanel.protocol.plan" if home == "plan" else f"judgepanel.runner.{home}"
+        return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module 'judgepanel.runner' has no attribute {name!r}")
 
 

@@ -8,7 +8,9 @@ Covered: provider, model, endpoint (`base_url`: another server may serve another
 "same" model), every output-relevant parameter (temperature, top_p, max_tokens, seed, structured
 output on/off, the simulator's answer knobs …), the messages, the output schema and its name, and
 the repeat index (so `--repeats N` asks N times instead of answering samples 2…N from sample 1;
-Inspect keys on the epoch for the same reason).
+Inspect keys on the epoch for the same reason), the spec's `revision=` label (a parameter, never
+sent), and for `base_url` judges the model the server says it serves (`served_model`): a local
+server answers with whatever weights it has loaded, whatever `model` the request names.
 
 Excluded (`EXCLUDED_PARAMS`): how a call is made, not what it answers — timeouts, client-side
 rate limits and concurrency, prices, and the simulator's injected latency and error rate.
@@ -35,20 +37,35 @@ def request_hash(
     base_url: str | None,
     request: ChatRequest,
     repeat: int,
+    served_model: str | None = None,
 ) -> str:
     """sha256 of the canonical JSON of everything that can change the reply."""
     return hashlib.sha256(
         canonical_request(
-            provider=provider, model=model, base_url=base_url, request=request, repeat=repeat
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            request=request,
+            repeat=repeat,
+            served_model=served_model,
         ).encode()
     ).hexdigest()
 
 
 def canonical_request(
-    *, provider: str, model: str, base_url: str | None, request: ChatRequest, repeat: int
+    *,
+    provider: str,
+    model: str,
+    base_url: str | None,
+    request: ChatRequest,
+    repeat: int,
+    served_model: str | None = None,
 ) -> str:
+    # `served_model` enters the key only when known, so the keys of other judges stay as they were.
+    served = {} if served_model is None else {"served_model": served_model}
     return json.dumps(
         {
+            **served,
             "v": KEY_VERSION,
             "provider": provider,
             "model": model,

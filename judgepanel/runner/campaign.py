@@ -19,18 +19,20 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.protocol.plan import CampaignSpec
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner.budget import estimate_tokens, price_for
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
-from judgepanel.runner.plan import CampaignSpec
 from judgepanel.runner.prepare import CampaignContext, prepare
+from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
+from judgepanel.store.editor import editor_tasks
 from judgepanel.store.engine import session_scope
 from judgepanel.store.rubrics import rubric_version
 
 # Expected reply length when nothing better is known: a short rationale and the verdict.
-OUTPUT_ESTIMATE = {"pairwise": 150, "pointwise": 150, "clauses": 60}
+OUTPUT_ESTIMATE = {"pairwise": 150, "pointwise": 150, "clauses": 60, "editor": 200}
 OUTPUT_PER_CLAUSE = 40
 
 
@@ -111,11 +113,14 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
     `OUTPUT_ESTIMATE`, capped by its `max_tokens`; cost from the judge's prices (None if unknown)."""
     spec, rv_id = store.campaign_spec(engine, name)
     cid = store.campaign_id(engine, name)
+    judges = {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))}
     ctx = CampaignContext(
         spec.protocol,
         store.rubric_doc(engine, rv_id) if rv_id is not None else None,
         store.campaign_clauses(engine, rv_id),
-        {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))},
+        judges,
+        served_models=served_models_now(judges) if use_cache else {},
+        tasks=editor_tasks(engine, name) if spec.protocol == "editor" else {},
     )
     counts = store.job_counts(engine, cid)
     jobs = store.pending_jobs(engine, cid)

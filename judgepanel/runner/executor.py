@@ -7,9 +7,14 @@ thread), a fixed pool of worker coroutines (size = the judge's concurrency) take
 everything in batches. Retries live here and only here, in `_run_job`, with tenacity:
 
     RateLimited (429, quota per minute)   wait Retry-After / retry-after-ms when the provider sent
-                                           one (+ up to 10 % jitter), else exponential back-off
-                                           with jitter; the judge's limiter also backs off
-    Transient (5xx, 529, timeouts, resets) exponential back-off with jitter
+                                           one (+ up to 10 % jitter), never longer than
+                                           `RetryPolicy.max_retry_after` (an absurd or infinite
+                                           value counts as that cap), else exponential back-off
+                                           with jitter; the judge's limiter also backs off; when
+                                           the attempts run out the job fails as `rate_limit`
+    Transient (5xx, 529, resets)          exponential back-off with jitter
+    TimedOut (no whole answer in time)    the same, but at most `timeout_retries` times per job, and
+                                           the judge's concurrency is halved as on a 429
     Fatal (400/401/403/404, no quota)      never retried; the job fails with class `fatal`
     unreadable reply                       not retried here: the job fails with class `parse`, its
                                            raw text stored, and `campaign retry-parse-failures`
@@ -19,6 +24,10 @@ Every attempt, failed or not, is stored with its error class. Stopping: `interru
 scheduling (in-flight calls finish and are stored; jobs waiting in back-off are handed back);
 twice abandons the calls in flight (their jobs stay pending). Either way the writer commits what
 finished and the unfinished leases are released, so a later `run` picks up exactly the rest.
+
+Every attempt has a deadline: the judge's `timeout` bounds the whole call (connect, queueing in the
+HTTP pool, every byte of the body), not each read, so a server that drips a byte a second cannot
+keep a call alive. Time spent waiting for the judge's limiter is not part of it.
 """
 
 from __future__ import annotations
@@ -33,19 +42,33 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Engine
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
-from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, Transient
+from judgepanel.errors import (
+    EXIT_INTERRUPTED,
+    BadInput,
+    Fatal,
+    ProviderError,
+    RateLimited,
+    TimedOut,
+    Transient,
+)
 from judgepanel.providers.base import ChatResult, Provider
+from judgepanel.providers.errors import redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.limits import JudgeLimiter
 from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, read, verdict_from
+from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
+from judgepanel.store.editor import editor_tasks
+
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
 
 
 class _Abandoned(Exception):
@@ -58,7 +81,8 @@ class RetryPolicy:
     initial_wait: float = 1.0  # seconds, first exponential back-off step
     max_wait: float = 60.0
     jitter: float = 1.0
-    max_retry_after: float = 300.0  # never sleep longer than this on a server's word
+    max_retry_after: float = 300.0  # never sleep (or pause a judge) longer than this on a server's word
+    timeout_retries: int = 1  # a job whose call timed out is retried at most this often for timeouts
 
 
 @dataclass(frozen=True)
@@ -97,6 +121,7 @@ class RunStats:
     cached: int = 0
     in_flight: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    parse_failures: Counter[str] = field(default_factory=Counter)  # by failure kind, this run
     spent: float = 0.0
     spent_unknown: bool = False
     started: float = field(default_factory=time.monotonic)
@@ -123,6 +148,25 @@ class RunSummary:
     elapsed_s: float
     committed_batches: int
     warnings: tuple[str, ...] = ()
+    parse_failures: dict[str, int] = field(
+        default_factory=dict
+    )  # by kind: truncated | unreadable | missing_clauses
+    unscheduled: int = 0  # jobs left pending because the next call did not fit under --max-cost
+    partial: int = 0  # failed jobs whose reply left clauses unanswered
+    max_cost_usd: float | None = None
+
+    @property
+    def spent_usd(self) -> float | None:
+        """What this run's calls cost (None when a judge's price is unknown)."""
+        return self.cost_usd
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI contract: 0 when every job has a verdict, 130 when interrupted, else 3 (the run
+        ended normally with jobs failed, or unscheduled by --max-cost, or still pending)."""
+        if self.status == "interrupted":
+            return EXIT_INTERRUPTED
+        return 0 if self.done == self.jobs else EXIT_INCOMPLETE
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -136,8 +180,13 @@ class RunSummary:
             "cached": self.cached,
             "errors": self.errors,
             "cost_usd": self.cost_usd,
+            "spent_usd": self.spent_usd,
+            "max_cost_usd": self.max_cost_usd,
+            "unscheduled": self.unscheduled,
+            "partial": self.partial,
             "elapsed_s": round(self.elapsed_s, 3),
             "warnings": list(self.warnings),
+            "parse_failures": self.parse_failures,
         }
 
 
@@ -163,6 +212,11 @@ def _default_factory(spec: JudgeSpec, connections: int) -> Provider:
     return make_provider(spec, max_connections=max(16, connections))
 
 
+def _reply_kind(p: Prepared) -> tuple[str, str]:
+    """Whose replies to which prompt a call's output length is predicted from."""
+    return (p.job.judge, p.prompt.template_name)
+
+
 def _sent(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
     """The request half of an attempt row, as sent; callers `replace` in what came back."""
     return AttemptRow(
@@ -174,6 +228,7 @@ def _sent(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
         p.request.messages,
         p.request.params,
         ok=ok,
+        output_schema=p.request.schema if p.request.params.get("structured", True) else None,
     )
 
 
@@ -200,6 +255,7 @@ class Runner:
         self._abandon = False
         self._workers: list[asyncio.Task[None]] = []
         self.warnings: list[str] = []
+        self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._expo = wait_exponential_jitter(
             multiplier=self.opts.retry.initial_wait,
             max=self.opts.retry.max_wait,
@@ -221,6 +277,7 @@ class Runner:
         if self._stop_reason is None:
             self._stop_reason = reason
         self._stopping.set()
+        self._settled.set()  # calls waiting for budget give up
         for j in getattr(self, "judges", {}).values():
             j.need.set()  # wake feeders so they hand their workers the stop sentinel
 
@@ -243,7 +300,12 @@ class Runner:
             conc = int(js.get("concurrency") or self.opts.concurrency)
             rpm = js.get("rpm") or self.opts.rpm
             tpm = js.get("tpm") or self.opts.tpm
-            limiter = JudgeLimiter(conc, rpm=float(rpm) if rpm else None, tpm=float(tpm) if tpm else None)
+            limiter = JudgeLimiter(
+                conc,
+                rpm=float(rpm) if rpm else None,
+                tpm=float(tpm) if tpm else None,
+                max_pause=self.opts.retry.max_retry_after,
+            )
             limiter.stop = self._stopping
             judges[rec.name] = _Judge(
                 jid,
@@ -254,13 +316,23 @@ class Runner:
                 float(js.timeout or self.opts.timeout),
                 conc,
             )
-        ctx = CampaignContext(spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs)
+        tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
+        ctx = CampaignContext(
+            spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs, tasks=tasks
+        )
         return cid, ctx, judges
+
+    async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:
+        """Ask each `base_url` judge's server once which model it runs (see `runner.served`)."""
+        served, warnings = await served_models({n: (j.spec, j.provider) for n, j in judges.items()})
+        self.warnings += warnings
+        return served
 
     # ------------------------------------------------------------ main
 
     async def run(self) -> RunSummary:
         cid, ctx, judges = await asyncio.to_thread(self._load)
+        ctx = replace(ctx, served_models=await self._served_models(judges))
         self.ctx, self.judges, self.cid = ctx, judges, cid
         feeders: list[asyncio.Task[None]] = []
         heart: asyncio.Task[None] | None = None
@@ -276,7 +348,12 @@ class Runner:
             self.stats.done_at_start = counts["done"]
             self.stats.done = counts["done"]
             self.stats.failed = counts["failed"]
-            self.budget = Budget(self.opts.max_cost)
+            observed = (
+                await asyncio.to_thread(store.output_token_samples, self.engine, list(judges))
+                if self.opts.max_cost is not None
+                else {}
+            )
+            self.budget = Budget(self.opts.max_cost, observed=observed)
             await asyncio.to_thread(store.set_campaign_status, self.engine, cid, "running")
             self.writer = Writer(
                 self.engine,
@@ -319,6 +396,7 @@ class Runner:
         pending = counts["pending"] + counts["running"]
         status = self._stop_reason or ("done" if pending == 0 and counts["failed"] == 0 else "incomplete")
         await asyncio.to_thread(store.set_campaign_status, self.engine, cid, status)
+        partial = await asyncio.to_thread(store.partial_jobs, self.engine, cid)
         return RunSummary(
             self.name,
             status,
@@ -332,8 +410,24 @@ class Runner:
             None if self.stats.spent_unknown else round(self.stats.spent, 6),
             self.stats.elapsed,
             self.writer.commits,
-            tuple(self.warnings[:20]),
+            tuple(self._summary_warnings()),
+            dict(sorted(self.stats.parse_failures.items())),
+            unscheduled=pending if status == "budget" else 0,
+            partial=partial,
+            max_cost_usd=self.opts.max_cost,
         )
+
+    def _summary_warnings(self) -> list[str]:
+        warnings = self.warnings[:20]
+        cut = self.stats.parse_failures.get("truncated", 0)
+        if cut:
+            replies = "reply was" if cut == 1 else "replies were"
+            warnings = [
+                f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored "
+                "as parse failures of kind 'truncated': give the judge a larger max_tokens= in its spec",
+                *warnings,
+            ]
+        return warnings
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
         """Feeders are told to stop, not cancelled: one may be leasing in a thread right now, and
@@ -423,6 +517,7 @@ class Runner:
                 latency_ms=0.0,
                 cost_usd=0.0,
                 cached_from=hit.response_id,
+                finish_reason=hit.finish_reason,
             )
         )
         v = hit.verdict
@@ -457,21 +552,50 @@ class Runner:
     def _wait(self, rs: RetryCallState) -> float:
         exc = rs.outcome.exception() if rs.outcome is not None else None
         retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None and retry_after >= 0:
+        if retry_after is not None and retry_after >= 0:  # NaN fails this test: back off instead
             base = min(float(retry_after), self.opts.retry.max_retry_after)
             return base + random.uniform(0, 0.1 * base + 0.01)
         return float(self._expo(rs))
 
+    async def _reserve(self, amount: float) -> bool:
+        """Reserve budget for one call, waiting while calls in flight hold reservations (they
+        usually cost far less than reserved); False, and the run stops, when the call does not
+        fit with nothing reserved."""
+        while not self.budget.try_reserve(amount):
+            if self.stopping:
+                return False
+            if not self.budget.holding:
+                self._stop("budget")
+                return False
+            await self._settled.wait()
+        return True
+
+    def _settle(self, reserved: float, actual: float | None) -> None:
+        self.budget.settle(reserved, actual)
+        settled, self._settled = self._settled, asyncio.Event()
+        settled.set()
+
     async def _run_job(self, j: _Judge, p: Prepared) -> None:
         job = p.job
-        reserve = self.budget.estimate(j.price, p.prompt_chars, p.max_output)
-        if not self.budget.try_reserve(reserve):
-            self._stop("budget")
+        reserve = self.budget.estimate(j.price, p.prompt_chars, p.max_output, _reply_kind(p))
+        if not await self._reserve(reserve):
             return
-        state: dict[str, Any] = {"attempt": job.attempts, "verdict": None, "error": None, "cost": None}
+        state: dict[str, Any] = {
+            "attempt": job.attempts,
+            "verdict": None,
+            "error": None,
+            "cost": None,
+            "timeouts": 0,
+        }
+
+        def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, TimedOut):
+                return bool(state["timeouts"] <= self.opts.retry.timeout_retries)
+            return isinstance(exc, RateLimited | Transient)
+
         try:
             async for attempt in AsyncRetrying(
-                retry=retry_if_exception_type((RateLimited, Transient)),
+                retry=retry_if_exception(retryable),
                 stop=stop_after_attempt(self.opts.retry.max_attempts),
                 wait=self._wait,
                 sleep=self._sleep,
@@ -480,14 +604,14 @@ class Runner:
                 with attempt:
                     await self._call(j, p, state)
         except _Abandoned:
-            self.budget.settle(reserve, None)
+            self._settle(reserve, None)
             return
         except ProviderError as exc:
-            self.budget.settle(reserve, None)
+            self._settle(reserve, None)
             self.writer.outcome(JobOutcome(job.id, "failed", state["attempt"], exc.error_class))
             self.stats.failed += 1
             return
-        self.budget.settle(reserve, state["cost"])
+        self._settle(reserve, state["cost"])
         verdict = state["verdict"]
         if state["error"] is None:
             self.writer.outcome(JobOutcome(job.id, "done", state["attempt"], None, verdict))
@@ -511,8 +635,16 @@ class Runner:
         self.stats.in_flight += 1
         t0 = time.perf_counter()
         try:
-            result = await j.provider.complete(p.request, timeout=j.timeout)
+            try:
+                async with asyncio.timeout(j.timeout):
+                    result = redact_result(await j.provider.complete(p.request, timeout=j.timeout))
+            except TimeoutError:
+                raise TimedOut(
+                    f"{j.spec.provider}: no complete answer within {j.timeout:g} s (per-attempt deadline)"
+                ) from None
         except ProviderError as exc:
+            if isinstance(exc, TimedOut):
+                state["timeouts"] += 1
             self._failed_attempt(j, p, n, exc, time.perf_counter() - t0)
             raise
         except (asyncio.CancelledError, _Abandoned):
@@ -529,6 +661,8 @@ class Runner:
     def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, seconds: float) -> None:
         if isinstance(exc, RateLimited):
             j.limiter.on_rate_limited(exc.retry_after)
+        elif isinstance(exc, TimedOut):
+            j.limiter.on_timeout(j.timeout)
         self.stats.calls += 1
         self.stats.errors[exc.error_class] += 1
         self.writer.attempt(
@@ -548,6 +682,7 @@ class Runner:
         real_tokens = (r.input_tokens or 0) + (r.output_tokens or 0)
         j.limiter.on_success(real_tokens - tokens_reserved if tokens_reserved and real_tokens else 0.0)
         self.budget.observe_input(p.prompt_chars, r.input_tokens)
+        self.budget.observe_output(_reply_kind(p), r.output_tokens)
         cost = None
         if j.price is not None and r.input_tokens is not None and r.output_tokens is not None:
             cost = j.price.cost(r.input_tokens, r.output_tokens)
@@ -558,6 +693,18 @@ class Runner:
         verdict, error = read(p, self.ctx, r.text, r.structured)
         if error is not None:
             self.stats.errors["parse"] += 1
+            # Classified here from what the provider said, not from the text: a reply cut at the
+            # output cap needs a larger max_tokens, not a re-ask.
+            # (a partial clause reply keeps its own kind, missing_clauses)
+            kind = (
+                "truncated"
+                if r.finish_reason in TRUNCATED_REASONS
+                else (verdict.failure_kind or "unreadable")
+            )
+            if kind == "truncated":
+                error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
+            verdict = replace(verdict, failure_kind=kind)
+            self.stats.parse_failures[kind] += 1
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
             replace(
@@ -573,5 +720,6 @@ class Runner:
                 output_tokens=r.output_tokens,
                 latency_ms=r.latency_ms,
                 cost_usd=cost,
+                finish_reason=r.finish_reason,
             )
         )

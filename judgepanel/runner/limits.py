@@ -10,6 +10,13 @@ rate to 80 % — at most once per congestion episode, since the calls that were 
 limit was hit all fail together — and closes the gate until Retry-After. Every success then adds
 1/limit to the concurrency limit (one slot per window of successes) and 0.2 % of the configured
 rate back, so recovery is slow and cannot overshoot the configured ceiling.
+
+A timeout halves the concurrency limit the same way (once per episode, no pause, rates kept): a
+local server with fewer parallel slots than our concurrency queues the surplus, and queued calls
+time out; fewer calls in flight is what helps.
+
+No server can close the gate for longer than `max_pause` (the retry policy's `max_retry_after`):
+a Retry-After of a day, an HTTP-date in 2099 or `retry-after-ms: inf` pauses for `max_pause`.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ class JudgeLimiter:
         rpm: float | None = None,
         tpm: float | None = None,
         burst_s: float = 0.1,
+        max_pause: float = 300.0,
     ) -> None:
         self.max_concurrency = max(1, concurrency)
         self.limit = float(self.max_concurrency)
@@ -60,6 +68,8 @@ class JudgeLimiter:
         self.requests = _Gcra(rpm / 60.0, rpm / 60.0 * burst_s) if rpm else None
         self.tokens = _Gcra(tpm / 60.0, tpm / 60.0 * burst_s) if tpm else None
         self.pause_until = 0.0
+        self.max_pause = max_pause
+        self.timeouts = 0
         self._episode_end = 0.0
         self.rate_limited = 0
         self.shrinks = 0
@@ -131,16 +141,32 @@ class JudgeLimiter:
         if self.tokens is not None and token_correction:
             self.tokens.adjust(token_correction)
 
+    def capped(self, retry_after: float | None) -> float | None:
+        """A server's wait, at most `max_pause` (an absurd or infinite one counts as the cap)."""
+        if retry_after is None or retry_after != retry_after or retry_after <= 0:  # None, NaN, 0
+            return None
+        return min(retry_after, self.max_pause)
+
     def on_rate_limited(self, retry_after: float | None) -> None:
         self.rate_limited += 1
         now = time.monotonic()
-        if retry_after is not None and retry_after > 0:
-            self.pause_until = max(self.pause_until, now + retry_after)
+        wait = self.capped(retry_after)
+        if wait is not None:
+            self.pause_until = max(self.pause_until, now + wait)
+        if self._shrink(now, wait or 0.0):
+            for bucket in (self.requests, self.tokens):
+                if bucket is not None:
+                    bucket.rate = max(bucket.max_rate * 0.05, bucket.rate * RATE_CUT)
+
+    def on_timeout(self, timeout: float) -> None:
+        """A call ran out of time: halve the concurrency limit (once per episode), no pause."""
+        self.timeouts += 1
+        self._shrink(time.monotonic(), min(timeout, self.max_pause))
+
+    def _shrink(self, now: float, episode: float) -> bool:
         if now < self._episode_end:
-            return  # the same episode: the calls in flight when the limit was hit
+            return False  # the same episode: the calls in flight when the limit was hit
         self.shrinks += 1
-        self._episode_end = now + max(1.0, retry_after or 0.0)
+        self._episode_end = now + max(1.0, episode)
         self.limit = max(1.0, self.limit * SHRINK)
-        for bucket in (self.requests, self.tokens):
-            if bucket is not None:
-                bucket.rate = max(bucket.max_rate * 0.05, bucket.rate * RATE_CUT)
+        return True

@@ -8,18 +8,36 @@ the campaign's protocol and condition; reading maps the parsed reply to what the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from judgepanel.errors import BadInput
+from judgepanel.protocol.editor import parse_editor, proposal_json, render_editor, task_from_dict
 from judgepanel.protocol.pairs import to_canonical
 from judgepanel.protocol.parse import parse_reply
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
 from judgepanel.providers.base import ChatRequest
 from judgepanel.providers.spec import JudgeSpec
-from judgepanel.rubrics import RubricDoc
+from judgepanel.rubrics import LEVELS, RubricDoc
 from judgepanel.runner.cache import request_hash
 from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow
+
+# Output caps sent when the judge spec names no `max_tokens`: room for a rationale and the JSON
+# verdict, and per clause for its id, verdict and a sentence; without a cap a local server
+# generates until the timeout. `sim` generates nothing, so it gets none (its answers stay as they were).
+DEFAULT_MAX_TOKENS = {"pairwise": 1024, "pointwise": 1024}
+CLAUSES_BASE_TOKENS = 512
+TOKENS_PER_CLAUSE = 192
+MAX_DEFAULT_TOKENS = 8192
+CAPPED_PROVIDERS = ("openai", "anthropic")
+
+
+def default_max_tokens(protocol: str, n_clauses: int = 0) -> int:
+    """The output cap a judge gets when its spec sets none."""
+    if protocol == "clauses":
+        return min(MAX_DEFAULT_TOKENS, CLAUSES_BASE_TOKENS + TOKENS_PER_CLAUSE * max(1, n_clauses))
+    return DEFAULT_MAX_TOKENS.get(protocol, 1024)
+
 
 REASK_NOTE = (
     "\n\nNote: your previous reply to this request could not be read ({error}). "
@@ -43,6 +61,9 @@ class CampaignContext:
     rubric: RubricDoc | None
     clauses: Mapping[str, Sequence[ClauseRow]]  # dimension -> clause rows (ids for clause verdicts)
     judges: Mapping[str, JudgeSpec]  # by canonical name
+    served_models: Mapping[str, str] = field(default_factory=dict)  # base_url judges: what the server runs
+    # editor campaigns: task key (the job's `dimension`) -> the stored task (`protocol.editor`)
+    tasks: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _unit(t: Any) -> UnitText:
@@ -52,6 +73,11 @@ def _unit(t: Any) -> UnitText:
 
 
 def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
+    if ctx.protocol == "editor":
+        task = ctx.tasks.get(job.dimension or "")
+        if task is None:
+            raise BadInput(f"editor job {job.id} has no stored task {job.dimension!r}")
+        return render_editor(task_from_dict(task))
     if ctx.protocol == "pairwise":
         a, b = job.units
         return render_pairwise(
@@ -81,11 +107,19 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
         last["content"] = last["content"] + REASK_NOTE.format(error=reask_error[:200])
         messages = [*messages[:-1], last]
     params = dict(spec.request_params())
+    if "max_tokens" not in params and spec.provider in CAPPED_PROVIDERS:
+        n_clauses = len(ctx.clauses.get(job.dimension or "", ())) if ctx.protocol == "clauses" else 0
+        params["max_tokens"] = default_max_tokens(ctx.protocol, n_clauses)
     request = ChatRequest(
         messages=messages, params=params, schema=prompt.schema, schema_name=prompt.schema_name
     )
     h = request_hash(
-        provider=spec.provider, model=spec.model, base_url=spec.base_url, request=request, repeat=job.repeat
+        provider=spec.provider,
+        model=spec.model,
+        base_url=spec.base_url,
+        request=request,
+        repeat=job.repeat,
+        served_model=ctx.served_models.get(job.judge),
     )
     max_out = params.get("max_tokens")
     return Prepared(
@@ -98,24 +132,50 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
     )
 
 
+def score_levels(prompt: Prompt) -> tuple[int, ...]:
+    """The levels the prompt's reply schema allows (its score enum), or 1..5 when it names none:
+    the schema sent is the one statement of the scale, so parser and prompt cannot disagree."""
+    score = prompt.schema.get("properties", {}).get("score", {})
+    enum = score.get("enum") if isinstance(score, dict) else None
+    if isinstance(enum, list) and enum and all(isinstance(v, int) for v in enum):
+        return tuple(enum)
+    return LEVELS
+
+
 def read(
     prep: Prepared, ctx: CampaignContext, text: str | None, structured: dict[str, Any] | None
 ) -> tuple[VerdictRow, str | None]:
     """Parse a reply; return the verdict row and, for an unreadable reply, the parse error."""
     job = prep.job
+    if ctx.protocol == "editor":
+        got = parse_editor(prep.prompt.schema_name, text, structured)
+        if not got.ok or got.proposal is None:
+            return VerdictRow("failed", None, None, None, None, None), got.error or "unreadable"
+        return VerdictRow("ok", got.method, None, None, None, proposal_json(got.proposal)), None
     clause_rows = ctx.clauses.get(job.dimension or "", ()) if ctx.protocol == "clauses" else ()
     parsed = parse_reply(
         prep.prompt.schema_name,
         text or "",
         structured,
         clause_ids=tuple(c.clause_key for c in clause_rows),
+        levels=score_levels(prep.prompt),
+        quoted=prep.prompt.quoted,
     )
     if not parsed.ok:
         return VerdictRow(
-            "failed", parsed.method, None, None, None, parsed.rationale
+            "failed", parsed.method, None, None, None, parsed.rationale, failure_kind="unreadable"
         ), parsed.error or "unreadable"
     clauses = [(k, met, why) for k, (met, why) in parsed.clauses.items()]
-    return verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses), None
+    verdict = verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses)
+    if parsed.missing:
+        # some clauses unanswered: keep what was answered, but as a partial parse failure that
+        # `campaign retry-parse-failures` re-asks (the note tells the judge which ids it left out)
+        error = f"missing clauses: no true/false answer for {', '.join(parsed.missing)}"
+        answered = tuple(row for row in verdict.clauses if row[1] is not None)
+        return replace(
+            verdict, parse_status="partial", failure_kind="missing_clauses", clauses=answered
+        ), error
+    return verdict, None
 
 
 def verdict_from(

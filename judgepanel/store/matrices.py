@@ -1,43 +1,56 @@
 """Rating matrices from the store: units × raters, NaN where a rater gave no rating.
 
-Two shapes feed every metric:
+The matrix type and how raters are chosen live in ``metrics.matrix`` (plain data the statistics
+read; re-exported here). Two shapes feed every metric:
 
 - :func:`item_matrix`: the labels of one dimension of a dataset; rows are items (file order),
   columns the dataset's annotators (import order). Numbers stay numbers; when any label of the
   dimension is not a number, every label is treated as text and coded 0..q−1 in sorted order of the
   text (``category_labels`` keeps the code → label map), which suits nominal metrics only.
 - :func:`pair_matrix`: the A/B/T preferences of a pair set; rows are pairs in sampled order,
-  codes A = 0, B = 1, T = 2 (``category_labels`` = ("A", "B", "T")).
+  codes A = 0, B = 1, T = 2 (``category_labels`` = ("A", "B", "T"), a declared scale).
 
-Rows where none of the chosen raters gave a rating are left out (they carry no information and
-would only dilute a bootstrap); ``unit_ids`` holds the item or pair id of each row.
+Raters: the humans unless ``raters``, ``group`` (built in: ``human``, ``judge``) or ``with_judges``
+say otherwise (``RatingMatrix.select``). Rows where none of the chosen raters gave a rating are
+left out (they carry no information and would only dilute a bootstrap); ``unit_ids`` holds the
+item or pair id of each row.
 
-Categories of a numeric dimension are explicit: when every score of the dimension (any annotator)
-is an integer, every integer from the lowest to the highest score observed, so unused levels
-inside the scale are kept (a 1–5 scale stays 1–5 when a subset never uses 2); otherwise the
-distinct observed values.
+Categories of a numeric dimension are explicit: when every score of the chosen raters is an
+integer, every integer from the lowest to the highest score observed, so unused levels inside the
+scale are kept (a 1–5 scale stays 1–5 when a subset never uses 2); otherwise the distinct observed
+values. A dataset declares its scale in ``meta["scale"]`` (a list of categories, or
+``{dimension: list}``); then the categories are those, whoever is selected.
 
 Extension point for other raters (campaign judges): a function registered with
 :func:`register_rater_source` is called while a matrix is built and returns extra
 :class:`RaterColumn` s (name, group, kind, unit id → value); they are merged by
-:func:`merge_rater_columns` before ``raters``/``group`` are applied, so judges and humans can be
-selected, compared and clustered together. :func:`merge_rater_columns` can also be called directly
-on a built matrix.
+:func:`merge_rater_columns` before the raters are chosen, so judges and humans can be selected,
+compared and clustered together. :func:`merge_rater_columns` can also be called directly on a
+built matrix.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from judgepanel.errors import BadInput, NotFound
+from judgepanel.errors import BadInput
+from judgepanel.metrics.matrix import (
+    FloatArray,
+    MatrixKind,
+    RaterColumn,
+    RatingMatrix,
+    merge_rater_columns,
+    number_label,
+    numeric_scale,
+    with_categories,
+)
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Annotator, Dataset, Item, Label, Pair, PairLabel
 from judgepanel.store.queries import (
@@ -48,108 +61,7 @@ from judgepanel.store.queries import (
     resolve_dimension,
 )
 
-FloatArray = NDArray[np.float64]
-MatrixKind = Literal["item", "pair"]
 PAIR_CODES: dict[str, float] = {label: float(i) for i, label in enumerate(LABELS)}  # A 0, B 1, T 2
-
-
-@dataclass(frozen=True)
-class RatingMatrix:
-    """``values[u, r]``: rater r's rating of unit u (a category value or code), NaN if missing."""
-
-    values: FloatArray
-    unit_ids: tuple[int, ...]  # item ids (kind "item") or pair ids (kind "pair"), one per row
-    rater_names: tuple[str, ...]
-    rater_groups: tuple[str | None, ...]
-    categories: FloatArray
-    numeric: bool  # True when values are scores on an ordered scale; False for codes of labels
-    category_labels: tuple[str, ...]  # the label of each category, in `categories` order
-    rater_kinds: tuple[str, ...] = ()  # human | llm | judge, one per rater
-    kind: MatrixKind = "item"
-    dimension: str | None = None
-
-    @property
-    def n_units(self) -> int:
-        return int(self.values.shape[0])
-
-    @property
-    def n_raters(self) -> int:
-        return int(self.values.shape[1])
-
-    def label(self, value: float) -> str:
-        """The label of a category value or code."""
-        idx = int(np.searchsorted(self.categories, value))
-        if idx < self.categories.size and self.categories[idx] == value:
-            return self.category_labels[idx]
-        raise BadInput(f"{value:g} is not a category of this matrix")
-
-    def column(self, name: str) -> FloatArray:
-        return self.values[:, self._index(name)]
-
-    def _index(self, name: str) -> int:
-        try:
-            return self.rater_names.index(name)
-        except ValueError:
-            known = ", ".join(self.rater_names) or "none"
-            raise NotFound(f"no rater named {name!r} here (known: {known})") from None
-
-    def select(self, raters: Sequence[str] | None = None, group: str | None = None) -> RatingMatrix:
-        """Keep the named raters (in the order given) and/or the raters of one group; rows left
-        without any rating are dropped."""
-        idx = list(range(self.n_raters))
-        if group is not None:
-            groups = sorted({g for g in self.rater_groups if g is not None})
-            if group not in groups:
-                raise NotFound(f"no rater group {group!r} here (known: {', '.join(groups) or 'none'})")
-            idx = [i for i in idx if self.rater_groups[i] == group]
-        if raters is not None:
-            wanted = [self._index(name) for name in raters]
-            if len(set(wanted)) != len(wanted):
-                raise BadInput("a rater is named twice in --raters")
-            outside = [self.rater_names[i] for i in wanted if i not in idx]
-            if outside:
-                raise BadInput(f"rater(s) {', '.join(outside)} are not in group {group!r}")
-            idx = wanted
-        kinds = self.rater_kinds or ("human",) * self.n_raters
-        sub = replace(
-            self,
-            values=self.values[:, idx],
-            rater_names=tuple(self.rater_names[i] for i in idx),
-            rater_groups=tuple(self.rater_groups[i] for i in idx),
-            rater_kinds=tuple(kinds[i] for i in idx),
-        )
-        return sub.drop_empty_units()
-
-    def drop_units(self, unit_ids: Iterable[int]) -> RatingMatrix:
-        gone = set(unit_ids)
-        keep = np.array([u not in gone for u in self.unit_ids], dtype=bool)
-        return self._rows(keep)
-
-    def drop_empty_units(self) -> RatingMatrix:
-        return self._rows((~np.isnan(self.values)).any(axis=1))
-
-    def head(self, n: int) -> RatingMatrix:
-        """The first ``n`` units (e.g. a training split)."""
-        if n < 1:
-            raise BadInput(f"--first must be at least 1, got {n}")
-        keep = np.zeros(self.n_units, dtype=bool)
-        keep[:n] = True
-        return self._rows(keep)
-
-    def _rows(self, keep: NDArray[np.bool_]) -> RatingMatrix:
-        ids = tuple(u for u, k in zip(self.unit_ids, keep.tolist(), strict=True) if k)
-        return replace(self, values=self.values[keep], unit_ids=ids)
-
-
-@dataclass(frozen=True)
-class RaterColumn:
-    """One extra rater to merge into a matrix: ``values`` maps a unit id (item or pair id) to a
-    number (numeric matrices) or a label (text and pair matrices, e.g. "A"/"B"/"T")."""
-
-    name: str
-    values: Mapping[int, float | str]
-    group: str | None = None
-    kind: str = "judge"
 
 
 @dataclass(frozen=True)
@@ -180,64 +92,37 @@ def unregister_rater_source(source: RaterSource) -> None:
         _RATER_SOURCES.remove(source)
 
 
-def merge_rater_columns(matrix: RatingMatrix, columns: Sequence[RaterColumn]) -> RatingMatrix:
-    """Append rater columns. Values for units outside the matrix are ignored; units a column
-    does not cover are NaN. Numeric matrices take numbers (new values extend the categories);
-    label matrices take labels, which must be among ``category_labels``."""
-    if not columns:
-        return matrix
-    names = list(matrix.rater_names)
-    for col in columns:
-        if col.name in names:
-            raise BadInput(f"rater {col.name!r} is already in the matrix")
-        names.append(col.name)
-    row = {u: i for i, u in enumerate(matrix.unit_ids)}
-    extra = np.full((matrix.n_units, len(columns)), np.nan)
-    codes = {label: matrix.categories[i] for i, label in enumerate(matrix.category_labels)}
-    for j, col in enumerate(columns):
-        for unit, value in col.values.items():
-            i = row.get(unit)
-            if i is None:
-                continue
-            if matrix.numeric:
-                if isinstance(value, str):
-                    raise BadInput(f"rater {col.name!r}: {value!r} is not a number")
-                extra[i, j] = float(value)
-            else:
-                label = str(value)
-                if label not in codes:
-                    raise BadInput(
-                        f"rater {col.name!r}: {label!r} is not one of {', '.join(matrix.category_labels)}"
-                    )
-                extra[i, j] = codes[label]
-    values = np.hstack([matrix.values, extra])
-    categories, labels = matrix.categories, matrix.category_labels
-    if matrix.numeric:
-        new = np.setdiff1d(extra[~np.isnan(extra)], categories)
-        if new.size:
-            categories = np.union1d(categories, new)
-            labels = tuple(_number_label(v) for v in categories)
-    kinds = matrix.rater_kinds or ("human",) * matrix.n_raters
-    return replace(
-        matrix,
-        values=values,
-        rater_names=tuple(names),
-        rater_groups=(*matrix.rater_groups, *(c.group for c in columns)),
-        rater_kinds=(*kinds, *(c.kind for c in columns)),
-        categories=categories,
-        category_labels=labels,
-    )
+__all__ = [
+    "PAIR_CODES",
+    "FloatArray",
+    "MatrixKind",
+    "MatrixRequest",
+    "MatrixScope",
+    "RaterColumn",
+    "RaterSource",
+    "RatingMatrix",
+    "SelectedMatrix",
+    "declared_scale",
+    "item_matrix",
+    "merge_rater_columns",
+    "pair_matrix",
+    "pair_set_dataset",
+    "register_rater_source",
+    "select_matrix",
+    "unregister_rater_source",
+]
 
 
-def _number_label(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:g}"
-
-
-def _scale(values: Sequence[float]) -> FloatArray:
-    uniq = np.unique(np.asarray(values, dtype=np.float64))
-    if uniq.size and all(float(v).is_integer() for v in uniq) and uniq[-1] - uniq[0] <= 1000:
-        return np.arange(uniq[0], uniq[-1] + 1.0)
-    return uniq
+def declared_scale(meta: Any, dimension: str | None) -> list[object] | None:
+    """The categories a dataset declares in ``meta["scale"]`` for ``dimension``, if any."""
+    scale = meta.get("scale") if isinstance(meta, dict) else None
+    if isinstance(scale, dict):
+        scale = scale.get(dimension or "")
+    if scale is None:
+        return None
+    if not isinstance(scale, list) or not scale:
+        raise BadInput('a dataset\'s meta["scale"] must be a non-empty list (or {dimension: list})')
+    return list(scale)
 
 
 def _finish(
@@ -246,15 +131,15 @@ def _finish(
     scope: MatrixScope,
     raters: Sequence[str] | None,
     group: str | None,
+    with_judges: Sequence[str] | None,
+    scale: list[object] | None = None,
 ) -> RatingMatrix:
     extra: list[RaterColumn] = []
     for source in list(_RATER_SOURCES):
         extra.extend(source(s, scope))
     merged = merge_rater_columns(base, extra)
-    selected = merged.select(raters, group)
-    if selected.n_raters == 0:
-        raise BadInput("no raters selected")
-    return selected
+    selected = merged.select(raters, group, with_judges=with_judges)
+    return selected if scale is None else with_categories(selected, scale)
 
 
 def item_matrix(
@@ -264,6 +149,8 @@ def item_matrix(
     raters: Sequence[str] | None = None,
     group: str | None = None,
     exclude_items: Iterable[int] | None = None,
+    *,
+    with_judges: Sequence[str] | None = None,
 ) -> RatingMatrix:
     """The labels of one dimension of ``dataset`` (see the module docstring); ``dimension`` may be
     omitted when the dataset has only one. ``exclude_items`` drops those item ids."""
@@ -271,6 +158,7 @@ def item_matrix(
     with session_scope(engine) as s:
         ds = dataset_by_name(s, dataset)
         dim = resolve_dimension(s, ds, dimension)
+        scale = declared_scale(ds.meta, dim)
         annotators = s.execute(
             select(Annotator.id, Annotator.name, Annotator.group, Annotator.kind)
             .where(Annotator.dataset_id == ds.id)
@@ -290,8 +178,8 @@ def item_matrix(
         ).all()
         numeric = all(r.value_num is not None and math.isfinite(r.value_num) for r in rows)
         if numeric:
-            categories = _scale([float(r.value_num) for r in rows])
-            labels = tuple(_number_label(v) for v in categories)
+            categories = numeric_scale(float(r.value_num) for r in rows)
+            labels = tuple(number_label(v) for v in categories)
         else:
             labels = tuple(sorted({r.value_text or "" for r in rows}))
             categories = np.arange(float(len(labels)))
@@ -317,7 +205,7 @@ def item_matrix(
             dimension=dim,
         )
         scope = MatrixScope("item", ds.id, None, dim, base.unit_ids)
-        return _finish(s, base, scope, raters, group)
+        return _finish(s, base, scope, raters, group, with_judges, scale)
 
 
 def pair_matrix(
@@ -327,6 +215,7 @@ def pair_matrix(
     group: str | None = None,
     *,
     exclude_items: Iterable[int] | None = None,
+    with_judges: Sequence[str] | None = None,
 ) -> RatingMatrix:
     """The A/B/T preferences over a pair set (see the module docstring). ``exclude_items`` drops
     every pair that involves one of those item ids."""
@@ -369,9 +258,10 @@ def pair_matrix(
             category_labels=tuple(PAIR_CODES),
             rater_kinds=tuple(a.kind for a in annotators),
             kind="pair",
+            scale_declared=True,
         )
         scope = MatrixScope("pair", ps.dataset_id, ps.id, None, base.unit_ids)
-        return _finish(s, base, scope, raters, group)
+        return _finish(s, base, scope, raters, group, with_judges)
 
 
 def flagged_duplicates(engine: Engine, dataset: str, group: str) -> list[int]:
@@ -396,7 +286,8 @@ def pair_set_dataset(engine: Engine, pair_set: str) -> str:
 @dataclass(frozen=True)
 class MatrixRequest:
     """What the CLI asks for: an item matrix (``dataset`` + ``dimension``) or a pair matrix
-    (``pairs``), some raters, optionally without the items flagged as duplicates for a group."""
+    (``pairs``), some raters (the humans by default), optionally without the items flagged as
+    duplicates for a group, optionally over an explicit category set."""
 
     dataset: str | None = None
     pairs: str | None = None
@@ -404,6 +295,8 @@ class MatrixRequest:
     raters: tuple[str, ...] | None = None
     group: str | None = None
     exclude_duplicates: str | None = None
+    with_judges: tuple[str, ...] | None = None  # judges added to the selection; ("all",) for all
+    categories: tuple[str, ...] | None = None  # an explicit category set (`--categories`)
 
 
 @dataclass(frozen=True)
@@ -432,7 +325,24 @@ def select_matrix(engine: Engine, request: MatrixRequest) -> SelectedMatrix:
         else None
     )
     if request.pairs is not None:
-        matrix = pair_matrix(engine, request.pairs, request.raters, request.group, exclude_items=excluded)
+        matrix = pair_matrix(
+            engine,
+            request.pairs,
+            request.raters,
+            request.group,
+            exclude_items=excluded,
+            with_judges=request.with_judges,
+        )
     else:
-        matrix = item_matrix(engine, dataset, request.dimension, request.raters, request.group, excluded)
+        matrix = item_matrix(
+            engine,
+            dataset,
+            request.dimension,
+            request.raters,
+            request.group,
+            excluded,
+            with_judges=request.with_judges,
+        )
+    if request.categories is not None:
+        matrix = with_categories(matrix, request.categories)
     return SelectedMatrix(matrix, dataset, None if excluded is None else len(excluded))

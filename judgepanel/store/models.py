@@ -178,6 +178,8 @@ class RubricVersion(Base):
     version: Mapped[int] = mapped_column(Integer)
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("rubric_version.id"))
     author: Mapped[str] = mapped_column(String(20), default="manual")
+    # author 'editor': the editor model's spec (never a key), e.g. "openai:gpt-4o?temperature=0"
+    editor: Mapped[str | None] = mapped_column(String(500))
     change_note: Mapped[str | None] = mapped_column(Text)
     content_hash: Mapped[str] = mapped_column(String(64))
     body: Mapped[dict[str, Any]] = mapped_column()  # the whole rubric document
@@ -211,10 +213,13 @@ class Judge(Base):
 
 class Campaign(Base):
     __tablename__ = "campaign"
-    __table_args__ = (CheckConstraint("protocol IN ('pairwise', 'pointwise', 'clauses')", name="protocol"),)
+    __table_args__ = (
+        CheckConstraint("protocol IN ('pairwise', 'pointwise', 'clauses', 'editor')", name="protocol"),
+    )
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id"))
+    # None only for an editor campaign that reads no dataset (`rubric split`)
+    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("dataset.id"))
     pair_set_id: Mapped[int | None] = mapped_column(ForeignKey("pair_set.id"))
     rubric_version_id: Mapped[int | None] = mapped_column(ForeignKey("rubric_version.id"))
     protocol: Mapped[str] = mapped_column(String(20))
@@ -243,7 +248,7 @@ class Job(Base):
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id", ondelete="CASCADE"))
-    job_key: Mapped[str] = mapped_column(String(64))  # sha256 of what the job asks; see runner.plan
+    job_key: Mapped[str] = mapped_column(String(64))  # sha256 of what the job asks; see protocol.plan
     judge_id: Mapped[int] = mapped_column(ForeignKey("judge.id"))
     item_id: Mapped[int | None] = mapped_column(ForeignKey("item.id"))
     pair_id: Mapped[int | None] = mapped_column(ForeignKey("pair.id"))
@@ -295,6 +300,8 @@ class Response(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float)
     cost_usd: Mapped[float | None] = mapped_column(Float)
     cached_from: Mapped[int | None] = mapped_column(ForeignKey("response.id"))  # answered from the store
+    cache_read_tokens: Mapped[int | None] = mapped_column(Integer)  # prompt-cache hits, as reported
+    cache_write_tokens: Mapped[int | None] = mapped_column(Integer)  # prompt-cache writes (Anthropic)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -329,6 +336,35 @@ class ClauseVerdict(Base):
     rationale: Mapped[str | None] = mapped_column(Text)
 
 
+# ---------------------------------------------------------------- rubric repair
+
+
+class RepairIteration(Base):
+    """One rubric-repair iteration (`judgepanel repair run`): its inputs, the criterion declared
+    before any evaluation call, each step's state, the campaigns and rubric versions it made, and
+    the selection, rewrites and comparison as JSON. Editor calls are jobs of an `editor` campaign,
+    stored (request, response, verdict) like judge calls."""
+
+    __tablename__ = "repair_iteration"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id"))
+    inputs: Mapped[dict[str, Any]] = mapped_column()
+    criterion: Mapped[str | None] = mapped_column(String(500))
+    criterion_at: Mapped[datetime | None] = mapped_column(DateTime)
+    steps: Mapped[dict[str, Any]] = mapped_column(default=dict)  # step -> done | pending
+    campaigns: Mapped[dict[str, Any]] = mapped_column(default=dict)  # dev, editor, original, …
+    original_version_id: Mapped[int] = mapped_column(ForeignKey("rubric_version.id"))
+    contested_version_id: Mapped[int | None] = mapped_column(ForeignKey("rubric_version.id"))
+    control_version_id: Mapped[int | None] = mapped_column(ForeignKey("rubric_version.id"))
+    control_seed: Mapped[int] = mapped_column(Integer)
+    selection: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    rewrites: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    comparison: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 # ---------------------------------------------------------------- re-annotation planning
 
 
@@ -354,3 +390,53 @@ class AllocationItem(Base):
     annotator: Mapped[str] = mapped_column(String(200))
     item_id: Mapped[int] = mapped_column(ForeignKey("item.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(Integer)
+
+
+# ---------------------------------------------------------------- scale and cost
+
+
+class RateBucket(Base):
+    """A token bucket shared through the database by every worker of a judge (one row per judge and
+    limit kind, e.g. `rpm:openai:gpt-4o-mini`): `tokens` left at `updated_at` (epoch seconds)."""
+
+    __tablename__ = "rate_bucket"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(600), unique=True)
+    capacity: Mapped[float] = mapped_column(Float)
+    refill_per_s: Mapped[float] = mapped_column(Float)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class ProviderBatch(Base):
+    """One submission to a provider's batch API; polling resumes from this row."""
+
+    __tablename__ = "provider_batch"
+    __table_args__ = (Index("ix_provider_batch_campaign_status", "campaign_id", "status"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id", ondelete="CASCADE"))
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judge.id"))
+    provider: Mapped[str] = mapped_column(String(40))
+    batch_id: Mapped[str | None] = mapped_column(String(200))  # the provider's id, once submitted
+    input_file_id: Mapped[str | None] = mapped_column(String(200))
+    output_file_id: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(30))  # preparing | submitted | in_progress | ended | …
+    request_counts: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ProviderBatchJob(Base):
+    """A job carried by a batch, under the `custom_id` the provider echoes back."""
+
+    __tablename__ = "provider_batch_job"
+    __table_args__ = (UniqueConstraint("batch_pk", "job_id"), UniqueConstraint("batch_pk", "custom_id"))
+    id: Mapped[int] = mapped_column(primary_key=True)
+    batch_pk: Mapped[int] = mapped_column(ForeignKey("provider_batch.id", ondelete="CASCADE"))
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"))
+    custom_id: Mapped[str] = mapped_column(String(100))
+    attempt: Mapped[int] = mapped_column(Integer)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(20))  # submitted | done | failed

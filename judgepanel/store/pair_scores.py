@@ -14,6 +14,7 @@ annotator group counts. Items nobody scored have NaN.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,8 +22,9 @@ from numpy.typing import NDArray
 from sqlalchemy import Engine, select
 
 from judgepanel.errors import BadInput, NotFound
+from judgepanel.metrics.matrix import HUMAN, NoRaters, RatingMatrix
 from judgepanel.store.engine import session_scope
-from judgepanel.store.matrices import RatingMatrix, pair_matrix, pair_set_dataset
+from judgepanel.store.matrices import pair_matrix, pair_set_dataset
 from judgepanel.store.models import Annotator, Item, Label, Pair
 from judgepanel.store.queries import find_duplicates, pair_set_by_name
 
@@ -100,10 +102,19 @@ class PairSetInputs:
     duplicate_items: dict[str, int]  # group -> how many items `data duplicates` flags
 
 
-def pair_set_inputs(engine: Engine, pair_set: str, *, exclude_duplicates: str | None = None) -> PairSetInputs:
-    """The A/B/T matrix of ``pair_set`` (every rater, judges included when a rater source is
-    registered), the score gap of each pair and the duplicate flags mapped onto pairs.
-    ``exclude_duplicates``: leave out every pair touching an item flagged for that group."""
+def pair_set_inputs(
+    engine: Engine,
+    pair_set: str,
+    *,
+    exclude_duplicates: str | None = None,
+    raters: Sequence[str] | None = None,
+    group: str | None = None,
+    with_judges: Sequence[str] | None = None,
+) -> PairSetInputs:
+    """The A/B/T matrix of ``pair_set`` over the chosen raters (the humans unless ``raters``,
+    ``group`` or ``with_judges`` name judges; see ``metrics.matrix``), the score gap of each pair
+    and the duplicate flags mapped onto pairs. ``exclude_duplicates``: leave out every pair touching
+    an item flagged for that group."""
     dataset = pair_set_dataset(engine, pair_set)
     dups = find_duplicates(engine, dataset)
     excluded = None
@@ -112,7 +123,7 @@ def pair_set_inputs(engine: Engine, pair_set: str, *, exclude_duplicates: str | 
             known = ", ".join(dups.flagged) or "none"
             raise BadInput(f"no annotator group {exclude_duplicates!r} in {dataset!r} (known: {known})")
         excluded = dups.flagged[exclude_duplicates]
-    matrix = pair_matrix(engine, pair_set, exclude_items=excluded)
+    matrix = pair_matrix(engine, pair_set, raters, group, exclude_items=excluded, with_judges=with_judges)
     items = pair_items(engine, pair_set)
     row_of = {p: i for i, p in enumerate(items.pair_ids)}
     rows = np.array([row_of[u] for u in matrix.unit_ids], dtype=np.int64)
@@ -169,12 +180,14 @@ def campaign_joint_inputs(engine: Engine, campaign: str) -> JointInputs:
     items = pair_items(engine, spec.pairs)
     row_of = {p: i for i, p in enumerate(items.pair_ids)}
     n = len(items.pair_ids)
-    matrix = pair_matrix(engine, spec.pairs)
-    kinds = matrix.rater_kinds or ("human",) * matrix.n_raters
-    keep = [i for i, kind in enumerate(kinds) if kind == "human"]
-    humans = np.full((n, len(keep)), np.nan)
-    rows = np.array([row_of[u] for u in matrix.unit_ids], dtype=np.int64)
-    humans[rows] = matrix.values[:, keep]
+    try:
+        matrix: RatingMatrix | None = pair_matrix(engine, spec.pairs, group=HUMAN)
+    except NoRaters:  # no human labels on this pair set: the judges alone
+        matrix = None
+    human_names = () if matrix is None else matrix.rater_names
+    humans = np.full((n, len(human_names)), np.nan)
+    if matrix is not None:
+        humans[[row_of[u] for u in matrix.unit_ids]] = matrix.values
     names = tuple(verdicts)
     ab = np.full((n, len(names)), np.nan)
     ba = np.full((n, len(names)), np.nan)
@@ -192,8 +205,8 @@ def campaign_joint_inputs(engine: Engine, campaign: str) -> JointInputs:
         campaign=campaign,
         pairs=spec.pairs,
         pair_ids=items.pair_ids,
-        human_names=tuple(matrix.rater_names[i] for i in keep),
-        human_groups=tuple(matrix.rater_groups[i] for i in keep),
+        human_names=human_names,
+        human_groups=() if matrix is None else matrix.rater_groups,
         humans=humans,
         judge_names=names,
         judges_ab=ab,

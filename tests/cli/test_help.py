@@ -72,6 +72,33 @@ def test_option_names_written_out_for_help_match_the_library() -> None:
     assert simulate_cmd.DESIGNS == design.DESIGNS
 
 
+def test_defaults_written_out_for_help_match_the_library() -> None:
+    """`repair --criterion` and `query --timeout` show library defaults without importing it."""
+    from judgepanel.cli import query_cmd, repair_cmd
+    from judgepanel.repair import compare
+    from judgepanel.store import readonly
+
+    assert repair_cmd.DEFAULT_CRITERION == compare.DEFAULT_CRITERION
+    assert query_cmd.DEFAULT_TIMEOUT == readonly.DEFAULT_TIMEOUT
+
+
+def test_new_commands_are_in_the_lazy_table_and_the_root_help() -> None:
+    """Commands main gained next to the lazy loading: each is reachable and shown in `--help`."""
+    assert "repair" in COMMANDS
+    assert re.search(r"repair\s+Rubric repair", cli("--help").stdout)
+    for path, sub in (
+        (["metrics"], "conditions"),
+        (["data"], "split"),
+        (["data"], "import-usr"),
+        (["rubric"], "split"),
+        (["rubric"], "diff"),
+        (["repair"], "run"),
+    ):
+        r = cli(*path, "--help")
+        assert r.code == 0, r.stderr
+        assert re.search(rf"^\s*│?\s*{sub}\s", r.stdout, re.M), (path, sub, r.stdout)
+
+
 def test_import_labels_help_names_the_kind_column() -> None:
     out = cli("data", "import-labels", "--help").stdout
     assert "value[, rationale][, kind]" in out and "llm" in out

@@ -73,6 +73,15 @@ def test_plan_overlap_from_given_values(sqlite_url: str) -> None:
     assert r.code == 2 and "not both" in r.stderr
 
 
+def test_plan_overlap_says_no_overlap_certifies_a_judge_below_the_margin(sqlite_url: str) -> None:
+    argv = ("plan", "overlap", "--sigma0", "0.4", "--mu-d", "-0.1", "--epsilon", "0.05")
+    out = cli(*argv, "--json", db=sqlite_url).json()
+    assert out["m_cert"] == {"judge": None}
+    assert "below -epsilon" in out["reason"]["judge"]
+    text = cli(*argv, db=sqlite_url).stdout
+    assert "none (μ_d < −ε)" in text and "no overlap can certify it" in text
+
+
 def test_plan_overlap_estimates_from_the_store(sqlite_url: str, tmp_path: Path) -> None:
     cli("db", "upgrade", db=sqlite_url)
     folder = _panel(tmp_path)

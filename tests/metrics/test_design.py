@@ -15,6 +15,7 @@ from judgepanel.metrics.design import (
     allocate_batch,
     items_per_annotator,
     m_cert,
+    m_cert_reason,
     m_rank,
     majority,
     pilot_inputs,
@@ -44,6 +45,20 @@ def test_m_cert_textbook_value() -> None:
         m_cert(0.5, 0.0, 0.1, alpha=0.0)
     with pytest.raises(BadInput):
         m_cert(-1.0, 0.0, 0.1)
+
+
+@pytest.mark.parametrize("mu_d", [-0.06, -0.2, -1.0])
+def test_m_cert_is_none_when_the_judge_trails_by_more_than_epsilon(mu_d: float) -> None:
+    # (μ_d + ε)² is positive again below −ε, but no overlap certifies a judge whose mean
+    # advantage lies under −ε: the formula's finite value would be a false promise
+    assert m_cert(0.5, mu_d, 0.05) is None
+    reason = m_cert_reason(mu_d, 0.05)
+    assert reason is not None and "below -epsilon" in reason
+    assert m_cert_reason(-0.05, 0.05) is not None and m_cert_reason(-0.04, 0.05) is None
+    plan = plan_overlap(sigma0=0.5, mu_d={"bad": mu_d, "ok": 0.0}, epsilon=0.05, n_items=1000)
+    assert plan.m_cert == {"bad": None, "ok": m_cert(0.5, 0.0, 0.05)}
+    assert plan.as_dict()["reason"] == {"bad": reason, "ok": None}
+    assert plan.coverage_needed == pytest.approx(math.sqrt(m_cert(0.5, 0.0, 0.05) / 1000))  # type: ignore[operator]
 
 
 @pytest.mark.parametrize("j", [2, 3, 6])

@@ -23,10 +23,10 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
 from judgepanel.metrics.heldout import leave_one_rater_out
+from judgepanel.metrics.matrix import RatingMatrix
 from judgepanel.metrics.summary import meta_evaluation, truth_report
 from judgepanel.metrics.truth import dawid_skene, mace, majority_vote
 from judgepanel.metrics.uncertainty import vote_entropy
-from judgepanel.store.matrices import RatingMatrix
 from judgepanel.store.pair_scores import pair_items
 from tests.helpers import cli
 from tests.metrics import summeval_pairs

@@ -154,3 +154,61 @@ def test_classification_table_and_redaction() -> None:
     assert isinstance(classify_status(503, "", {"retry-after": "4"}, provider="openai"), Transient)
     assert classify_status(503, "", {"retry-after": "4"}, provider="openai").retry_after == 4.0
     assert isinstance(classify_status(413, "", {}, provider="anthropic"), Fatal)
+
+
+async def test_absurd_retry_after_values_reach_the_runner_as_said(wire: str, fake: FakeServer) -> None:
+    """The classification keeps what the server announced (the runner caps it, see
+    tests/runner/test_provider_hardening.py): a 2099 date is decades, `inf` is infinite."""
+    far = await call(wire, fake, "j!429far")
+    assert isinstance(far, RateLimited) and far.retry_after is not None and far.retry_after > 365 * 86400
+    inf = await call(wire, fake, "j!429inf")
+    assert isinstance(inf, RateLimited) and inf.retry_after == float("inf")
+
+
+async def test_finish_reason_and_served_model_come_back_from_the_wire(wire: str, fake: FakeServer) -> None:
+    provider = make_provider(parse_spec(spec_text(wire, fake, "j!length")))
+    plain = make_provider(parse_spec(spec_text(wire, fake, "j")))
+    try:
+        cut = await provider.complete(REQUEST, timeout=10)
+        whole = await plain.complete(REQUEST, timeout=10)
+        fake.served_model = "qwen-local"
+        served = await plain.served_model(timeout=5)  # type: ignore[attr-defined]
+    finally:
+        fake.served_model = None
+        await provider.aclose()
+        await plain.aclose()
+    assert cut.finish_reason == ("length" if wire == "openai" else "max_tokens")
+    assert whole.finish_reason == ("stop" if wire == "openai" else "end_turn")
+    assert served == "qwen-local"
+
+
+def test_redact_result_cleans_every_stored_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judgepanel.providers.base import ChatResult
+    from judgepanel.providers.errors import redact_result
+
+    key = "plain-local-server-secret"  # not key-shaped: only the configured value finds it
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    shaped = "sk-ant-api03-" + "Q" * 40
+    result = ChatResult(
+        text=f"I saw {key}. Verdict: A",
+        raw_body=f'{{"model": "{key}", "x": "{shaped}"}}',
+        model_returned=f"m+{key}",
+        system_fingerprint=key,
+        structured={
+            "rationale": f"{key} {shaped}",
+            "clauses": [{"id": "c1", "rationale": key}],
+            "verdict": "A",
+        },
+    )
+    clean = redact_result(result)
+    fields = (
+        clean.text,
+        clean.raw_body,
+        clean.model_returned,
+        clean.system_fingerprint,
+        repr(clean.structured),
+    )
+    assert all(key not in str(f) and "Q" * 20 not in str(f) for f in fields)
+    assert clean.text == "I saw [redacted]. Verdict: A" and clean.system_fingerprint == "[redacted]"
+    assert clean.structured is not None and clean.structured["verdict"] == "A"
+    assert (clean.input_tokens, clean.http_status) == (result.input_tokens, result.http_status)

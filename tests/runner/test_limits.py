@@ -80,3 +80,24 @@ def test_concurrency_limit_and_pause_gate() -> None:
     peak, gated = asyncio.run(main())
     assert peak == 2
     assert gated >= 0.28
+
+
+def test_no_retry_after_pauses_a_judge_longer_than_the_cap() -> None:
+    for absurd in (float("inf"), 86_400.0, 2.3e9):  # inf, a day, an HTTP-date in 2099
+        lim = JudgeLimiter(4, max_pause=2.0)
+        before = time.monotonic()
+        lim.on_rate_limited(retry_after=absurd)
+        assert before + 1.9 < lim.pause_until <= time.monotonic() + 2.0
+    lim = JudgeLimiter(4, max_pause=2.0)
+    lim.on_rate_limited(retry_after=float("nan"))  # unreadable: back off without a pause
+    assert lim.pause_until == 0.0 and lim.limit == 2
+
+
+def test_timeouts_shrink_concurrency_once_per_episode_and_recover_slowly() -> None:
+    lim = JudgeLimiter(16)
+    for _ in range(5):  # the calls in flight when the server fell behind all time out together
+        lim.on_timeout(10.0)
+    assert lim.limit == 8 and lim.shrinks == 1 and lim.timeouts == 5 and lim.pause_until == 0.0
+    for _ in range(8):
+        lim.on_success()
+    assert 8.9 < lim.limit < 9.1

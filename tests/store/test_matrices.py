@@ -13,6 +13,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput, NotFound
+from judgepanel.metrics.matrix import with_categories
 from judgepanel.store.matrices import (
     MatrixRequest,
     MatrixScope,
@@ -24,7 +25,7 @@ from judgepanel.store.matrices import (
     select_matrix,
     unregister_rater_source,
 )
-from judgepanel.store.models import Item
+from judgepanel.store.models import Dataset, Item
 from tests.helpers import cli
 
 # item, annotator, group, kind, dimension, value: a 1–5 scale where nobody used 3, one text dimension
@@ -61,7 +62,7 @@ def _item_ids(engine: Engine) -> dict[str, int]:
 
 
 def test_numeric_item_matrix_keeps_the_scale(labelled: Engine) -> None:
-    m = item_matrix(labelled, "toy", "score")
+    m = item_matrix(labelled, "toy", "score", with_judges=["all"])
     ids = _item_ids(labelled)
     assert m.rater_names == ("ann", "bob", "cy", "gpt")
     assert m.rater_groups == ("expert", "expert", "crowd", "judges")
@@ -125,14 +126,16 @@ def test_rater_sources_merge_judge_columns(labelled: Engine) -> None:
 
     register_rater_source(judge)
     try:
-        m = item_matrix(labelled, "toy", "score")
+        human = item_matrix(labelled, "toy", "score")
+        m = item_matrix(labelled, "toy", "score", with_judges=["all"])
     finally:
         unregister_rater_source(judge)
+    assert human.rater_names == ("ann", "bob", "cy")  # judges join only when named
     assert seen[0].kind == "item" and seen[0].dimension == "score" and seen[0].pair_set_id is None
     assert m.rater_names[-1] == "openai:gpt-4o-mini" and m.rater_kinds[-1] == "judge"
     assert m.column("openai:gpt-4o-mini")[[0, 3]].tolist() == [2.5, 2.0]
     assert 2.5 in m.categories.tolist()  # a new score value extends a numeric scale
-    assert item_matrix(labelled, "toy", "score").n_raters == 4  # unregistered: gone again
+    assert item_matrix(labelled, "toy", "score", group="judge").n_raters == 1  # unregistered: gone again
 
 
 def test_merge_into_label_matrices_checks_labels(labelled: Engine) -> None:
@@ -172,3 +175,50 @@ def test_pair_matrix_codes_and_order(engine: Engine, db_url: str, shared_data: P
     assert sel.dataset == "summeval" and sel.matrix.rater_names == ("expert_1", "expert_2", "expert_3")
     with pytest.raises(BadInput, match="belongs to dataset 'summeval'"):
         select_matrix(engine, MatrixRequest(dataset="other", pairs="p"))
+
+
+def test_default_is_the_humans_and_judges_join_only_when_named(labelled: Engine) -> None:
+    m = item_matrix(labelled, "toy", "score")
+    assert m.rater_names == ("ann", "bob", "cy") and set(m.rater_kinds) == {"human"}
+    assert m.n_units == 4 and m.values.shape == (4, 3)
+    assert item_matrix(labelled, "toy", "score", group="human").rater_names == m.rater_names
+    assert item_matrix(labelled, "toy", "score", group="judge").rater_names == ("gpt",)
+    assert item_matrix(labelled, "toy", "score", group="judges").rater_names == ("gpt",)  # imported group
+    assert item_matrix(labelled, "toy", "score", raters=["gpt", "ann"]).rater_names == ("gpt", "ann")
+    both = item_matrix(labelled, "toy", "score", group="expert", with_judges=["gpt"])
+    assert both.rater_names == ("ann", "bob", "gpt")
+    with pytest.raises(BadInput, match="'ann' is not a judge"):
+        item_matrix(labelled, "toy", "score", with_judges=["ann"])
+    with pytest.raises(NotFound, match=r"known: crowd, expert, human, judge, judges"):
+        item_matrix(labelled, "toy", "score", group="nobody")
+
+
+def test_categories_come_from_the_selected_raters(labelled: Engine) -> None:
+    # crowd used 2, 4, 5: the scale is 2..5 for them, 1..5 once ann's 1 is in
+    assert item_matrix(labelled, "toy", "score", group="crowd").categories.tolist() == [2.0, 3.0, 4.0, 5.0]
+    assert item_matrix(labelled, "toy", "score").categories.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    experts = item_matrix(labelled, "toy", "topic", group="expert")
+    assert experts.category_labels == ("arts", "sports")  # news is only the crowd's
+    assert experts.label(experts.column("bob")[0]) == "arts"
+
+
+def test_a_declared_scale_and_categories_option_fix_the_categories(labelled: Engine) -> None:
+    with Session(labelled) as s:
+        ds = s.scalar(select(Dataset).where(Dataset.name == "toy"))
+        assert ds is not None
+        ds.meta = {**ds.meta, "scale": {"score": [1, 2, 3, 4, 5, 6, 7]}}
+        s.commit()
+    crowd = item_matrix(labelled, "toy", "score", group="crowd")
+    assert crowd.categories.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0] and crowd.scale_declared
+    sel = select_matrix(
+        labelled,
+        MatrixRequest(dataset="toy", dimension="topic", group="expert", categories=("sports", "arts", "x")),
+    )
+    m = sel.matrix
+    assert m.category_labels == ("sports", "arts", "x") and m.label(m.column("bob")[0]) == "arts"
+    with pytest.raises(BadInput, match="'news' is used but not one of the categories sports, arts"):
+        select_matrix(
+            labelled, MatrixRequest(dataset="toy", dimension="topic", categories=("sports", "arts"))
+        )
+    with pytest.raises(BadInput, match="rating 5 is not one of the categories 1, 2"):
+        with_categories(item_matrix(labelled, "toy", "score", raters=["bob"]), [1, 2])
