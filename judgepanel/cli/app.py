@@ -13,6 +13,7 @@ from judgepanel.cli import (
     data_cmd,
     db_cmd,
     demo_cmd,
+    export_cmd,
     metrics_cmd,
     plan_cmd,
     query_cmd,
@@ -54,6 +55,7 @@ app.add_typer(plan_cmd.app, name="plan")
 app.add_typer(simulate_cmd.app, name="simulate")
 app.command("query")(query_cmd.query)
 app.command("demo")(demo_cmd.demo)
+app.command("export")(export_cmd.export)
 
 
 def _fail(message: str, code: int) -> NoReturn:
