@@ -17,6 +17,7 @@ from judgepanel.cli import (
     metrics_cmd,
     plan_cmd,
     query_cmd,
+    report_cmd,
     rubric_cmd,
     simulate_cmd,
     validate_cmd,
@@ -56,6 +57,7 @@ app.add_typer(simulate_cmd.app, name="simulate")
 app.command("query")(query_cmd.query)
 app.command("demo")(demo_cmd.demo)
 app.command("export")(export_cmd.export)
+app.command("report")(report_cmd.report)
 
 
 def _fail(message: str, code: int) -> NoReturn:
