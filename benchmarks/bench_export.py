@@ -21,7 +21,20 @@ from sqlalchemy import insert
 
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
-from judgepanel.store.models import Campaign, Dataset, Item, Job, Judge, Request, Response, Verdict, table_of
+from judgepanel.store.models import (
+    Annotator,
+    Campaign,
+    CampaignJudge,
+    Dataset,
+    Item,
+    Job,
+    Judge,
+    Label,
+    Request,
+    Response,
+    Verdict,
+    table_of,
+)
 
 N = int(os.environ.get("JP_BENCH_EXPORT_N", "200000"))
 ITEMS = 2_000
@@ -57,40 +70,80 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 """
 
 
-def build(url: str) -> None:
+def build(url: str, n: int = N, *, judges: int = 1, humans: int = 0) -> None:
+    """A pointwise campaign of `n` verdicts by `judges` judges on n / judges items (repeats when
+    there are more verdicts than ITEMS per judge), and `humans` human scores per item."""
     eng = make_engine(url)
     upgrade(eng)
     rng = random.Random(0)
+    n_items = min(ITEMS, n) if judges == 1 else n // judges
     with eng.begin() as conn:
         ds = conn.execute(insert(table_of(Dataset)).values(name="d", kind="items", source_hash="x", meta={}))
         ds_id = ds.inserted_primary_key[0]
         conn.execute(
             insert(table_of(Item)),
             [
-                {"dataset_id": ds_id, "external_id": f"i{k}", "position": k, "output": "text", "meta": {}}
-                for k in range(ITEMS)
+                {
+                    "dataset_id": ds_id,
+                    "external_id": f"i{k}",
+                    "position": k,
+                    "output": f"summary {k}",
+                    "meta": {},
+                }
+                for k in range(n_items)
             ],
         )
         item_ids = [r[0] for r in conn.exec_driver_sql("select id from item order by id")]
-        judge = conn.execute(
-            insert(table_of(Judge)).values(name="sim:j", provider="sim", model="j", params={})
-        )
-        judge_id = judge.inserted_primary_key[0]
+        judge_ids = [
+            conn.execute(
+                insert(table_of(Judge)).values(name=f"sim:j{j}", provider="sim", model=f"j{j}", params={})
+            ).inserted_primary_key[0]
+            for j in range(judges)
+        ]
         camp = conn.execute(
             insert(table_of(Campaign)).values(
                 name="bench",
                 dataset_id=ds_id,
                 protocol="pointwise",
                 condition="none",
-                repeats=N // ITEMS,
+                dimension="coherence",
+                repeats=max(1, n // (n_items * judges)),
                 status="done",
                 spec={},
             )
         )
         cid = camp.inserted_primary_key[0]
+        conn.execute(
+            insert(table_of(CampaignJudge)), [{"campaign_id": cid, "judge_id": j} for j in judge_ids]
+        )
+        truth = [rng.randint(1, 5) for _ in item_ids]
+        if humans:
+            ann = [
+                conn.execute(
+                    insert(table_of(Annotator)).values(
+                        dataset_id=ds_id, name=f"h{h}", kind="human", group="expert"
+                    )
+                ).inserted_primary_key[0]
+                for h in range(humans)
+            ]
+            conn.execute(
+                insert(table_of(Label)),
+                [
+                    {
+                        "item_id": i,
+                        "annotator_id": a,
+                        "dimension": "coherence",
+                        "value_num": float(v),
+                        "value_text": str(v),
+                    }
+                    for i, t in zip(item_ids, truth, strict=True)
+                    for a in ann
+                    for v in [min(5, max(1, t + rng.choice((-1, 0, 0, 1))))]
+                ],
+            )
     step = 50_000
-    for start in range(0, N, step):
-        ids = range(start + 1, min(N, start + step) + 1)
+    for start in range(0, n, step):
+        ids = range(start + 1, min(n, start + step) + 1)
         with eng.begin() as conn:
             conn.execute(
                 insert(table_of(Job)),
@@ -99,11 +152,11 @@ def build(url: str) -> None:
                         "id": k,
                         "campaign_id": cid,
                         "job_key": f"{k:064x}",
-                        "judge_id": judge_id,
-                        "item_id": item_ids[k % ITEMS],
+                        "judge_id": judge_ids[k % judges],
+                        "item_id": item_ids[(k // judges) % n_items],
                         "condition": "none",
                         "dimension": "coherence",
-                        "repeat": k // ITEMS,
+                        "repeat": k // (judges * n_items),
                         "status": "done",
                         "attempts": 1,
                     }
@@ -159,7 +212,7 @@ def build(url: str) -> None:
                         "rationale": "The summary states the main facts in order.",
                     }
                     for k in ids
-                    for s in [rng.randint(1, 5)]
+                    for s in [min(5, max(1, truth[(k // judges) % n_items] + rng.choice((-2, -1, 0, 0, 1))))]
                 ],
             )
     eng.dispose()
