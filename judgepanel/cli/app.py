@@ -16,6 +16,7 @@ from judgepanel.cli import (
     export_cmd,
     metrics_cmd,
     plan_cmd,
+    prevalence_cmd,
     query_cmd,
     report_cmd,
     rubric_cmd,
@@ -48,6 +49,7 @@ def _root(
 
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(data_cmd.app, name="data")
+metrics_cmd.app.command("prevalence")(prevalence_cmd.prevalence)
 app.add_typer(metrics_cmd.app, name="metrics")
 app.add_typer(rubric_cmd.app, name="rubric")
 app.add_typer(campaign_cmd.app, name="campaign")

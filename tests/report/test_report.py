@@ -217,3 +217,58 @@ def test_demo_report_in_headless_chromium(demo_db: tuple[str, Path]) -> None:
         assert driver.save_screenshot(str(ARTEFACTS / "demo-report.png"))  # type: ignore[attr-defined]
     finally:
         driver.quit()  # type: ignore[attr-defined]
+
+
+def test_prevalence_cli_on_the_demo(demo_db: tuple[str, Path]) -> None:
+    """`metrics prevalence` reads the same pass/fail vectors as an independent pandas path."""
+    from judgepanel.metrics.prevalence import corrected_prevalence
+
+    url, _ = demo_db
+    judge = "sim:judge-a?position_bias=0"
+    r = cli(
+        "metrics",
+        "prevalence",
+        "--campaign",
+        POINTWISE,
+        "--human-group",
+        "expert",
+        "--judge",
+        judge,
+        "--condition",
+        "rubric",
+        "--threshold",
+        "4",
+        "--bootstrap",
+        "500",
+        "--json",
+        db=url,
+    ).json()
+    v = api.verdicts(url, POINTWISE)
+    v = v[
+        (v["judge"] == judge)
+        & (v["condition"] == "rubric")
+        & (v["parse_status"] == "ok")
+        & (v["repeat"] == 0)
+    ]
+    labels = api.labels(url, POINTWISE)
+    mean = (
+        labels[(labels["group"] == "expert") & (labels["dimension"] == v["dimension"].iloc[0])]
+        .groupby("item")["value_num"]
+        .mean()
+    )
+    scores = v.set_index("item")["score"]
+    lab = [i for i in scores.index if i in mean.index]
+    unl = [i for i in scores.index if i not in mean.index]
+    want = corrected_prevalence(
+        (mean[lab] >= 4).astype(int).to_numpy(),
+        (scores[lab] >= 4).astype(int).to_numpy(),
+        (scores[unl] >= 4).astype(int).to_numpy(),
+        n_boot=500,
+    )
+    assert r["n_labelled"] == len(lab) and r["n_unlabelled"] == len(unl)
+    assert r["raw_rate"] == pytest.approx(want.raw_rate) and r["tpr"] == pytest.approx(want.tpr)
+    assert r["ci"] == pytest.approx(list(want.ci)) if want.ci else r["ci"] is None
+    bad = cli("metrics", "prevalence", "--campaign", POINTWISE, "--human-group", "expert", db=url)
+    assert bad.code == 2 and "--judge" in bad.stderr
+    bad = cli("metrics", "prevalence", "--campaign", PAIRWISE, "--human-group", "expert", db=url)
+    assert bad.code == 2 and "pointwise" in bad.stderr
