@@ -22,6 +22,7 @@ from judgepanel.cli import (
     rubric_cmd,
     simulate_cmd,
     validate_cmd,
+    votes_cmd,
 )
 from judgepanel.cli.context import AppState
 from judgepanel.config import DB_ENV, database_url
@@ -50,6 +51,8 @@ def _root(
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(data_cmd.app, name="data")
 metrics_cmd.app.command("prevalence")(prevalence_cmd.prevalence)
+metrics_cmd.app.command("votes")(votes_cmd.votes)
+data_cmd.app.command("import-mtbench")(votes_cmd.import_mtbench)
 app.add_typer(metrics_cmd.app, name="metrics")
 app.add_typer(rubric_cmd.app, name="rubric")
 app.add_typer(campaign_cmd.app, name="campaign")
