@@ -123,7 +123,7 @@ def campaign_ids(engine: Engine, name: str) -> tuple[int, int]:
         if row is None:
             known = ", ".join(conn.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
             raise NotFound(f"no campaign named {name!r} (known: {known})")
-        return int(row[0]), int(row[1])
+        return int(row[0]), (-1 if row[1] is None else int(row[1]))  # editor campaigns read no dataset
 
 
 def _job_columns(campaign_name: str) -> tuple[list[Any], Callable[[Select[Any]], Select[Any]]]:
