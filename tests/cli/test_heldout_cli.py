@@ -122,3 +122,22 @@ def test_item_labels_get_label_models_only(db: str) -> None:
         "--method", "scores-humans", db=db,
     )  # fmt: skip
     assert r.code == 2 and "pair sets only" in r.stderr
+
+
+def test_score_differences_agree_with_the_stored_labels(db: str) -> None:
+    """The models' score channel is the number `data pairs` thresholded: its sign is each label."""
+    import numpy as np
+    from sqlalchemy import create_engine
+
+    from judgepanel.store.matrices import pair_matrix
+    from judgepanel.store.pair_scores import pair_score_differences
+
+    engine = create_engine(db)
+    m = pair_matrix(engine, "p", with_judges=["all"])
+    d = pair_score_differences(engine, "p", m)
+    engine.dispose()
+    assert np.array_equal(np.isnan(d), np.isnan(m.values))
+    ok = ~np.isnan(d)
+    want = np.where(d > 1e-6, 0.0, np.where(d < -1e-6, 1.0, 2.0))
+    assert np.array_equal(want[ok], m.values[ok])
+    assert np.isnan(d[:, m.rater_names.index("turker_1")]).any()  # turkers skipped half the rows
