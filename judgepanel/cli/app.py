@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("judgepanel.cli.plan_cmd", "app", "Plan the human re-annotation that judge validation needs."),
     "simulate": ("judgepanel.cli.simulate_cmd", "app", "Simulate re-annotation designs before paying for them."),
     "repair": ("judgepanel.cli.repair_cmd", "app", "Rubric repair: contested clauses, editor rewrites, a before/after comparison."),
+    "report": ("judgepanel.cli.report_cmd", "report", "A report people would rather look at than read: what ran, agreement, bias, judges vs humans, cases."),
+    "export": ("judgepanel.cli.export_cmd", "export", "Export a campaign's verdicts, attempts, clause verdicts or labels for pandas and other tools."),
 }  # fmt: skip
 
 

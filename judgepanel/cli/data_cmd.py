@@ -72,14 +72,36 @@ def import_alttest(
     folder: Path = typer.Argument(
         ..., help="Folder with human_annotations.json and llm_annotations.json (plain or .gz)"
     ),
-    name: str = typer.Option(..., "--name"),
+    name: str | None = typer.Option(None, "--name", help="Import the panel as a new dataset."),
+    into: str | None = typer.Option(
+        None, "--into", help="Attach only the panel's LLM annotations to this existing dataset's items."
+    ),
     replace: bool = REPLACE,
     json_: bool = JSON,
 ) -> None:
     """Import an alt-test panel: humans as human annotators, each LLM as a judge (kind llm)."""
-    from judgepanel.datasets.alttest import parse_alttest
-    from judgepanel.store.imports import import_parsed
+    from judgepanel.datasets.alttest import parse_alttest, parse_llm_annotations
+    from judgepanel.store.imports import attach_llm_annotations, import_parsed
 
+    if (name is None) == (into is None):
+        raise BadInput("give either --name (a new dataset) or --into (an existing one)")
+    if into is not None:
+        if replace:
+            raise BadInput("--replace applies to --name; --into only adds annotators")
+        done = attach_llm_annotations(state(ctx).engine(), into, parse_llm_annotations(folder))
+        if json_:
+            emit_json(done.as_dict())
+            return
+        if done.unchanged:
+            typer.echo(f"{into}: these LLM annotations are already attached; nothing changed")
+            return
+        typer.echo(f"{into}: {done.annotators} LLM annotators, {done.labels_added} labels attached")
+        for ps in done.stale_pair_sets:
+            typer.echo(
+                f"pair set {ps} predates them: re-create it with `judgepanel data pairs {into} --name {ps} --replace`"
+            )
+        return
+    assert name is not None
     _report(import_parsed(state(ctx).engine(), name, parse_alttest(folder), replace=replace), json_)
 
 
@@ -201,3 +223,9 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
         emit_json({"datasets": rows})
         return
     table("datasets", ["name", "kind", "items", "labels"], [list(r.values()) for r in rows])
+
+
+# MT-Bench lives beside `metrics votes` (cli/votes_cmd.py), whose agreement settings it feeds
+from judgepanel.cli.votes_cmd import import_mtbench  # noqa: E402
+
+app.command("import-mtbench")(import_mtbench)

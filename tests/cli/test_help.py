@@ -19,7 +19,7 @@ from tests.helpers import cli
 # a dotted module path (`metrics.summary`, `judgepanel.store`) or a source file; judgepanel.db,
 # the default database file, is a name users do see
 INTERNAL = re.compile(
-    r"\b(judgepanel\.(?!db\b)[a-z_]+|(metrics|store|runner|protocol|providers|datasets|repair|report|cli)\.[a-z_]+)\b"
+    r"\b(judgepanel\.(?!db\b)[a-z_]+|(metrics|store|runner|protocol|providers|datasets|repair|report|cli)\.(?!html\b|md\b)[a-z_]+)\b"
     r"|\.py\b"
 )
 
