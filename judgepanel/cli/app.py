@@ -25,6 +25,7 @@ from judgepanel.cli import (
     simulate_cmd,
     validate_cmd,
     votes_cmd,
+    worker_cmd,
 )
 from judgepanel.cli.context import AppState
 from judgepanel.config import DB_ENV, database_url
@@ -67,6 +68,7 @@ app.command("query")(query_cmd.query)
 app.command("demo")(demo_cmd.demo)
 app.command("export")(export_cmd.export)
 app.command("report")(report_cmd.report)
+app.command("worker")(worker_cmd.worker)
 
 
 def _fail(message: str, code: int) -> NoReturn:
