@@ -272,3 +272,49 @@ def test_second_worker_on_sqlite_is_refused(tmp_path: Path) -> None:
     )
     assert again.returncode == 0, again.stderr.decode()
     assert json.loads(again.stdout)["jobs"] == 0
+
+
+@pytest.mark.postgres
+def test_renewing_leases_beside_the_writer_never_deadlocks(pg_url: str) -> None:
+    """A worker's heartbeat renews its leases in one transaction while its writer updates the same
+    job rows in another; both must lock rows in the same (id) order. Before, the writer locked in
+    the order calls finished and PostgreSQL aborted one side with "deadlock detected"."""
+    from judgepanel.store import campaigns as store
+    from judgepanel.store.campaigns import AttemptRow, Batch
+
+    _campaign(pg_url, "openai:nowhere?base_url=http://127.0.0.1:9/v1", groups=10, per_group=30, repeats=1)
+    eng = make_engine(pg_url)
+    owner = "host:1:test"
+    cid = store.campaign_id(eng, "w")
+    ids = [j.id for j in store.lease_jobs(eng, cid, owner, 300)]
+    assert len(ids) == 300
+    errors: list[BaseException] = []
+    writing = threading.Event()
+
+    def writer() -> None:
+        try:
+            for n in range(1, 16):
+                rows = [
+                    AttemptRow(jid, n, "h", "t", "th", [], {}, ok=False, error_class="transient")
+                    for jid in reversed(ids)  # finished in another order than the rows' ids
+                ]
+                store.write_batch(eng, Batch(attempts=rows), owner)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            writing.set()
+
+    def heartbeat() -> None:
+        try:
+            while not writing.is_set():
+                assert store.renew_leases(eng, owner, lease_seconds=60) == 300
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=heartbeat)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    eng.dispose()
+    assert errors == []
