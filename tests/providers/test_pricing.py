@@ -39,7 +39,7 @@ def test_dated_snapshots_and_bare_names() -> None:
     assert table.lookup("gpt-4o-mini") == BUILTIN["openai:gpt-4o-mini"]
     # a longer name is not its prefix's model: gpt-4o-audio is not priced as gpt-4o
     assert table.lookup("gpt-4o-audio-preview", "openai") is None
-    assert table.lookup("anything", "sim") == Price(0.0, 0.0)
+    assert table.lookup("anything", "sim") == Price(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @pytest.mark.parametrize(

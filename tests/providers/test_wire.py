@@ -90,7 +90,11 @@ async def test_anthropic_text_with_system_prompt_separated(fake: FakeServer) -> 
     finally:
         await provider.aclose()
     body = sent(fake)
-    assert body["system"] == "You are a careful judge."
+    # the system text is one block marked for prompt caching; a request without cut points keeps
+    # its user message a plain string
+    assert body["system"] == [
+        {"type": "text", "text": "You are a careful judge.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert body["messages"] == MESSAGES[1:] and body["max_tokens"] == 400
     assert "tools" not in body and "temperature" not in body
     record = fake.recent()[0]
