@@ -9,9 +9,7 @@ is cached:
   reported as `usage.prompt_tokens_details.cached_tokens` (part of `prompt_tokens`). Nothing is
   reported for writes.
 * Anthropic (explicit): only prefixes ending at a content block marked `cache_control` are
-  written, and only when the prefix is at least the model's minimum (`anthropic_min_tokens`: 4,096
-  for Haiku 4.5 and Opus 4.5 on, 2,048 for Sonnet 4.6 and the Haiku 3 models, else 1,024, as the
-  provider documents). A request reads the longest marked prefix already cached
+  written, and only when the prefix is at least the model's minimum (`caching.anthropic_min_tokens`). A request reads the longest marked prefix already cached
   (`cache_read_input_tokens`) and writes the rest up to its last eligible mark
   (`cache_creation_input_tokens`); `input_tokens` counts only what is neither.
 
@@ -31,20 +29,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-OPENAI_MIN_TOKENS = 1024
-OPENAI_STEP = 128
+from judgepanel.providers.caching import OPENAI_MIN_TOKENS, OPENAI_STEP, anthropic_min_tokens
+
 CHARS_PER_TOKEN = 4
 DEFAULT_TTL = 300.0
-
-
-def anthropic_min_tokens(model: str) -> int:
-    """The shortest prefix Anthropic caches for `model` (its documented minimums)."""
-    m = model.lower()
-    if "haiku-4" in m or "opus-4-5" in m or "opus-4-6" in m or "opus-4-7" in m:
-        return 4096
-    if "haiku" in m or "sonnet-4-6" in m:
-        return 2048
-    return 1024
 
 
 def _tokens(chars: int) -> int:

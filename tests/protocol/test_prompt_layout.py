@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import jinja2
@@ -24,7 +25,7 @@ Y = UnitText("y", "Weather: wet.", OTHER)
 def _parts(p: Prompt) -> list[str]:
     text = p.messages[-1]["content"]
     cuts = (0, *p.cache_breaks, len(text))
-    return [text[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(cuts)]
 
 
 def test_pairwise_instructions_then_source_then_candidates() -> None:
