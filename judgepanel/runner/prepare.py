@@ -111,7 +111,11 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
         n_clauses = len(ctx.clauses.get(job.dimension or "", ())) if ctx.protocol == "clauses" else 0
         params["max_tokens"] = default_max_tokens(ctx.protocol, n_clauses)
     request = ChatRequest(
-        messages=messages, params=params, schema=prompt.schema, schema_name=prompt.schema_name
+        messages=messages,
+        params=params,
+        schema=prompt.schema,
+        schema_name=prompt.schema_name,
+        cache_breaks=prompt.cache_breaks,
     )
     h = request_hash(
         provider=spec.provider,
