@@ -11,6 +11,7 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, err_console, table, warn
 from judgepanel.errors import BadInput, Interrupted
+from judgepanel.protocol.custom import parse_template_option
 from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import Runner, RunOptions, RunSummary
 from judgepanel.runner.progress import enabled, live_progress
@@ -48,9 +49,16 @@ def create(
     repeats: int = typer.Option(1, "--repeats", help="Ask every job N times (separate samples)."),
     split: str | None = typer.Option(None, "--split", help="Only items (or pairs) of this split."),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N items or pairs."),
+    template: list[str] | None = typer.Option(
+        None,
+        "--template",
+        help="PROTOCOL=FILE (a Jinja template) or PROTOCOL=@classic-pairwise, @classic-pairwise-ref, "
+        "@classic-single, @classic-single-ref: the judge prompt to use instead of the bundled one.",
+    ),
     json_: bool = JSON,
 ) -> None:
     """Plan a campaign: every item|pair × judge × order × condition × dimension × repeat is a job."""
+    templates = dict(parse_template_option(t) for t in template or [])
     info = api.create(
         state(ctx).engine(),
         name,
@@ -64,6 +72,7 @@ def create(
         repeats=repeats,
         split=split,
         limit=limit,
+        templates=templates,
     )
     if json_:
         emit_json(info.as_dict())

@@ -130,8 +130,11 @@ def _choice_in_line(raw: str) -> str | None:
     return "tie" if m.group(1).lower() == "tie" else m.group(1)
 
 
-def normalise_score(raw: Any, *, prefix: bool = False) -> tuple[int | None, str | None]:
-    """A score as written -> (1..5, None) or (None, why not)."""
+def normalise_score(
+    raw: Any, *, prefix: bool = False, top: int = LEVELS[-1]
+) -> tuple[int | None, str | None]:
+    """A score as written -> (1..top, None) or (None, why not); `top` is 5 unless a template
+    declares another scale (the classic single-answer format grades 1..10)."""
     if isinstance(raw, bool) or raw is None:
         return None, f"score {raw!r} is not a number"
     if isinstance(raw, int | float):
@@ -141,16 +144,16 @@ def normalise_score(raw: Any, *, prefix: bool = False) -> tuple[int | None, str 
         m = _SCORE_RE.fullmatch(t) or (_SCORE_PREFIX.match(t) if prefix else None)
         if m is None:
             return None, f"score {raw!r} is not a number"
-        if m.group(2) is not None and float(m.group(2)) != LEVELS[-1]:
-            return None, f"score {raw!r} is not on the 1..{LEVELS[-1]} scale"
+        if m.group(2) is not None and float(m.group(2)) != top:
+            return None, f"score {raw!r} is not on the 1..{top} scale"
         x = float(m.group(1))
     else:
         return None, f"score {raw!r} is not a number"
     if not math.isfinite(x) or abs(x - round(x)) > 1e-9:
         return None, f"score {raw!r} is not an integer"
     n = round(x)
-    if n not in LEVELS:
-        return None, f"score {n} is outside {LEVELS[0]}..{LEVELS[-1]}"
+    if not LEVELS[0] <= n <= top:
+        return None, f"score {n} is outside {LEVELS[0]}..{top}"
     return n, None
 
 
@@ -474,12 +477,15 @@ class _Pointwise(_Schema):
     name = "pointwise_verdict"
     keys = _SCORE_KEYS
 
+    def __init__(self, top: int = LEVELS[-1]) -> None:
+        self.top = top
+
     def from_object(self, obj: Mapping[Any, Any]) -> _Reading:
         lk = _lower_keys(obj)
         hit = _first(lk, self.keys)
         if hit is None:
             return _Reading(error="no score field")
-        n, why = normalise_score(hit[1], prefix=True)
+        n, why = normalise_score(hit[1], prefix=True, top=self.top)
         if n is None:
             return _Reading(error=why)
         return _Reading(value=str(n), score=float(n), rationale=_rationale(lk))
@@ -492,7 +498,7 @@ class _Pointwise(_Schema):
 
     def from_lines(self, text: str, lines: list[tuple[int, int, str]]) -> _Reading:
         start, _, raw = lines[-1]
-        n, why = normalise_score(raw, prefix=True)
+        n, why = normalise_score(raw, prefix=True, top=self.top)
         if n is None:
             return _Reading(error=f"final score line: {why}")
         return _Reading(value=str(n), score=float(n), rationale=text[:start].strip() or None)
@@ -584,11 +590,11 @@ class _Clauses(_Schema):
         return self._collect(entries, text[: lines[0][0]].strip() or None)
 
 
-def _schema(schema_name: str, clause_ids: Sequence[str]) -> _Schema:
+def _schema(schema_name: str, clause_ids: Sequence[str], top: int = LEVELS[-1]) -> _Schema:
     if schema_name == "pairwise_verdict":
         return _Pairwise()
     if schema_name == "pointwise_verdict":
-        return _Pointwise()
+        return _Pointwise(top)
     if schema_name == "clause_verdicts":
         return _Clauses(clause_ids)
     raise ValueError(f"unknown schema {schema_name!r}")
@@ -628,7 +634,21 @@ def _result(reading: _Reading, method: str) -> ParsedVerdict:
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 
 
-def _parse_text(schema: _Schema, text: str) -> ParsedVerdict:
+def pattern_value(schema_name: str, raw: str) -> str:
+    """A declared verdict pattern's capture as the line readers expect it: a bare `C` (captured from
+    inside `[[C]]`) is FastChat's tie only in its brackets, so a lone C is put back in them."""
+    if schema_name == "pairwise_verdict" and raw.strip().upper() == "C":
+        return "[[C]]"
+    return raw
+
+
+def _pattern_lines(schema: _Schema, pattern: re.Pattern[str], text: str) -> list[tuple[int, int, str]]:
+    return [
+        (m.start(), m.end(), pattern_value(schema.name, m.group(1) or "")) for m in pattern.finditer(text)
+    ]
+
+
+def _parse_text(schema: _Schema, text: str, pattern: re.Pattern[str] | None = None) -> ParsedVerdict:
     if text.lstrip().startswith(_THINK_OPEN):
         # a reasoning model's scratchpad holds drafts, not answers: read only what follows it
         close = text.rfind(_THINK_CLOSE)
@@ -642,8 +662,11 @@ def _parse_text(schema: _Schema, text: str) -> ParsedVerdict:
     found, unclosed = _json_objects(tail)
     answers = [_Found(f.start, f.end, dict(a)) for f in found if (a := schema.answer_in(f.obj)) is not None]
     inside = [(f.start, f.end) for f in found]
+    candidates = schema.lines(tail)
+    if pattern is not None and not isinstance(schema, _Clauses):
+        candidates += _pattern_lines(schema, pattern, tail)
     lines = [
-        ln for ln in schema.lines(tail) if not _inside(ln[0], inside)
+        ln for ln in candidates if not _inside(ln[0], inside)
     ]  # text inside a JSON object is that object's data, not a verdict line
     lines.sort()
     last_obj = answers[-1] if answers else None
@@ -674,11 +697,15 @@ def parse_reply(
     structured: Mapping[str, Any] | None,
     *,
     clause_ids: Sequence[str] = (),
+    scale: int = LEVELS[-1],
+    pattern: str | None = None,
 ) -> ParsedVerdict:
     """Read a judge's reply. `schema_name` is the prompt's ("pairwise_verdict",
     "pointwise_verdict", "clause_verdicts"); `structured` the provider's structured output if any;
-    `clause_ids` the ids the clause prompt asked about (in prompt order)."""
-    schema = _schema(schema_name, clause_ids)
+    `clause_ids` the ids the clause prompt asked about (in prompt order); `scale` the top score of
+    a pointwise template (5 unless it declares another); `pattern` a template's declared verdict
+    pattern (a regex whose group 1 is the verdict or score), read like a verdict line."""
+    schema = _schema(schema_name, clause_ids, scale)
     structured_error: str | None = None
     if structured is not None:
         answer = schema.answer_in(structured) if isinstance(structured, Mapping) else None
@@ -689,7 +716,7 @@ def parse_reply(
             structured_error = f"structured output: {reading.error}"
         else:
             structured_error = "structured output holds no answer field"
-    parsed = _parse_text(schema, text or "")
+    parsed = _parse_text(schema, text or "", re.compile(pattern, re.MULTILINE) if pattern else None)
     if parsed.ok or structured_error is None:
         return parsed
     return ParsedVerdict(

@@ -31,12 +31,13 @@ def pairwise_schema() -> dict[str, Any]:
     }
 
 
-def pointwise_schema() -> dict[str, Any]:
+def pointwise_schema(top: int = LEVELS[-1]) -> dict[str, Any]:
+    """`top` is the highest score: 5 for the bundled templates, what a custom template declares otherwise."""
     return {
         "type": "object",
         "properties": {
             "rationale": {"type": "string", "description": "Your assessment, before the score."},
-            "score": {"type": "integer", "enum": list(LEVELS)},
+            "score": {"type": "integer", "enum": list(range(LEVELS[0], top + 1))},
         },
         "required": ["rationale", "score"],
         "additionalProperties": False,

@@ -52,13 +52,21 @@ _RESERVED_TAG = re.compile(
 )
 
 
+Turn = tuple[str, str]  # (role, content) of one conversation turn
+
+
 @dataclass(frozen=True)
 class UnitText:
-    """What a judge sees of one item: its candidate output and, if any, its source/context."""
+    """What a judge sees of one item: its candidate output and, if any, its source/context, the
+    conversation the output answers (earlier turns, oldest first) and a reference answer. The
+    bundled v1 templates show only output and input; conversations and references are shown by
+    the classic and custom templates (`judgepanel.protocol.custom`)."""
 
     external_id: str
     output: str
     input: str | None = None
+    conversation: tuple[Turn, ...] | None = None
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,9 @@ class Prompt:
     template_hash: str  # sha256 of the template sources used (see module docstring)
     schema: dict[str, Any]  # JSON schema of the expected reply
     schema_name: str  # "pairwise_verdict" | "pointwise_verdict" | "clause_verdicts"
+    scale: int = 5  # pointwise: the top score the template asks for
+    answer_pattern: str | None = None  # a custom template's declared verdict pattern
+    structured: bool = True  # False: the template asks for a text format, so no schema is sent
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import openai
 from judgepanel.errors import BadInput, ProviderError
 from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
+from judgepanel.providers.keys import api_key
 from judgepanel.providers.spec import JudgeSpec
 
 PLACEHOLDER_KEY = "no-key"  # what local OpenAI-compatible servers get when no key is configured
@@ -56,11 +57,12 @@ class OpenAIProvider:
         self.spec = spec
         self.model = spec.model
         base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        key = os.environ.get("OPENAI_API_KEY") or None
+        key = api_key(spec, "OPENAI_API_KEY")
         if key is None:
             if base_url is None:
                 raise BadInput(
-                    f"judge {spec.name}: OPENAI_API_KEY is not set (or give a base_url for a local server)"
+                    f"judge {spec.name}: OPENAI_API_KEY is not set (or name another variable with "
+                    "key_env=NAME, or give a base_url for a local server)"
                 )
             key = PLACEHOLDER_KEY
         self._secrets = (key,)

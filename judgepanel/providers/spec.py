@@ -141,6 +141,13 @@ def _revision(raw: str) -> str:
     return raw
 
 
+def _env_name(raw: str) -> str:
+    # upper-case letters, digits and _ only: a name such as OPENAI_API_KEY, never a key itself
+    if not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,63}", raw):
+        raise ValueError("must name an environment variable (A-Z, 0-9 and _), e.g. TOGETHER_API_KEY")
+    return raw
+
+
 _IDENTITY: dict[str, Callable[[str], ParamValue]] = {"revision": _revision}
 _OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
     "timeout": _float(0.0, open_lo=True),
@@ -150,6 +157,9 @@ _OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
     "price_in": _float(0.0),
     "price_out": _float(0.0),
 }
+# where a judge's key is read from: never sent, never part of the name (which key does not change
+# what a model answers), stored as the variable's name only
+_KEY_ENV: dict[str, Callable[[str], ParamValue]] = {"key_env": _env_name}
 _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
     "openai": {
         "base_url": _base_url,
@@ -173,7 +183,7 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
     },
 }
 # Never sent, never part of the name: they change how a call is made, not what it answers.
-OPERATIONAL_KEYS = frozenset({*_OPERATIONAL, "error_rate", "latency", "jitter"})
+OPERATIONAL_KEYS = frozenset({*_OPERATIONAL, "error_rate", "latency", "jitter", "key_env"})
 ENDPOINT_KEYS = frozenset({"base_url"})
 
 
@@ -259,6 +269,8 @@ def parse_spec(text: str) -> JudgeSpec:
     if _KEY_SHAPED.search(model):
         raise BadInput("judge spec must not carry an API key; set it in the environment instead")
     allowed = {**_SAMPLING, **_IDENTITY, **_OPERATIONAL, **_PER_PROVIDER[provider]}
+    if provider != "sim":
+        allowed |= _KEY_ENV
     params: dict[str, ParamValue] = {}
     pairs = parse_qsl(query, keep_blank_values=True) if sep else []
     if sep and query.strip() and not pairs:
@@ -270,7 +282,8 @@ def parse_spec(text: str) -> JudgeSpec:
                 provider, "the environment"
             )
             raise BadInput(
-                f"judge spec parameter {key!r} looks like a secret and is refused: keys come only from {env}"
+                f"judge spec parameter {key!r} looks like a secret and is refused: keys come only from {env} "
+                "(or name the variable that holds it with key_env=NAME)"
             )
         if _KEY_SHAPED.search(value):
             raise BadInput(f"judge spec parameter {key!r} holds something shaped like an API key; refused")

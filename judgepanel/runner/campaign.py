@@ -13,17 +13,21 @@ just the same::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.protocol.custom import load_template
+from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.providers.spec import parse_spec
+from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import estimate_tokens, price_for
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.plan import CampaignSpec
-from judgepanel.runner.prepare import CampaignContext, prepare
+from judgepanel.runner.prepare import CampaignContext, prepare, stored_templates
 from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
@@ -49,8 +53,17 @@ def create(
     repeats: int = 1,
     split: str | None = None,
     limit: int | None = None,
+    templates: Mapping[str, str] | None = None,
+    template_base: Path | None = None,
+    max_cost: float | None = None,
+    origin: Mapping[str, Any] | None = None,
 ) -> CampaignInfo:
-    """Plan a campaign: store it, its judges and every job (idempotent for the same spec)."""
+    """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
+
+    `templates` maps a protocol to a Jinja file (relative to `template_base`) or a classic name
+    (`@classic-pairwise`); each is validated before anything is stored and kept, source and
+    sha256, in the spec. `max_cost` is the default budget of `run`; `origin` records where the
+    spec came from (a campaign file and its sha256)."""
     specs = [parse_spec(j) for j in judges]
     spec = CampaignSpec(
         name=name,
@@ -65,12 +78,24 @@ def create(
         split=split,
         limit=limit,
         judge_specs=tuple(j.strip() for j in judges),
+        max_cost=max_cost,
+        origin=origin,
     )
     spec.validate()
+    loaded = {p: load_template(p, ref, base=template_base) for p, ref in (templates or {}).items()}
+    spec = replace(spec, templates={p: t.stored() for p, t in loaded.items()})
+    spec.validate()
     rv_id = None
+    doc = None
     if rubric:
-        with session_scope(engine) as s:
-            rv_id = rubric_version(s, rubric).id
+        with session_scope(engine) as session:
+            rv = rubric_version(session, rubric)
+            rv_id, doc = rv.id, RubricDoc.from_dict(rv.body, origin=f"rubric {rubric}")
+    for t in loaded.values():
+        dim = None
+        if doc is not None and (dimensions or len(doc.dimensions) == 1):
+            dim = doc.dimension(dimensions[0]) if dimensions else doc.dimensions[0]
+        validate_template(t, dimension=dim, dimension_name=dimensions[0] if dimensions else None)
     records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
     return store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
 
@@ -119,6 +144,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         store.campaign_clauses(engine, rv_id),
         judges,
         served_models_now(judges) if use_cache else {},
+        templates=stored_templates(spec.templates),
     )
     counts = store.job_counts(engine, cid)
     jobs = store.pending_jobs(engine, cid)

@@ -51,7 +51,15 @@ from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.limits import JudgeLimiter
-from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, read, verdict_from
+from judgepanel.runner.prepare import (
+    CampaignContext,
+    Prepared,
+    prepare,
+    read,
+    stored_templates,
+    template_drift,
+    verdict_from,
+)
 from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
@@ -275,7 +283,16 @@ class Runner:
                 float(js.timeout or self.opts.timeout),
                 conc,
             )
-        ctx = CampaignContext(spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs)
+        ctx = CampaignContext(
+            spec.protocol,
+            rubric,
+            store.campaign_clauses(self.engine, rv_id),
+            specs,
+            templates=stored_templates(spec.templates),
+        )
+        self.warnings += template_drift(self.name, spec.templates)
+        if self.opts.max_cost is None and spec.max_cost is not None:
+            self.opts = replace(self.opts, max_cost=spec.max_cost)  # the campaign file's budget
         return cid, ctx, judges
 
     async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:

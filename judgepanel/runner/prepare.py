@@ -7,11 +7,21 @@ the campaign's protocol and condition; reading maps the parsed reply to what the
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from judgepanel.errors import BadInput
+from judgepanel.protocol.custom import (
+    CustomTemplate,
+    context_for,
+    conversation_of,
+    from_stored,
+    reference_of,
+    render_custom,
+)
 from judgepanel.protocol.pairs import to_canonical
 from judgepanel.protocol.parse import parse_reply
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
@@ -61,15 +71,67 @@ class CampaignContext:
     clauses: Mapping[str, Sequence[ClauseRow]]  # dimension -> clause rows (ids for clause verdicts)
     judges: Mapping[str, JudgeSpec]  # by canonical name
     served_models: Mapping[str, str] = field(default_factory=dict)  # base_url judges: what the server runs
+    templates: Mapping[str, CustomTemplate] = field(default_factory=dict)  # protocol -> custom template
+
+
+def stored_templates(stored: Mapping[str, Mapping[str, Any]]) -> dict[str, CustomTemplate]:
+    """The templates a campaign was created with, exactly as stored (never re-read from the files)."""
+    return {p: from_stored(p, d) for p, d in stored.items()}
+
+
+def template_drift(campaign: str, stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Warnings for template files edited since the campaign was created: the run keeps using the
+    stored version, and says so instead of silently ignoring (or silently taking) the edit."""
+    out = []
+    for proto, d in stored.items():
+        path = d.get("path")
+        if not path:
+            continue
+        try:
+            now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            continue  # moved or deleted: the stored copy is all there is, and all that is used
+        if now != d.get("sha256"):
+            out.append(
+                f"template file {path} changed since campaign {campaign} was created; this run uses the "
+                f"stored {proto} template (sha256 {str(d.get('sha256'))[:12]}); create a new campaign to use the edit"
+            )
+    return out
 
 
 def _unit(t: Any) -> UnitText:
     if t.output is None or not str(t.output).strip():
         raise BadInput(f"item {t.external_id!r} has no output text to judge")
-    return UnitText(t.external_id, t.output, t.input)
+    meta = getattr(t, "meta", None) or {}
+    return UnitText(t.external_id, t.output, t.input, conversation_of(meta, t.output), reference_of(meta))
+
+
+def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> Prompt:
+    """A custom template sees the rubric's dimension whenever there is one (and the job's
+    `condition`, to decide itself what of it to show)."""
+    rubric = ctx.rubric
+    dim = None
+    if rubric is not None and job.dimension is not None:
+        dim = rubric.dimension(job.dimension)
+    elif rubric is not None and len(rubric.dimensions) == 1:
+        dim = rubric.dimensions[0]
+    variables = context_for(
+        t,
+        [_unit(u) for u in job.units],
+        order=job.order,
+        dimension=dim,
+        dimension_name=job.dimension,
+        condition=job.condition,
+        rubric=rubric,
+        clauses=[(c.clause_key, c.text) for c in ctx.clauses.get(job.dimension or "", ())],
+    )
+    return render_custom(t, variables)
 
 
 def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
+    custom = ctx.templates.get(ctx.protocol)
+    if custom is not None:
+        return _render_custom(job, ctx, custom)
     if ctx.protocol == "pairwise":
         a, b = job.units
         return render_pairwise(
@@ -103,7 +165,10 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
         n_clauses = len(ctx.clauses.get(job.dimension or "", ())) if ctx.protocol == "clauses" else 0
         params["max_tokens"] = default_max_tokens(ctx.protocol, n_clauses)
     request = ChatRequest(
-        messages=messages, params=params, schema=prompt.schema, schema_name=prompt.schema_name
+        messages=messages,
+        params=params,
+        schema=prompt.schema if prompt.structured else None,
+        schema_name=prompt.schema_name,
     )
     h = request_hash(
         provider=spec.provider,
@@ -135,6 +200,8 @@ def read(
         text or "",
         structured,
         clause_ids=tuple(c.clause_key for c in clause_rows),
+        scale=prep.prompt.scale,
+        pattern=prep.prompt.answer_pattern,
     )
     if not parsed.ok:
         return VerdictRow(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import socket
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -103,6 +103,7 @@ class ItemText:
     external_id: str
     input: str | None
     output: str | None
+    meta: Mapping[str, Any] = field(default_factory=dict)  # conversation / reference live here
 
 
 @dataclass(frozen=True)
@@ -323,7 +324,7 @@ def create_campaign(
         stored = dict(spec.as_dict(), rubric_version_id=rubric_version_id)
         camp = s.scalar(select(Campaign).where(Campaign.name == spec.name))
         if camp is not None:
-            if camp.spec != stored:
+            if _compared(camp.spec) != _compared(stored):
                 raise BadInput(
                     f"campaign {spec.name!r} exists with another spec; choose another name "
                     f"(see `judgepanel campaign list`)"
@@ -377,6 +378,11 @@ def create_campaign(
         )
 
 
+def _compared(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec without its provenance: the same campaign from a file or from flags is one campaign."""
+    return {k: v for k, v in spec.items() if k != "origin"}
+
+
 def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
     """The spec a campaign was created with (to re-plan it) and its rubric version id."""
     with session_scope(engine) as s:
@@ -397,6 +403,9 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
                 split=d.get("split"),
                 limit=d.get("limit"),
                 judge_specs=tuple(d.get("judge_specs") or ()),
+                templates=dict(d.get("templates") or {}),
+                max_cost=d.get("max_cost"),
+                origin=d.get("origin"),
             ),
             rv,
         )
@@ -582,9 +591,9 @@ def _with_texts(s: Session, rows: Sequence[_JobRow]) -> list[LeasedJob]:
     )
     item_ids = {r[3] for r in rows if r[3] is not None} | {i for ab in pairs.values() for i in ab}
     texts = {
-        i: ItemText(i, e, inp, out)
-        for i, e, inp, out in s.execute(
-            select(Item.id, Item.external_id, Item.input, Item.output).where(Item.id.in_(item_ids))
+        i: ItemText(i, e, inp, out, meta or {})
+        for i, e, inp, out, meta in s.execute(
+            select(Item.id, Item.external_id, Item.input, Item.output, Item.meta).where(Item.id.in_(item_ids))
         )
     }
     out = []
