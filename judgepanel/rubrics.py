@@ -5,7 +5,9 @@ A rubric names what is judged (`subject`: the source and the candidate, e.g. "ne
 
 - `definition`: one or two sentences, shown under the `criteria` and `rubric` conditions;
 - `criteria`: the list of what to inspect (the `criteria` condition);
-- `anchors`: one description per score level 1..5 (the `rubric` condition);
+- `scale`: optional `[lowest, highest]` integer score range, default `[1, 5]` (USR rates
+  understandability 0..1 and naturalness 1..3); pointwise prompts, reply schema and parser use it;
+- `anchors`: one description per score level of the scale (the `rubric` condition);
 - `clauses`: atomic yes/no statements with stable ids `<dimension>.<n>` (the clause protocol).
 
 The file format::
@@ -24,7 +26,8 @@ The file format::
 
 `dimensions` may also be a list of mappings with a `name` key; that list form is what
 `RubricDoc.to_dict()` returns and what the store keeps, because it fixes the order on every
-backend. Unknown keys and duplicate YAML keys are errors (they are usually typos), and every error
+backend. A dimension on the default 1..5 scale stores no `scale` key, so the documents (and
+content hashes) of rubrics written before scales existed do not change. Unknown keys and duplicate YAML keys are errors (they are usually typos), and every error
 names the file and the field.
 """
 
@@ -55,7 +58,8 @@ DEFAULT_CANDIDATE = "response"
 DEFAULT_RELATION = "to"
 
 _TOP_KEYS = {"name", "title", "description", "subject", "dimensions"}
-_DIM_KEYS = {"name", "definition", "criteria", "anchors", "clauses"}
+_DIM_KEYS = {"name", "definition", "criteria", "scale", "anchors", "clauses"}
+MAX_LEVELS = 11  # a 0..10 scale at most: every level needs an anchor
 _CLAUSE_KEYS = {"id", "text"}
 
 
@@ -73,8 +77,13 @@ class Dimension:
     name: str
     definition: str
     criteria: tuple[str, ...]
-    anchors: tuple[tuple[int, str], ...]  # (level, description) for levels 1..5, ascending
+    anchors: tuple[tuple[int, str], ...]  # (level, description) for every level, ascending
     clauses: tuple[Clause, ...]
+    scale: tuple[int, int] = SCALE  # lowest and highest score, inclusive
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        return tuple(range(self.scale[0], self.scale[1] + 1))
 
     @property
     def clause_ids(self) -> tuple[str, ...]:
@@ -123,16 +132,7 @@ class RubricDoc:
             "candidate": self.candidate_label,
             "relation": self.relation,
         }
-        out["dimensions"] = [
-            {
-                "name": d.name,
-                "definition": d.definition,
-                "criteria": list(d.criteria),
-                "anchors": {str(level): text for level, text in d.anchors},
-                "clauses": [{"id": c.id, "text": c.text} for c in d.clauses],
-            }
-            for d in self.dimensions
-        ]
+        out["dimensions"] = [_dimension_dict(d) for d in self.dimensions]
         return out
 
     @property
@@ -147,6 +147,15 @@ class RubricDoc:
         """Validate `data` (a parsed YAML/JSON document). `name` overrides the document's name.
         Raises BadInput naming `origin` and the field at fault."""
         return _Validator(origin).document(data, name)
+
+
+def _dimension_dict(d: Dimension) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": d.name, "definition": d.definition, "criteria": list(d.criteria)}
+    if d.scale != SCALE:  # absent on the default scale: older documents keep their hash
+        out["scale"] = list(d.scale)
+    out["anchors"] = {str(level): text for level, text in d.anchors}
+    out["clauses"] = [{"id": c.id, "text": c.text} for c in d.clauses]
+    return out
 
 
 # ---------------------------------------------------------------- loading files
@@ -296,34 +305,51 @@ class _Validator:
                 raise self.fail(f"{f}.{key}", "missing")
         definition = self.required_text(body["definition"], f"{f}.definition")
         criteria = self.text_list(body["criteria"], f"{f}.criteria")
-        anchors = self.anchors(body["anchors"], f"{f}.anchors")
+        scale = self.scale(body.get("scale", list(SCALE)), f"{f}.scale")
+        anchors = self.anchors(body["anchors"], f"{f}.anchors", scale)
         clauses = self.clauses(name, body["clauses"], f"{f}.clauses")
-        return Dimension(name, definition, criteria, anchors, clauses)
+        return Dimension(name, definition, criteria, anchors, clauses, scale)
+
+    def scale(self, value: Any, field: str) -> tuple[int, int]:
+        ok = (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        )
+        if not ok or not 0 <= value[0] < value[1] or value[1] - value[0] + 1 > MAX_LEVELS:
+            raise self.fail(
+                field,
+                f"expected [lowest, highest] integers with 0 <= lowest < highest and at most "
+                f"{MAX_LEVELS} levels, got {value!r}",
+            )
+        return value[0], value[1]
 
     def text_list(self, value: Any, field: str) -> tuple[str, ...]:
         if not isinstance(value, list) or not value:
             raise self.fail(field, "expected a non-empty list of texts")
         return tuple(self.required_text(v, f"{field}[{i}]") for i, v in enumerate(value))
 
-    def anchors(self, value: Any, field: str) -> tuple[tuple[int, str], ...]:
+    def anchors(self, value: Any, field: str, scale: tuple[int, int] = SCALE) -> tuple[tuple[int, str], ...]:
+        lo, hi = scale
+        levels_ = tuple(range(lo, hi + 1))
         if not isinstance(value, Mapping):
-            raise self.fail(
-                field, f"expected a mapping of score level ({SCALE[0]}..{SCALE[1]}) to description"
-            )
+            raise self.fail(field, f"expected a mapping of score level ({lo}..{hi}) to description")
         levels: dict[int, str] = {}
         for key, text in value.items():
             level = key if isinstance(key, int) and not isinstance(key, bool) else None
             if isinstance(key, str) and key.strip().isdigit():
                 level = int(key)
-            if level is None or level not in LEVELS:
-                raise self.fail(field, f"{key!r} is not a score level {SCALE[0]}..{SCALE[1]}")
+            if level is None or level not in levels_:
+                raise self.fail(field, f"{key!r} is not a score level {lo}..{hi}")
             if level in levels:
                 raise self.fail(field, f"level {level} given twice")
             levels[level] = self.required_text(text, f"{field}.{level}")
-        missing = [str(lv) for lv in LEVELS if lv not in levels]
+        missing = [str(lv) for lv in levels_ if lv not in levels]
         if missing:
-            raise self.fail(field, f"missing level(s) {', '.join(missing)}: every level 1..5 needs an anchor")
-        return tuple((lv, levels[lv]) for lv in LEVELS)
+            raise self.fail(
+                field, f"missing level(s) {', '.join(missing)}: every level {lo}..{hi} needs an anchor"
+            )
+        return tuple((lv, levels[lv]) for lv in levels_)
 
     def clauses(self, dim: str, value: Any, field: str) -> tuple[Clause, ...]:
         if not isinstance(value, list) or not value:

@@ -10,6 +10,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from judgepanel.cli import (
     campaign_cmd,
+    conditions_cmd,
     data_cmd,
     db_cmd,
     demo_cmd,
@@ -47,6 +48,7 @@ def _root(
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(data_cmd.app, name="data")
 app.add_typer(metrics_cmd.app, name="metrics")
+metrics_cmd.app.command("conditions")(conditions_cmd.conditions)
 app.add_typer(rubric_cmd.app, name="rubric")
 app.add_typer(campaign_cmd.app, name="campaign")
 app.add_typer(validate_cmd.app, name="validate")

@@ -8,7 +8,7 @@ import typer
 from sqlalchemy import Engine
 
 from judgepanel.store import migrate
-from judgepanel.store.engine import make_engine
+from judgepanel.store.engine import ensure_reachable, make_engine
 
 
 @dataclass
@@ -19,16 +19,17 @@ class AppState:
     def engine(self, *, migrated: bool = True, create: bool = False) -> Engine:
         """The database engine. By default the database must exist and be at this judgepanel's
         schema revision (one clear line otherwise, and no new file at a mistyped path).
-        `db …` and `demo`, which create and migrate the database themselves, pass
-        `migrated=False, create=True`."""
+        `db upgrade` and `demo`, which create and migrate the database themselves, pass
+        `migrated=False, create=True`; `db current` / `db downgrade` pass `migrated=False`."""
         if self._engine is None:
             engine = make_engine(self.db_url, create=create)
-            if migrated:
-                try:
+            try:
+                ensure_reachable(engine)
+                if migrated:
                     migrate.require_current(engine)
-                except BaseException:
-                    engine.dispose()
-                    raise
+            except BaseException:
+                engine.dispose()
+                raise
             self._engine = engine
         return self._engine
 

@@ -11,6 +11,7 @@ from judgepanel.cli.render import emit_json, table
 from judgepanel.datasets.alttest import parse_alttest
 from judgepanel.datasets.generic import parse_items, parse_labels
 from judgepanel.datasets.summeval import parse_summeval
+from judgepanel.datasets.usr import parse_usr
 from judgepanel.store.imports import ImportResult, import_parsed
 from judgepanel.store.queries import create_pair_set, find_duplicates, list_datasets
 
@@ -46,6 +47,18 @@ def import_summeval(
     """Import SummEval rows: items grouped by article, 3 experts and 5 crowd workers."""
     parsed = parse_summeval(annotations, articles)
     _report(import_parsed(state(ctx).engine(), name, parsed, replace=replace), json_)
+
+
+@app.command("import-usr")
+def import_usr(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="USR Topical-Chat tc_usr_data.json, or the folder holding it"),
+    name: str = typer.Option("usr", "--name"),
+    replace: bool = REPLACE,
+    json_: bool = JSON,
+) -> None:
+    """Import USR dialogue responses: items grouped by dialogue context, three raters per context."""
+    _report(import_parsed(state(ctx).engine(), name, parse_usr(path), replace=replace), json_)
 
 
 @app.command("import-alttest")

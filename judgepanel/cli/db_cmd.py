@@ -24,7 +24,7 @@ def downgrade(
     ctx: typer.Context, revision: str = typer.Argument(..., help="target, e.g. base or -1")
 ) -> None:
     """Migrate down to REVISION (`base` drops every judgepanel table)."""
-    engine = state(ctx).engine(migrated=False, create=True)
+    engine = state(ctx).engine(migrated=False)
     migrate.downgrade(engine, revision)
     typer.echo(f"database at revision {migrate.current_revision(engine) or 'base'}", err=True)
 
@@ -32,7 +32,7 @@ def downgrade(
 @app.command()
 def current(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> None:
     """Show the database's revision and the newest one this judgepanel knows."""
-    engine = state(ctx).engine(migrated=False, create=True)
+    engine = state(ctx).engine(migrated=False)
     cur, head = migrate.current_revision(engine), migrate.head_revision(engine)
     if json_:
         emit_json({"current": cur, "head": head, "up_to_date": cur == head})

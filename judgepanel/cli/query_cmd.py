@@ -12,7 +12,7 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.store.readonly import run_read_only
+from judgepanel.store.readonly import DEFAULT_TIMEOUT, run_read_only
 
 FORMATS = ("table", "csv", "json")
 
@@ -32,12 +32,15 @@ def query(
     sql: str = typer.Argument(..., help="One SQL statement; writes are refused."),
     fmt: str = typer.Option("table", "--format", help="table, csv or json"),
     json_: bool = typer.Option(False, "--json", help="Same as --format json."),
+    timeout: float = typer.Option(
+        DEFAULT_TIMEOUT, "--timeout", metavar="SECONDS", help="Cancel the statement after this long."
+    ),
 ) -> None:
-    """Read-only SQL over the results database (table, CSV or JSON)."""
+    """Read-only SQL over the results database (table, CSV or JSON). Ctrl-C cancels the statement."""
     fmt = "json" if json_ else fmt
     if fmt not in FORMATS:
         raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    result = run_read_only(state(ctx).db_url, sql)
+    result = run_read_only(state(ctx).db_url, sql, timeout=timeout)
     if fmt == "json":
         emit_json(
             {

@@ -372,7 +372,7 @@ def render_custom(t: CustomTemplate, context: Mapping[str, Any]) -> Prompt:
     if t.protocol == "pairwise":
         schema = pairwise_schema()
     elif t.protocol == "pointwise":
-        schema = pointwise_schema(t.scale)
+        schema = pointwise_schema(tuple(range(LEVELS[0], t.scale + 1)))
     else:
         schema = clauses_schema([c["id"] for c in context.get("clauses", [])])
     return Prompt(
@@ -381,7 +381,6 @@ def render_custom(t: CustomTemplate, context: Mapping[str, Any]) -> Prompt:
         t.template_hash,
         schema,
         SCHEMA_OF[t.protocol],
-        scale=t.scale,
         answer_pattern=t.pattern,
         structured=t.structured,
     )

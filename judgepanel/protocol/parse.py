@@ -24,7 +24,7 @@ is linear in the reply's length, so an echoed wall of braces or spaces cannot st
 
 Values: pairwise "A" | "B" | "tie" as presented (synonyms such as "Tie", "[[A]]", "Assistant A",
 "Output (a)", "[[C]]" = FastChat's tie, Arena-Hard's "[[A>B]]" / "[[B>>A]]" / "[[A=B]]"); pointwise an integer 1..5 ("4", 4.0, "4/5", "4 out of 5";
-not 4.5, not 0, not "8/10"). Clauses: every expected id gets (met, rationale); an id the judge did
+not 4.5, not 0, not "8/10"), or on the dimension's own levels when the prompt gave a scale. Clauses: every expected id gets (met, rationale); an id the judge did
 not answer (or answered with neither true nor false) gets met=None and a warning; unknown ids are
 ignored and named in `warnings`. A clause reply is ok when at least one expected clause was answered.
 """
@@ -131,10 +131,10 @@ def _choice_in_line(raw: str) -> str | None:
 
 
 def normalise_score(
-    raw: Any, *, prefix: bool = False, top: int = LEVELS[-1]
+    raw: Any, *, prefix: bool = False, levels: Sequence[int] = LEVELS
 ) -> tuple[int | None, str | None]:
-    """A score as written -> (1..top, None) or (None, why not); `top` is 5 unless a template
-    declares another scale (the classic single-answer format grades 1..10)."""
+    """A score as written -> (a level, None) or (None, why not). `levels`: 1..5 unless the
+    dimension has its own scale ("1/3" on a 1..3 scale; "4/5" there is refused)."""
     if isinstance(raw, bool) or raw is None:
         return None, f"score {raw!r} is not a number"
     if isinstance(raw, int | float):
@@ -144,16 +144,16 @@ def normalise_score(
         m = _SCORE_RE.fullmatch(t) or (_SCORE_PREFIX.match(t) if prefix else None)
         if m is None:
             return None, f"score {raw!r} is not a number"
-        if m.group(2) is not None and float(m.group(2)) != top:
-            return None, f"score {raw!r} is not on the 1..{top} scale"
+        if m.group(2) is not None and float(m.group(2)) != levels[-1]:
+            return None, f"score {raw!r} is not on the {levels[0]}..{levels[-1]} scale"
         x = float(m.group(1))
     else:
         return None, f"score {raw!r} is not a number"
     if not math.isfinite(x) or abs(x - round(x)) > 1e-9:
         return None, f"score {raw!r} is not an integer"
     n = round(x)
-    if not LEVELS[0] <= n <= top:
-        return None, f"score {n} is outside {LEVELS[0]}..{top}"
+    if n not in levels:
+        return None, f"score {n} is outside {levels[0]}..{levels[-1]}"
     return n, None
 
 
@@ -477,15 +477,15 @@ class _Pointwise(_Schema):
     name = "pointwise_verdict"
     keys = _SCORE_KEYS
 
-    def __init__(self, top: int = LEVELS[-1]) -> None:
-        self.top = top
+    def __init__(self, levels: Sequence[int]) -> None:
+        self.levels = tuple(levels)
 
     def from_object(self, obj: Mapping[Any, Any]) -> _Reading:
         lk = _lower_keys(obj)
         hit = _first(lk, self.keys)
         if hit is None:
             return _Reading(error="no score field")
-        n, why = normalise_score(hit[1], prefix=True, top=self.top)
+        n, why = normalise_score(hit[1], prefix=True, levels=self.levels)
         if n is None:
             return _Reading(error=why)
         return _Reading(value=str(n), score=float(n), rationale=_rationale(lk))
@@ -498,7 +498,7 @@ class _Pointwise(_Schema):
 
     def from_lines(self, text: str, lines: list[tuple[int, int, str]]) -> _Reading:
         start, _, raw = lines[-1]
-        n, why = normalise_score(raw, prefix=True, top=self.top)
+        n, why = normalise_score(raw, prefix=True, levels=self.levels)
         if n is None:
             return _Reading(error=f"final score line: {why}")
         return _Reading(value=str(n), score=float(n), rationale=text[:start].strip() or None)
@@ -590,11 +590,11 @@ class _Clauses(_Schema):
         return self._collect(entries, text[: lines[0][0]].strip() or None)
 
 
-def _schema(schema_name: str, clause_ids: Sequence[str], top: int = LEVELS[-1]) -> _Schema:
+def _schema(schema_name: str, clause_ids: Sequence[str], levels: Sequence[int]) -> _Schema:
     if schema_name == "pairwise_verdict":
         return _Pairwise()
     if schema_name == "pointwise_verdict":
-        return _Pointwise(top)
+        return _Pointwise(levels)
     if schema_name == "clause_verdicts":
         return _Clauses(clause_ids)
     raise ValueError(f"unknown schema {schema_name!r}")
@@ -697,15 +697,18 @@ def parse_reply(
     structured: Mapping[str, Any] | None,
     *,
     clause_ids: Sequence[str] = (),
-    scale: int = LEVELS[-1],
+    levels: Sequence[int] = LEVELS,
     pattern: str | None = None,
 ) -> ParsedVerdict:
     """Read a judge's reply. `schema_name` is the prompt's ("pairwise_verdict",
     "pointwise_verdict", "clause_verdicts"); `structured` the provider's structured output if any;
-    `clause_ids` the ids the clause prompt asked about (in prompt order); `scale` the top score of
-    a pointwise template (5 unless it declares another); `pattern` a template's declared verdict
-    pattern (a regex whose group 1 is the verdict or score), read like a verdict line."""
-    schema = _schema(schema_name, clause_ids, scale)
+    `clause_ids` the ids the clause prompt asked about (in prompt order); `levels` the score
+    levels a pointwise prompt allowed (1..5 unless its dimension has its own scale, or a custom
+    template declares another); `pattern` a template's declared verdict pattern (a regex whose
+    group 1 is the verdict or score), read like a verdict line."""
+    if not levels:
+        raise ValueError("levels must not be empty")
+    schema = _schema(schema_name, clause_ids, levels)
     structured_error: str | None = None
     if structured is not None:
         answer = schema.answer_in(structured) if isinstance(structured, Mapping) else None

@@ -1,7 +1,7 @@
 """JSON schemas of the replies we ask for, written to satisfy the strictest structured-output mode.
 
 OpenAI's strict `json_schema` mode needs every property `required` and `additionalProperties:
-false`, and ignores numeric bounds, so the 1..5 score is an `enum`. The same schemas serve as the
+false`, and ignores numeric bounds, so the score (1..5, or the dimension's own levels) is an `enum`. The same schemas serve as the
 `input_schema` of an Anthropic tool. Properties are listed rationale first: a model that fills the
 object in order writes its reasons before committing to a verdict.
 """
@@ -31,13 +31,13 @@ def pairwise_schema() -> dict[str, Any]:
     }
 
 
-def pointwise_schema(top: int = LEVELS[-1]) -> dict[str, Any]:
-    """`top` is the highest score: 5 for the bundled templates, what a custom template declares otherwise."""
+def pointwise_schema(levels: Sequence[int] = LEVELS) -> dict[str, Any]:
+    """`levels`: the score levels allowed, 1..5 unless the rubric dimension has its own scale."""
     return {
         "type": "object",
         "properties": {
             "rationale": {"type": "string", "description": "Your assessment, before the score."},
-            "score": {"type": "integer", "enum": list(range(LEVELS[0], top + 1))},
+            "score": {"type": "integer", "enum": list(levels)},
         },
         "required": ["rationale", "score"],
         "additionalProperties": False,

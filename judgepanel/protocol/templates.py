@@ -31,7 +31,14 @@ import jinja2
 from judgepanel.errors import BadInput
 from judgepanel.protocol.schemas import clauses_schema, pairwise_schema, pointwise_schema
 from judgepanel.resources import resource_dir
-from judgepanel.rubrics import DEFAULT_CANDIDATE, DEFAULT_RELATION, DEFAULT_SOURCE, Dimension, RubricDoc
+from judgepanel.rubrics import (
+    DEFAULT_CANDIDATE,
+    DEFAULT_RELATION,
+    DEFAULT_SOURCE,
+    SCALE,
+    Dimension,
+    RubricDoc,
+)
 
 Order = Literal["AB", "BA"]
 Condition = Literal["none", "criteria", "rubric"]
@@ -44,6 +51,12 @@ POINTWISE_TEMPLATES: Mapping[str, str] = {
     "none": "pointwise_none.v1",
     "criteria": "pointwise_criteria.v1",
     "rubric": "pointwise_rubric.v1",
+}
+# the same questions on a dimension's own score range; used only when that range is not 1..5
+SCALED_POINTWISE_TEMPLATES: Mapping[str, str] = {
+    "none": "pointwise_none.v2",
+    "criteria": "pointwise_criteria.v2",
+    "rubric": "pointwise_rubric.v2",
 }
 CLAUSES_TEMPLATE = "clauses.v1"
 
@@ -76,7 +89,6 @@ class Prompt:
     template_hash: str  # sha256 of the template sources used (see module docstring)
     schema: dict[str, Any]  # JSON schema of the expected reply
     schema_name: str  # "pairwise_verdict" | "pointwise_verdict" | "clause_verdicts"
-    scale: int = 5  # pointwise: the top score the template asks for
     answer_pattern: str | None = None  # a custom template's declared verdict pattern
     structured: bool = True  # False: the template asks for a text format, so no schema is sent
 
@@ -211,22 +223,42 @@ def render_pointwise(
     dimension: str | None,
     rubric: RubricDoc | None,
 ) -> Prompt:
-    """Ask for a 1–5 score. `none`: overall quality, or the dimension by name only, no rubric
-    needed; `criteria`: the dimension's definition and list of what to inspect; `rubric`: the
-    same plus a description of every score level. The conditions are nested on purpose, so a
-    difference between two of them is the effect of what the richer one adds."""
+    """Ask for a score on the dimension's scale (1–5 unless the rubric says otherwise). `none`:
+    overall quality, or the dimension by name only, no rubric needed; `criteria`: the dimension's
+    definition and list of what to inspect; `rubric`: the same plus a description of every score
+    level. The conditions are nested on purpose, so a difference between two of them is the
+    effect of what the richer one adds. All three ask on the same scale: under `none` it is taken
+    from the rubric's dimension of that name when there is one."""
     if condition not in POINTWISE_TEMPLATES:
         raise BadInput(f"condition must be one of {', '.join(CONDITIONS)}, got {condition!r}")
     dim: Dimension | None = None
     if condition != "none":
         dim = _dimension(rubric, dimension, required_by=f"condition {condition!r}")
+    scale = pointwise_scale(rubric, dimension if dim is None else dim.name)
     context = _context(rubric, item.input)
     context |= {
         "dimension": dim,
         "dimension_name": dim.name if dim else dimension,
         "candidate": neutralise(item.output.strip()),
     }
-    return _render(POINTWISE_TEMPLATES[condition], pointwise_schema(), "pointwise_verdict", context)
+    levels = tuple(range(scale[0], scale[1] + 1))
+    if scale == SCALE:
+        return _render(POINTWISE_TEMPLATES[condition], pointwise_schema(), "pointwise_verdict", context)
+    context |= {
+        "scale_low": scale[0],
+        "scale_high": scale[1],
+        "score_options": " | ".join(str(lv) for lv in levels),
+    }
+    return _render(
+        SCALED_POINTWISE_TEMPLATES[condition], pointwise_schema(levels), "pointwise_verdict", context
+    )
+
+
+def pointwise_scale(rubric: RubricDoc | None, dimension: str | None) -> tuple[int, int]:
+    """The score range a pointwise question uses: the rubric dimension's, else 1..5."""
+    if rubric is None or dimension is None or dimension not in rubric.dimension_names:
+        return SCALE
+    return rubric.dimension(dimension).scale
 
 
 def render_clauses(item: UnitText, *, dimension: str, rubric: RubricDoc) -> Prompt:

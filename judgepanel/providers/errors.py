@@ -21,12 +21,16 @@ holds the Authorization header). Any configured key that a server echoes back is
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from judgepanel.errors import Fatal, ProviderError, RateLimited, TimedOut, Transient
+from judgepanel.providers.base import ChatResult
 
 _QUOTA = re.compile(
     r"insufficient_quota|exceeded your current quota|billing|credit balance|quota exceeded|spend_limit", re.I
@@ -62,12 +66,48 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     return value if value >= 0 else None
 
 
+# Every environment variable a provider reads a key from (see openai_provider / anthropic_provider).
+KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def configured_secrets() -> tuple[str, ...]:
+    """The key values configured in the environment: what must never be stored or shown."""
+    return tuple(v for v in (os.environ.get(name, "").strip() for name in KEY_ENVS) if v)
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """Remove configured secrets and key-shaped strings from text that may be shown or stored."""
     for secret in secrets:
         if secret and len(secret) >= 6 and secret in text:
             text = text.replace(secret, "[redacted]")
     return _KEYISH.sub(r"\1…[redacted]", text)
+
+
+def redact_result(result: ChatResult, secrets: Iterable[str] | None = None) -> ChatResult:
+    """`result` with every configured key (default: `configured_secrets()`) and every key-shaped
+    string removed from every field that is stored: the text (so the rationale parsed from it),
+    the structured answer, the raw body, `model` and `system_fingerprint`. A 200 reply can echo
+    the key as well as an error can; the runner applies this to each reply before it reads or
+    stores anything."""
+    keys = tuple(configured_secrets() if secrets is None else secrets)
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value, keys)
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return replace(
+        result,
+        text=clean(result.text),
+        raw_body=clean(result.raw_body),
+        model_returned=clean(result.model_returned),
+        system_fingerprint=clean(result.system_fingerprint),
+        structured=clean(result.structured),
+    )
 
 
 def _api_message(body: str) -> str:

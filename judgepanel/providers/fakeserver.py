@@ -31,7 +31,10 @@ up), `reset` (TCP RST, no answer), `truncated` (200, JSON cut in half), `html` (
 `429far` (429 whose `Retry-After` is an HTTP-date in 2099), `429inf` (429 with `retry-after-ms: inf`
 and `retry-after: 86400`), `drip` (a 200 whose body arrives one byte every `drip` seconds, default
 2: each read is quick, the whole answer takes minutes), `length` (200, the reply cut to a third with
-`finish_reason: length` / `stop_reason: max_tokens`, as a model stopped at its output cap).
+`finish_reason: length` / `stop_reason: max_tokens`, as a model stopped at its output cap),
+`echo` (a normal 200 that echoes the caller's key — `Authorization: Bearer …` or `x-api-key` — in
+the reply text and every rationale, in `model` and in OpenAI's `system_fingerprint`, as a hostile
+or buggy server might).
 
 Choosing a fault, first match wins:
 
@@ -112,6 +115,7 @@ FAULTS = (
     "429inf",
     "drip",
     "length",
+    "echo",
 )
 # Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
 # sim brain scores a summary by its word overlap with the article.
@@ -536,6 +540,8 @@ class FakeServer:
             return reply
         if fault == "length":
             return _cut_at_length(wire, reply)
+        if fault == "echo":
+            return _echo(reply, _caller_key(headers))
         return _malformed(fault, reply)
 
     def _choose_fault(
@@ -790,7 +796,7 @@ class FakeServer:
         return _Reply(404, b'{"error": {"message": "unknown control path"}}')
 
 
-_AFTER_ANSWER = ("truncated", "missing", "html", "drip", "length")  # faults applied to a real answer
+_AFTER_ANSWER = ("truncated", "missing", "html", "drip", "length", "echo")  # faults applied to a real answer
 
 
 def _cut_at_length(wire: str, reply: _Reply) -> _Reply:
@@ -833,6 +839,49 @@ def _malformed(fault: str, reply: _Reply) -> _Reply:
     payload.pop("choices", None)
     payload.pop("content", None)
     return _Reply(200, json.dumps(payload).encode(), reply.headers)
+
+
+def _caller_key(headers: Mapping[str, str]) -> str:
+    auth = headers.get("authorization", "")
+    return (
+        auth.split(" ", 1)[1].strip() if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
+    )
+
+
+def _echo(reply: _Reply, key: str) -> _Reply:
+    """The reply with `key` planted in every free-text field a client stores."""
+
+    def plant(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: (f"{key} {v}" if k == "rationale" and isinstance(v, str) else plant(v))
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [plant(v) for v in value]
+        return value
+
+    def text(content: str) -> str:
+        try:
+            obj = json.loads(content)
+        except ValueError:
+            obj = None
+        return json.dumps(plant(obj)) if isinstance(obj, dict) else f"{key}\n{content}"
+
+    payload = json.loads(reply.body)
+    payload["model"] = f"{payload.get('model')}+{key}"
+    if "system_fingerprint" in payload:
+        payload["system_fingerprint"] = key
+    for choice in payload.get("choices") or []:
+        message = choice.get("message") or {}
+        if isinstance(message.get("content"), str):
+            message["content"] = text(message["content"])
+    for block in payload.get("content") or []:
+        if block.get("type") == "text":
+            block["text"] = text(block["text"])
+        elif block.get("type") == "tool_use":
+            block["input"] = plant(block["input"])
+    return _Reply(200, json.dumps(payload, ensure_ascii=False).encode(), reply.headers)
 
 
 def _encode(reply: _Reply, keep_alive: bool, ident: str) -> bytes:

@@ -29,7 +29,11 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
 * pairwise: A if q̃_A − q̃_B > 0.01, B if < −0.01, else tie; then with probability
   `position_bias` the answer is replaced by the back slot, B: the bias moves that much probability
   mass to whatever is shown second, which a swapped AB/BA design measures;
-* pointwise: score = clip(round(1 + 4·(q̃ − 0.70)/0.28), 1, 5);
+* pointwise: score = clip(round(lo + (hi − lo)·(q̃ − q_low)/q_span), lo, hi) on the scale the
+  prompt's first line names ("on a scale from lo (worst) to hi (best)"; 1..5 when it names none),
+  with q_low = 0.70 and q_span = 0.28 unless the spec sets them: a dialogue reply shares few word
+  pairs with its context, so its q sits far below a summary's and needs a lower window
+  (`sim:a?q_low=0.3&q_span=0.3`) to use more than the bottom level;
 * clauses: each clause is checked against the feature its wording names (repetition → distinct,
   source/fact/hallucination/consistent → support, main/key/cover/relevant → coverage,
   length/concise/brief → length, else q) and is met when that feature seen through the model's
@@ -73,6 +77,7 @@ REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES)
 ReplyStyle = Literal["json", "prose", "garbled"]
 
 _WORD = re.compile(r"[a-z0-9]+")
+_SCALE = re.compile(r"on a scale from (\d+) \(worst\) to (\d+) \(best\)")
 _CLAUSE = re.compile(r"<clause\s+id\s*=\s*[\"']([^\"']+)[\"']\s*>(.*?)</clause>", re.DOTALL)
 _STOP = frozenset(
     [
@@ -164,6 +169,8 @@ class SimSettings:
     noise: float = 0.05
     parse_error_rate: float = 0.0
     prose_rate: float = 0.1
+    q_low: float = 0.70  # pointwise: the q̃ at which the lowest level is reached
+    q_span: float = 0.28  # … and how much more q̃ the highest level needs
     error_rate: float = 0.0
     latency: float = 0.0
     jitter: float = 0.0
@@ -344,13 +351,27 @@ def _pairwise(
 def _pointwise(
     model: str, text: str, source: str | None, rng: random.Random, s: SimSettings
 ) -> dict[str, Any]:
+    lo, hi = prompt_scale(text)
     cand = last_tag(text, "candidate")
     if cand is None:
-        return {"rationale": "[simulated] I could not find the candidate.", "score": 1}
+        return {"rationale": "[simulated] I could not find the candidate.", "score": lo}
     q = quality(cand, source)
     seen = q.score + _model_noise(model, cand, s.noise) + rng.gauss(0.0, s.noise / 4)
-    score = min(5, max(1, round(1 + 4 * (seen - 0.70) / 0.28)))
-    return {"rationale": f"[simulated] {_describe('The candidate', q)}; overall {score}/5.", "score": score}
+    score = min(hi, max(lo, round(lo + (hi - lo) * (seen - s.q_low) / s.q_span)))
+    return {
+        "rationale": f"[simulated] {_describe('The candidate', q)}; overall {score}/{hi}.",
+        "score": score,
+    }
+
+
+def prompt_scale(text: str) -> tuple[int, int]:
+    """The score range the pointwise prompt asks for. The template states it in its first line,
+    before any item text, so the FIRST match is the template's own."""
+    m = _SCALE.search(text)
+    if m is None:
+        return 1, 5
+    lo, hi = int(m.group(1)), int(m.group(2))
+    return (lo, hi) if lo < hi else (1, 5)
 
 
 _CLAUSE_FEATURES: tuple[tuple[tuple[str, ...], str], ...] = (

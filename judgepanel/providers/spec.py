@@ -11,7 +11,8 @@ Parameters fall into three groups, and only the first two are part of the judge'
 
 * sent to the model and part of every request hash (`JudgeSpec.request_params`): sampling
   (`temperature`, `top_p`, `max_tokens`, `seed`, …), `structured=on|off`, and the simulator's
-  answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`);
+  answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`, `q_low`,
+  `q_span`);
 * `revision`: a label the user gives the weights behind the judge (`revision=q4_k_m-2026-11`); never
   sent, but part of the name and of every request hash, so answers of one build are not reused for
   another. A local server ignores the request's `model`, so for `base_url` judges the runner also
@@ -23,8 +24,13 @@ Parameters fall into three groups, and only the first two are part of the judge'
 
 Secrets are refused outright, whatever they are called (`api_key`, `key`, `token`, `secret`,
 `password`, …, or user:password in a `base_url`): keys come only from the environment, so the
-spec, which is stored in the database as the judge's name, can never carry one. Error messages
-name the offending parameter, never its value.
+spec, which is stored in the database as the judge's name, can never carry one. The free-text
+parts of a spec (the model name and `base_url`) are checked in every form a server could decode
+them to: a `base_url` may carry no `;` path parameter, no `name=value` in its path, no path
+segment named like a secret and no percent-encoding at all (a double-encoded `%253D` would reach
+the server as `=`), and neither part may hold anything shaped like a provider key (`sk-…`,
+`sk-ant-…`, a long mixed-case token) or the value of a key configured in the environment. Error
+messages name the offending parameter, never its value.
 """
 
 from __future__ import annotations
@@ -33,9 +39,10 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.errors import configured_secrets
 
 ParamValue = str | int | float | bool
 
@@ -63,8 +70,15 @@ _SECRET_NAMES = frozenset(
     }
 )
 _SECRET_SUFFIXES = ("_key", "_token", "_secret", "_password", "_credentials")
-# Values shaped like provider keys are refused even under an innocent name.
-_KEY_SHAPED = re.compile(r"(?:sk-|sk_|xai-|gsk_|AIza)[A-Za-z0-9_\-]{12,}")
+# Values shaped like provider keys are refused even under an innocent name: the usual prefixes
+# (OpenAI sk-/sk-proj-, Anthropic sk-ant-, xAI, Groq, Google, Hugging Face, GitHub, AWS), and any
+# long run of letters and digits that mixes cases and digits as random tokens do (a hex digest,
+# one case only, is not refused).
+_KEY_SHAPED = re.compile(
+    r"(?i:\bsk[-_]|xai-|gsk_|AIza|\bhf_|\bgh[pousr]_|github_pat_|\bAKIA)[A-Za-z0-9_\-]{6,}"
+    r"|(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{32,}"
+)
+_MODEL_KEY_PREFIX = re.compile(r"\s*sk[-_]", re.IGNORECASE)  # no model is called sk-…: a pasted key
 
 
 def _float(
@@ -177,6 +191,8 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "noise": _float(0.0, 5.0),
         "parse_error_rate": _float(0.0, 1.0),
         "prose_rate": _float(0.0, 1.0),
+        "q_low": _float(0.0, 1.0),
+        "q_span": _float(0.01, 1.0),
         "error_rate": _float(0.0, 1.0),
         "latency": _float(0.0),
         "jitter": _float(0.0),
@@ -266,7 +282,7 @@ def parse_spec(text: str) -> JudgeSpec:
         raise BadInput(f"judge spec must look like PROVIDER:MODEL[?param=value&…], got {head!r}")
     if provider not in PROVIDERS:
         raise BadInput(f"unknown provider {provider!r} in judge spec; known: {', '.join(PROVIDERS)}")
-    if _KEY_SHAPED.search(model):
+    if _MODEL_KEY_PREFIX.match(model) or _holds_key(model):
         raise BadInput("judge spec must not carry an API key; set it in the environment instead")
     allowed = {**_SAMPLING, **_IDENTITY, **_OPERATIONAL, **_PER_PROVIDER[provider]}
     if provider != "sim":
@@ -285,7 +301,7 @@ def parse_spec(text: str) -> JudgeSpec:
                 f"judge spec parameter {key!r} looks like a secret and is refused: keys come only from {env} "
                 "(or name the variable that holds it with key_env=NAME)"
             )
-        if _KEY_SHAPED.search(value):
+        if _holds_key(value):
             raise BadInput(f"judge spec parameter {key!r} holds something shaped like an API key; refused")
         if key not in allowed:
             raise BadInput(
@@ -303,10 +319,45 @@ def parse_spec(text: str) -> JudgeSpec:
     return JudgeSpec(provider, model, ordered, canonical_name(provider, model, ordered))
 
 
+def _decodings(value: str) -> list[str]:
+    """`value` and what percent-decoding makes of it, layer by layer (a server may decode twice)."""
+    forms = [value]
+    for _ in range(4):
+        decoded = unquote(forms[-1])
+        if decoded == forms[-1]:
+            break
+        forms.append(decoded)
+    return forms
+
+
+def _holds_key(value: str) -> bool:
+    """Key-shaped, or holding a key configured in the environment, in any decoded form."""
+    secrets = [s for s in configured_secrets() if len(s) >= 8]
+    return any(_KEY_SHAPED.search(form) or any(s in form for s in secrets) for form in _decodings(value))
+
+
 def _refuse_url_secrets(value: str) -> None:
-    parts = urlsplit(value.strip())
+    value = value.strip()
+    if "%" in value:
+        # after the spec's own decoding a base_url has no business being encoded: %253D is how
+        # `=` (and a key after it) would hide from every check below
+        raise BadInput(
+            "judge spec base_url must not be percent-encoded (it may hide a secret); write it plainly"
+        )
+    parts = urlsplit(value)
     if parts.username is not None or parts.password is not None:
         raise BadInput("judge spec base_url must not carry credentials (user:password@); use the environment")
     for qkey, _ in parse_qsl(parts.query, keep_blank_values=True):
         if _is_secret_name(qkey):
             raise BadInput(f"judge spec base_url must not carry a secret query parameter ({qkey!r})")
+    if ";" in parts.path or "=" in parts.path:
+        # `/v1;api_key=…` and `/v1/api_key=…`: some servers read path parameters; no API base needs them
+        raise BadInput(
+            "judge spec base_url must not carry ';' or 'name=value' in its path (it may hide a secret)"
+        )
+    for segment in parts.path.split("/"):
+        if segment and _is_secret_name(segment):
+            raise BadInput(
+                f"judge spec base_url has a path segment named like a secret ({segment!r}); "
+                "keys come only from the environment"
+            )

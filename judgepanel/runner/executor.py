@@ -47,6 +47,7 @@ from tenacity.wait import wait_exponential_jitter
 
 from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, TimedOut, Transient
 from judgepanel.providers.base import ChatResult, Provider
+from judgepanel.providers.errors import redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
@@ -584,7 +585,7 @@ class Runner:
         try:
             try:
                 async with asyncio.timeout(j.timeout):
-                    result = await j.provider.complete(p.request, timeout=j.timeout)
+                    result = redact_result(await j.provider.complete(p.request, timeout=j.timeout))
             except TimeoutError:
                 raise TimedOut(
                     f"{j.spec.provider}: no complete answer within {j.timeout:g} s (per-attempt deadline)"

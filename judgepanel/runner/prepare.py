@@ -27,7 +27,7 @@ from judgepanel.protocol.parse import parse_reply
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
 from judgepanel.providers.base import ChatRequest
 from judgepanel.providers.spec import JudgeSpec
-from judgepanel.rubrics import RubricDoc
+from judgepanel.rubrics import LEVELS, RubricDoc
 from judgepanel.runner.cache import request_hash
 from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow
 
@@ -189,6 +189,16 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
     )
 
 
+def score_levels(prompt: Prompt) -> tuple[int, ...]:
+    """The levels the prompt's reply schema allows (its score enum), or 1..5 when it names none:
+    the schema sent is the one statement of the scale, so parser and prompt cannot disagree."""
+    score = prompt.schema.get("properties", {}).get("score", {})
+    enum = score.get("enum") if isinstance(score, dict) else None
+    if isinstance(enum, list) and enum and all(isinstance(v, int) for v in enum):
+        return tuple(enum)
+    return LEVELS
+
+
 def read(
     prep: Prepared, ctx: CampaignContext, text: str | None, structured: dict[str, Any] | None
 ) -> tuple[VerdictRow, str | None]:
@@ -200,7 +210,7 @@ def read(
         text or "",
         structured,
         clause_ids=tuple(c.clause_key for c in clause_rows),
-        scale=prep.prompt.scale,
+        levels=score_levels(prep.prompt),
         pattern=prep.prompt.answer_pattern,
     )
     if not parsed.ok:

@@ -11,15 +11,50 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from judgepanel.errors import BadInput
+from judgepanel.errors import BadInput, JudgepanelError
 
 BUSY_TIMEOUT_MS = 30_000
+# The URL as the user typed it (password masked), per engine: messages name that, not the driver
+# URL (`postgresql+psycopg://…`, `sqlite:///file:…?mode=ro&uri=true`) the engine was built from.
+_TYPED: WeakKeyDictionary[Engine, str] = WeakKeyDictionary()
+
+
+def display_url(url: str) -> str:
+    """`url` for a message: as typed, with any password masked."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL at all: show nothing of it that could be a secret
+        return "(the --db value)"
+
+
+def typed_url(engine: Engine) -> str:
+    """The URL the user gave for `engine` (password masked)."""
+    return _TYPED.get(engine) or engine.url.render_as_string(hide_password=True)
+
+
+def ensure_reachable(engine: Engine) -> None:
+    """Connect once, so a missing PostgreSQL database or an unreachable server is one line naming
+    the URL the user typed (a missing database is the user's input: exit 2)."""
+    try:
+        with engine.connect():
+            pass
+    except OperationalError as exc:
+        line = (str(exc.orig or exc).strip().splitlines() or [type(exc).__name__])[0]
+        where = typed_url(engine)
+        if "does not exist" in line:
+            raise BadInput(
+                f"no database at {where} ({line.rsplit('FATAL:', 1)[-1].strip()}): create it, "
+                "then run `judgepanel db upgrade`"
+            ) from None
+        raise JudgepanelError(f"database: {line} (--db {where})") from None
 
 
 def normalise_url(url: str) -> URL:
@@ -51,6 +86,12 @@ def make_engine(url: str, *, read_only: bool = False, create: bool = True) -> En
     """An engine for `url`. `read_only` opens SQLite with mode=ro; PostgreSQL sessions set
     READ ONLY per transaction (see `read_only_connection`). Without `create` a missing SQLite
     file is a `BadInput` instead of a new empty database (and new folders) at a mistyped path."""
+    engine = _make_engine(url, read_only=read_only, create=create)
+    _TYPED[engine] = display_url(url)
+    return engine
+
+
+def _make_engine(url: str, *, read_only: bool, create: bool) -> Engine:
     parsed = normalise_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""

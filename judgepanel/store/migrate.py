@@ -10,10 +10,11 @@ from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, inspect, text
 
 from judgepanel.errors import BadInput
 from judgepanel.resources import resource_dir
+from judgepanel.store.engine import typed_url
 from judgepanel.store.models import Base
 
 
@@ -24,7 +25,11 @@ def alembic_config(engine: Engine) -> Config:
     return cfg
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
+READER_ROLE = "judgepanel_reader"  # the role `judgepanel query` runs as on PostgreSQL
+SET_CONFIG = "pg_catalog.set_config(text, text, boolean)"
+
+
+def upgrade(engine: Engine, revision: str = "head", *, reader_role: str = READER_ROLE) -> None:
     cfg = alembic_config(engine)
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
@@ -32,6 +37,56 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             command.upgrade(cfg, revision)
         except CommandError as exc:  # an unknown revision: the user's argument
             raise BadInput(f"cannot upgrade to {revision!r}: {exc}") from exc
+        if conn.dialect.name == "postgresql":
+            grant_reader(conn, reader_role)
+
+
+def grant_reader(conn: Connection, role: str = READER_ROLE) -> None:
+    """Create (once per server; roles are cluster-wide) the NOLOGIN role `query` runs as and grant
+    it SELECT on the judgepanel tables and nothing else.
+
+    Run by a superuser, this also revokes EXECUTE on `set_config` from PUBLIC in this database:
+    while the reader may call it, `set_config('role', 'postgres', true)` switches a query that a
+    superuser session handed to the reader straight back to the superuser. (A non-superuser who
+    needs set_config here, e.g. for pg_dump, needs `GRANT EXECUTE ON FUNCTION set_config(text,
+    text, boolean) TO that_role`; the database owner gets it back here.) A role that may not
+    create roles or grant skips what it may not do; `query` then refuses privileged sessions."""
+    quoted = conn.dialect.identifier_preparer.quote(role)
+    literal = role.replace("'", "''")
+    # CREATE ROLE has no IF NOT EXISTS; two upgrades at once (or a role without CREATEROLE) must
+    # not fail the migration, so the errors are caught inside the server
+    conn.exec_driver_sql(
+        "DO $$ BEGIN "
+        f"IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{literal}') THEN "
+        f"CREATE ROLE {quoted} NOLOGIN NOINHERIT; END IF; "
+        f"EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL; END $$"
+    )
+    if conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first() is None:
+        return
+    present = set(inspect(conn).get_table_names())
+    for table in Base.metadata.sorted_tables:
+        if table.name in present:
+            conn.exec_driver_sql(
+                f"GRANT SELECT ON TABLE {conn.dialect.identifier_preparer.quote(table.name)} TO {quoted}"
+            )
+    for grant in (
+        f"EXECUTE format('GRANT USAGE ON SCHEMA %%I TO {quoted}', current_schema())",
+        # so a non-superuser who runs `db upgrade` (and may grant the role) can SET ROLE to it
+        f"GRANT {quoted} TO CURRENT_USER",
+    ):
+        conn.exec_driver_sql(
+            f"DO $$ BEGIN {grant}; EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation "
+            "OR unique_violation THEN NULL; END $$"
+        )
+    superuser = conn.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")).scalar()
+    if superuser:
+        conn.exec_driver_sql(f"REVOKE EXECUTE ON FUNCTION {SET_CONFIG} FROM PUBLIC")
+        conn.exec_driver_sql(
+            "DO $$ DECLARE owner name; BEGIN "
+            "SELECT pg_get_userbyid(datdba) INTO owner FROM pg_database WHERE datname = current_database(); "
+            f"IF owner <> '{literal}' THEN "
+            f"EXECUTE format('GRANT EXECUTE ON FUNCTION {SET_CONFIG} TO %%I', owner); END IF; END $$"
+        )
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:
@@ -59,7 +114,7 @@ def require_current(engine: Engine) -> None:
     current, head = current_revision(engine), head_revision(engine)
     if current == head:
         return
-    where = engine.url.render_as_string(hide_password=True)
+    where = typed_url(engine)
     if current is None:
         raise BadInput(f"{where} has no judgepanel tables: run `judgepanel db upgrade` first")
     known = {s.revision for s in ScriptDirectory.from_config(alembic_config(engine)).walk_revisions()}

@@ -149,11 +149,11 @@ def test_the_classic_pairwise_verdict_line_is_read(reply: str, value: str) -> No
 
 def test_a_ten_point_rating_is_read_only_on_a_ten_point_scale() -> None:
     reply = "Accurate and complete, slightly terse.\nRating: [[8]]"
-    got = parse_reply("pointwise_verdict", reply, None, scale=10)
+    got = parse_reply("pointwise_verdict", reply, None, levels=range(1, 11))
     assert (got.ok, got.score) == (True, 8.0)
     assert not parse_reply("pointwise_verdict", reply, None).ok  # 8 is off the 1..5 scale
-    assert not parse_reply("pointwise_verdict", "Rating: [[11]]", None, scale=10).ok
-    assert parse_reply("pointwise_verdict", '{"score": 9}', {"score": 9}, scale=10).score == 9.0
+    assert not parse_reply("pointwise_verdict", "Rating: [[11]]", None, levels=range(1, 11)).ok
+    assert parse_reply("pointwise_verdict", '{"score": 9}', {"score": 9}, levels=range(1, 11)).score == 9.0
 
 
 def test_template_source_must_exist(tmp_path: Path) -> None:

@@ -269,6 +269,9 @@ FROZEN = {
     "pointwise_criteria.v1": "67845b0862b5af9b9f610c4dc9faa7655c20f9ff1aa070e9d9bc6908412ace78",
     "pointwise_rubric.v1": "2392d582fb8376eee3fa0a7c9c2a5fd82f13f68424281a32361bd2c54c288a4d",
     "clauses.v1": "67ef7718343040c33e880d16a0fc8ecfe8400ac423672f7c79345e68a66bfa11",
+    "pointwise_none.v2": "728228b6b7167bcbe6b9f1b0ec9dd3823cbece614b1866941ee859c8b18d4eb7",
+    "pointwise_criteria.v2": "32769c3bf412a736eb527e2351841817a0755dca7ae4d0a7b649c4c10691c6bc",
+    "pointwise_rubric.v2": "1ab709555cfdbd6b55adc47bed694b0b54fda017d6e403826f4fd87761cb74c0",
 }
 
 

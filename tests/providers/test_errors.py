@@ -180,3 +180,35 @@ async def test_finish_reason_and_served_model_come_back_from_the_wire(wire: str,
     assert cut.finish_reason == ("length" if wire == "openai" else "max_tokens")
     assert whole.finish_reason == ("stop" if wire == "openai" else "end_turn")
     assert served == "qwen-local"
+
+
+def test_redact_result_cleans_every_stored_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judgepanel.providers.base import ChatResult
+    from judgepanel.providers.errors import redact_result
+
+    key = "plain-local-server-secret"  # not key-shaped: only the configured value finds it
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    shaped = "sk-ant-api03-" + "Q" * 40
+    result = ChatResult(
+        text=f"I saw {key}. Verdict: A",
+        raw_body=f'{{"model": "{key}", "x": "{shaped}"}}',
+        model_returned=f"m+{key}",
+        system_fingerprint=key,
+        structured={
+            "rationale": f"{key} {shaped}",
+            "clauses": [{"id": "c1", "rationale": key}],
+            "verdict": "A",
+        },
+    )
+    clean = redact_result(result)
+    fields = (
+        clean.text,
+        clean.raw_body,
+        clean.model_returned,
+        clean.system_fingerprint,
+        repr(clean.structured),
+    )
+    assert all(key not in str(f) and "Q" * 20 not in str(f) for f in fields)
+    assert clean.text == "I saw [redacted]. Verdict: A" and clean.system_fingerprint == "[redacted]"
+    assert clean.structured is not None and clean.structured["verdict"] == "A"
+    assert (clean.input_tokens, clean.http_status) == (result.input_tokens, result.http_status)

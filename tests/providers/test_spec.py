@@ -101,3 +101,58 @@ def test_spec_is_frozen() -> None:
     assert isinstance(spec, JudgeSpec)
     with pytest.raises(AttributeError):
         spec.model = "b"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a path parameter or name=value in the path reaches the server as the key
+        "openai:m?base_url=http://127.0.0.1:8000/v1;api_key=hunter2hunter2",
+        "openai:m?base_url=http://127.0.0.1:8000/v1/;token=hunter2hunter2",
+        "openai:m?base_url=http://127.0.0.1:8000/v1/api_key=hunter2hunter2",
+        "openai:m?base_url=http://127.0.0.1:8000/v1/api_key/hunter2hunter2",
+        # double-encoded: parse_qsl decodes once, a server a second time
+        "openai:m?base_url=http://127.0.0.1:8000/v1%253Fapi_key%253Dhunter2hunter2",
+        "openai:m?base_url=http://127.0.0.1:8000/v1%253Bapi_key%253Dhunter2hunter2",
+        "openai:m?base_url=http://127.0.0.1:8000/sk%252Dproj%252Dhunter2hunter2",
+        "anthropic:m?base_url=http%3A%2F%2Fu%253Ahunter2hunter2%40127.0.0.1/v1",
+        # key-shaped model names
+        "openai:sk-hunter2",
+        "openai:SK_hunter2hunter2",
+        "anthropic:sk-ant-api03-hunter2hunter2",
+        "openai:sk%2Dproj%2Dhunter2hunter2",
+        "openai:org/hf_hunter2hunter2",
+        "openai:Xq7hunter2Zk9hunter2Lp3hunter2Rt5w",
+    ],
+)
+def test_smuggled_secrets_are_refused(text: str) -> None:
+    with pytest.raises(BadInput) as info:
+        parse_spec(text)
+    message = str(info.value)
+    assert "hunter2" not in message and "\n" not in message
+    assert any(w in message for w in ("secret", "key", "credentials", "encoded"))
+
+
+def test_a_configured_key_is_refused_in_any_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a local server's key need not look like one; the value itself is what must not be stored
+    monkeypatch.setenv("OPENAI_API_KEY", "plainlocalsecret")
+    for text in ("openai:plainlocalsecret", "openai:m?base_url=http://127.0.0.1:8000/plainlocalsecret/v1"):
+        with pytest.raises(BadInput, match="key") as info:
+            parse_spec(text)
+        assert "plainlocalsecret" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "openai:gpt-4o-2024-08-06",
+        "openai:qwen2.5:7b?base_url=http://127.0.0.1:11434/v1",
+        "openai:org/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf?base_url=https://gw.example/openai/v1",
+        "openai:sha256-3f2a9c0d7e1b4a5c6d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c",
+        "anthropic:claude-haiku-4-5",
+        "sim:task-judge",
+    ],
+)
+def test_ordinary_specs_still_pass(text: str) -> None:
+    spec = parse_spec(text)
+    assert parse_spec(spec.name).name == spec.name

@@ -47,7 +47,10 @@ def test_foreign_keys_enforced(engine) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_cli_db_commands(db_url: str) -> None:
-    assert cli("db", "current", "--json", db=db_url).json()["current"] is None
+    if db_url.startswith("sqlite"):  # no file yet: refused, not created (only `db upgrade` creates)
+        assert cli("db", "current", "--json", db=db_url).code == 2
+    else:  # an empty PostgreSQL database exists and is at no revision
+        assert cli("db", "current", "--json", db=db_url).json()["current"] is None
     assert cli("db", "upgrade", db=db_url).code == 0
     state = cli("db", "current", "--json", db=db_url).json()
     assert state["up_to_date"] and state["current"] == state["head"]

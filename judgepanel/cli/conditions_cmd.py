@@ -1,0 +1,94 @@
+"""`judgepanel metrics conditions`: the rubric-condition study (registered on the metrics app).
+
+Kept out of `metrics_cmd.py` so the command and the rater-selection options there can change
+independently."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.cli.render import emit_json
+from judgepanel.metrics.conditions import STATISTICS
+from judgepanel.store.conditions import condition_report
+
+
+def conditions(
+    ctx: typer.Context,
+    campaign: str = typer.Option(
+        ..., "--campaign", help="A pointwise campaign run under several conditions."
+    ),
+    human_group: str = typer.Option(..., "--human-group", help="Human annotator group (e.g. expert)."),
+    dimension: str | None = typer.Option(
+        None, "--dimension", help="Dimension (default: the campaign's only one)."
+    ),
+    judge: str | None = typer.Option(
+        None, "--judge", help="Judge spec (default: the campaign's only judge)."
+    ),
+    per_human: bool = typer.Option(
+        False, "--per-human", help="Compare with each human's rating instead of the group's rounded mean."
+    ),
+    cases: int = typer.Option(0, "--cases", help="List up to N disagreement cases per condition."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates (items resampled)."),
+    seed: int = typer.Option(0, "--seed"),
+    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Judge-vs-human agreement per prompt condition (none / criteria / rubric): exact, Cohen κ,
+    quadratic-weighted κ and Spearman with item-bootstrap CIs, and paired differences against none."""
+    report = condition_report(
+        state(ctx).engine(),
+        campaign,
+        human_group,
+        dimension=dimension,
+        judge=judge,
+        per_human=per_human,
+        cases=cases,
+        n_boot=bootstrap,
+        seed=seed,
+    )
+    out = report.as_dict()
+    if json_:
+        emit_json(out)
+        return
+
+    def num(x: float) -> str:
+        shown = f"{x:.3f}"
+        return "0.000" if shown == "-0.000" else shown
+
+    def cell(e: dict[str, Any]) -> str:
+        v, ci = e["value"], e["ci"]
+        if not isinstance(v, float) or math.isnan(v):
+            return "n/a"
+        if any(not isinstance(x, float) or math.isnan(x) for x in ci):
+            return num(v)
+        return f"{num(v)} [{num(ci[0])}, {num(ci[1])}]"
+
+    where = f"{out['campaign']} / {out['dimension'] or '(no dimension)'} / {out['judge']}"
+    typer.echo(
+        f"{where} vs {out['human_group']} ({out['reference']}), scale {out['scale'][0]:g}..{out['scale'][1]:g}; "
+        f"95 % CI over {out['bootstrap']} item resamples (seed {out['seed']})"
+    )
+    # plain fixed-width lines rather than a rich table: four "value [lo, hi]" cells do not fit 80
+    # columns, and wrapped cells are hard to read or paste
+    head = f"{'':<18}{'n':>6}  " + "  ".join(f"{s:<24}" for s in STATISTICS)
+    typer.echo(head.rstrip())
+    for name, c in out["conditions"].items():
+        typer.echo((f"{name:<18}{c['n']:>6}  " + "  ".join(f"{cell(c[s]):<24}" for s in STATISTICS)).rstrip())
+    for key, d in out["deltas"].items():
+        label = key.replace("_vs_", " − ")
+        typer.echo(
+            (f"{label:<18}{d['items']:>6}  " + "  ".join(f"{cell(d[s]):<24}" for s in STATISTICS)).rstrip()
+        )
+    for case in out["cases"]:
+        each = ", ".join(f"{h['annotator']} {h['value']:g}" for h in case["human_ratings"])
+        typer.echo(
+            f"\n[{case['condition']}] {case['item']}: judge {case['judge']:g}, "
+            f"humans {case['human']:g} ({each})"
+        )
+        typer.echo(f"  judge: {case['judge_rationale'] or '(no rationale)'}")
+        for h in case["human_ratings"]:
+            if h["rationale"]:
+                typer.echo(f"  {h['annotator']}: {h['rationale']}")

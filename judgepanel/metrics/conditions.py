@@ -1,0 +1,232 @@
+"""The rubric-condition study: how well one judge's scores match human ratings under each prompt
+condition (no rubric / criteria / anchored rubric), with item-bootstrap CIs and paired differences.
+
+Input per condition: aligned arrays of (judge score, human score, item index) *comparisons*. With
+one human reference per item (the group's rounded mean) there is one comparison per item; with
+`--per-human` one per (item, human), all of an item's comparisons sharing its index. Every
+statistic is then a function of the q×q contingency table ``T[k, l]`` = number of comparisons with
+judge score ``x_k`` and human score ``x_l`` over the scale's levels ``x``:
+
+- exact agreement ``p_o = Σ_k T_kk / N``;
+- Cohen's κ (Cohen 1960) ``(p_o − p_e)/(1 − p_e)``, ``p_e = Σ_k T_k· T_·k / N²``;
+- quadratic-weighted κ (QWK; Cohen 1968) with agreement weights ``w_kl = 1 − (x_k − x_l)² /
+  (x_max − x_min)²``: ``(Σ w T/N − Σ w T_k· T_·l/N²)/(1 − Σ w T_k· T_·l/N²)``; on a two-level scale
+  it equals κ;
+- Spearman's ρ: Pearson's r of the average ranks. With discrete scores every comparison in
+  category k has the same average rank ``r_k = (cumulative count before k) + (T_k· + 1)/2``, so ρ
+  is the count-weighted Pearson correlation of ``r_k`` and ``s_l`` over the cells of ``T`` —
+  equal to ``scipy.stats.spearmanr`` on the expanded comparisons.
+
+Bootstrap (Efron & Tibshirani 1993, percentile interval): resample *items* with replacement
+(multinomial counts ``w_b`` over the items, :func:`~judgepanel.metrics.bootstrap.resample_counts`);
+replicate b's table is ``w_b @ U`` with ``U[u]`` item u's own flattened table, so a replicate costs
+one matrix product and an item's comparisons (its humans) always move together. All conditions are
+evaluated on the *same* draws, so a paired difference (rubric − none, criteria − none) is the
+difference of replicate values over the items both conditions judged, and item difficulty, shared
+by both conditions, cancels out of its interval.
+
+Undefined values are NaN (JSON null), never a guess: no comparison (n = 0) leaves everything NaN;
+κ and QWK are NaN when ``p_e = 1`` (judge and humans used one and the same single level: perfect
+but uninformative agreement, as scikit-learn's ``cohen_kappa_score`` gives); ρ is NaN with fewer
+than two comparisons or a constant side. n = 1 gives exact 0 or 1, κ 0 (disagree) or NaN (agree).
+Replicates where a value is undefined are dropped; with fewer than half defined the interval is
+(NaN, NaN), as everywhere in :mod:`~judgepanel.metrics.bootstrap`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from judgepanel.errors import BadInput
+from judgepanel.metrics.agreement import FloatArray, as_categories, category_codes, weight_matrix
+from judgepanel.metrics.bootstrap import interval, resample_counts
+
+STATISTICS: tuple[str, ...] = ("exact", "kappa", "qwk", "spearman")
+BASELINE = "none"
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its bootstrap interval ``(lo, hi)`` (NaN where undefined)."""
+
+    value: float
+    ci: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class ConditionAgreement:
+    """Judge-vs-human agreement under one condition; ``n`` counts comparisons, ``items`` items."""
+
+    n: int
+    items: int
+    exact: Estimate
+    kappa: Estimate
+    qwk: Estimate
+    spearman: Estimate
+
+
+@dataclass(frozen=True)
+class ConditionDelta:
+    """``condition − baseline`` for each statistic over the ``items`` both judged (paired)."""
+
+    condition: str
+    baseline: str
+    items: int
+    exact: Estimate
+    kappa: Estimate
+    qwk: Estimate
+    spearman: Estimate
+
+
+@dataclass(frozen=True)
+class ConditionStudy:
+    conditions: Mapping[str, ConditionAgreement]
+    deltas: Mapping[str, ConditionDelta]  # keyed "<condition>_vs_<baseline>"
+    categories: tuple[float, ...]
+    n_boot: int
+    confidence: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """One condition's comparisons: judge and human scores and the item each belongs to
+    (an index into the study's items, shared by all conditions)."""
+
+    judge: FloatArray
+    human: FloatArray
+    item: NDArray[np.intp]
+
+    @classmethod
+    def of(cls, judge: ArrayLike, human: ArrayLike, item: ArrayLike) -> Comparisons:
+        j = np.asarray(judge, dtype=np.float64).ravel()
+        h = np.asarray(human, dtype=np.float64).ravel()
+        u = np.asarray(item, dtype=np.intp).ravel()
+        if not (j.shape == h.shape == u.shape):
+            raise BadInput(f"judge, human and item arrays differ in length: {j.size}, {h.size}, {u.size}")
+        if np.isnan(j).any() or np.isnan(h).any():
+            raise BadInput("comparisons must not hold missing scores; leave the item out instead")
+        if u.size and u.min() < 0:
+            raise BadInput("item indices must be non-negative")
+        return cls(j, h, u)
+
+
+# ---------------------------------------------------------------- tables -> statistics
+
+
+def item_tables(c: Comparisons, categories: FloatArray, n_items: int) -> FloatArray:
+    """``U``: item × (q·q) counts of (judge level, human level) comparisons."""
+    q = categories.size
+    jk = category_codes(c.judge[:, None], categories)[:, 0]
+    hk = category_codes(c.human[:, None], categories)[:, 0]
+    flat = c.item * (q * q) + jk * q + hk
+    return np.bincount(flat, minlength=n_items * q * q).reshape(n_items, q * q).astype(np.float64)
+
+
+def table_statistics(tables: FloatArray, categories: FloatArray) -> dict[str, FloatArray]:
+    """Exact, κ, QWK and Spearman ρ of each q×q table in ``tables`` (… × q·q, flattened rows)."""
+    q = categories.size
+    t = tables.reshape(-1, q, q)
+    n = t.sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = t / n[:, None, None]
+        row, col = p.sum(axis=2), p.sum(axis=1)  # judge, human margins
+        expected = row[:, :, None] * col[:, None, :]
+        out: dict[str, FloatArray] = {"exact": np.trace(p, axis1=1, axis2=2)}
+        for name, w in (("kappa", np.eye(q)), ("qwk", weight_matrix(categories, "quadratic"))):
+            po = (w * p).sum(axis=(1, 2))
+            pe = (w * expected).sum(axis=(1, 2))
+            out[name] = np.where(1.0 - pe > _EPS, (po - pe) / (1.0 - pe), np.nan)
+        # average rank of each level on each side, then the count-weighted Pearson r of the ranks
+        tj, th = t.sum(axis=2), t.sum(axis=1)
+        rj = np.cumsum(tj, axis=1) - tj + (tj + 1.0) / 2.0
+        rh = np.cumsum(th, axis=1) - th + (th + 1.0) / 2.0
+        mean = (n + 1.0) / 2.0
+        dj, dh = rj - mean[:, None], rh - mean[:, None]
+        cov = (t * dj[:, :, None] * dh[:, None, :]).sum(axis=(1, 2))
+        var_j = (tj * dj**2).sum(axis=1)
+        var_h = (th * dh**2).sum(axis=1)
+        den = np.sqrt(var_j * var_h)
+        out["spearman"] = np.where((den > _EPS) & (n >= 2), np.clip(cov / den, -1.0, 1.0), np.nan)
+    out["exact"] = np.where(n > 0, out["exact"], np.nan)
+    return out
+
+
+# ---------------------------------------------------------------- the study
+
+
+def _estimate(reps: FloatArray, value: float, confidence: float) -> Estimate:
+    ci = interval(reps, value, confidence=confidence, method="percentile")
+    return Estimate(float(value), (ci.lo, ci.hi))
+
+
+def condition_study(
+    comparisons: Mapping[str, Comparisons],
+    categories: ArrayLike,
+    *,
+    n_items: int | None = None,
+    baseline: str = BASELINE,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> ConditionStudy:
+    """Agreement with humans per condition and the paired differences of every other condition
+    against ``baseline`` (when present), all from the same item resamples."""
+    if n_boot < 1:
+        raise BadInput(f"the number of bootstrap replicates must be at least 1, got {n_boot}")
+    if not 0.0 < confidence < 1.0:
+        raise BadInput(f"the confidence level must lie strictly between 0 and 1, got {confidence}")
+    cats = as_categories(categories, np.zeros((0, 1)))
+    if cats.size < 1:
+        raise BadInput("the scale needs at least one level")
+    names = list(comparisons)
+    top = max((int(c.item.max()) + 1 for c in comparisons.values() if c.item.size), default=0)
+    items = top if n_items is None else n_items
+    if items < top:
+        raise BadInput(f"an item index is {top - 1} but n_items is {items}")
+    tables = {name: item_tables(comparisons[name], cats, items) for name in names}
+    has = {name: tables[name].sum(axis=1) > 0 for name in names}
+    # replicate tables for every condition, and for each paired delta its restricted tables
+    pairs = [(name, baseline) for name in names if name != baseline and baseline in tables]
+    blocks: dict[str, list[FloatArray]] = {name: [] for name in names}
+    paired_blocks: dict[str, list[tuple[FloatArray, FloatArray]]] = {a: [] for a, _ in pairs}
+    shared = {a: has[a] & has[b] for a, b in pairs}
+    for counts in resample_counts(items, n_boot, np.random.default_rng(seed)):
+        if items == 0:
+            counts = np.zeros((counts.shape[0], 0))
+        for name in names:
+            blocks[name].append(counts @ tables[name])
+        for a, b in pairs:
+            w = counts * shared[a]
+            paired_blocks[a].append((w @ tables[a], w @ tables[b]))
+    results: dict[str, ConditionAgreement] = {}
+    for name in names:
+        value = table_statistics(tables[name].sum(axis=0, keepdims=True), cats)
+        reps = table_statistics(np.vstack(blocks[name]), cats)
+        est = {s: _estimate(reps[s], float(value[s][0]), confidence) for s in STATISTICS}
+        results[name] = ConditionAgreement(
+            n=int(comparisons[name].judge.size), items=int(has[name].sum()), **est
+        )
+    deltas: dict[str, ConditionDelta] = {}
+    for a, b in pairs:
+        keep = shared[a][:, None]
+        va = table_statistics((tables[a] * keep).sum(axis=0, keepdims=True), cats)
+        vb = table_statistics((tables[b] * keep).sum(axis=0, keepdims=True), cats)
+        ra = table_statistics(np.vstack([x for x, _ in paired_blocks[a]]), cats)
+        rb = table_statistics(np.vstack([y for _, y in paired_blocks[a]]), cats)
+        est = {s: _estimate(ra[s] - rb[s], float(va[s][0] - vb[s][0]), confidence) for s in STATISTICS}
+        deltas[f"{a}_vs_{b}"] = ConditionDelta(a, b, int(shared[a].sum()), **est)
+    return ConditionStudy(results, deltas, tuple(float(c) for c in cats), n_boot, confidence, seed)
+
+
+def rounded_mean(values: Sequence[float]) -> float:
+    """The human reference of one item: the mean of its ratings rounded half up (2.5 -> 3), so
+    it lies on the scale and ties do not depend on numpy's round-half-to-even."""
+    if not values:
+        raise BadInput("no human rating to average")
+    return float(np.floor(float(np.mean(values)) + 0.5))

@@ -1,0 +1,410 @@
+"""Reading a pointwise campaign's verdicts and a human group's labels for the rubric-condition
+study (`metrics conditions`): the statistics live in `metrics.conditions`, this module only
+collects the arrays and the texts a disagreement case shows.
+
+What is compared, per condition (`none`, `criteria`, `rubric`): one judge's accepted score on an
+item (repeat 0: a campaign with `--repeats N` is compared on its first sample) against the human
+reference on the same item and dimension — the group's mean rounded half up, or, with
+`per_human`, each human's own rating. Items without a human rating of that dimension are left out
+and counted. The scale is the campaign rubric's dimension scale (1..5 without a rubric, which is
+what such a prompt asked for).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from judgepanel.errors import BadInput, JudgepanelError, NotFound
+from judgepanel.metrics.conditions import (
+    STATISTICS,
+    Comparisons,
+    ConditionStudy,
+    Estimate,
+    condition_study,
+    rounded_mean,
+)
+from judgepanel.providers.spec import parse_spec
+from judgepanel.rubrics import SCALE, RubricDoc
+from judgepanel.store.engine import session_scope
+from judgepanel.store.models import (
+    Annotator,
+    Campaign,
+    Dataset,
+    Item,
+    Job,
+    Judge,
+    Label,
+    RubricVersion,
+    Verdict,
+)
+
+CONDITION_ORDER: tuple[str, ...] = ("none", "criteria", "rubric")
+
+
+@dataclass(frozen=True)
+class HumanRating:
+    annotator: str
+    value: float
+    rationale: str | None
+
+
+@dataclass(frozen=True)
+class JudgeScore:
+    score: float
+    rationale: str | None
+
+
+@dataclass(frozen=True)
+class ConditionData:
+    """Everything `metrics conditions` needs, already aligned on `items` (index = position here)."""
+
+    campaign: str
+    dataset: str
+    dimension: str | None
+    judge: str
+    group: str
+    per_human: bool
+    categories: tuple[float, ...]
+    items: list[str]  # external ids, in dataset order
+    outputs: list[str | None]
+    humans: list[list[HumanRating]]  # per item
+    reference: list[float]  # per item: the rounded group mean
+    scores: dict[str, dict[int, JudgeScore]]  # condition -> item index -> judge score
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def comparisons(self) -> dict[str, Comparisons]:
+        out: dict[str, Comparisons] = {}
+        for cond, by_item in self.scores.items():
+            judge: list[float] = []
+            human: list[float] = []
+            item: list[int] = []
+            for i, js in sorted(by_item.items()):
+                refs = [h.value for h in self.humans[i]] if self.per_human else [self.reference[i]]
+                judge += [js.score] * len(refs)
+                human += refs
+                item += [i] * len(refs)
+            out[cond] = Comparisons.of(np.array(judge), np.array(human), np.array(item, dtype=np.intp))
+        return out
+
+
+def _campaign(s: Session, name: str) -> Campaign:
+    c = s.scalar(select(Campaign).where(Campaign.name == name))
+    if c is None:
+        known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
+        raise NotFound(f"no campaign named {name!r} (known: {known})")
+    if c.protocol != "pointwise":
+        raise BadInput(f"campaign {name!r} is {c.protocol}; the condition study needs a pointwise campaign")
+    return c
+
+
+def _one(what: str, asked: str | None, found: list[str], option: str) -> str:
+    if asked is not None:
+        if asked not in found:
+            raise BadInput(f"the campaign has no {what} {asked!r} (it has: {', '.join(found) or 'none'})")
+        return asked
+    if len(found) != 1:
+        raise BadInput(f"the campaign has several {what}s; choose one with {option} ({', '.join(found)})")
+    return found[0]
+
+
+def _canonical(judge: str | None) -> str | None:
+    """A judge as the campaign stores it (`sim:a?noise=0.1&position_bias=0.2`, sorted parameters),
+    so any spelling of the same spec finds it; an unparseable name is compared as given."""
+    if judge is None:
+        return None
+    try:
+        return parse_spec(judge).name
+    except JudgepanelError:
+        return judge
+
+
+def _scale(s: Session, c: Campaign, dimension: str | None) -> tuple[int, int]:
+    if c.rubric_version_id is None or dimension is None:
+        return SCALE
+    rv = s.get(RubricVersion, c.rubric_version_id)
+    doc = RubricDoc.from_dict(rv.body, origin="stored rubric") if rv is not None else None
+    if doc is None or dimension not in doc.dimension_names:
+        return SCALE
+    return doc.dimension(dimension).scale
+
+
+def load_condition_data(
+    engine: Engine,
+    campaign: str,
+    human_group: str,
+    *,
+    dimension: str | None = None,
+    judge: str | None = None,
+    per_human: bool = False,
+) -> ConditionData:
+    with session_scope(engine) as s:
+        c = _campaign(s, campaign)
+        dims = sorted(
+            {d for (d,) in s.execute(select(Job.dimension).where(Job.campaign_id == c.id).distinct())},
+            key=lambda d: d or "",
+        )
+        named = [d for d in dims if d is not None]
+        if dims == [None]:
+            if dimension is not None:
+                raise BadInput(f"campaign {campaign!r} judged no named dimension; leave out --dimension")
+            dim: str | None = None
+        else:
+            dim = _one("dimension", dimension, named, "--dimension")
+        judges = list(
+            s.scalars(
+                select(Judge.name)
+                .join(Job, Job.judge_id == Judge.id)
+                .where(Job.campaign_id == c.id)
+                .distinct()
+                .order_by(Judge.name)
+            )
+        )
+        jname = _one("judge", _canonical(judge), judges, "--judge")
+        groups = sorted(
+            {
+                g or ""
+                for (g,) in s.execute(
+                    select(Annotator.group).where(
+                        Annotator.dataset_id == c.dataset_id, Annotator.kind == "human"
+                    )
+                )
+            }
+        )
+        if human_group not in groups:
+            raise NotFound(
+                f"the campaign's dataset has no human group {human_group!r} (groups: {', '.join(groups) or 'none'})"
+            )
+        lo, hi = _scale(s, c, dim)
+        categories = tuple(float(v) for v in range(lo, hi + 1))
+
+        # the judge's accepted scores, latest accepted attempt per job
+        q = (
+            select(Job.condition, Job.item_id, Verdict.attempt, Verdict.score, Verdict.rationale)
+            .join(Judge, Judge.id == Job.judge_id)
+            .join(Verdict, Verdict.job_id == Job.id)
+            .where(
+                Job.campaign_id == c.id,
+                Job.status == "done",
+                Job.repeat == 0,
+                Judge.name == jname,
+                Verdict.parse_status == "ok",
+                Verdict.score.is_not(None),
+            )
+            .order_by(Job.id, Verdict.attempt)
+        )
+        q = q.where(Job.dimension.is_(None)) if dim is None else q.where(Job.dimension == dim)
+        by_cond: dict[str, dict[int, JudgeScore]] = defaultdict(dict)
+        for cond, item_id, _attempt, score, rationale in s.execute(q):
+            if item_id is not None and score is not None:
+                by_cond[cond or "none"][item_id] = JudgeScore(float(score), rationale)
+        if not by_cond:
+            raise NotFound(f"campaign {campaign!r} has no accepted verdicts of {jname} yet (run it first)")
+
+        label_dim = dim or ""
+        labels: dict[int, list[HumanRating]] = defaultdict(list)
+        for item_id, name, value, rationale in s.execute(
+            select(Label.item_id, Annotator.name, Label.value_num, Label.rationale)
+            .join(Annotator, Annotator.id == Label.annotator_id)
+            .join(Item, Item.id == Label.item_id)
+            .where(
+                Item.dataset_id == c.dataset_id,
+                Annotator.kind == "human",
+                Annotator.group == human_group,
+                Label.dimension == label_dim,
+                Label.value_num.is_not(None),
+            )
+            .order_by(Item.position, Annotator.name)
+        ):
+            if value is not None:
+                labels[item_id].append(HumanRating(name, float(value), rationale))
+
+        judged = sorted({i for m in by_cond.values() for i in m})
+        rows = s.execute(
+            select(Item.id, Item.external_id, Item.output, Item.position)
+            .where(Item.id.in_(judged))
+            .order_by(Item.position)
+        ).all()
+        dataset = s.scalar(select(Dataset.name).where(Dataset.id == c.dataset_id)) or ""
+
+    index: dict[int, int] = {}
+    items: list[str] = []
+    outputs: list[str | None] = []
+    humans: list[list[HumanRating]] = []
+    reference: list[float] = []
+    no_label = 0
+    for item_id, ext, output, _pos in rows:
+        ratings = labels.get(item_id, [])
+        if not ratings:
+            no_label += 1
+            continue
+        index[item_id] = len(items)
+        items.append(ext)
+        outputs.append(output)
+        humans.append(ratings)
+        reference.append(rounded_mean([h.value for h in ratings]))
+    if not items:
+        raise NotFound(
+            f"no item judged in campaign {campaign!r} has a {human_group!r} rating"
+            + (f" of {dim!r}" if dim else "")
+        )
+    allowed = set(categories)
+    for i, hs in enumerate(humans):
+        values = [h.value for h in hs] if per_human else [reference[i]]
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            raise BadInput(
+                f"item {items[i]!r}: human rating {bad[0]:g} is not on the {lo}..{hi} scale of "
+                f"{dim or 'the campaign'}"
+            )
+    scores: dict[str, dict[int, JudgeScore]] = {}
+    for cond in sorted(by_cond, key=lambda k: (CONDITION_ORDER.index(k) if k in CONDITION_ORDER else 9, k)):
+        scores[cond] = {index[i]: js for i, js in by_cond[cond].items() if i in index}
+        for js in scores[cond].values():
+            if js.score not in allowed:
+                raise BadInput(f"a {jname} score {js.score:g} is not on the {lo}..{hi} scale")
+    return ConditionData(
+        campaign=campaign,
+        dataset=dataset,
+        dimension=dim,
+        judge=jname,
+        group=human_group,
+        per_human=per_human,
+        categories=categories,
+        items=items,
+        outputs=outputs,
+        humans=humans,
+        reference=reference,
+        scores=scores,
+        skipped={"items_without_human_rating": no_label} if no_label else {},
+    )
+
+
+# ---------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class DisagreementCase:
+    condition: str
+    item: str
+    judge: float
+    human: float  # the reference (rounded group mean)
+    judge_rationale: str | None
+    humans: tuple[HumanRating, ...]
+    output: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "condition": self.condition,
+            "item": self.item,
+            "judge": self.judge,
+            "human": self.human,
+            "gap": self.judge - self.human,
+            "judge_rationale": self.judge_rationale,
+            "human_ratings": [
+                {"annotator": h.annotator, "value": h.value, "rationale": h.rationale} for h in self.humans
+            ],
+            "output": None if self.output is None else self.output[:CASE_OUTPUT_CHARS],
+        }
+
+
+CASE_OUTPUT_CHARS = 300
+
+
+def disagreement_cases(data: ConditionData, per_condition: int) -> list[DisagreementCase]:
+    """Up to `per_condition` items per condition where the judge's score differs from the human
+    reference, largest gap first, then dataset order (deterministic)."""
+    out: list[DisagreementCase] = []
+    if per_condition <= 0:
+        return out
+    for cond, by_item in data.scores.items():
+        differing = [(i, js) for i, js in by_item.items() if js.score != data.reference[i]]
+        differing.sort(key=lambda t: (-abs(t[1].score - data.reference[t[0]]), t[0]))
+        for i, js in differing[:per_condition]:
+            out.append(
+                DisagreementCase(
+                    cond,
+                    data.items[i],
+                    js.score,
+                    data.reference[i],
+                    js.rationale,
+                    tuple(data.humans[i]),
+                    data.outputs[i],
+                )
+            )
+    return out
+
+
+def _estimate(e: Estimate) -> dict[str, Any]:
+    return {"value": e.value, "ci": list(e.ci)}
+
+
+@dataclass(frozen=True)
+class ConditionReport:
+    data: ConditionData
+    study: ConditionStudy
+    cases: list[DisagreementCase]
+
+    def as_dict(self) -> dict[str, Any]:
+        d, st = self.data, self.study
+        return {
+            "campaign": d.campaign,
+            "dataset": d.dataset,
+            "dimension": d.dimension,
+            "judge": d.judge,
+            "human_group": d.group,
+            "reference": "each human" if d.per_human else "rounded group mean",
+            "scale": [d.categories[0], d.categories[-1]],
+            "bootstrap": st.n_boot,
+            "confidence": st.confidence,
+            "seed": st.seed,
+            "conditions": {
+                name: {
+                    "n": r.n,
+                    "items": r.items,
+                    **{s: _estimate(getattr(r, s)) for s in STATISTICS},
+                }
+                for name, r in st.conditions.items()
+            },
+            "deltas": {
+                key: {"items": r.items, **{s: _estimate(getattr(r, s)) for s in STATISTICS}}
+                for key, r in st.deltas.items()
+            },
+            "cases": [c.as_dict() for c in self.cases],
+            "skipped": d.skipped,
+        }
+
+
+def condition_report(
+    engine: Engine,
+    campaign: str,
+    human_group: str,
+    *,
+    dimension: str | None = None,
+    judge: str | None = None,
+    per_human: bool = False,
+    cases: int = 0,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> ConditionReport:
+    """The whole `metrics conditions` computation: read, compute, pick the cases."""
+    if cases < 0:
+        raise BadInput(f"--cases must be 0 or more, got {cases}")
+    data = load_condition_data(
+        engine, campaign, human_group, dimension=dimension, judge=judge, per_human=per_human
+    )
+    study = condition_study(
+        data.comparisons(),
+        data.categories,
+        n_items=len(data.items),
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
+    return ConditionReport(data, study, disagreement_cases(data, cases))
