@@ -20,11 +20,13 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.errors import BadInput
 from judgepanel.protocol.custom import load_template
 from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import estimate_tokens, price_for
+from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.plan import CampaignSpec
 from judgepanel.runner.prepare import CampaignContext, prepare, stored_templates
@@ -98,6 +100,63 @@ def create(
         validate_template(t, dimension=dim, dimension_name=dimensions[0] if dimensions else None)
     records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
     return store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+
+
+def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> CampaignInfo:
+    """`campaign create [--from FILE]`: the file's options (if any) overridden by the `flags` that
+    were given (keys as in `campaign_file.KEYS`; None or empty = not given); templates named in
+    the file are read relative to the file, those given as flags relative to the working directory."""
+    cf = load_campaign_file(file) if file is not None else None
+    opts = merge(cf, flags)
+    src = f" (or `{{key}}:` in {file})" if file is not None else ""
+    for key, flag in (
+        ("name", "NAME"),
+        ("dataset", "--dataset"),
+        ("protocol", "--protocol"),
+        ("judges", "--judge"),
+    ):
+        if not opts.get(key):
+            raise BadInput(f"missing {flag}" + src.format(key=key))
+    file_templates = dict(cf.values.get("templates") or {}) if cf is not None else {}
+    flag_templates = dict(flags.get("templates") or {})
+    base = cf.base if cf is not None else None
+    templates = {
+        p: (r if p not in flag_templates else str(Path(r).resolve()))
+        for p, r in {**file_templates, **flag_templates}.items()
+    }
+    return create(
+        engine,
+        str(opts["name"]),
+        dataset=str(opts["dataset"]),
+        protocol=str(opts["protocol"]),
+        judges=list(opts["judges"]),
+        pairs=opts.get("pairs"),
+        rubric=opts.get("rubric"),
+        conditions=list(opts.get("conditions") or ["none"]),
+        dimensions=list(opts.get("dimensions") or []),
+        repeats=int(opts.get("repeats") or 1),
+        split=opts.get("split"),
+        limit=opts.get("limit"),
+        templates=templates,
+        template_base=base,
+        max_cost=opts.get("max_cost"),
+        origin=cf.origin() if cf is not None else None,
+    )
+
+
+def _from_cwd(ref: str) -> str:
+    return ref if ref.startswith("@") else str(Path(ref).expanduser().resolve())
+
+
+def stored_spec(engine: Engine, name: str) -> dict[str, Any]:
+    """The spec a campaign was created with, as stored (templates with their source)."""
+    with session_scope(engine) as s:
+        return dict(store.campaign_by_name(s, name).spec)
+
+
+def spec_yaml(spec: Mapping[str, Any], name: str) -> str:
+    """A campaign file that re-creates the campaign (see `campaign_file.to_yaml`)."""
+    return to_yaml(spec, name)
 
 
 def _identity_params(params: dict[str, Any]) -> dict[str, Any]:
