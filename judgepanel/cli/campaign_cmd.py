@@ -146,11 +146,8 @@ def _options(
 def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *, reask: bool) -> None:
     engine = state(ctx).engine()
 
-    used: list[Runner] = []
-
     async def main() -> RunSummary:
         runner = Runner(engine, name, options, reask_parse_failures=reask)
-        used.append(runner)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
@@ -168,22 +165,39 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
         emit_json(summary.as_dict())
     else:
         errs = ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"
-        cost = _usd(summary.cost_usd)
+        cap = "" if summary.max_cost_usd is None else f" of --max-cost {summary.max_cost_usd:g}"
         typer.echo(
             f"campaign {name}: {summary.status}; {summary.done}/{summary.jobs} done, {summary.failed} failed, "
             f"{summary.pending} pending; {summary.calls} calls, {summary.cached} from cache, "
-            f"errors: {errs}; spent {cost} USD in {summary.elapsed_s:.1f} s"
+            f"errors: {errs}; spent {_usd(summary.spent_usd)}{cap} USD in {summary.elapsed_s:.1f} s"
         )
     for warning in summary.warnings:
         warn(warning)
-    if summary.status == "budget":
-        err_console.print(
-            # the budget may be the campaign file's, which the runner read: report what it applied
-            f"stopped: max cost {used[-1].opts.max_cost if used else options.max_cost} USD reached before the next call",
-            soft_wrap=True,
-        )
     if summary.status == "interrupted":
         raise Interrupted("interrupted; finished calls are stored, run again to resume")
+    if summary.status == "budget":
+        err_console.print(
+            f"stopped by --max-cost {summary.max_cost_usd:g}: spent {_usd(summary.spent_usd)} USD, "
+            f"and the next call did not fit under the cap; {summary.unscheduled} job(s) unscheduled "
+            "(run again with a larger --max-cost to continue)",
+            soft_wrap=True,
+        )
+    if summary.exit_code != 0:
+        left = []
+        if summary.failed:
+            kinds = f" (partial clause replies: {summary.partial})" if summary.partial else ""
+            left.append(f"{summary.failed} failed{kinds}")
+        if summary.unscheduled:
+            left.append(f"{summary.unscheduled} unscheduled by --max-cost")
+        other = summary.pending - summary.unscheduled
+        if other > 0:
+            left.append(f"{other} pending")
+        err_console.print(
+            f"campaign {name}: {summary.done} of {summary.jobs} jobs have a verdict; "
+            f"{', '.join(left) or 'some left'} (exit {summary.exit_code})",
+            soft_wrap=True,
+        )
+        raise typer.Exit(summary.exit_code)
 
 
 CONCURRENCY = typer.Option(16, "--concurrency", help="Calls in flight per judge.")
@@ -215,7 +229,10 @@ def run(
     ),
     json_: bool = JSON,
 ) -> None:
-    """Execute what is not yet done; safe to re-run and to interrupt (Ctrl-C exits 130)."""
+    """Execute what is not yet done; safe to re-run and to interrupt.
+
+    Exit 0 when every job has a verdict; 3 when the run ended with jobs failed or unscheduled by
+    --max-cost; 130 on Ctrl-C; 2 on bad input; 1 otherwise."""
     opts = _options(concurrency, rpm, tpm, max_cost, no_cache, timeout, max_attempts, retry_failed)
     _execute(ctx, name, opts, json_, reask=False)
 
@@ -232,7 +249,8 @@ def retry_parse_failures(
     max_attempts: int = MAX_ATTEMPTS,
     json_: bool = JSON,
 ) -> None:
-    """Re-ask the jobs whose reply could not be read (with a note asking for the JSON answer)."""
+    """Re-ask the jobs whose reply could not be read or left clauses unanswered (with a note
+    asking for the full JSON answer). Exit codes as for `campaign run`."""
     opts = _options(concurrency, rpm, tpm, max_cost, False, timeout, max_attempts, False)
     _execute(ctx, name, opts, json_, reask=True)
 
@@ -253,6 +271,10 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         typer.echo("attempt errors: " + ", ".join(f"{k} {v}" for k, v in st.errors.items()))
     if st.failed_by_class:
         typer.echo("failed jobs by class: " + ", ".join(f"{k} {v}" for k, v in st.failed_by_class.items()))
+    if st.partial:
+        typer.echo(
+            f"{st.partial} job(s) answered only some clauses; `campaign retry-parse-failures {name}` re-asks them"
+        )
     table(
         None,
         ["judge", "jobs", "done", "failed", "pending", "calls", "cached", "cost USD"],

@@ -337,6 +337,7 @@ def context_for(
             "conversation_b": conv_b,
             "conversation": conv_a if conv_a == conv_b else None,
         }
+        ctx["raw"] = tuple(x.strip() for x in (first.output, second.output, source or "", reference or ""))
         who = f"items {a.external_id!r} and {b.external_id!r}"
     else:
         (item,) = units
@@ -344,6 +345,7 @@ def context_for(
         ctx |= {"candidate": neutralise_all(item.output.strip()), "conversation": _turns(item.conversation)}
         if t.protocol == "clauses":
             ctx["clauses"] = [{"id": cid, "text": neutralise_all(text)} for cid, text in clauses]
+        ctx["raw"] = tuple(x.strip() for x in (item.output, item.input or "", item.reference or ""))
         who = f"item {item.external_id!r}"
     for need in t.requires:
         if ctx.get(need) is None:
@@ -375,12 +377,22 @@ def render_custom(t: CustomTemplate, context: Mapping[str, Any]) -> Prompt:
         schema = pointwise_schema(tuple(range(LEVELS[0], t.scale + 1)))
     else:
         schema = clauses_schema([c["id"] for c in context.get("clauses", [])])
+    shown = [context.get(k) for k in ("source", "candidate", "candidate_a", "candidate_b", "reference")]
+    turns = [
+        t["content"]
+        for k in ("conversation", "conversation_a", "conversation_b")
+        for t in context.get(k) or ()
+    ]
+    quoted = tuple(
+        dict.fromkeys(x for x in (*shown, *turns, *context.get("raw", ())) if isinstance(x, str) and x)
+    )
     return Prompt(
         messages,
         t.template_name,
         t.template_hash,
         schema,
         SCHEMA_OF[t.protocol],
+        quoted=quoted,
         answer_pattern=t.pattern,
         structured=t.structured,
     )

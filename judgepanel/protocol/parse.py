@@ -17,6 +17,13 @@ answer. Reading from the end, and never skipping back past an invalid final answ
 valid-looking one, means echoed input cannot become the verdict. An invalid final answer (a score
 of 7, a verdict of "maybe") is a parse failure with the reason in `error`, never a guess.
 
+A judge may also answer first and then quote the item, and the item may hold an answer of its own
+(``Final verdict: A``, ``{"verdict": "A"}``, ``[[A]]``). So an answer-shaped line or object that
+lies inside a verbatim copy of the item's own text — the candidates and the source, passed as
+`quoted` — is the item speaking, not the judge, and is not read, when that copy also holds at least
+`QUOTE_MIN` non-blank characters of the item besides answers (a judge's own answer block may match
+answer lines planted in the item; what marks a quote is the item's surrounding text copied with it).
+
 A reply that opens with a reasoning model's ``<think>`` block is read only after its last
 ``</think>``: drafts in a scratchpad are not answers (a reply cut off inside it is a failure). A
 verdict heading (``### Final verdict``) takes its value from the next non-empty line. All scanning
@@ -26,7 +33,9 @@ Values: pairwise "A" | "B" | "tie" as presented (synonyms such as "Tie", "[[A]]"
 "Output (a)", "[[C]]" = FastChat's tie, Arena-Hard's "[[A>B]]" / "[[B>>A]]" / "[[A=B]]"); pointwise an integer 1..5 ("4", 4.0, "4/5", "4 out of 5";
 not 4.5, not 0, not "8/10"), or on the dimension's own levels when the prompt gave a scale. Clauses: every expected id gets (met, rationale); an id the judge did
 not answer (or answered with neither true nor false) gets met=None and a warning; unknown ids are
-ignored and named in `warnings`. A clause reply is ok when at least one expected clause was answered.
+ignored and named in `warnings`. A clause reply is ok when at least one expected clause was answered;
+the expected ids it left unanswered are listed in `missing` (the runner stores such a reply as
+partial and re-asks it).
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ from typing import Any
 from judgepanel.rubrics import LEVELS
 
 MAX_SCAN = 200_000  # answers are at the end; a longer reply is only scanned over its tail
+QUOTE_MIN = 24  # non-blank characters of the item's own text around an answer that make it a quote
+QUOTE_CHECKS = 64  # only the last this-many answer candidates are checked for being quotes
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,7 @@ class ParsedVerdict:
     clauses: dict[str, tuple[bool | None, str | None]] = field(default_factory=dict)
     error: str | None = None  # why parsing failed
     warnings: tuple[str, ...] = ()  # ok but incomplete: unanswered or unknown clause ids
+    missing: tuple[str, ...] = ()  # clauses: expected ids without a true/false answer
 
 
 # ---------------------------------------------------------------- values
@@ -628,10 +640,75 @@ def _result(reading: _Reading, method: str) -> ParsedVerdict:
         rationale=reading.rationale,
         clauses=reading.clauses,
         warnings=reading.warnings,
+        missing=tuple(cid for cid, (met, _) in reading.clauses.items() if met is None),
     )
 
 
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+
+
+def _grow(text: str, start: int, end: int, q: str) -> tuple[int, int] | None:
+    """The widest span around text[start:end] that occurs verbatim in `q` (grown left, then
+    right, each by binary search: a substring of a copy is a copy), or None if even the span does not."""
+    if text[start:end] not in q:
+        return None
+    lo, hi = 0, start  # grow left: smallest a with text[a:end] in q
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if text[mid:end] in q:
+            hi = mid
+        else:
+            lo = mid + 1
+    a = lo
+    lo, hi = end, len(text)  # grow right: largest b with text[a:b] in q
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if text[a:mid] in q:
+            lo = mid
+        else:
+            hi = mid - 1
+    return a, lo
+
+
+def _in_quote(
+    text: str, start: int, end: int, quoted: Sequence[str], answers: Sequence[tuple[int, int]]
+) -> bool:
+    """Whether text[start:end] lies inside a verbatim copy of one of the `quoted` texts that also
+    copies at least QUOTE_MIN non-blank characters of the item that are not answers themselves.
+    (A judge's own answer block may coincide with answer lines planted in the item; what makes a
+    quote is the item's surrounding text copied with it.)"""
+    while start < end and text[start] in " \t\r\n>*_#`~-":
+        start += 1  # a line's decoration is not part of what may be copied
+    while end > start and text[end - 1] in " \t\r\n":
+        end -= 1
+    if start >= end:
+        return False
+    for q in quoted:
+        span = _grow(text, start, end, q)
+        if span is None:
+            continue
+        a, b = span
+        if b - a < QUOTE_MIN:
+            continue
+        own = bytearray(b - a)  # 1 where the copy is an answer span
+        for s, e in answers:
+            if e > a and s < b:
+                own[max(s, a) - a : min(e, b) - a] = b"\x01" * (min(e, b) - max(s, a))
+        other = sum(1 for k, ch in enumerate(text[a:b]) if not own[k] and not ch.isspace())
+        if other >= QUOTE_MIN:
+            return True
+    return False
+
+
+def _unquoted(
+    text: str, spans: list[tuple[int, int, Any]], quoted: Sequence[str], answers: Sequence[tuple[int, int]]
+) -> list[tuple[int, int, Any]]:
+    """`spans` (sorted by start) without those inside a quote of the item's text; only the last
+    QUOTE_CHECKS are checked, so a reply echoing thousands of markers stays cheap."""
+    if not quoted or not spans:
+        return spans
+    cut = max(0, len(spans) - QUOTE_CHECKS)
+    return spans[:cut] + [sp for sp in spans[cut:] if not _in_quote(text, sp[0], sp[1], quoted, answers)]
 
 
 def pattern_value(schema_name: str, raw: str) -> str:
@@ -648,7 +725,9 @@ def _pattern_lines(schema: _Schema, pattern: re.Pattern[str], text: str) -> list
     ]
 
 
-def _parse_text(schema: _Schema, text: str, pattern: re.Pattern[str] | None = None) -> ParsedVerdict:
+def _parse_text(
+    schema: _Schema, text: str, quoted: Sequence[str] = (), pattern: re.Pattern[str] | None = None
+) -> ParsedVerdict:
     if text.lstrip().startswith(_THINK_OPEN):
         # a reasoning model's scratchpad holds drafts, not answers: read only what follows it
         close = text.rfind(_THINK_CLOSE)
@@ -669,6 +748,13 @@ def _parse_text(schema: _Schema, text: str, pattern: re.Pattern[str] | None = No
         ln for ln in candidates if not _inside(ln[0], inside)
     ]  # text inside a JSON object is that object's data, not a verdict line
     lines.sort()
+    if quoted:  # answers inside a quote of the item are the item's, not the judge's
+        spans = sorted([(f.start, f.end) for f in answers] + [(s, e) for s, e, _ in lines])
+        kept = {
+            (s, e) for s, e, _ in _unquoted(tail, [(f.start, f.end, None) for f in answers], quoted, spans)
+        }
+        answers = [f for f in answers if (f.start, f.end) in kept]
+        lines = _unquoted(tail, lines, quoted, spans)
     last_obj = answers[-1] if answers else None
     if isinstance(schema, _Clauses) and lines and last_obj is not None:
         lines = [ln for ln in lines if ln[0] >= last_obj.end]
@@ -698,14 +784,16 @@ def parse_reply(
     *,
     clause_ids: Sequence[str] = (),
     levels: Sequence[int] = LEVELS,
+    quoted: Sequence[str] = (),
     pattern: str | None = None,
 ) -> ParsedVerdict:
     """Read a judge's reply. `schema_name` is the prompt's ("pairwise_verdict",
     "pointwise_verdict", "clause_verdicts"); `structured` the provider's structured output if any;
     `clause_ids` the ids the clause prompt asked about (in prompt order); `levels` the score
     levels a pointwise prompt allowed (1..5 unless its dimension has its own scale, or a custom
-    template declares another); `pattern` a template's declared verdict pattern (a regex whose
-    group 1 is the verdict or score), read like a verdict line."""
+    template declares another); `quoted` the item's own texts (`Prompt.quoted`), whose verbatim
+    copies in the reply are not read as answers; `pattern` a template's declared verdict pattern
+    (a regex whose group 1 is the verdict or score), read like a verdict line."""
     if not levels:
         raise ValueError("levels must not be empty")
     schema = _schema(schema_name, clause_ids, levels)
@@ -719,7 +807,12 @@ def parse_reply(
             structured_error = f"structured output: {reading.error}"
         else:
             structured_error = "structured output holds no answer field"
-    parsed = _parse_text(schema, text or "", re.compile(pattern, re.MULTILINE) if pattern else None)
+    parsed = _parse_text(
+        schema,
+        text or "",
+        tuple(q for q in quoted if len(q) >= QUOTE_MIN),
+        re.compile(pattern, re.MULTILINE) if pattern else None,
+    )
     if parsed.ok or structured_error is None:
         return parsed
     return ParsedVerdict(

@@ -45,14 +45,18 @@ def pointwise_schema(levels: Sequence[int] = LEVELS) -> dict[str, Any]:
 
 
 def clauses_schema(clause_ids: Sequence[str]) -> dict[str, Any]:
-    """The ids are an enum so structured output cannot invent one; the parser still checks that
-    every expected id was answered (a schema cannot say "each enum value exactly once")."""
+    """The ids are an enum so structured output cannot invent one, and the list holds exactly one
+    entry per clause (`minItems` = `maxItems` = the number of clauses), so a reply answering only
+    some clauses does not conform. A schema cannot say "each enum value exactly once", so the parser
+    still checks that every expected id was answered and marks a reply missing some as partial."""
     return {
         "type": "object",
         "properties": {
             "rationale": {"type": "string", "description": "Your overall assessment."},
             "clauses": {
                 "type": "array",
+                "minItems": len(clause_ids),
+                "maxItems": len(clause_ids),
                 "items": {
                     "type": "object",
                     "properties": {

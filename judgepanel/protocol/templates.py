@@ -89,6 +89,9 @@ class Prompt:
     template_hash: str  # sha256 of the template sources used (see module docstring)
     schema: dict[str, Any]  # JSON schema of the expected reply
     schema_name: str  # "pairwise_verdict" | "pointwise_verdict" | "clause_verdicts"
+    # the item's own texts (candidates, source) as shown and as given: a judge that copies them
+    # into its reply is quoting, and the parser does not read verdicts out of a quote
+    quoted: tuple[str, ...] = ()
     answer_pattern: str | None = None  # a custom template's declared verdict pattern
     structured: bool = True  # False: the template asks for a text format, so no schema is sent
 
@@ -154,7 +157,9 @@ def _render(name: str, schema: dict[str, Any], schema_name: str, context: dict[s
         {"role": "system", "content": system.compiled.render(**context).strip()},
         {"role": "user", "content": user.compiled.render(**context).strip()},
     ]
-    return Prompt(messages, name, template_hash(SYSTEM_TEMPLATE, name), schema, schema_name)
+    shown = [context.get(k) for k in ("source", "candidate", "candidate_a", "candidate_b")]
+    quoted = tuple(dict.fromkeys(t for t in (*shown, *context.get("raw", ())) if isinstance(t, str) and t))
+    return Prompt(messages, name, template_hash(SYSTEM_TEMPLATE, name), schema, schema_name, quoted)
 
 
 def _context(rubric: RubricDoc | None, source: str | None) -> dict[str, Any]:
@@ -212,6 +217,7 @@ def render_pairwise(
         "dimension_name": dim.name if dim else dimension,
         "candidate_a": neutralise(first.output.strip()),
         "candidate_b": neutralise(second.output.strip()),
+        "raw": (first.output.strip(), second.output.strip(), (a.input or b.input or "").strip()),
     }
     return _render(PAIRWISE_TEMPLATE, pairwise_schema(), "pairwise_verdict", context)
 
@@ -240,6 +246,7 @@ def render_pointwise(
         "dimension": dim,
         "dimension_name": dim.name if dim else dimension,
         "candidate": neutralise(item.output.strip()),
+        "raw": (item.output.strip(), (item.input or "").strip()),
     }
     levels = tuple(range(scale[0], scale[1] + 1))
     if scale == SCALE:
@@ -269,5 +276,6 @@ def render_clauses(item: UnitText, *, dimension: str, rubric: RubricDoc) -> Prom
         "dimension": dim,
         "clauses": [{"id": c.id, "text": neutralise(c.text)} for c in dim.clauses],
         "candidate": neutralise(item.output.strip()),
+        "raw": (item.output.strip(), (item.input or "").strip()),
     }
     return _render(CLAUSES_TEMPLATE, clauses_schema(dim.clause_ids), "clause_verdicts", context)

@@ -10,9 +10,9 @@ Public entry points (the CLI calls nothing else)::
 
 from __future__ import annotations
 
+from judgepanel.protocol.plan import CampaignSpec, job_key, plan_jobs
 from judgepanel.runner.campaign import Estimate, create, estimate, run
 from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunStats, RunSummary
-from judgepanel.runner.plan import CampaignSpec, job_key, plan_jobs
 
 __all__ = [
     "CampaignSpec",

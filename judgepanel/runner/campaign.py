@@ -23,12 +23,12 @@ from sqlalchemy import Engine
 from judgepanel.errors import BadInput
 from judgepanel.protocol.custom import load_template
 from judgepanel.protocol.custom import validate as validate_template
+from judgepanel.protocol.plan import CampaignSpec
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import estimate_tokens, price_for
 from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
-from judgepanel.runner.plan import CampaignSpec
 from judgepanel.runner.prepare import CampaignContext, prepare, stored_templates
 from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
@@ -120,10 +120,7 @@ def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> 
     file_templates = dict(cf.values.get("templates") or {}) if cf is not None else {}
     flag_templates = dict(flags.get("templates") or {})
     base = cf.base if cf is not None else None
-    templates = {
-        p: (r if p not in flag_templates else str(Path(r).resolve()))
-        for p, r in {**file_templates, **flag_templates}.items()
-    }
+    templates = {**file_templates, **{p: _from_cwd(r) for p, r in flag_templates.items()}}
     return create(
         engine,
         str(opts["name"]),

@@ -45,7 +45,15 @@ from sqlalchemy import Engine
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
-from judgepanel.errors import BadInput, Fatal, ProviderError, RateLimited, TimedOut, Transient
+from judgepanel.errors import (
+    EXIT_INTERRUPTED,
+    BadInput,
+    Fatal,
+    ProviderError,
+    RateLimited,
+    TimedOut,
+    Transient,
+)
 from judgepanel.providers.base import ChatResult, Provider
 from judgepanel.providers.errors import redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
@@ -67,6 +75,7 @@ from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
 
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
 
 
 class _Abandoned(Exception):
@@ -147,6 +156,22 @@ class RunSummary:
     committed_batches: int
     warnings: tuple[str, ...] = ()
     parse_failures: dict[str, int] = field(default_factory=dict)  # by kind: truncated | unreadable
+    unscheduled: int = 0  # jobs left pending because the next call did not fit under --max-cost
+    partial: int = 0  # failed jobs whose reply left clauses unanswered
+    max_cost_usd: float | None = None
+
+    @property
+    def spent_usd(self) -> float | None:
+        """What this run's calls cost (None when a judge's price is unknown)."""
+        return self.cost_usd
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI contract: 0 when every job has a verdict, 130 when interrupted, else 3 (the run
+        ended normally with jobs failed, or unscheduled by --max-cost, or still pending)."""
+        if self.status == "interrupted":
+            return EXIT_INTERRUPTED
+        return 0 if self.done == self.jobs else EXIT_INCOMPLETE
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -160,6 +185,10 @@ class RunSummary:
             "cached": self.cached,
             "errors": self.errors,
             "cost_usd": self.cost_usd,
+            "spent_usd": self.spent_usd,
+            "max_cost_usd": self.max_cost_usd,
+            "unscheduled": self.unscheduled,
+            "partial": self.partial,
             "elapsed_s": round(self.elapsed_s, 3),
             "warnings": list(self.warnings),
             "parse_failures": self.parse_failures,
@@ -188,6 +217,11 @@ def _default_factory(spec: JudgeSpec, connections: int) -> Provider:
     return make_provider(spec, max_connections=max(16, connections))
 
 
+def _reply_kind(p: Prepared) -> tuple[str, str]:
+    """Whose replies to which prompt a call's output length is predicted from."""
+    return (p.job.judge, p.prompt.template_name)
+
+
 def _sent(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
     """The request half of an attempt row, as sent; callers `replace` in what came back."""
     return AttemptRow(
@@ -199,6 +233,7 @@ def _sent(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
         p.request.messages,
         p.request.params,
         ok=ok,
+        output_schema=p.request.schema if p.request.params.get("structured", True) else None,
     )
 
 
@@ -225,6 +260,7 @@ class Runner:
         self._abandon = False
         self._workers: list[asyncio.Task[None]] = []
         self.warnings: list[str] = []
+        self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._expo = wait_exponential_jitter(
             multiplier=self.opts.retry.initial_wait,
             max=self.opts.retry.max_wait,
@@ -246,6 +282,7 @@ class Runner:
         if self._stop_reason is None:
             self._stop_reason = reason
         self._stopping.set()
+        self._settled.set()  # calls waiting for budget give up
         for j in getattr(self, "judges", {}).values():
             j.need.set()  # wake feeders so they hand their workers the stop sentinel
 
@@ -322,7 +359,12 @@ class Runner:
             self.stats.done_at_start = counts["done"]
             self.stats.done = counts["done"]
             self.stats.failed = counts["failed"]
-            self.budget = Budget(self.opts.max_cost)
+            observed = (
+                await asyncio.to_thread(store.output_token_samples, self.engine, list(judges))
+                if self.opts.max_cost is not None
+                else {}
+            )
+            self.budget = Budget(self.opts.max_cost, observed=observed)
             await asyncio.to_thread(store.set_campaign_status, self.engine, cid, "running")
             self.writer = Writer(
                 self.engine,
@@ -365,6 +407,7 @@ class Runner:
         pending = counts["pending"] + counts["running"]
         status = self._stop_reason or ("done" if pending == 0 and counts["failed"] == 0 else "incomplete")
         await asyncio.to_thread(store.set_campaign_status, self.engine, cid, status)
+        partial = await asyncio.to_thread(store.partial_jobs, self.engine, cid)
         return RunSummary(
             self.name,
             status,
@@ -380,6 +423,9 @@ class Runner:
             self.writer.commits,
             tuple(self._summary_warnings()),
             dict(sorted(self.stats.parse_failures.items())),
+            unscheduled=pending if status == "budget" else 0,
+            partial=partial,
+            max_cost_usd=self.opts.max_cost,
         )
 
     def _summary_warnings(self) -> list[str]:
@@ -522,11 +568,28 @@ class Runner:
             return base + random.uniform(0, 0.1 * base + 0.01)
         return float(self._expo(rs))
 
+    async def _reserve(self, amount: float) -> bool:
+        """Reserve budget for one call, waiting while calls in flight hold reservations (they
+        usually cost far less than reserved); False, and the run stops, when the call does not
+        fit with nothing reserved."""
+        while not self.budget.try_reserve(amount):
+            if self.stopping:
+                return False
+            if not self.budget.holding:
+                self._stop("budget")
+                return False
+            await self._settled.wait()
+        return True
+
+    def _settle(self, reserved: float, actual: float | None) -> None:
+        self.budget.settle(reserved, actual)
+        settled, self._settled = self._settled, asyncio.Event()
+        settled.set()
+
     async def _run_job(self, j: _Judge, p: Prepared) -> None:
         job = p.job
-        reserve = self.budget.estimate(j.price, p.prompt_chars, p.max_output)
-        if not self.budget.try_reserve(reserve):
-            self._stop("budget")
+        reserve = self.budget.estimate(j.price, p.prompt_chars, p.max_output, _reply_kind(p))
+        if not await self._reserve(reserve):
             return
         state: dict[str, Any] = {
             "attempt": job.attempts,
@@ -552,14 +615,14 @@ class Runner:
                 with attempt:
                     await self._call(j, p, state)
         except _Abandoned:
-            self.budget.settle(reserve, None)
+            self._settle(reserve, None)
             return
         except ProviderError as exc:
-            self.budget.settle(reserve, None)
+            self._settle(reserve, None)
             self.writer.outcome(JobOutcome(job.id, "failed", state["attempt"], exc.error_class))
             self.stats.failed += 1
             return
-        self.budget.settle(reserve, state["cost"])
+        self._settle(reserve, state["cost"])
         verdict = state["verdict"]
         if state["error"] is None:
             self.writer.outcome(JobOutcome(job.id, "done", state["attempt"], None, verdict))
@@ -630,6 +693,7 @@ class Runner:
         real_tokens = (r.input_tokens or 0) + (r.output_tokens or 0)
         j.limiter.on_success(real_tokens - tokens_reserved if tokens_reserved and real_tokens else 0.0)
         self.budget.observe_input(p.prompt_chars, r.input_tokens)
+        self.budget.observe_output(_reply_kind(p), r.output_tokens)
         cost = None
         if j.price is not None and r.input_tokens is not None and r.output_tokens is not None:
             cost = j.price.cost(r.input_tokens, r.output_tokens)

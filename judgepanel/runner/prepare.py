@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -211,14 +211,24 @@ def read(
         structured,
         clause_ids=tuple(c.clause_key for c in clause_rows),
         levels=score_levels(prep.prompt),
+        quoted=prep.prompt.quoted,
         pattern=prep.prompt.answer_pattern,
     )
     if not parsed.ok:
         return VerdictRow(
-            "failed", parsed.method, None, None, None, parsed.rationale
+            "failed", parsed.method, None, None, None, parsed.rationale, failure_kind="unreadable"
         ), parsed.error or "unreadable"
     clauses = [(k, met, why) for k, (met, why) in parsed.clauses.items()]
-    return verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses), None
+    verdict = verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses)
+    if parsed.missing:
+        # some clauses unanswered: keep what was answered, but as a partial parse failure that
+        # `campaign retry-parse-failures` re-asks (the note tells the judge which ids it left out)
+        error = f"missing clauses: no true/false answer for {', '.join(parsed.missing)}"
+        answered = tuple(row for row in verdict.clauses if row[1] is not None)
+        return replace(
+            verdict, parse_status="partial", failure_kind="missing_clauses", clauses=answered
+        ), error
+    return verdict, None
 
 
 def verdict_from(

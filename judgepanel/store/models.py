@@ -243,7 +243,7 @@ class Job(Base):
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id", ondelete="CASCADE"))
-    job_key: Mapped[str] = mapped_column(String(64))  # sha256 of what the job asks; see runner.plan
+    job_key: Mapped[str] = mapped_column(String(64))  # sha256 of what the job asks; see protocol.plan
     judge_id: Mapped[int] = mapped_column(ForeignKey("judge.id"))
     item_id: Mapped[int | None] = mapped_column(ForeignKey("item.id"))
     pair_id: Mapped[int | None] = mapped_column(ForeignKey("pair.id"))

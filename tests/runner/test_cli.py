@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import Engine, select
 
@@ -110,9 +112,11 @@ def test_retry_parse_failures_reasks_with_a_note(
         ).code
         == 0
     )
-    first = cli("campaign", "run", "pf", "--json", db=url).json()
+    first = cli("campaign", "run", "pf", "--json", db=url).json(code=3)  # jobs failed: exit 3
     assert 0 < first["failed"] < first["jobs"] and first["errors"]["parse"] == first["failed"]
-    again = cli("campaign", "retry-parse-failures", "pf", "--json", db=url).json()
+    again_run = cli("campaign", "retry-parse-failures", "pf", "--json", db=url)
+    again = json.loads(again_run.stdout)
+    assert again_run.code == (0 if again["done"] == again["jobs"] else 3), again_run.stderr
     assert again["calls"] == first["failed"]  # only the unreadable ones are asked again
     assert again["failed"] < first["failed"] and again["done"] > first["done"]
     with eng.connect() as conn:

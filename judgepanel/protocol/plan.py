@@ -1,0 +1,184 @@
+"""Planning: a campaign spec and its units become a deterministic list of jobs.
+
+A job is one model call's worth of work: one item or pair × one judge × one presentation order
+(pairwise: AB and BA, asked as separate jobs) × one rubric condition × one dimension (or, for the
+clause protocol, the clause set of a dimension) × one repeat. Its `job_key` is the sha256 of a
+canonical JSON description built from stable names only (judge name, items' external ids, rubric
+content hash), never from database ids, so planning the same campaign again — after a crash, on
+another machine, or after adding items — finds the jobs it already has instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from judgepanel.errors import BadInput
+
+PROTOCOLS = ("pairwise", "pointwise", "clauses")
+CONDITIONS = ("none", "criteria", "rubric")
+ORDERS = ("AB", "BA")
+KEY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """What `campaign create` was asked for; stored as the campaign's `spec` and compared on re-create."""
+
+    name: str
+    dataset: str
+    protocol: str
+    judges: tuple[str, ...]  # canonical judge names (identity: part of every job key)
+    pairs: str | None = None
+    rubric: str | None = None
+    conditions: tuple[str, ...] = ("none",)
+    dimensions: tuple[str, ...] = ()
+    repeats: int = 1
+    split: str | None = None
+    limit: int | None = None
+    # the specs as given, with operational parameters (rpm, concurrency, timeout, prices) that the
+    # canonical names leave out; used when running, never part of a job key
+    judge_specs: tuple[str, ...] = ()
+    # protocol -> {"name", "path", "sha256", "source"} of a custom or classic template
+    # (`judgepanel.protocol.custom`); its sha256 is part of every job key
+    templates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    max_cost: float | None = None  # the default `--max-cost` of `campaign run`
+    # where the spec came from: {"file": path, "sha256": …} for `--from FILE`; provenance only,
+    # left out when a re-create compares specs
+    origin: Mapping[str, Any] | None = None
+
+    def validate(self) -> None:
+        if not self.name.strip():
+            raise BadInput("a campaign name must not be empty")
+        if self.protocol not in PROTOCOLS:
+            raise BadInput(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
+        if not self.judges:
+            raise BadInput("a campaign needs at least one --judge")
+        if len(set(self.judges)) != len(self.judges):
+            raise BadInput("the same --judge is given twice; use --repeats to ask a judge again")
+        if self.repeats < 1:
+            raise BadInput(f"--repeats must be at least 1, got {self.repeats}")
+        if self.limit is not None and self.limit < 1:
+            raise BadInput(f"--limit must be at least 1, got {self.limit}")
+        for c in self.conditions:
+            if c not in CONDITIONS:
+                raise BadInput(f"--condition must be one of {', '.join(CONDITIONS)}, got {c!r}")
+        if len(set(self.conditions)) != len(self.conditions):
+            raise BadInput("a --condition is given twice")
+        if self.protocol == "pairwise" and not self.pairs:
+            raise BadInput("a pairwise campaign needs --pairs NAME (create one with `judgepanel data pairs`)")
+        if self.protocol != "pairwise" and self.pairs:
+            raise BadInput(f"--pairs is for pairwise campaigns, not {self.protocol}")
+        needs_rubric = self.protocol == "clauses" or any(c != "none" for c in self.conditions)
+        if needs_rubric and not self.rubric:
+            what = "the clause protocol" if self.protocol == "clauses" else "--condition criteria/rubric"
+            raise BadInput(f"{what} needs --rubric NAME[@VERSION]")
+        if self.protocol == "clauses" and not self.dimensions:
+            raise BadInput("the clause protocol needs --dimension (whose clauses to ask)")
+        for proto in self.templates:
+            if proto != self.protocol:
+                raise BadInput(f"a {proto} template was given for a {self.protocol} campaign")
+        if self.max_cost is not None and not self.max_cost > 0:
+            raise BadInput(f"max_cost must be a positive number of USD, got {self.max_cost}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "protocol": self.protocol,
+            "judges": list(self.judges),
+            "pairs": self.pairs,
+            "rubric": self.rubric,
+            "conditions": list(self.conditions),
+            "dimensions": list(self.dimensions),
+            "repeats": self.repeats,
+            "split": self.split,
+            "limit": self.limit,
+            "judge_specs": list(self.judge_specs),
+            # added only when used, so specs stored before these keys existed still compare equal
+            **({"templates": {k: dict(v) for k, v in self.templates.items()}} if self.templates else {}),
+            **({"max_cost": self.max_cost} if self.max_cost is not None else {}),
+            **({"origin": dict(self.origin)} if self.origin is not None else {}),
+        }
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one job judges: an item (pointwise, clauses) or a pair (pairwise), by database id for the
+    foreign key and by external id(s) for the job key."""
+
+    item_id: int | None
+    pair_id: int | None
+    external: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    key: str
+    judge: str
+    item_id: int | None
+    pair_id: int | None
+    order: str | None
+    condition: str | None
+    dimension: str | None
+    repeat: int
+
+
+def job_key(description: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a job description (sorted keys, no whitespace)."""
+    canon = json.dumps(description, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def plan_jobs(
+    spec: CampaignSpec,
+    units: Sequence[Unit],
+    *,
+    dataset_key: str,
+    rubric_hash: str | None,
+) -> list[PlannedJob]:
+    """Every job of the campaign in execution order: repeat-major (a partial run covers every unit
+    once before any second sample), then unit, judge, order, condition, dimension."""
+    orders: tuple[str | None, ...] = ORDERS if spec.protocol == "pairwise" else (None,)
+    # the clause protocol asks a dimension's whole clause set in one call: the condition is moot
+    conditions: tuple[str | None, ...] = (None,) if spec.protocol == "clauses" else spec.conditions
+    dims: tuple[str | None, ...] = spec.dimensions or (None,)
+    template = spec.templates.get(spec.protocol)
+    extra = {"template": template["sha256"]} if template else {}  # old keys unchanged without one
+    jobs: list[PlannedJob] = []
+    for repeat in range(spec.repeats):
+        for unit in units:
+            for judge in spec.judges:
+                for order in orders:
+                    for condition in conditions:
+                        for dim in dims:
+                            desc = {
+                                "v": KEY_VERSION,
+                                "dataset": dataset_key,
+                                "protocol": spec.protocol,
+                                "judge": judge,
+                                "unit": list(unit.external),
+                                "order": order,
+                                "condition": condition,
+                                "dimension": dim,
+                                "rubric": rubric_hash
+                                if (condition not in (None, "none") or spec.protocol == "clauses")
+                                else None,
+                                "repeat": repeat,
+                                **extra,
+                            }
+                            jobs.append(
+                                PlannedJob(
+                                    job_key(desc),
+                                    judge,
+                                    unit.item_id,
+                                    unit.pair_id,
+                                    order,
+                                    condition,
+                                    dim,
+                                    repeat,
+                                )
+                            )
+    return jobs

@@ -1,0 +1,123 @@
+"""Campaigns, jobs, attempts and verdicts: every SQL statement the runner needs.
+
+One module per concern: `records` (the rows exchanged with the runner), `planning` (campaigns and
+their jobs), `leases` (who works on what), `results` (writing attempts and verdicts; the request
+cache) and `readers` (status, listings, verdicts out, judges as rater columns).
+
+Invariants kept here, on SQLite and PostgreSQL alike:
+
+- **Deterministic jobs.** Jobs are inserted by `job_key` (see `protocol.plan`); planning again inserts
+  only the keys that are missing, so a campaign never holds the same work twice.
+- **Leases.** A worker takes jobs with one `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING`
+  (PostgreSQL adds `FOR UPDATE SKIP LOCKED`, so several workers or machines share a campaign
+  without taking the same job; SQLite's single writer lock gives the same guarantee). A lease has
+  an expiry renewed by a heartbeat; a lease held by a dead process on this host is taken back at
+  once, so a run resumed after `kill -9` does not wait for the expiry.
+- **Exactly once.** A job's final status, its attempts (request + response rows) and its verdict are
+  written in ONE transaction, and the status update is guarded by `lease_owner = me AND status =
+  'running'`: a result is accepted only from the worker that holds the job, so a verdict is stored
+  once even when a lease expired under a slow worker. `UNIQUE(job_id, attempt)` on request and
+  verdict backs this up in the schema.
+"""
+
+from __future__ import annotations
+
+from judgepanel.store.campaigns.leases import (
+    job_counts,
+    last_parse_errors,
+    lease_jobs,
+    lease_owner_id,
+    pending_jobs,
+    reclaim_dead_leases,
+    release_leases,
+    renew_leases,
+    requeue,
+)
+from judgepanel.store.campaigns.planning import (
+    CHUNK,
+    campaign_by_name,
+    campaign_clauses,
+    campaign_id,
+    campaign_judges,
+    campaign_spec,
+    create_campaign,
+    rubric_doc,
+    set_campaign_status,
+)
+from judgepanel.store.campaigns.readers import (
+    CampaignStatus,
+    JudgeRatings,
+    SwappedVerdicts,
+    campaign_spend,
+    campaign_status,
+    judge_rater_columns,
+    judge_verdict_rows,
+    list_campaigns,
+    mean_output_tokens,
+    output_token_samples,
+    partial_jobs,
+    swapped_verdicts,
+)
+from judgepanel.store.campaigns.records import (
+    AttemptRow,
+    Batch,
+    BatchResult,
+    CacheHit,
+    CampaignInfo,
+    ClauseRow,
+    ItemText,
+    JobOutcome,
+    JudgeRecord,
+    LeasedJob,
+    VerdictRow,
+)
+from judgepanel.store.campaigns.results import (
+    cache_lookup,
+    write_batch,
+)
+
+__all__ = [
+    "CHUNK",
+    "AttemptRow",
+    "Batch",
+    "BatchResult",
+    "CacheHit",
+    "CampaignInfo",
+    "CampaignStatus",
+    "ClauseRow",
+    "ItemText",
+    "JobOutcome",
+    "JudgeRatings",
+    "JudgeRecord",
+    "LeasedJob",
+    "SwappedVerdicts",
+    "VerdictRow",
+    "cache_lookup",
+    "campaign_by_name",
+    "campaign_clauses",
+    "campaign_id",
+    "campaign_judges",
+    "campaign_spec",
+    "campaign_spend",
+    "campaign_status",
+    "create_campaign",
+    "job_counts",
+    "judge_rater_columns",
+    "judge_verdict_rows",
+    "last_parse_errors",
+    "lease_jobs",
+    "lease_owner_id",
+    "list_campaigns",
+    "mean_output_tokens",
+    "output_token_samples",
+    "partial_jobs",
+    "pending_jobs",
+    "reclaim_dead_leases",
+    "release_leases",
+    "renew_leases",
+    "requeue",
+    "rubric_doc",
+    "set_campaign_status",
+    "swapped_verdicts",
+    "write_batch",
+]

@@ -1,0 +1,240 @@
+"""Who works on which job: leases, their renewal and release, and requeueing failed jobs."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+
+from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from judgepanel.store.campaigns.records import (
+    ItemText,
+    LeasedJob,
+)
+from judgepanel.store.engine import session_scope
+from judgepanel.store.models import (
+    Item,
+    Job,
+    Judge,
+    Pair,
+    Request,
+    Response,
+    utcnow,
+)
+
+# ---------------------------------------------------------------- jobs to do (for estimates)
+
+
+def pending_jobs(engine: Engine, campaign_id: int, *, limit: int | None = None) -> list[LeasedJob]:
+    """Jobs not yet done or failed, read without leasing them (for `plan` estimates)."""
+    with session_scope(engine) as s:
+        q = (
+            select(*_JOB_COLS, Judge.name)
+            .join(Judge, Judge.id == Job.judge_id)
+            .where(Job.campaign_id == campaign_id, Job.status.in_(("pending", "running")))
+            .order_by(Job.id)
+        )
+        if limit is not None:
+            q = q.limit(limit)
+        rows: list[_JobRow] = [(r[0], r[-1], *r[1:-1]) for r in s.execute(q)]
+        return _with_texts(s, rows)
+
+
+def job_counts(engine: Engine, campaign_id: int) -> dict[str, int]:
+    with session_scope(engine) as s:
+        counts = dict(
+            s.execute(
+                select(Job.status, func.count()).where(Job.campaign_id == campaign_id).group_by(Job.status)
+            ).all()
+        )
+        return {k: int(counts.get(k, 0)) for k in ("pending", "running", "done", "failed")}
+
+
+# ---------------------------------------------------------------- leases
+
+
+def lease_owner_id() -> str:
+    """`host:pid:nonce` — the host and pid let a resumed run on the same host recognise a dead owner."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reclaim_dead_leases(engine: Engine, campaign_id: int) -> int:
+    """Give back to `pending` the jobs leased by processes of this host that no longer exist
+    (a run killed with SIGKILL leaves them behind); other hosts' leases wait for their expiry."""
+    host = socket.gethostname()
+    with session_scope(engine) as s:
+        owners = s.scalars(
+            select(Job.lease_owner)
+            .where(Job.campaign_id == campaign_id, Job.status == "running", Job.lease_owner.is_not(None))
+            .distinct()
+        ).all()
+        dead = []
+        for owner in owners:
+            parts = (owner or "").split(":")
+            if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _pid_alive(int(parts[1])):
+                dead.append(owner)
+        if not dead:
+            return 0
+        res = s.execute(
+            update(Job)
+            .where(Job.campaign_id == campaign_id, Job.status == "running", Job.lease_owner.in_(dead))
+            .values(status="pending", lease_owner=None, lease_expires=None)
+        )
+        return int(res.rowcount or 0)  # type: ignore[attr-defined]
+
+
+_JOB_COLS = (
+    Job.id,
+    Job.attempts,
+    Job.item_id,
+    Job.pair_id,
+    Job.order,
+    Job.condition,
+    Job.dimension,
+    Job.repeat,
+)
+_JobRow = tuple[int, str, int, int | None, int | None, str | None, str | None, str | None, int]
+
+
+def lease_jobs(
+    engine: Engine,
+    campaign_id: int,
+    owner: str,
+    limit: int,
+    *,
+    lease_seconds: float = 120.0,
+    judge_id: int | None = None,
+) -> list[LeasedJob]:
+    """Take up to `limit` jobs (pending, or running under an expired lease), in plan order."""
+    now = utcnow()
+    with session_scope(engine) as s:
+        cond = [
+            Job.campaign_id == campaign_id,
+            or_(Job.status == "pending", and_(Job.status == "running", Job.lease_expires < now)),
+        ]
+        if judge_id is not None:
+            cond.append(Job.judge_id == judge_id)
+        pick = select(Job.id).where(*cond).order_by(Job.id).limit(limit).with_for_update(skip_locked=True)
+        leased = s.execute(
+            update(Job)
+            .where(Job.id.in_(pick.scalar_subquery()))
+            .values(
+                status="running",
+                lease_owner=owner,
+                lease_expires=now + timedelta(seconds=lease_seconds),
+                updated_at=now,
+            )
+            .returning(Job.judge_id, *_JOB_COLS)
+        ).all()
+        if not leased:
+            return []
+        names = dict(
+            s.execute(select(Judge.id, Judge.name).where(Judge.id.in_({r[0] for r in leased}))).all()
+        )
+        rows: list[_JobRow] = sorted(((r[1], names[r[0]], *r[2:]) for r in leased), key=lambda r: r[0])
+        return _with_texts(s, rows)
+
+
+def _with_texts(s: Session, rows: Sequence[_JobRow]) -> list[LeasedJob]:
+    pair_ids = {r[4] for r in rows if r[4] is not None}
+    pairs = (
+        {
+            pid: (a, b)
+            for pid, a, b in s.execute(
+                select(Pair.id, Pair.item_a_id, Pair.item_b_id).where(Pair.id.in_(pair_ids))
+            )
+        }
+        if pair_ids
+        else {}
+    )
+    item_ids = {r[3] for r in rows if r[3] is not None} | {i for ab in pairs.values() for i in ab}
+    texts = {
+        i: ItemText(i, e, inp, out, meta or {})
+        for i, e, inp, out, meta in s.execute(
+            select(Item.id, Item.external_id, Item.input, Item.output, Item.meta).where(Item.id.in_(item_ids))
+        )
+    }
+    out = []
+    for jid, name, attempts, item_id, pair_id, order, condition, dimension, repeat in rows:
+        if pair_id is not None:
+            a, b = pairs[pair_id]
+            units: tuple[ItemText, ...] = (texts[a], texts[b])
+        else:
+            assert item_id is not None
+            units = (texts[item_id],)
+        out.append(
+            LeasedJob(jid, name, attempts, item_id, pair_id, order, condition, dimension, repeat, units)
+        )
+    return out
+
+
+def last_parse_errors(engine: Engine, job_ids: Sequence[int]) -> dict[int, str]:
+    """For jobs whose latest attempt was an unreadable reply: job id -> the parse error."""
+    if not job_ids:
+        return {}
+    out: dict[int, str] = {}
+    with session_scope(engine) as s:
+        for i in range(0, len(job_ids), 500):
+            chunk = list(job_ids[i : i + 500])
+            latest = (
+                select(Request.job_id, func.max(Request.attempt).label("att"))
+                .where(Request.job_id.in_(chunk))
+                .group_by(Request.job_id)
+                .subquery()
+            )
+            for jid, msg in s.execute(
+                select(Request.job_id, Response.error_message)
+                .join(latest, and_(latest.c.job_id == Request.job_id, latest.c.att == Request.attempt))
+                .join(Response, Response.request_id == Request.id)
+                .where(Response.error_class == "parse")
+            ):
+                out[jid] = msg or "unreadable reply"
+    return out
+
+
+def renew_leases(engine: Engine, owner: str, *, lease_seconds: float = 120.0) -> int:
+    with session_scope(engine) as s:
+        res = s.execute(
+            update(Job)
+            .where(Job.lease_owner == owner, Job.status == "running")
+            .values(lease_expires=utcnow() + timedelta(seconds=lease_seconds))
+        )
+        return int(res.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def release_leases(engine: Engine, owner: str, job_ids: Iterable[int] | None = None) -> int:
+    """Hand unfinished jobs back (`pending`), e.g. when a run stops early or on budget."""
+    with session_scope(engine) as s:
+        q = update(Job).where(Job.lease_owner == owner, Job.status == "running")
+        if job_ids is not None:
+            ids = list(job_ids)
+            if not ids:
+                return 0
+            q = q.where(Job.id.in_(ids))
+        res = s.execute(q.values(status="pending", lease_owner=None, lease_expires=None))
+        return int(res.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def requeue(engine: Engine, campaign_id: int, error_classes: Sequence[str]) -> int:
+    """Failed jobs of the given error classes back to `pending` (re-ask parse failures, retry
+    exhausted transient errors). Their earlier attempts and failed verdicts stay stored."""
+    with session_scope(engine) as s:
+        res = s.execute(
+            update(Job)
+            .where(Job.campaign_id == campaign_id, Job.status == "failed", Job.error_class.in_(error_classes))
+            .values(status="pending", error_class=None, updated_at=utcnow())
+        )
+        return int(res.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,283 @@
+"""Campaigns in, jobs out: creating a campaign, inserting its missing jobs, reading its spec back."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from judgepanel.errors import BadInput, NotFound
+from judgepanel.protocol.plan import CampaignSpec, PlannedJob, Unit, plan_jobs
+from judgepanel.rubrics import RubricDoc
+from judgepanel.store.campaigns.records import (
+    CampaignInfo,
+    ClauseRow,
+    JudgeRecord,
+)
+from judgepanel.store.engine import session_scope
+from judgepanel.store.models import (
+    Campaign,
+    CampaignJudge,
+    Clause,
+    Dataset,
+    Item,
+    Job,
+    Judge,
+    Pair,
+    PairSet,
+    RubricVersion,
+    utcnow,
+)
+from judgepanel.store.queries import dataset_by_name, pair_set_by_name
+
+CHUNK = 2_000
+
+# ---------------------------------------------------------------- campaigns
+
+
+def campaign_by_name(s: Session, name: str) -> Campaign:
+    c = s.scalar(select(Campaign).where(Campaign.name == name))
+    if c is None:
+        known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
+        raise NotFound(f"no campaign named {name!r} (known: {known})")
+    return c
+
+
+def _units(s: Session, ds: Dataset, ps: PairSet | None, split: str | None, limit: int | None) -> list[Unit]:
+    if ps is None:
+        q = select(Item.id, Item.external_id).where(Item.dataset_id == ds.id)
+        if split is not None:
+            q = q.where(Item.split == split)
+        q = q.order_by(Item.position)
+        if limit is not None:
+            q = q.limit(limit)
+        return [Unit(i, None, (e,)) for i, e in s.execute(q)]
+    if ps.dataset_id != ds.id:
+        raise BadInput(f"pair set {ps.name!r} belongs to another dataset than {ds.name!r}")
+    ext = dict(s.execute(select(Item.id, Item.external_id).where(Item.dataset_id == ds.id)).all())
+    splits = (
+        dict(s.execute(select(Item.id, Item.split).where(Item.dataset_id == ds.id)).all()) if split else {}
+    )
+    units = []
+    for pid, a, b in s.execute(
+        select(Pair.id, Pair.item_a_id, Pair.item_b_id)
+        .where(Pair.pair_set_id == ps.id)
+        .order_by(Pair.position)
+    ):
+        if split is not None and not (splits.get(a) == split and splits.get(b) == split):
+            continue
+        units.append(Unit(None, pid, (ext[a], ext[b])))
+        if limit is not None and len(units) >= limit:
+            break
+    return units
+
+
+def _judge_ids(s: Session, judges: Sequence[JudgeRecord]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for j in judges:
+        row = s.scalar(select(Judge).where(Judge.name == j.name))
+        if row is None:
+            row = Judge(name=j.name, provider=j.provider, model=j.model, params=dict(j.params))
+            s.add(row)
+            s.flush()
+        out[j.name] = row.id
+    return out
+
+
+def _insert_jobs(s: Session, campaign_id: int, jobs: Sequence[PlannedJob], judge_ids: dict[str, int]) -> int:
+    have = set(s.scalars(select(Job.job_key).where(Job.campaign_id == campaign_id)))
+    now = utcnow()
+    rows = [
+        {
+            "campaign_id": campaign_id,
+            "job_key": j.key,
+            "judge_id": judge_ids[j.judge],
+            "item_id": j.item_id,
+            "pair_id": j.pair_id,
+            "order": j.order,
+            "condition": j.condition,
+            "dimension": j.dimension,
+            "repeat": j.repeat,
+            "status": "pending",
+            "attempts": 0,
+            "updated_at": now,
+        }
+        for j in jobs
+        if j.key not in have
+    ]
+    for i in range(0, len(rows), CHUNK):
+        s.execute(insert(Job), rows[i : i + CHUNK])
+    return len(rows)
+
+
+def create_campaign(
+    engine: Engine,
+    spec: CampaignSpec,
+    judges: Sequence[JudgeRecord],
+    *,
+    rubric_version_id: int | None = None,
+) -> CampaignInfo:
+    """Create (or, with the identical spec, re-plan) a campaign and insert its missing jobs."""
+    spec.validate()
+    with session_scope(engine) as s:
+        ds = dataset_by_name(s, spec.dataset)
+        ps = pair_set_by_name(s, spec.pairs) if spec.pairs else None
+        rubric_hash = None
+        if rubric_version_id is not None:
+            rv = s.get(RubricVersion, rubric_version_id)
+            if rv is None:
+                raise NotFound(f"rubric version id {rubric_version_id} does not exist")
+            rubric_hash = rv.content_hash
+            doc = RubricDoc.from_dict(rv.body, origin=f"rubric {spec.rubric}")
+            for d in spec.dimensions:
+                doc.dimension(d)  # BadInput naming the rubric's dimensions
+            asks_rubric = any(c != "none" for c in spec.conditions)
+            if asks_rubric and spec.protocol != "clauses" and not spec.dimensions and len(doc.dimensions) > 1:
+                raise BadInput(
+                    f"--condition {','.join(c for c in spec.conditions if c != 'none')} needs --dimension: "
+                    f"rubric {doc.name!r} has {', '.join(doc.dimension_names)}"
+                )
+            if spec.protocol == "clauses":
+                have = set(
+                    s.scalars(select(Clause.dimension).where(Clause.rubric_version_id == rv.id).distinct())
+                )
+                missing = [d for d in spec.dimensions if d not in have]
+                if missing:
+                    raise BadInput(
+                        f"rubric {spec.rubric} has no clauses for {', '.join(missing)} "
+                        f"(it has {', '.join(sorted(have)) or 'none'})"
+                    )
+        stored = dict(spec.as_dict(), rubric_version_id=rubric_version_id)
+        camp = s.scalar(select(Campaign).where(Campaign.name == spec.name))
+        if camp is not None:
+            if _compared(camp.spec) != _compared(stored):
+                raise BadInput(
+                    f"campaign {spec.name!r} exists with another spec; choose another name "
+                    f"(see `judgepanel campaign list`)"
+                )
+        else:
+            camp = Campaign(
+                name=spec.name,
+                dataset_id=ds.id,
+                pair_set_id=ps.id if ps else None,
+                rubric_version_id=rubric_version_id,
+                protocol=spec.protocol,
+                condition=",".join(spec.conditions) if spec.protocol != "clauses" else None,
+                dimension=",".join(spec.dimensions)[:100] or None,
+                repeats=spec.repeats,
+                split=spec.split,
+                limit=spec.limit,
+                status="planned",
+                spec=stored,
+            )
+            s.add(camp)
+            s.flush()
+        ids = _judge_ids(s, judges)
+        linked = set(s.scalars(select(CampaignJudge.judge_id).where(CampaignJudge.campaign_id == camp.id)))
+        for jid in ids.values():
+            if jid not in linked:
+                s.add(CampaignJudge(campaign_id=camp.id, judge_id=jid))
+        units = _units(s, ds, ps, spec.split, spec.limit)
+        if not units:
+            what = f"pair set {spec.pairs!r}" if ps else f"dataset {spec.dataset!r}"
+            raise BadInput(
+                f"{what} has nothing to judge" + (f" in split {spec.split!r}" if spec.split else "")
+            )
+        planned = plan_jobs(spec, units, dataset_key=ds.name, rubric_hash=rubric_hash)
+        added = _insert_jobs(s, camp.id, planned, ids)
+        n = s.scalar(select(func.count()).select_from(Job).where(Job.campaign_id == camp.id)) or 0
+        return CampaignInfo(
+            camp.id,
+            camp.name,
+            ds.name,
+            camp.protocol,
+            spec.pairs,
+            rubric_version_id,
+            spec.conditions,
+            spec.dimensions,
+            spec.repeats,
+            tuple(judges),
+            ids,
+            stored,
+            n,
+            added,
+        )
+
+
+def _compared(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec without its provenance: the same campaign from a file or from flags is one campaign."""
+    return {k: v for k, v in spec.items() if k != "origin"}
+
+
+def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
+    """The spec a campaign was created with (to re-plan it) and its rubric version id."""
+    with session_scope(engine) as s:
+        c = campaign_by_name(s, name)
+        d = dict(c.spec)
+        rv = d.pop("rubric_version_id", None)
+        return (
+            CampaignSpec(
+                name=c.name,
+                dataset=d["dataset"],
+                protocol=d["protocol"],
+                judges=tuple(d["judges"]),
+                pairs=d.get("pairs"),
+                rubric=d.get("rubric"),
+                conditions=tuple(d.get("conditions") or ("none",)),
+                dimensions=tuple(d.get("dimensions") or ()),
+                repeats=int(d.get("repeats", 1)),
+                split=d.get("split"),
+                limit=d.get("limit"),
+                judge_specs=tuple(d.get("judge_specs") or ()),
+                templates=dict(d.get("templates") or {}),
+                max_cost=d.get("max_cost"),
+                origin=d.get("origin"),
+            ),
+            rv,
+        )
+
+
+def campaign_id(engine: Engine, name: str) -> int:
+    with session_scope(engine) as s:
+        return campaign_by_name(s, name).id
+
+
+def rubric_doc(engine: Engine, rubric_version_id: int) -> RubricDoc:
+    """The rubric document a campaign was planned with (as stored, whatever the files say now)."""
+    with session_scope(engine) as s:
+        rv = s.get(RubricVersion, rubric_version_id)
+        if rv is None:
+            raise NotFound(f"rubric version id {rubric_version_id} does not exist")
+        return RubricDoc.from_dict(rv.body, origin=f"rubric version {rubric_version_id}")
+
+
+def campaign_judges(engine: Engine, campaign_id: int) -> dict[int, JudgeRecord]:
+    with session_scope(engine) as s:
+        rows = s.scalars(
+            select(Judge)
+            .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
+            .where(CampaignJudge.campaign_id == campaign_id)
+            .order_by(Judge.id)
+        )
+        return {j.id: JudgeRecord(j.name, j.provider, j.model, dict(j.params)) for j in rows}
+
+
+def campaign_clauses(engine: Engine, rubric_version_id: int | None) -> dict[str, list[ClauseRow]]:
+    """dimension -> its clauses in rubric order (empty without a rubric)."""
+    if rubric_version_id is None:
+        return {}
+    with session_scope(engine) as s:
+        out: dict[str, list[ClauseRow]] = defaultdict(list)
+        for c in s.scalars(
+            select(Clause).where(Clause.rubric_version_id == rubric_version_id).order_by(Clause.position)
+        ):
+            out[c.dimension].append(ClauseRow(c.id, c.clause_key, c.dimension, c.text))
+        return dict(out)
+
+
+def set_campaign_status(engine: Engine, campaign_id: int, status: str) -> None:
+    with session_scope(engine) as s:
+        s.execute(update(Campaign).where(Campaign.id == campaign_id).values(status=status))

@@ -1,0 +1,467 @@
+"""Campaigns out: status, listings, verdicts, and judges as rating-matrix columns."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, Select, and_, func, select
+from sqlalchemy.orm import Session
+
+from judgepanel.errors import BadInput
+from judgepanel.protocol.pairs import as_label, combine_orders
+from judgepanel.store.campaigns.planning import campaign_by_name
+from judgepanel.store.engine import session_scope
+from judgepanel.store.matrices import MatrixScope, RaterColumn, register_rater_source
+from judgepanel.store.models import (
+    Campaign,
+    CampaignJudge,
+    Dataset,
+    Job,
+    Judge,
+    Request,
+    Response,
+    Verdict,
+)
+
+# ---------------------------------------------------------------- status and listing
+
+
+@dataclass(frozen=True)
+class CampaignStatus:
+    name: str
+    jobs: int
+    done: int
+    failed: int
+    pending: int
+    running: int
+    calls: int
+    cached: int
+    cost_usd: float | None
+    input_tokens: int
+    output_tokens: int
+    errors: dict[str, int]  # attempts by error class
+    failed_by_class: dict[str, int]
+    by_judge: dict[str, dict[str, Any]]
+    status: str
+    partial: int = 0  # failed jobs whose reply left clauses unanswered (re-asked by retry-parse-failures)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "jobs": self.jobs,
+            "done": self.done,
+            "failed": self.failed,
+            "pending": self.pending,
+            "calls": self.calls,
+            "cost_usd": self.cost_usd,
+            "running": self.running,
+            "cached": self.cached,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "errors": self.errors,
+            "failed_by_class": self.failed_by_class,
+            "by_judge": self.by_judge,
+            "status": self.status,
+            "partial": self.partial,
+        }
+
+
+def campaign_status(engine: Engine, name: str) -> CampaignStatus:
+    with session_scope(engine) as s:
+        c = campaign_by_name(s, name)
+        by_judge: dict[str, dict[str, Any]] = {}
+        counts: Counter[str] = Counter()
+        for jname, status, n in s.execute(
+            select(Judge.name, Job.status, func.count())
+            .join(Judge, Judge.id == Job.judge_id)
+            .where(Job.campaign_id == c.id)
+            .group_by(Judge.name, Job.status)
+        ):
+            d = by_judge.setdefault(
+                jname,
+                {"jobs": 0, "done": 0, "failed": 0, "pending": 0, "calls": 0, "cached": 0, "cost_usd": 0.0},
+            )
+            d["jobs"] += n
+            key = "pending" if status in ("pending", "running") else status
+            d[key] += n
+            counts[status] += n
+        failed_by_class = {
+            (ec or "unknown"): int(n)
+            for ec, n in s.execute(
+                select(Job.error_class, func.count())
+                .where(Job.campaign_id == c.id, Job.status == "failed")
+                .group_by(Job.error_class)
+            )
+        }
+        priced = _judges_priced(c.spec)
+        recorded: Counter[str] = Counter()  # calls with a cost, per judge
+        calls = cached = tin = tout = 0
+        errors: Counter[str] = Counter()
+        for jname, is_cached, ec, ok, n, cost, n_cost, itok, otok in s.execute(
+            select(
+                Judge.name,
+                Response.cached_from.is_not(None),
+                Response.error_class,
+                Response.ok,
+                func.count(),
+                func.sum(Response.cost_usd),
+                func.count(Response.cost_usd),
+                func.sum(Response.input_tokens),
+                func.sum(Response.output_tokens),
+            )
+            .select_from(Response)
+            .join(Request, Request.id == Response.request_id)
+            .join(Job, Job.id == Request.job_id)
+            .join(Judge, Judge.id == Job.judge_id)
+            .where(Job.campaign_id == c.id)
+            .group_by(Judge.name, Response.cached_from.is_not(None), Response.error_class, Response.ok)
+        ):
+            d = by_judge[jname]
+            if is_cached:
+                d["cached"] += n
+                cached += n
+                continue
+            d["calls"] += n
+            calls += n
+            if ec:
+                errors[ec] += n
+            tin += int(itok or 0)
+            tout += int(otok or 0)
+            recorded[jname] += int(n_cost)
+            if ok and n_cost < n:
+                d["cost_usd"] = None  # a reply was not priced: the sum would be too low
+            if d["cost_usd"] is not None:
+                d["cost_usd"] += float(cost or 0.0)
+        for jname, d in by_judge.items():
+            # nothing was priced and no price is known: unknown, not free
+            if not recorded[jname] and not priced.get(jname, False):
+                d["cost_usd"] = None
+            if d["cost_usd"] is not None:
+                d["cost_usd"] = round(d["cost_usd"], 6)
+        judge_costs = [d["cost_usd"] for d in by_judge.values()]
+        total_cost = None if None in judge_costs else round(sum(judge_costs), 6)
+        partial = _partial_jobs(s, c.id)
+        jobs = sum(counts.values())
+        pending = counts["pending"] + counts["running"]
+        status = "done" if jobs and counts["done"] == jobs else c.status
+        if status == "running" and not counts["running"]:
+            status = "stopped"
+        return CampaignStatus(
+            c.name,
+            jobs,
+            counts["done"],
+            counts["failed"],
+            pending,
+            counts["running"],
+            calls,
+            cached,
+            total_cost,
+            tin,
+            tout,
+            dict(sorted(errors.items())),
+            dict(sorted(failed_by_class.items())),
+            by_judge,
+            status,
+            partial,
+        )
+
+
+def _judges_priced(spec: dict[str, Any]) -> dict[str, bool]:
+    """Canonical judge name -> whether a price is known for it now (its spec's `price_in`/
+    `price_out`, the price file, the built-in table)."""
+    from judgepanel.errors import JudgepanelError
+    from judgepanel.providers.pricing import default_table
+    from judgepanel.providers.spec import parse_spec
+
+    names = list(spec.get("judges") or ())
+    raw = list(spec.get("judge_specs") or names)
+    out: dict[str, bool] = {}
+    try:
+        table = default_table()
+    except JudgepanelError:
+        return out  # an unreadable price file: every price unknown
+    for name, given in zip(names, raw, strict=False):
+        try:
+            out[name] = table.for_spec(parse_spec(given)) is not None
+        except JudgepanelError:
+            out[name] = False
+    return out
+
+
+def _partial_jobs(s: Session, campaign_id: int) -> int:
+    """Failed jobs whose latest reply answered only some clauses (verdict parse_status partial)."""
+    return int(
+        s.scalar(
+            select(func.count())
+            .select_from(Job)
+            .join(Verdict, and_(Verdict.job_id == Job.id, Verdict.attempt == Job.attempts))
+            .where(Job.campaign_id == campaign_id, Job.status == "failed", Verdict.parse_status == "partial")
+        )
+        or 0
+    )
+
+
+def partial_jobs(engine: Engine, campaign_id: int) -> int:
+    with session_scope(engine) as s:
+        return _partial_jobs(s, campaign_id)
+
+
+def output_token_samples(
+    engine: Engine, judges: Sequence[str], *, limit: int = 1000
+) -> dict[tuple[str, str], list[int]]:
+    """(judge, template) -> output tokens of its latest successful, not cached calls (any
+    campaign, newest first, at most `limit` each): what a reply of that judge to that prompt costs."""
+    if not judges:
+        return {}
+    out: dict[tuple[str, str], list[int]] = defaultdict(list)
+    with session_scope(engine) as s:
+        rows = s.execute(
+            select(Judge.name, Request.template_name, Response.output_tokens)
+            .join(Job, Job.judge_id == Judge.id)
+            .join(Request, Request.job_id == Job.id)
+            .join(Response, Response.request_id == Request.id)
+            .where(
+                Judge.name.in_(list(judges)),
+                Response.ok.is_(True),
+                Response.cached_from.is_(None),
+                Response.output_tokens.is_not(None),
+            )
+            .order_by(Response.id.desc())
+        )
+        for name, template, tokens in rows:
+            key = (name, template)
+            if tokens is not None and len(out[key]) < limit:
+                out[key].append(int(tokens))
+    return dict(out)
+
+
+def campaign_spend(engine: Engine, campaign_id: int) -> float:
+    """Money already spent by a campaign's calls (known prices only)."""
+    with session_scope(engine) as s:
+        v = s.scalar(
+            select(func.sum(Response.cost_usd))
+            .join(Request, Request.id == Response.request_id)
+            .join(Job, Job.id == Request.job_id)
+            .where(Job.campaign_id == campaign_id)
+        )
+        return float(v or 0.0)
+
+
+def mean_output_tokens(engine: Engine, judges: Sequence[str]) -> dict[str, float]:
+    """Each judge's mean output tokens over its successful calls so far, in any campaign."""
+    if not judges:
+        return {}
+    with session_scope(engine) as s:
+        rows = s.execute(
+            select(Judge.name, func.avg(Response.output_tokens))
+            .join(Job, Job.judge_id == Judge.id)
+            .join(Request, Request.job_id == Job.id)
+            .join(Response, Response.request_id == Request.id)
+            .where(Judge.name.in_(list(judges)), Response.ok.is_(True), Response.output_tokens.is_not(None))
+            .group_by(Judge.name)
+        )
+        return {n: float(v) for n, v in rows if v is not None}
+
+
+def list_campaigns(engine: Engine) -> list[dict[str, Any]]:
+    with session_scope(engine) as s:
+        camps = s.scalars(select(Campaign).order_by(Campaign.id)).all()
+        counts: dict[int, Counter[str]] = defaultdict(Counter)
+        for cid, status, k in s.execute(
+            select(Job.campaign_id, Job.status, func.count()).group_by(Job.campaign_id, Job.status)
+        ):
+            counts[cid][status] += k
+        judges: dict[int, list[str]] = defaultdict(list)
+        for cid, jname in s.execute(
+            select(CampaignJudge.campaign_id, Judge.name)
+            .join(Judge, Judge.id == CampaignJudge.judge_id)
+            .order_by(Judge.id)
+        ):
+            judges[cid].append(jname)
+        datasets = dict(s.execute(select(Dataset.id, Dataset.name)).all())
+        out = []
+        for c in camps:
+            n = counts[c.id]
+            out.append(
+                {
+                    "name": c.name,
+                    "dataset": datasets.get(c.dataset_id),
+                    "protocol": c.protocol,
+                    "judges": judges[c.id],
+                    "jobs": sum(n.values()),
+                    "done": n["done"],
+                    "failed": n["failed"],
+                    "pending": n["pending"] + n["running"],
+                    "status": "done" if n and n["done"] == sum(n.values()) else c.status,
+                    "created_at": c.created_at.isoformat(timespec="seconds"),
+                }
+            )
+        return out
+
+
+# ---------------------------------------------------------------- verdicts out
+
+
+@dataclass(frozen=True)
+class SwappedVerdicts:
+    """One judge's presented verdicts on the pairs it answered in both orders (same repeat)."""
+
+    pair_ids: list[int]
+    ab: list[str]  # A | B | T as presented in AB order
+    ba: list[str]  # as presented in BA order
+
+
+def _done_verdicts(campaign_id: int, *columns: Any) -> Select[Any]:
+    """`columns` of a campaign's done jobs joined to their judge and verdict (any parse status)."""
+    return (
+        select(*columns)
+        .join(Judge, Judge.id == Job.judge_id)
+        .join(Verdict, Verdict.job_id == Job.id)
+        .where(Job.campaign_id == campaign_id, Job.status == "done")
+    )
+
+
+def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
+    with session_scope(engine) as s:
+        c = campaign_by_name(s, name)
+        if c.protocol != "pairwise":
+            raise BadInput(f"campaign {name!r} is {c.protocol}; position bias needs a pairwise campaign")
+        got: dict[tuple[str, int, int, str | None, str | None], dict[str, str]] = defaultdict(dict)
+        for jname, pid, rep, cond, dim, order, value in s.execute(
+            _done_verdicts(
+                c.id,
+                Judge.name,
+                Job.pair_id,
+                Job.repeat,
+                Job.condition,
+                Job.dimension,
+                Job.order,
+                Verdict.value_presented,
+            )
+            .where(Verdict.parse_status == "ok")
+            .order_by(Job.id)
+        ):
+            if value is not None and order is not None and pid is not None:
+                got[(jname, pid, rep, cond, dim)][order] = value
+        judges = s.scalars(
+            select(Judge.name)
+            .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
+            .where(CampaignJudge.campaign_id == c.id)
+            .order_by(Judge.id)
+        ).all()
+        out = {j: SwappedVerdicts([], [], []) for j in judges}
+        for (jname, pid, *_rest), by_order in got.items():
+            if "AB" in by_order and "BA" in by_order:
+                sv = out[jname]
+                sv.pair_ids.append(pid)
+                sv.ab.append(by_order["AB"])
+                sv.ba.append(by_order["BA"])
+        return out
+
+
+@dataclass(frozen=True)
+class JudgeRatings:
+    """A campaign's verdicts as rating-matrix columns: one column per judge (and repeat), one row per
+    unit (item id for pointwise, pair id for pairwise); values are scores or canonical A/B/T."""
+
+    units: list[int]
+    unit_kind: str  # item | pair
+    columns: dict[str, list[str | float | None]]
+
+
+def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
+    """Every accepted verdict of a campaign, one dict per job (the raw material of rating columns)."""
+    with session_scope(engine) as s:
+        c = campaign_by_name(s, name)
+        rows = s.execute(
+            _done_verdicts(
+                c.id,
+                Judge.name,
+                Job.item_id,
+                Job.pair_id,
+                Job.order,
+                Job.condition,
+                Job.dimension,
+                Job.repeat,
+                Verdict.parse_status,
+                Verdict.value_presented,
+                Verdict.value_canonical,
+                Verdict.score,
+            ).order_by(Job.id)
+        )
+        keys = (
+            "judge",
+            "item_id",
+            "pair_id",
+            "order",
+            "condition",
+            "dimension",
+            "repeat",
+            "parse_status",
+            "value_presented",
+            "value_canonical",
+            "score",
+        )
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+# ---------------------------------------------------------------- judges as rater columns
+
+
+def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
+    """Campaign judges as extra columns of the store's rating matrices (see `store.matrices`).
+
+    Item matrices get one column per (pointwise campaign over the dataset, judge, condition) whose
+    jobs judged the matrix's dimension: the score of the first sample (repeat 0). Pair matrices get
+    one column per (pairwise campaign over the pair set, judge): the pair's combined AB/BA verdict
+    as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
+    missing an order has no label). Columns are named `JUDGE@CAMPAIGN` (plus `/CONDITION` or
+    `/DIMENSION` when the campaign asked several), in group `judge`."""
+    protocol = "pairwise" if scope.kind == "pair" else "pointwise"
+    where = (
+        Campaign.pair_set_id == scope.pair_set_id
+        if scope.kind == "pair"
+        else Campaign.dataset_id == scope.dataset_id
+    )
+    camps = s.execute(select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol)).all()
+    columns: list[RaterColumn] = []
+    for cid, cname in camps:
+        q = _done_verdicts(
+            cid,
+            Judge.name,
+            Job.item_id,
+            Job.pair_id,
+            Job.order,
+            Job.condition if scope.kind == "item" else Job.dimension,
+            Verdict.value_canonical,
+            Verdict.score,
+        ).where(Job.repeat == 0, Verdict.parse_status == "ok")
+        if scope.kind == "item":
+            q = q.where(Job.dimension == scope.dimension)
+        rows = s.execute(q).all()
+        variants = {r[4] for r in rows}  # conditions (items) or dimensions (pairs)
+        if scope.kind == "pair":
+            orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
+            for jname, _item, pid, order, dim, canon, _score in rows:
+                if pid is not None and order is not None and canon is not None:
+                    suffix = f"/{dim}" if len(variants) > 1 else ""
+                    orders[(f"{jname}@{cname}{suffix}", pid)][order] = canon
+            labels: dict[str, dict[int, float | str]] = defaultdict(dict)
+            for (col, pid), o in orders.items():
+                label = as_label(combine_orders(o.get("AB"), o.get("BA")))
+                if label is not None:
+                    labels[col][pid] = label
+            columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(labels.items())]
+        else:
+            scores: dict[str, dict[int, float | str]] = defaultdict(dict)
+            for jname, item, _pid, _o, cond, _canon, score in rows:
+                if item is not None and score is not None:
+                    suffix = f"/{cond}" if len(variants) > 1 else ""
+                    scores[f"{jname}@{cname}{suffix}"][item] = float(score)
+            columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(scores.items())]
+    return columns
+
+
+register_rater_source(judge_rater_columns)
