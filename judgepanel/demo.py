@@ -25,6 +25,7 @@ PAIRS = "summeval-sample-pairs"
 class DemoReport:
     steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     panel: list[dict[str, Any]] = field(default_factory=list)  # one row per simulated judge
+    repair: dict[str, Any] | None = None  # the short repair iteration's comparison
 
     def add(self, title: str, result: dict[str, Any]) -> None:
         self.steps.append((title, result))
@@ -48,6 +49,7 @@ def run_demo(engine: Engine, say: Callable[[str], None] = lambda _m: None) -> De
     dups = find_duplicates(engine, DATASET)
     report.add("duplicated annotation rows", dups.as_dict())
     run_panel(engine, report, say)
+    run_repair(engine, report, say)
     return report
 
 
@@ -74,7 +76,11 @@ def run_panel(engine: Engine, report: DemoReport, say: Callable[[str], None]) ->
     from judgepanel.runner.bias import campaign_bias
     from judgepanel.store.rubrics import add_rubric
 
-    rubric = add_rubric(engine, bundled_rubric("summeval")).rubric
+    doc = bundled_rubric("summeval")
+    rubric = (
+        next((r for r in _versions(engine, "summeval") if r.content_hash == doc.content_hash), None)
+        or add_rubric(engine, doc).rubric
+    )
     create(
         engine, PAIRWISE, dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=PANEL, limit=PANEL_UNITS
     )
@@ -116,6 +122,18 @@ def run_panel(engine: Engine, report: DemoReport, say: Callable[[str], None]) ->
         )
 
 
+def _versions(engine: Engine, name: str) -> list[Any]:
+    """The stored versions of a rubric, oldest first (none if it is not stored): a second demo run
+    reuses version 1 although the repair iteration has since added edited versions."""
+    from judgepanel.errors import NotFound
+    from judgepanel.store.rubrics import get_rubric, rubric_versions
+
+    try:
+        return [get_rubric(engine, f"{name}@{v}") for v in rubric_versions(engine, name)]
+    except NotFound:
+        return []
+
+
 def panel_agreement(engine: Engine, judges: list[str]) -> dict[str, Any]:
     """Each judge against the three experts: Cohen κ with the experts' majority A/B/T label on the
     pairs (pairs without a majority left out), and Spearman's ρ with the experts' mean score."""
@@ -155,3 +173,40 @@ def panel_agreement(engine: Engine, judges: list[str]) -> dict[str, Any]:
         "pairs_judges_alpha": agreement("alpha", judged.values, pm.categories, "nominal").value,
         "pointwise_spearman": spearman,
     }
+
+
+# ---------------------------------------------------------------- one short rubric repair
+
+REPAIR = "demo-repair"
+REPAIR_DIMENSION = "coherence"
+REPAIR_UNITS = 16
+REPAIR_RUBRIC = "summeval@1"  # the bundled rubric as `run_panel` stored it
+
+
+def run_repair(engine: Engine, report: DemoReport, say: Callable[[str], None]) -> None:
+    """One repair iteration with the simulated panel and the simulated editor: the sample split by
+    article into dev and eval halves, the coherence clauses the judges split on most rewritten, and
+    the before/after comparison against a random-clause control (all simulated, see `providers.sim`)."""
+    from judgepanel.repair.iteration import RepairInputs, run_iteration
+    from judgepanel.runner import RunOptions
+    from judgepanel.store.splits import split_dataset
+
+    split = split_dataset(engine, DATASET, {"dev": 0.5, "eval": 0.5}, seed=1, by_group=True)
+    report.add("split the sample by article", split.as_dict())
+    inputs = RepairInputs(
+        DATASET,
+        REPAIR_RUBRIC,
+        PANEL,
+        "sim:editor",
+        "dev",
+        "eval",
+        (REPAIR_DIMENSION,),
+        REPAIR_UNITS,
+        control_seed=7,
+        human_group="expert",
+        n_boot=500,
+    )
+    rec = run_iteration(engine, REPAIR, inputs, RunOptions(concurrency=16), criterion="delta>=0.03,ci_low>0")
+    say(f"repair iteration {REPAIR}: {', '.join(k for k, v in rec.steps.items() if v == 'done')} done")
+    report.add("rubric repair iteration (simulated judges and editor)", rec.comparison or {})
+    report.repair = rec.comparison

@@ -384,3 +384,26 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
     if not version.isdigit() or int(version) < 1:
         raise BadInput(f"{ref!r}: the version after '@' must be a positive integer")
     return name, int(version)
+
+
+@dataclass(frozen=True)
+class RubricDiff:
+    """Clause-level difference between two rubric documents, by stable clause id."""
+
+    changed: dict[str, dict[str, str]]  # id -> {"old", "new"} (same id, other text)
+    added: list[str]
+    removed: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"changed": self.changed, "added": self.added, "removed": self.removed}
+
+
+def diff_rubrics(old: RubricDoc, new: RubricDoc) -> RubricDiff:
+    """Which clause ids `new` adds, removes, or keeps with another text (in `new`'s order)."""
+    before = {c.id: c.text for c in old.clauses}
+    after = {c.id: c.text for c in new.clauses}
+    return RubricDiff(
+        {k: {"old": before[k], "new": t} for k, t in after.items() if k in before and before[k] != t},
+        [k for k in after if k not in before],
+        [k for k in before if k not in after],
+    )

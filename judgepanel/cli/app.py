@@ -17,6 +17,7 @@ from judgepanel.cli import (
     metrics_cmd,
     plan_cmd,
     query_cmd,
+    repair_cmd,
     rubric_cmd,
     simulate_cmd,
     validate_cmd,
@@ -54,6 +55,7 @@ app.add_typer(campaign_cmd.app, name="campaign")
 app.add_typer(validate_cmd.app, name="validate")
 app.add_typer(plan_cmd.app, name="plan")
 app.add_typer(simulate_cmd.app, name="simulate")
+app.add_typer(repair_cmd.app, name="repair")
 app.command("query")(query_cmd.query)
 app.command("demo")(demo_cmd.demo)
 

@@ -10,10 +10,13 @@ from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
 from judgepanel.datasets.alttest import parse_alttest
 from judgepanel.datasets.generic import parse_items, parse_labels
+from judgepanel.datasets.splits import parse_fractions
 from judgepanel.datasets.summeval import parse_summeval
 from judgepanel.datasets.usr import parse_usr
+from judgepanel.errors import BadInput
 from judgepanel.store.imports import ImportResult, import_parsed
 from judgepanel.store.queries import create_pair_set, find_duplicates, list_datasets
+from judgepanel.store.splits import split_dataset
 
 app = typer.Typer(help="Import datasets and derive pair sets.", no_args_is_help=True)
 
@@ -135,6 +138,31 @@ def duplicates(ctx: typer.Context, dataset: str = typer.Argument(...), json_: bo
         "identical score vectors within a group",
         ["group", "items", "of checked"],
         [[g, d.by_group[g], d.items_checked[g]] for g in d.by_group],
+    )
+
+
+@app.command("split")
+def split(
+    ctx: typer.Context,
+    dataset: str = typer.Argument(...),
+    fractions: str = typer.Option("dev=0.5,eval=0.5", "--fractions", help="NAME=FRACTION,… adding up to 1."),
+    seed: int = typer.Option(0, "--seed"),
+    by: str = typer.Option("item", "--by", help="item, or group: keep each group inside one split."),
+    json_: bool = JSON,
+) -> None:
+    """Assign every item a split (seeded); campaigns then take `--split NAME`."""
+    if by not in ("item", "group"):
+        raise BadInput(f"--by must be item or group, got {by!r}")
+    result = split_dataset(
+        state(ctx).engine(), dataset, parse_fractions(fractions), seed=seed, by_group=by == "group"
+    )
+    if json_:
+        emit_json(result.as_dict())
+        return
+    table(
+        f"{dataset}: splits (seed {seed}, by {by})",
+        ["split", "items", "groups"],
+        [[k, result.splits[k], result.groups[k]] for k in result.splits],
     )
 
 

@@ -6,7 +6,8 @@ import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
-from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, run_demo
+from judgepanel.cli.repair_cmd import print_comparison
+from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, REPAIR, REPAIR_DIMENSION, run_demo
 
 
 def _short(spec: str) -> str:
@@ -54,11 +55,19 @@ def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> Non
         "back/front wins: swapped pairs where the judge chose the same slot in both orders. "
         "κ: Cohen's κ with the experts' majority A/B/T. ρ: Spearman with the experts' mean score."
     )
+    if report.repair is not None:
+        console.print()
+        print_comparison(
+            report.repair,
+            f"SIMULATED rubric repair on {REPAIR_DIMENSION} (sim judges and sim editor; no model was called)",
+        )
     db = st.db_url
     console.print(
         f"\nEverything is stored in {db}. Next:\n"
         f"  judgepanel --db {db} campaign status {PAIRWISE}\n"
         f"  judgepanel --db {db} metrics bias --campaign {PAIRWISE}\n"
         f"  judgepanel --db {db} metrics matrix --pairs {PAIRS}\n"
-        f'  judgepanel --db {db} query "select rationale from verdict limit 3"'
+        f'  judgepanel --db {db} query "select rationale from verdict limit 3"\n'
+        f"  judgepanel --db {db} repair status {REPAIR}\n"
+        f"  judgepanel --db {db} repair rewrite {REPAIR}"
     )

@@ -9,7 +9,7 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.rubrics import RubricDoc, bundled_rubrics, load_rubric_file
+from judgepanel.rubrics import RubricDoc, bundled_rubrics, diff_rubrics, load_rubric_file
 from judgepanel.store.rubrics import add_rubric, get_rubric, list_rubrics, rubric_versions
 
 app = typer.Typer(help="Store rubrics as versions with stable clause ids.", no_args_is_help=True)
@@ -95,3 +95,51 @@ def show(
         for level, text in d.anchors:
             typer.echo(f"  {level}: {text}")
         table(None, ["clause", "text"], [[c.id, c.text] for c in d.clauses])
+
+
+@app.command("diff")
+def diff(
+    ctx: typer.Context,
+    a: str = typer.Argument(..., metavar="A", help="NAME[@VERSION], the older version."),
+    b: str = typer.Argument(..., metavar="B", help="NAME[@VERSION], the newer version."),
+    json_: bool = JSON,
+) -> None:
+    """Clause-level diff: clauses added, removed, or changed in text under the same id."""
+    engine = state(ctx).engine()
+    d = diff_rubrics(get_rubric(engine, a).doc, get_rubric(engine, b).doc)
+    if json_:
+        emit_json(d.as_dict())
+        return
+    rows = [[k, "changed", f"- {v['old']}\n+ {v['new']}"] for k, v in d.changed.items()]
+    rows += [[k, "added", ""] for k in d.added] + [[k, "removed", ""] for k in d.removed]
+    table(f"{a} -> {b}", ["clause", "change", "text"], rows)
+
+
+@app.command("split")
+def split(
+    ctx: typer.Context,
+    ref: str = typer.Argument(..., metavar="NAME[@VERSION]"),
+    editor: str = typer.Option(
+        ..., "--editor", help="The editor model's spec, e.g. openai:gpt-4o?temperature=0."
+    ),
+    dimension: list[str] = typer.Option([], "--dimension", help="Only these dimensions (default: all)."),
+    concurrency: int = typer.Option(8, "--concurrency"),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before this many USD."),
+    json_: bool = JSON,
+) -> None:
+    """An editor model proposes atomic clauses per dimension; stored as a new version (author editor)."""
+    from judgepanel.repair.iteration import split_rubric
+    from judgepanel.runner import RunOptions
+
+    out = split_rubric(
+        state(ctx).engine(),
+        ref,
+        editor,
+        dimensions=dimension,
+        options=RunOptions(concurrency=concurrency, max_cost=max_cost),
+    )
+    if json_:
+        emit_json(out)
+        return
+    typer.echo(f"{out['rubric']}@{out['version']}" + ("" if out["created"] else " (unchanged)"))
+    table(None, ["dimension", "clauses"], [[d, ", ".join(ids)] for d, ids in out["clauses"].items()])

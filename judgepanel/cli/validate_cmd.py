@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from judgepanel.cli.context import state
@@ -14,8 +16,26 @@ app = typer.Typer(
 )
 
 JSON = typer.Option(False, "--json", help="Print one JSON object.")
-DATASET = typer.Option(..., "--dataset", help="Dataset holding the human labels and the judge's.")
-DIMENSION = typer.Option(None, "--dimension", help="Label dimension (needed when the dataset has several).")
+DATASET = typer.Option(
+    None,
+    "--dataset",
+    help="Dataset holding the human labels and the imported judge's (with --campaign: optional, checked).",
+)
+CAMPAIGN = typer.Option(
+    None,
+    "--campaign",
+    help="Validate this campaign's own judges against the humans: pointwise scores, or pairwise "
+    "combined AB/BA verdicts against the pair set's human labels.",
+)
+CONDITION = typer.Option(
+    None, "--condition", help="Pointwise campaign condition to read (needed when it asked several)."
+)
+DIMENSION = typer.Option(
+    None, "--dimension", help="Label dimension (needed when the dataset or campaign has several)."
+)
+JUDGE = typer.Option(
+    ..., "--judge", help="An annotator of kind llm in the dataset, or with --campaign a judge spec of it."
+)
 MAP = typer.Option(
     None,
     "--map",
@@ -41,11 +61,21 @@ def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.3f}"
 
 
+def _where(source: dict[str, Any]) -> str:
+    """Where the labels came from, for table titles."""
+    if source["campaign"] is None:
+        return str(source["dataset"])
+    parts = [p for p in (source["dimension"], source["condition"]) if p]
+    return f"campaign {source['campaign']}" + (f" ({', '.join(parts)})" if parts else "")
+
+
 @app.command("loo")
 def loo(
     ctx: typer.Context,
-    dataset: str = DATASET,
-    judge: str = typer.Option(..., "--judge", help="An annotator of kind llm in the dataset."),
+    dataset: str | None = DATASET,
+    judge: str = JUDGE,
+    campaign: str | None = CAMPAIGN,
+    condition: str | None = CONDITION,
     epsilon: float = typer.Option(0.05, "--epsilon", help="Tolerated agreement deficit ε."),
     agreement: str = typer.Option("observed", "--agreement", help="observed | cohen | alpha | ac1"),
     level: str | None = typer.Option(
@@ -58,7 +88,7 @@ def loo(
     """The leave-one-annotator-out rule: accept iff d_k ≥ −ε for at least half the humans."""
     if level is not None and agreement != "alpha":
         raise BadInput(f"--level applies to --agreement alpha, not {agreement}")
-    res = loo_dataset(
+    out = loo_dataset(
         state(ctx).engine(),
         dataset,
         judge,
@@ -67,12 +97,16 @@ def loo(
         level=level or "nominal",
         dimension=dimension,
         label_map=parse_label_map(map_ or []),
+        campaign=campaign,
+        condition=condition,
     )
+    name = out.judges[0]
     if json_:
-        emit_json({"dataset": dataset, "judge": judge, **res.as_dict()})
+        emit_json({"judge": name, **out.as_dict()})
         return
+    res = out.result
     table(
-        f"{judge} on {dataset}: leave-one-annotator-out ({agreement}, ε = {epsilon})",
+        f"{name} on {_where(out.source)}: leave-one-annotator-out ({agreement}, ε = {epsilon})",
         ["held out", "units", "pairs", "S judge", "S human", "d", "d ≥ −ε", "m*_cert"],
         [
             [h.name, h.n_units, h.n_pairs, h.s_judge, h.s_human, h.d, h.passed, h.m_required]
@@ -86,8 +120,10 @@ def loo(
 @app.command("alt-test")
 def alt_test(
     ctx: typer.Context,
-    dataset: str = DATASET,
-    judge: str = typer.Option(..., "--judge", help="An annotator of kind llm in the dataset."),
+    dataset: str | None = DATASET,
+    judge: str = JUDGE,
+    campaign: str | None = CAMPAIGN,
+    condition: str | None = CONDITION,
     epsilon: float = typer.Option(
         ..., "--epsilon", help="Cost-benefit margin ε (0.2 experts, 0.15 skilled, 0.1 crowd)."
     ),
@@ -102,7 +138,7 @@ def alt_test(
     json_: bool = JSON,
 ) -> None:
     """The alternative annotator test (Calderon, Reichart & Dror, ACL 2025)."""
-    res = alt_test_dataset(
+    out = alt_test_dataset(
         state(ctx).engine(),
         dataset,
         judge,
@@ -113,13 +149,17 @@ def alt_test(
         min_humans=min_humans,
         dimension=dimension,
         label_map=parse_label_map(map_ or []),
+        campaign=campaign,
+        condition=condition,
     )
+    name = out.judges[0]
     if json_:
-        emit_json({"dataset": dataset, "judge": judge, **res.as_dict()})
+        emit_json({"judge": name, **out.as_dict()})
         return
+    res = out.result
     proxy = " — a lexical proxy" if res.scorer_is_proxy else ""
     table(
-        f"{judge} on {dataset}: alt-test ({res.scorer}{proxy}, ε = {epsilon}, q = {q})",
+        f"{name} on {_where(out.source)}: alt-test ({res.scorer}{proxy}, ε = {epsilon}, q = {q})",
         ["held out", "n", "pairs", "W judge", "W human", "t", "p", "p BY", "rejected", "m*_cert"],
         [
             [
@@ -147,10 +187,14 @@ def alt_test(
 @app.command("rank")
 def rank(
     ctx: typer.Context,
-    dataset: str = DATASET,
+    dataset: str | None = DATASET,
     judge: list[str] | None = typer.Option(
-        None, "--judge", help="Judges to rank (default: every llm annotator)."
+        None,
+        "--judge",
+        help="Judges to rank (default: every llm annotator, or with --campaign every judge of it).",
     ),
+    campaign: str | None = CAMPAIGN,
+    condition: str | None = CONDITION,
     by: str = typer.Option("rho", "--by", help="rho (alt-test advantage probability) | loo (mean d_k)."),
     scorer: str = SCORER,
     epsilon: float = typer.Option(0.1, "--epsilon", help="ε for the pass/fail column."),
@@ -164,7 +208,7 @@ def rank(
     json_: bool = JSON,
 ) -> None:
     """Rank judges by the same score, with bootstrap top-1 and pairwise order probabilities."""
-    res = rank_dataset(
+    out = rank_dataset(
         state(ctx).engine(),
         dataset,
         judge or None,
@@ -178,12 +222,15 @@ def rank(
         seed=seed,
         dimension=dimension,
         label_map=parse_label_map(map_ or []),
+        campaign=campaign,
+        condition=condition,
     )
     if json_:
-        emit_json({"dataset": dataset, **res.as_dict()})
+        emit_json(out.as_dict())
         return
+    res = out.result
     table(
-        f"judges on {dataset} by {by} ({bootstrap} bootstrap resamples)",
+        f"judges on {_where(out.source)} by {by} ({bootstrap} bootstrap resamples)",
         ["rank", "judge", "score", "95% CI", "P(top-1)", "ω", "pass"],
         [
             [

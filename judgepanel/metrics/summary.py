@@ -563,8 +563,9 @@ class PositionBiasReport:
     def as_dict(self) -> dict[str, Any]:
         j, b = self.joint, self.order_blind
         return {
-            "model": "Dawid–Skene over humans and judges; each judge names its preferred slot with "
-            "probability |bias| (+ back, − front), otherwise judges by its confusion matrix",
+            "model": "Dawid–Skene over humans and judges; each judge forms one content verdict per pair "
+            "from its confusion matrix and in each order names the back slot with probability b, the "
+            "front slot with f, else that verdict; bias = b − f (+ back, − front)",
             "interval": f"profile likelihood, {j.confidence:.0%}",
             "judges": {
                 name: {
@@ -573,8 +574,8 @@ class PositionBiasReport:
                     "back_verdicts": jb.counts.back_verdicts,
                     "front_verdicts": jb.counts.front_verdicts,
                     "tie_verdicts": jb.counts.tie_verdicts,
-                    "consistent": jb.counts.consistent,
-                    "inconsistent": jb.counts.inconsistent,
+                    "agree_incl_ties": jb.counts.agree_incl_ties,
+                    "disagree_incl_ties": jb.counts.disagree_incl_ties,
                     "back_wins": jb.counts.back_wins,
                     "front_wins": jb.counts.front_wins,
                     "accuracy": float(j.priors @ np.diag(j.judge_confusion[i])),

@@ -38,7 +38,14 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   source/fact/hallucination/consistent → support, main/key/cover/relevant → coverage,
   length/concise/brief → length, else q) and is met when that feature seen through the model's
   clause noise clears the feature's threshold (distinct 0.95, support 0.85, coverage 0.6,
-  length 0.9, q 0.85).
+  length 0.9, q 0.85). A clause that names none of these features is *vague*: each model reads
+  it through `VAGUE_NOISE` (4) times its usual noise, so simulated judges split on vague clauses
+  and agree more once a clause names the property to check — the effect a rubric repair can show;
+* editor requests (`clause_rewrite`, `dimension_split`, see `protocol.editor`): the simulated
+  editor appends to a vague clause the property its dimension's name points to (source support
+  for consistency, else the source's main points), restates a specific clause unchanged in
+  effect, and splits a dimension into one clause per property; every reason starts with
+  `[simulated editor]`.
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
 probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
@@ -72,7 +79,12 @@ SIM_FINGERPRINT = "judgepanel-sim-v1"
 PAIRWISE = "pairwise_verdict"
 POINTWISE = "pointwise_verdict"
 CLAUSES = "clause_verdicts"
-REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES)
+REWRITE = "clause_rewrite"
+SPLIT = "dimension_split"
+REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES, REWRITE, SPLIT)
+# a clause that names no property the simulated judges can read is vague: each model reads it
+# through this many times its usual noise, so judges split on it (see `_clauses`)
+VAGUE_NOISE = 4.0
 
 ReplyStyle = Literal["json", "prose", "garbled"]
 
@@ -312,6 +324,10 @@ def count_tokens(text: str) -> int:
 def infer_kind(schema_name: str | None, user_text: str) -> str:
     if schema_name in REPLY_KINDS:
         return schema_name
+    if "</clause_to_rewrite>" in user_text:
+        return REWRITE
+    if "</dimension_to_split>" in user_text:
+        return SPLIT
     if "<clause" in user_text:
         return CLAUSES
     if "</candidate_b>" in user_text:
@@ -397,12 +413,79 @@ def _clauses(model: str, text: str, source: str | None, rng: random.Random, s: S
     verdicts: list[dict[str, Any]] = []
     for cid, clause in clauses_in(text):
         feature, value = _clause_feature(clause, q)
-        seen = value + _model_noise(model, f"{cid}\x00{cand}", s.noise) + rng.gauss(0.0, s.noise / 4)
+        sd = s.noise * (VAGUE_NOISE if feature == "overall quality" else 1.0)
+        seen = value + _model_noise(model, f"{cid}\x00{cand}", sd) + rng.gauss(0.0, s.noise / 4)
         met = seen > _THRESHOLD[feature]
         why = f"[simulated] {feature} {value:.2f} -> {'met' if met else 'not met'}"
         verdicts.append({"id": cid, "rationale": why, "met": met})
     met_count = sum(v["met"] for v in verdicts)
     return {"rationale": f"[simulated] {met_count} of {len(verdicts)} clauses met.", "clauses": verdicts}
+
+
+# The simulated editor (labelled: every reason starts with "[simulated editor]"). It knows which
+# properties the simulated judges read (`_CLAUSE_FEATURES`): a clause naming none of them is vague,
+# and the rewrite appends the one property the dimension's name points to (source support for
+# consistency/faithfulness, else coverage of the source's main points). A clause that already names
+# a property is returned with that property stated once more, which changes nothing a sim judge reads.
+_PROPERTY_TEXT = {
+    "support": "every statement in it is supported by the source",
+    "coverage": "it mentions the main points of the article",
+    "distinct": "no phrase in it is repeated",
+    "length": "its length is between 20 and 120 words",
+}
+_TAG_ATTR = re.compile(
+    r"<clause_to_rewrite\s+id=\"([^\"]*)\"\s+dimension=\"([^\"]*)\">(.*?)</clause_to_rewrite>", re.DOTALL
+)
+_SPLIT_ATTR = re.compile(r"<dimension_to_split\s+name=\"([^\"]*)\">(.*?)</dimension_to_split>", re.DOTALL)
+
+
+def _named_feature(text: str) -> str | None:
+    lowered = text.lower()
+    for stems, feature in _CLAUSE_FEATURES:
+        if any(stem in lowered for stem in stems):
+            return feature
+    return None
+
+
+def _dimension_feature(dimension: str) -> str:
+    named = _named_feature(dimension)
+    return named if named in ("support", "coverage") else "coverage"
+
+
+def _rewrite(text: str) -> dict[str, Any]:
+    found = _TAG_ATTR.findall(text)
+    if not found:
+        return {"reason": "[simulated editor] no clause found", "clause": "The text is acceptable."}
+    _cid, dimension, clause = found[-1]
+    clause = " ".join(clause.split()).rstrip(".")
+    named = _named_feature(clause)
+    if named is None:
+        feature = _dimension_feature(dimension)
+        reason = (
+            f"[simulated editor] the clause names no checkable property, so judges read it differently; "
+            f"it now names one ({feature})."
+        )
+    else:
+        feature = named
+        reason = (
+            f"[simulated editor] the clause already names a checkable property ({feature}); stated once more."
+        )
+    return {"reason": reason, "clause": f"{clause}; concretely, {_PROPERTY_TEXT[feature]}."}
+
+
+def _split(text: str) -> dict[str, Any]:
+    found = _SPLIT_ATTR.findall(text)
+    dimension = found[-1][0] if found else "the dimension"
+    main = _dimension_feature(dimension)
+    clauses = [f"For {dimension}, {_PROPERTY_TEXT[main]}."] + [
+        f"For {dimension}, {_PROPERTY_TEXT[f]}."
+        for f in ("support", "coverage", "distinct", "length")
+        if f != main
+    ]
+    return {
+        "reason": "[simulated editor] one clause per property the simulated judges can read.",
+        "clauses": clauses,
+    }
 
 
 _GARBLED = (
@@ -427,9 +510,12 @@ def simulate(
     kind = infer_kind(schema_name, text)
     rng = random.Random(request_seed(model, params, messages, kind))
     source = last_tag(text, "source")
-    answer = {PAIRWISE: _pairwise, POINTWISE: _pointwise, CLAUSES: _clauses}[kind](
-        model, text, source, rng, settings
-    )
+    if kind in (REWRITE, SPLIT):
+        answer = _rewrite(text) if kind == REWRITE else _split(text)
+    else:
+        answer = {PAIRWISE: _pairwise, POINTWISE: _pointwise, CLAUSES: _clauses}[kind](
+            model, text, source, rng, settings
+        )
     compact = json.dumps(answer, ensure_ascii=False)
     style: ReplyStyle = "json"
     finish: Literal["stop", "length"] = "stop"
@@ -458,6 +544,8 @@ def simulate(
 
 
 def _prose(kind: str, answer: dict[str, Any]) -> str:
+    if kind in (REWRITE, SPLIT):
+        return f"{answer['reason']}\n\n{json.dumps(answer, ensure_ascii=False)}"
     if kind == PAIRWISE:
         return f"{answer['rationale']}\n\nVerdict: {answer['verdict']}"
     if kind == POINTWISE:

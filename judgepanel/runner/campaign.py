@@ -33,11 +33,12 @@ from judgepanel.runner.prepare import CampaignContext, prepare, stored_templates
 from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
+from judgepanel.store.editor import editor_tasks
 from judgepanel.store.engine import session_scope
 from judgepanel.store.rubrics import rubric_version
 
 # Expected reply length when nothing better is known: a short rationale and the verdict.
-OUTPUT_ESTIMATE = {"pairwise": 150, "pointwise": 150, "clauses": 60}
+OUTPUT_ESTIMATE = {"pairwise": 150, "pointwise": 150, "clauses": 60, "editor": 200}
 OUTPUT_PER_CLAUSE = 40
 
 
@@ -199,7 +200,8 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         store.rubric_doc(engine, rv_id) if rv_id is not None else None,
         store.campaign_clauses(engine, rv_id),
         judges,
-        served_models_now(judges) if use_cache else {},
+        served_models=served_models_now(judges) if use_cache else {},
+        tasks=editor_tasks(engine, name) if spec.protocol == "editor" else {},
         templates=stored_templates(spec.templates),
     )
     counts = store.job_counts(engine, cid)

@@ -73,6 +73,7 @@ from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
+from judgepanel.store.editor import editor_tasks
 
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
@@ -155,7 +156,9 @@ class RunSummary:
     elapsed_s: float
     committed_batches: int
     warnings: tuple[str, ...] = ()
-    parse_failures: dict[str, int] = field(default_factory=dict)  # by kind: truncated | unreadable
+    parse_failures: dict[str, int] = field(
+        default_factory=dict
+    )  # by kind: truncated | unreadable | missing_clauses
     unscheduled: int = 0  # jobs left pending because the next call did not fit under --max-cost
     partial: int = 0  # failed jobs whose reply left clauses unanswered
     max_cost_usd: float | None = None
@@ -321,11 +324,13 @@ class Runner:
                 float(js.timeout or self.opts.timeout),
                 conc,
             )
+        tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
         ctx = CampaignContext(
             spec.protocol,
             rubric,
             store.campaign_clauses(self.engine, rv_id),
             specs,
+            tasks=tasks,
             templates=stored_templates(spec.templates),
         )
         self.warnings += template_drift(self.name, spec.templates)
@@ -706,7 +711,12 @@ class Runner:
             self.stats.errors["parse"] += 1
             # Classified here from what the provider said, not from the text: a reply cut at the
             # output cap needs a larger max_tokens, not a re-ask.
-            kind = "truncated" if r.finish_reason in TRUNCATED_REASONS else "unreadable"
+            # (a partial clause reply keeps its own kind, missing_clauses)
+            kind = (
+                "truncated"
+                if r.finish_reason in TRUNCATED_REASONS
+                else (verdict.failure_kind or "unreadable")
+            )
             if kind == "truncated":
                 error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
             verdict = replace(verdict, failure_kind=kind)

@@ -22,6 +22,7 @@ from judgepanel.protocol.custom import (
     reference_of,
     render_custom,
 )
+from judgepanel.protocol.editor import parse_editor, proposal_json, render_editor, task_from_dict
 from judgepanel.protocol.pairs import to_canonical
 from judgepanel.protocol.parse import parse_reply
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
@@ -71,6 +72,8 @@ class CampaignContext:
     clauses: Mapping[str, Sequence[ClauseRow]]  # dimension -> clause rows (ids for clause verdicts)
     judges: Mapping[str, JudgeSpec]  # by canonical name
     served_models: Mapping[str, str] = field(default_factory=dict)  # base_url judges: what the server runs
+    # editor campaigns: task key (the job's `dimension`) -> the stored task (`protocol.editor`)
+    tasks: Mapping[str, Any] = field(default_factory=dict)
     templates: Mapping[str, CustomTemplate] = field(default_factory=dict)  # protocol -> custom template
 
 
@@ -129,6 +132,11 @@ def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> P
 
 
 def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
+    if ctx.protocol == "editor":
+        task = ctx.tasks.get(job.dimension or "")
+        if task is None:
+            raise BadInput(f"editor job {job.id} has no stored task {job.dimension!r}")
+        return render_editor(task_from_dict(task))
     custom = ctx.templates.get(ctx.protocol)
     if custom is not None:
         return _render_custom(job, ctx, custom)
@@ -204,6 +212,11 @@ def read(
 ) -> tuple[VerdictRow, str | None]:
     """Parse a reply; return the verdict row and, for an unreadable reply, the parse error."""
     job = prep.job
+    if ctx.protocol == "editor":
+        got = parse_editor(prep.prompt.schema_name, text, structured)
+        if not got.ok or got.proposal is None:
+            return VerdictRow("failed", None, None, None, None, None), got.error or "unreadable"
+        return VerdictRow("ok", got.method, None, None, None, proposal_json(got.proposal)), None
     clause_rows = ctx.clauses.get(job.dimension or "", ()) if ctx.protocol == "clauses" else ()
     parsed = parse_reply(
         prep.prompt.schema_name,

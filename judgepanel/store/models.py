@@ -178,6 +178,8 @@ class RubricVersion(Base):
     version: Mapped[int] = mapped_column(Integer)
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("rubric_version.id"))
     author: Mapped[str] = mapped_column(String(20), default="manual")
+    # author 'editor': the editor model's spec (never a key), e.g. "openai:gpt-4o?temperature=0"
+    editor: Mapped[str | None] = mapped_column(String(500))
     change_note: Mapped[str | None] = mapped_column(Text)
     content_hash: Mapped[str] = mapped_column(String(64))
     body: Mapped[dict[str, Any]] = mapped_column()  # the whole rubric document
@@ -211,10 +213,13 @@ class Judge(Base):
 
 class Campaign(Base):
     __tablename__ = "campaign"
-    __table_args__ = (CheckConstraint("protocol IN ('pairwise', 'pointwise', 'clauses')", name="protocol"),)
+    __table_args__ = (
+        CheckConstraint("protocol IN ('pairwise', 'pointwise', 'clauses', 'editor')", name="protocol"),
+    )
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id"))
+    # None only for an editor campaign that reads no dataset (`rubric split`)
+    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("dataset.id"))
     pair_set_id: Mapped[int | None] = mapped_column(ForeignKey("pair_set.id"))
     rubric_version_id: Mapped[int | None] = mapped_column(ForeignKey("rubric_version.id"))
     protocol: Mapped[str] = mapped_column(String(20))
@@ -327,6 +332,35 @@ class ClauseVerdict(Base):
     clause_id: Mapped[int] = mapped_column(ForeignKey("clause.id"))
     met: Mapped[bool | None] = mapped_column(Boolean)
     rationale: Mapped[str | None] = mapped_column(Text)
+
+
+# ---------------------------------------------------------------- rubric repair
+
+
+class RepairIteration(Base):
+    """One rubric-repair iteration (`judgepanel repair run`): its inputs, the criterion declared
+    before any evaluation call, each step's state, the campaigns and rubric versions it made, and
+    the selection, rewrites and comparison as JSON. Editor calls are jobs of an `editor` campaign,
+    stored (request, response, verdict) like judge calls."""
+
+    __tablename__ = "repair_iteration"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id"))
+    inputs: Mapped[dict[str, Any]] = mapped_column()
+    criterion: Mapped[str | None] = mapped_column(String(500))
+    criterion_at: Mapped[datetime | None] = mapped_column(DateTime)
+    steps: Mapped[dict[str, Any]] = mapped_column(default=dict)  # step -> done | pending
+    campaigns: Mapped[dict[str, Any]] = mapped_column(default=dict)  # dev, editor, original, …
+    original_version_id: Mapped[int] = mapped_column(ForeignKey("rubric_version.id"))
+    contested_version_id: Mapped[int | None] = mapped_column(ForeignKey("rubric_version.id"))
+    control_version_id: Mapped[int | None] = mapped_column(ForeignKey("rubric_version.id"))
+    control_seed: Mapped[int] = mapped_column(Integer)
+    selection: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    rewrites: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    comparison: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 # ---------------------------------------------------------------- re-annotation planning

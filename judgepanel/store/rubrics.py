@@ -42,6 +42,7 @@ class StoredRubric:
     created_at: datetime
     doc: RubricDoc
     clause_ids: dict[str, int]  # stable clause id ("coherence.3") -> clause.id row
+    editor: str | None = None  # the editor spec of an author='editor' version
 
     @property
     def ref(self) -> str:
@@ -53,6 +54,7 @@ class StoredRubric:
             "version": self.version,
             "parent_version": self.parent_version,
             "author": self.author,
+            "editor": self.editor,
             "change_note": self.change_note,
             "content_hash": self.content_hash,
             "created_at": self.created_at.isoformat(timespec="seconds"),
@@ -91,6 +93,7 @@ def _load(s: Session, rubric: Rubric, rv: RubricVersion) -> StoredRubric:
         created_at=rv.created_at,
         doc=doc,
         clause_ids=clause_ids,
+        editor=rv.editor,
     )
 
 
@@ -145,7 +148,13 @@ def get_rubric(engine: Engine, ref: str) -> StoredRubric:
 
 
 def _add(
-    s: Session, doc: RubricDoc, author: str, change_note: str | None
+    s: Session,
+    doc: RubricDoc,
+    author: str,
+    change_note: str | None,
+    *,
+    parent: RubricVersion | None = None,
+    editor: str | None = None,
 ) -> tuple[Rubric, RubricVersion, bool]:
     rubric = s.scalar(select(Rubric).where(Rubric.name == doc.name))
     if rubric is None:
@@ -153,13 +162,28 @@ def _add(
         s.add(rubric)
         s.flush()
     latest = _latest(s, rubric.id)
-    if latest is not None and latest.content_hash == doc.content_hash:
+    if parent is not None:
+        # an edit of a chosen version: the same content from the same parent is that version again
+        same = s.scalar(
+            select(RubricVersion)
+            .where(
+                RubricVersion.rubric_id == rubric.id,
+                RubricVersion.content_hash == doc.content_hash,
+                (RubricVersion.parent_id == parent.id) | (RubricVersion.id == parent.id),
+            )
+            .order_by(RubricVersion.version)
+            .limit(1)
+        )
+        if same is not None:
+            return rubric, same, False
+    elif latest is not None and latest.content_hash == doc.content_hash:
         return rubric, latest, False
     rv = RubricVersion(
         rubric_id=rubric.id,
         version=(latest.version + 1) if latest is not None else 1,
-        parent_id=latest.id if latest is not None else None,
+        parent_id=parent.id if parent is not None else (latest.id if latest is not None else None),
         author=author,
+        editor=editor,
         change_note=change_note,
         content_hash=doc.content_hash,
         body=doc.to_dict(),
@@ -189,8 +213,12 @@ def add_rubric(
     name: str | None = None,
     author: str = "manual",
     change_note: str | None = None,
+    parent: str | None = None,
+    editor: str | None = None,
 ) -> AddedRubric:
-    """Store `doc` (under `name` if given) as a new version, or find it unchanged."""
+    """Store `doc` (under `name` if given) as a new version, or find it unchanged. `parent`
+    (`NAME@V`) makes it an edit of that version rather than of the latest; `editor` names the
+    editor model behind an `author="editor"` version."""
     if author not in AUTHORS:
         raise BadInput(f"rubric author must be one of {', '.join(AUTHORS)}, got {author!r}")
     if name is not None and name != doc.name:
@@ -198,7 +226,8 @@ def add_rubric(
     for attempt in range(_ATTEMPTS):
         try:
             with session_scope(engine) as s:
-                rubric, rv, created = _add(s, doc, author, change_note)
+                parent_rv = rubric_version(s, parent) if parent is not None else None
+                rubric, rv, created = _add(s, doc, author, change_note, parent=parent_rv, editor=editor)
                 return AddedRubric(_load(s, rubric, rv), created)
         except (IntegrityError, OperationalError):
             if attempt == _ATTEMPTS - 1:

@@ -2,8 +2,13 @@
 
 - :func:`read_panel`: a dataset's humans × units label matrix and its judges' labels, for
   ``metrics.validation``. A judge is named by an annotator of kind ``llm`` in the dataset (an
-  external judge whose verdicts were imported, e.g. by ``data import-alttest``); see
-  :func:`_judge_labels` for where campaign judges would plug in.
+  external judge whose verdicts were imported, e.g. by ``data import-alttest``).
+- :func:`read_campaign_panel`: the same panel with a campaign's own judges as the judges, so the
+  tool validates what it ran. Pointwise: one column per judge of the campaign's scores (first
+  sample, parsed verdicts) on one dimension under one condition, against the humans' labels of
+  that dimension. Pairwise: units are the pairs of the campaign's pair set, humans their A/B/T
+  pair labels, each judge its combined AB/BA verdict (``protocol.pairs.combine_orders``; an
+  inconsistent pair counts as T, a pair missing an order has no label).
 - :func:`estimate_overlap_plan`: σ0, μ_d and Δ_min from stored labels (a pilot), then the planner.
 - :func:`create_allocation`: a seeded allocation of the items to secondary annotators, recorded in
   ``allocation`` / ``allocation_item`` and written as one CSV per annotator.
@@ -17,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,8 +43,25 @@ from judgepanel.metrics.validation import (
     make_scorer,
     rank_judges,
 )
+from judgepanel.protocol.pairs import as_label, combine_orders, to_canonical
+from judgepanel.providers.spec import parse_spec
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Allocation, AllocationItem, Annotator, Dataset, Item, Label
+from judgepanel.store.models import (
+    Allocation,
+    AllocationItem,
+    Annotator,
+    Campaign,
+    CampaignJudge,
+    Dataset,
+    Item,
+    Job,
+    Judge,
+    Label,
+    Pair,
+    PairLabel,
+    PairSet,
+    Verdict,
+)
 from judgepanel.store.queries import dataset_by_name, resolve_dimension
 
 FloatArray = NDArray[np.float64]
@@ -69,6 +91,9 @@ class Panel:
     human_values: FloatArray | None
     judge_values: FloatArray | None
     label_map: dict[str, str] = field(default_factory=dict)
+    campaign: str | None = None  # set when the judges are a campaign's
+    condition: str | None = None  # the pointwise condition read (campaign judges)
+    unit: str = "item"  # item | pair
 
     @property
     def numeric(self) -> bool:
@@ -133,11 +158,7 @@ def _annotator_labels(s: Session, ds: Dataset, dimension: str, kinds: Sequence[s
 
 
 def _judge_labels(s: Session, ds: Dataset, dimension: str, name: str) -> list[Row]:
-    """The labels of one judge. Today a judge is an annotator of kind ``llm`` in the dataset.
-
-    A campaign judge plugs in here: a name such as ``campaign:NAME:PROVIDER:MODEL`` would select
-    that campaign's parsed pointwise verdicts (``verdict.score`` / ``value_canonical`` joined to
-    ``job.item_id``) in the same (item id, name, number, text) shape; nothing downstream changes."""
+    """The labels of one imported judge: an annotator of kind ``llm`` in the dataset."""
     ann = s.scalar(select(Annotator).where(Annotator.dataset_id == ds.id, Annotator.name == name))
     if ann is None or ann.kind != "llm":
         llms = ", ".join(
@@ -200,19 +221,33 @@ def read_panel(
             f"dataset {dataset!r} has {len(humans)} human annotator(s); validation needs at least 2"
         )
     judge_rows = [r for name in judges for r in _judge_labels(s, ds, dim, name)]
+    units = s.execute(
+        select(Item.id, Item.external_id, Item.group_key)
+        .where(Item.dataset_id == ds.id)
+        .order_by(Item.position)
+    ).all()
+    return _assemble(
+        dataset, dim, [(i, e, g) for i, e, g in units], humans, human_rows, list(judges), judge_rows, mapping
+    )
+
+
+def _assemble(
+    dataset: str,
+    dim: str,
+    units: Sequence[tuple[int, str, str | None]],
+    humans: Sequence[str],
+    human_rows: Sequence[Row],
+    judges: Sequence[str],
+    judge_rows: Sequence[Row],
+    mapping: dict[str, str],
+    **extra: Any,
+) -> Panel:
+    """The panel over the units (id, external id, group; in order) that carry any label."""
     used = {r[0] for r in human_rows} | {r[0] for r in judge_rows}
-    items = [
-        (i, ext, g)
-        for i, ext, g in s.execute(
-            select(Item.id, Item.external_id, Item.group_key)
-            .where(Item.dataset_id == ds.id)
-            .order_by(Item.position)
-        )
-        if i in used
-    ]
+    items = [u for u in units if u[0] in used]
     row_of = {i: r for r, (i, _, _) in enumerate(items)}
 
-    rows = human_rows + judge_rows
+    rows = [*human_rows, *judge_rows]
     numeric = all(v is not None for _, _, v, _ in rows) and not mapping
 
     def text(t: str | None, num: float | None) -> str:
@@ -240,7 +275,7 @@ def read_panel(
         dimension=dim,
         units=[e for _, e, _ in items],
         groups=[g for _, _, g in items],
-        humans=humans,
+        humans=list(humans),
         judges=list(judges),
         texts=texts,
         human_codes=hc,
@@ -248,7 +283,186 @@ def read_panel(
         human_values=hv if numeric else None,
         judge_values=jv if numeric else None,
         label_map=mapping,
+        **extra,
     )
+
+
+# ---------------------------------------------------------------- campaign judges
+
+
+def _campaign(s: Session, name: str) -> Campaign:
+    c = s.scalar(select(Campaign).where(Campaign.name == name))
+    if c is None:
+        known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name))) or "none"
+        raise NotFound(f"no campaign named {name!r} (known: {known})")
+    return c
+
+
+def _campaign_judges(s: Session, c: Campaign, wanted: Sequence[str] | None) -> dict[str, int]:
+    """Judge name → id for the named judges of the campaign (default: all, in id order). A spec is
+    matched by its canonical name, so parameter order and operational settings do not matter."""
+    own = dict(
+        s.execute(
+            select(Judge.name, Judge.id)
+            .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
+            .where(CampaignJudge.campaign_id == c.id)
+            .order_by(Judge.id)
+        ).all()
+    )
+    if wanted is None:
+        return own
+    out: dict[str, int] = {}
+    for spec in wanted:
+        name = spec if spec in own else parse_spec(spec).name
+        if name not in own:
+            raise NotFound(f"no judge {spec!r} in campaign {c.name!r} (judges: {', '.join(own) or 'none'})")
+        if name in out:
+            raise BadInput("a judge is named twice")
+        out[name] = own[name]
+    return out
+
+
+def _choose(
+    c: Campaign, what: str, option: str, asked: str | None, present: Sequence[str | None]
+) -> str | None:
+    """The one dimension / condition of the campaign's jobs to read: the one asked for, or the
+    campaign's only one."""
+    values = sorted({v for v in present if v is not None})
+    if asked is None:
+        if len(values) > 1:
+            raise BadInput(
+                f"campaign {c.name!r} asked several {what}s; choose one with {option} ({', '.join(values)})"
+            )
+        return values[0] if values else None
+    if asked not in values:
+        raise NotFound(f"campaign {c.name!r} has no {what} {asked!r} (known: {', '.join(values) or 'none'})")
+    return asked
+
+
+def read_campaign_panel(
+    s: Session,
+    campaign: str,
+    judges: Sequence[str] | None = None,
+    *,
+    dataset: str | None = None,
+    dimension: str | None = None,
+    condition: str | None = None,
+    label_map: Mapping[str, str] | None = None,
+) -> Panel:
+    """The panel of a campaign's own judges against the humans of its dataset (see the module
+    docstring). Only verdicts of done jobs that parsed, first sample (repeat 0)."""
+    c = _campaign(s, campaign)
+    ds = s.get(Dataset, c.dataset_id)
+    assert ds is not None
+    if dataset is not None and dataset != ds.name:
+        raise BadInput(f"campaign {campaign!r} runs on dataset {ds.name!r}, not {dataset!r}")
+    if c.protocol not in ("pointwise", "pairwise"):
+        raise BadInput(
+            f"campaign {campaign!r} is a {c.protocol} campaign; validate reads pointwise scores or pairwise verdicts"
+        )
+    chosen = _campaign_judges(s, c, judges)
+    jobs = select(Job.dimension, Job.condition).where(Job.campaign_id == c.id).distinct()
+    present = s.execute(jobs).all()
+    dim = _choose(c, "dimension", "--dimension", dimension, [d for d, _ in present])
+    cond = _choose(c, "condition", "--condition", condition, [k for _, k in present])
+    done = (
+        select(Judge.name, Job.item_id, Job.pair_id, Job.order, Verdict.value_presented, Verdict.score)
+        .join(Judge, Judge.id == Job.judge_id)
+        .join(Verdict, Verdict.job_id == Job.id)
+        .where(
+            Job.campaign_id == c.id,
+            Job.status == "done",
+            Job.repeat == 0,
+            Verdict.parse_status == "ok",
+            Job.judge_id.in_(list(chosen.values())),
+            Job.dimension.is_(None) if dim is None else Job.dimension == dim,
+            Job.condition.is_(None) if cond is None else Job.condition == cond,
+        )
+        .order_by(Job.id)
+    )
+    mapping = dict(label_map or {})
+    extra: dict[str, Any] = {"campaign": campaign, "condition": cond}
+    if c.protocol == "pointwise":
+        if dim is None:
+            raise BadInput(f"campaign {campaign!r} names no dimension to compare with human labels")
+        dim = resolve_dimension(s, ds, dim)
+        human_rows = _annotator_labels(s, ds, dim, ["human"])
+        judge_rows: list[Row] = []
+        seen: set[tuple[str, int]] = set()
+        for name, item, _pid, _order, _shown, score in s.execute(done):
+            if item is not None and score is not None and (name, item) not in seen:
+                seen.add((name, item))  # a re-asked job keeps its first accepted verdict
+                judge_rows.append((item, name, float(score), f"{float(score):.15g}"))
+        units = [
+            (i, e, g)
+            for i, e, g in s.execute(
+                select(Item.id, Item.external_id, Item.group_key)
+                .where(Item.dataset_id == ds.id)
+                .order_by(Item.position)
+            )
+        ]
+    else:
+        if c.pair_set_id is None:
+            raise BadInput(f"campaign {campaign!r} is pairwise but has no pair set")
+        ps = s.get(PairSet, c.pair_set_id)
+        assert ps is not None
+        human_rows = [
+            (pid, name, None, value)
+            for pid, name, value in s.execute(
+                select(PairLabel.pair_id, Annotator.name, PairLabel.value)
+                .join(Annotator, PairLabel.annotator_id == Annotator.id)
+                .join(Pair, PairLabel.pair_id == Pair.id)
+                .where(Pair.pair_set_id == ps.id, Annotator.kind == "human")
+            )
+        ]
+        orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
+        for name, _item, pid, order, shown, _score in s.execute(done):
+            if pid is not None and order in ("AB", "BA") and shown is not None:
+                orders[(name, pid)].setdefault(order, to_canonical(_presented(shown), cast(Any, order)))
+        judge_rows = []
+        for (name, pid), by_order in orders.items():
+            label = as_label(combine_orders(by_order.get("AB"), by_order.get("BA")))
+            if label is not None:
+                judge_rows.append((pid, name, None, label))
+        item_a = Item.__table__.alias("a")
+        item_b = Item.__table__.alias("b")
+        units = [
+            (pid, f"{ea}|{eb}", g)
+            for pid, ea, eb, g in s.execute(
+                select(Pair.id, item_a.c.external_id, item_b.c.external_id, item_a.c.group_key)
+                .join(item_a, item_a.c.id == Pair.item_a_id)
+                .join(item_b, item_b.c.id == Pair.item_b_id)
+                .where(Pair.pair_set_id == ps.id)
+                .order_by(Pair.position)
+            )
+        ]
+        extra["unit"] = "pair"
+        dim = dim or ""
+    humans = sorted({name for _, name, _, _ in human_rows}, key=_annotator_order(s, ds))
+    if len(humans) < 2:
+        where = f"pair set of {campaign!r}" if c.protocol == "pairwise" else f"{ds.name!r} on {dim!r}"
+        raise BadInput(
+            f"{where} has labels from {len(humans)} human annotator(s); validation needs at least 2"
+        )
+    names = list(chosen)
+    if not judge_rows:
+        raise BadInput(f"campaign {campaign!r} has no parsed verdicts for these judges yet; run it first")
+    return _assemble(ds.name, dim, units, humans, human_rows, names, judge_rows, mapping, **extra)
+
+
+def _presented(value: str) -> str:
+    v = value.strip()
+    return "tie" if v.upper().startswith("T") else v.upper()[:1]
+
+
+def _annotator_order(s: Session, ds: Dataset) -> Any:
+    order = {
+        n: i
+        for i, n in enumerate(
+            s.scalars(select(Annotator.name).where(Annotator.dataset_id == ds.id).order_by(Annotator.id))
+        )
+    }
+    return lambda name: order.get(name, len(order))
 
 
 def parse_label_map(pairs: Sequence[str]) -> dict[str, str]:
@@ -580,22 +794,66 @@ def _revealed(
 
 # ---------------------------------------------------------------- the validation commands
 
+R = TypeVar("R", AltTestResult, LooResult, Ranking)
+
+
+@dataclass(frozen=True)
+class Validated(Generic[R]):
+    """A validation result with what it was computed on: ``source`` names the dataset, dimension,
+    campaign and condition read (campaign and condition None for imported judges) and the unit
+    (item or pair); ``judges`` are the judges' stored names (a campaign judge's canonical spec)."""
+
+    source: dict[str, Any]
+    judges: tuple[str, ...]
+    result: R
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.source, **self.result.as_dict()}
+
+
+def _source(panel: Panel) -> dict[str, Any]:
+    return {
+        "dataset": panel.dataset,
+        "campaign": panel.campaign,
+        "dimension": panel.dimension,
+        "condition": panel.condition,
+        "unit": panel.unit,
+    }
+
 
 def load_panel(
     engine: Engine,
-    dataset: str,
+    dataset: str | None,
     judges: Sequence[str] | None = None,
     *,
     dimension: str | None = None,
     label_map: Mapping[str, str] | None = None,
+    campaign: str | None = None,
+    condition: str | None = None,
 ) -> Panel:
+    """The panel to validate: a campaign's own judges when ``campaign`` is given (``dataset``
+    then only checks that it is the campaign's), else the imported llm annotators of ``dataset``."""
     with session_scope(engine) as s:
+        if campaign is not None:
+            return read_campaign_panel(
+                s,
+                campaign,
+                judges,
+                dataset=dataset,
+                dimension=dimension,
+                condition=condition,
+                label_map=label_map,
+            )
+        if dataset is None:
+            raise BadInput("give --dataset (imported judges) or --campaign (the campaign's judges)")
+        if condition is not None:
+            raise BadInput("--condition selects a pointwise campaign's condition; give --campaign too")
         return read_panel(s, dataset, judges, dimension=dimension, label_map=label_map)
 
 
 def alt_test_dataset(
     engine: Engine,
-    dataset: str,
+    dataset: str | None,
     judge: str,
     *,
     epsilon: float,
@@ -605,12 +863,22 @@ def alt_test_dataset(
     min_humans: int = 2,
     dimension: str | None = None,
     label_map: Mapping[str, str] | None = None,
-) -> AltTestResult:
+    campaign: str | None = None,
+    condition: str | None = None,
+) -> Validated[AltTestResult]:
     """The alternative annotator test of one judge against the dataset's humans."""
     _check_scorer(scorer)
-    panel = load_panel(engine, dataset, [judge], dimension=dimension, label_map=label_map)
+    panel = load_panel(
+        engine,
+        dataset,
+        [judge],
+        dimension=dimension,
+        label_map=label_map,
+        campaign=campaign,
+        condition=condition,
+    )
     h, j = panel.matrices(scorer)
-    return alt_test(
+    res = alt_test(
         h,
         j[:, 0],
         epsilon=epsilon,
@@ -620,11 +888,12 @@ def alt_test_dataset(
         min_humans=min_humans,
         names=panel.humans,
     )
+    return Validated(_source(panel), tuple(panel.judges), res)
 
 
 def loo_dataset(
     engine: Engine,
-    dataset: str,
+    dataset: str | None,
     judge: str,
     *,
     epsilon: float = 0.05,
@@ -632,20 +901,31 @@ def loo_dataset(
     level: str = "nominal",
     dimension: str | None = None,
     label_map: Mapping[str, str] | None = None,
-) -> LooResult:
+    campaign: str | None = None,
+    condition: str | None = None,
+) -> Validated[LooResult]:
     """The leave-one-annotator-out rule for one judge; interval/ordinal/ratio levels (α) read the
     numeric labels, nominal ones compare label texts."""
-    panel = load_panel(engine, dataset, [judge], dimension=dimension, label_map=label_map)
+    panel = load_panel(
+        engine,
+        dataset,
+        [judge],
+        dimension=dimension,
+        label_map=label_map,
+        campaign=campaign,
+        condition=condition,
+    )
     cats = panel.categories(level)
     h, j = panel.agreement_matrices()
-    return loo_rule(
+    res = loo_rule(
         h, j[:, 0], epsilon=epsilon, agreement=agreement, level=level, categories=cats, names=panel.humans
     )
+    return Validated(_source(panel), tuple(panel.judges), res)
 
 
 def rank_dataset(
     engine: Engine,
-    dataset: str,
+    dataset: str | None,
     judges: Sequence[str] | None,
     *,
     by: str = "rho",
@@ -658,12 +938,22 @@ def rank_dataset(
     seed: int = 0,
     dimension: str | None = None,
     label_map: Mapping[str, str] | None = None,
-) -> Ranking:
+    campaign: str | None = None,
+    condition: str | None = None,
+) -> Validated[Ranking]:
     """Rank the named judges (default: every llm annotator of the dataset) with bootstrap stability."""
     _check_scorer(scorer)
-    panel = load_panel(engine, dataset, judges, dimension=dimension, label_map=label_map)
+    panel = load_panel(
+        engine,
+        dataset,
+        judges,
+        dimension=dimension,
+        label_map=label_map,
+        campaign=campaign,
+        condition=condition,
+    )
     h, j = panel.matrices(scorer)
-    return rank_judges(
+    ranking = rank_judges(
         h,
         j,
         judge_names=panel.judges,
@@ -677,3 +967,4 @@ def rank_dataset(
         seed=seed,
         human_names=panel.humans,
     )
+    return Validated(_source(panel), tuple(panel.judges), ranking)

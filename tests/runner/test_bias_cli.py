@@ -53,3 +53,42 @@ def test_bias_command_and_rater_columns(engine: Engine) -> None:
         o = pairs["sim:fair?noise=0.05"][pid]
         expected = as_label(combine_orders(o["AB"][1], o["BA"][1]))
         assert m.values[i, j] == labels[expected]
+
+
+def test_bias_and_joint_counts_have_distinct_names_and_meanings(engine: Engine) -> None:
+    """`metrics bias` counts decisive pairs (consistent + inconsistent = decisive); `metrics joint`
+    counts canonical agreement with ties included under other names, so no key means two things."""
+    load_tiny(engine, n_groups=6, per_group=6)
+    # noisy judges tie now and then (|q̃_A − q̃_B| ≤ 0.01), so the two definitions differ
+    judges = ["sim:tied?noise=0.02&position_bias=0.3"]
+    api.create(engine, "both", dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=judges)
+    api.run(engine, "both", RunOptions(flush_ms=10))
+    url = engine.url.render_as_string(hide_password=False)
+    bias = cli("metrics", "bias", "--campaign", "both", "--json", db=url).json()["judges"]
+    joint = cli("metrics", "joint", "--campaign", "both", "--json", db=url).json()["judges"]
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(Judge.name, Job.pair_id, Job.order, Verdict.value_presented, Verdict.value_canonical)
+            .join(Judge, Judge.id == Job.judge_id)
+            .join(Verdict, Verdict.job_id == Job.id)
+            .where(Verdict.parse_status == "ok")
+        ).all()
+    pairs: dict[str, dict[int, dict[str, tuple[str, str]]]] = defaultdict(lambda: defaultdict(dict))
+    for name, pid, order, shown, canon in rows:
+        pairs[name][pid][order] = (shown, canon)
+    for name, by_pair in pairs.items():
+        both = [o for o in by_pair.values() if "AB" in o and "BA" in o]
+        tie = {"T", "tie"}
+        decisive = [o for o in both if o["AB"][0] not in tie and o["BA"][0] not in tie]
+        ties = len(both) - len(decisive)
+        assert ties > 0, "the test needs ties to tell the two meanings apart"
+        b, j = bias[name], joint[name]
+        # metrics bias: decisive pairs only; consistent = the pick survived the swap
+        assert b["consistent"] == sum(1 for o in decisive if o["AB"][0] != o["BA"][0])
+        assert b["consistent"] + b["inconsistent"] == b["decisive"] == len(decisive)
+        # metrics joint: every pair seen in both orders, canonical equality with ties included
+        assert "consistent" not in j and "inconsistent" not in j
+        assert j["agree_incl_ties"] == sum(1 for o in both if o["AB"][1] == o["BA"][1])
+        assert j["agree_incl_ties"] + j["disagree_incl_ties"] == len(both)
+        assert j["disagree_incl_ties"] != b["inconsistent"] or j["agree_incl_ties"] != b["consistent"]
+        assert (j["back_wins"], j["front_wins"]) == (b["back_wins"], b["front_wins"])

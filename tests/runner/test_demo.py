@@ -25,6 +25,12 @@ def test_demo_runs_the_panel_and_reports_bias_and_agreement(tmp_path: Path) -> N
     agree = steps["agreement with the experts"]
     assert set(agree["pairs_kappa"]) == set(bias)
     assert all(-1 <= v <= 1 for v in agree["pairs_kappa"].values())
+    # the short repair iteration ends the demo: the simulated judges split on vague clauses, so
+    # naming the property they read must raise their agreement
+    rep = steps["rubric repair iteration (simulated judges and editor)"]
+    assert rep["units"] == {"dev": 16, "eval": 16} and rep["clauses_edited"]["contested"] >= 1
+    assert rep["delta"]["contested_vs_original"]["value"] > 0
+    assert set(rep["verdict"]) == {"inter_judge", "human"}
     # a second run finds everything done and buys nothing
     again = cli("demo", "--json", db=url).json()["steps"]
     assert again["run campaign demo-pairwise (simulated judges, offline)"]["calls"] == 0

@@ -173,8 +173,7 @@ def _with_texts(s: Session, rows: Sequence[_JobRow]) -> list[LeasedJob]:
             a, b = pairs[pair_id]
             units: tuple[ItemText, ...] = (texts[a], texts[b])
         else:
-            assert item_id is not None
-            units = (texts[item_id],)
+            units = (texts[item_id],) if item_id is not None else ()  # an editor job reads no item
         out.append(
             LeasedJob(jid, name, attempts, item_id, pair_id, order, condition, dimension, repeat, units)
         )

@@ -287,7 +287,7 @@ def list_campaigns(engine: Engine) -> list[dict[str, Any]]:
             out.append(
                 {
                     "name": c.name,
-                    "dataset": datasets.get(c.dataset_id),
+                    "dataset": datasets.get(c.dataset_id) if c.dataset_id is not None else None,
                     "protocol": c.protocol,
                     "judges": judges[c.id],
                     "jobs": sum(n.values()),

@@ -1,0 +1,274 @@
+"""`judgepanel repair …`: one rubric-repair iteration, as a whole or step by step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.cli.render import console, emit_json, table
+from judgepanel.errors import BadInput
+from judgepanel.repair import iteration as rep
+from judgepanel.runner import RunOptions
+from judgepanel.store import repair as store
+
+app = typer.Typer(
+    help="Rubric repair: contested clauses, editor rewrites, a before/after comparison.", no_args_is_help=True
+)
+
+JSON = typer.Option(False, "--json", help="Print one JSON object.")
+CONCURRENCY = typer.Option(16, "--concurrency", help="Calls in flight per judge (and for the editor).")
+MAX_COST = typer.Option(None, "--max-cost", help="Stop scheduling a step's calls before this many USD.")
+CRITERION = typer.Option(
+    None,
+    "--criterion",
+    help=f'Pre-declared success criterion, stored before any evaluation call (default for `run`: "{rep.DEFAULT_CRITERION}").',
+)
+
+
+def _opts(concurrency: int, max_cost: float | None) -> RunOptions:
+    if max_cost is not None and max_cost < 0:
+        raise BadInput(f"--max-cost must not be negative, got {max_cost}")
+    return RunOptions(concurrency=concurrency, max_cost=max_cost)
+
+
+def _say(json_: bool) -> Any:
+    return (lambda _m: None) if json_ else (lambda m: console.print(f"• {m}"))
+
+
+def _status_out(rec: store.IterationRecord, json_: bool) -> None:
+    if json_:
+        emit_json(rec.status_dict())
+        return
+    typer.echo(f"iteration {rec.name} on {rec.dataset}; criterion: {rec.criterion or '(not declared)'}")
+    table(
+        None,
+        ["step", "state", "campaign / rubric"],
+        [
+            ["dev", rec.steps["dev"], rec.campaigns.get("dev")],
+            ["select", rec.steps["select"], ""],
+            [
+                "rewrite",
+                rec.steps["rewrite"],
+                f"{rec.rubrics['contested'] or '-'} / {rec.rubrics['control'] or '-'}",
+            ],
+            [
+                "evaluate",
+                rec.steps["evaluate"],
+                ", ".join(str(rec.campaigns.get(k)) for k in ("original", "contested", "control")),
+            ],
+            ["compare", rec.steps["compare"], ""],
+        ],
+    )
+
+
+def print_comparison(c: dict[str, Any], title: str) -> None:
+    def ci(x: Any) -> str:
+        return f"{x[0]:+.2f}..{x[1]:+.2f}" if x else "-"
+
+    def num(x: Any) -> str:
+        return "-" if x is None else f"{x:+.2f}"
+
+    rows = []
+    for v in ("original", "contested", "control"):
+        a, h = c["alpha"][v], c["human"][v]
+        rows.append(
+            [v, num(a["value"]), ci(a["ci"]), num(h["spearman"]), ci(h["ci"]["spearman"]), num(h["alpha"])]
+        )
+    for k, label in (
+        ("contested_vs_original", "Δ vs original"),
+        ("contested_vs_control", "Δ vs control"),
+    ):
+        d, hd = c["delta"][k], c["human_delta"][k]
+        rows.append(
+            [
+                label,
+                num(d["value"]),
+                ci(d["ci"]),
+                num(hd["spearman"]["value"]),
+                ci(hd["spearman"]["ci"]),
+                num(hd["alpha"]["value"]),
+            ]
+        )
+    table(title, ["version", "judges α", "95% CI", "ρ humans", "95% CI", "α humans"], rows)
+    console.print("Δ: contested-edited minus that version, paired over the same bootstrap replicates.")
+    console.print(c["summary"], soft_wrap=True)
+    console.print(
+        f"clauses edited: contested {c['clauses_edited']['contested']}, control {c['clauses_edited']['control']}; "
+        f"items: dev {c['units']['dev']}, eval {c['units']['eval']}; bootstrap {c['n_boot']} over items",
+        soft_wrap=True,
+    )
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The iteration's name; alone, resumes a stored iteration."),
+    dataset: str | None = typer.Option(None, "--dataset"),
+    rubric: str | None = typer.Option(None, "--rubric", help="NAME[@VERSION] to repair."),
+    judge: list[str] = typer.Option([], "--judge", help="A judge of the panel (repeat the option)."),
+    editor: str | None = typer.Option(None, "--editor", help="The editor model's spec."),
+    dev_split: str = typer.Option("dev", "--dev-split"),
+    eval_split: str = typer.Option("eval", "--eval-split"),
+    dimension: list[str] = typer.Option([], "--dimension", help="Dimensions to repair (default: all)."),
+    limit: int | None = typer.Option(None, "--limit", help="At most N items per split."),
+    control_seed: int = typer.Option(0, "--control-seed"),
+    criterion: str | None = CRITERION,
+    human_group: str | None = typer.Option(
+        None, "--human-group", help="Human annotator group to compare with (default: all humans)."
+    ),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+    stop_after: str | None = typer.Option(
+        None, "--stop-after", help="Stop after this step: dev, select, rewrite, evaluate."
+    ),
+    concurrency: int = CONCURRENCY,
+    max_cost: float | None = MAX_COST,
+    json_: bool = JSON,
+) -> None:
+    """Run (or resume) a whole iteration: dev campaign, selection, rewrites, evaluation, comparison."""
+    engine = state(ctx).engine()
+    given = [dataset, rubric, editor]
+    inputs = None
+    if any(x is not None for x in given) or judge:
+        if None in given or not judge:
+            raise BadInput(
+                "a new iteration needs --dataset, --rubric, --judge … and --editor (or give NAME alone to resume)"
+            )
+        assert dataset is not None and rubric is not None and editor is not None
+        inputs = rep.RepairInputs(
+            dataset,
+            rubric,
+            tuple(judge),
+            editor,
+            dev_split,
+            eval_split,
+            tuple(dimension),
+            limit,
+            control_seed,
+            human_group,
+            bootstrap,
+        )
+        if criterion is None:
+            criterion = rep.DEFAULT_CRITERION
+    if criterion is not None and criterion.strip().lower() == "later":
+        criterion = None
+    rec = rep.run_iteration(
+        engine,
+        name,
+        inputs,
+        _opts(concurrency, max_cost),
+        criterion=criterion,
+        stop_after=stop_after,
+        say=_say(json_),
+    )
+    if json_:
+        out = rec.status_dict()
+        if rec.comparison is not None:
+            out["comparison"] = rec.comparison
+        emit_json(out)
+        return
+    if rec.comparison is not None:
+        print_comparison(rec.comparison, f"repair {name}: before/after on the evaluation split")
+    else:
+        _status_out(rec, False)
+
+
+@app.command("select")
+def select(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
+    """Disagreement rate per clause on the dev campaign; the contested clauses and the control."""
+    sel = rep.select(state(ctx).engine(), name)
+    if json_:
+        emit_json(sel)
+        return
+    table(
+        f"{name}: clause disagreement on the development split",
+        ["clause", "rate", "comparisons", "selected", "control"],
+        [
+            [
+                cid,
+                "-" if r is None else f"{r:.3f}",
+                sel["comparisons"][cid],
+                "yes" if any(cid in v for v in sel["selected"].values()) else "",
+                "yes" if any(cid in v for v in sel["control"].values()) else "",
+            ]
+            for cid, r in sel["rates"].items()
+        ],
+    )
+
+
+@app.command("rewrite")
+def rewrite(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    concurrency: int = CONCURRENCY,
+    max_cost: float | None = MAX_COST,
+    json_: bool = JSON,
+) -> None:
+    """Ask the editor to rewrite the selected and control clauses; store both edited versions."""
+    out = rep.rewrite(state(ctx).engine(), name, _opts(concurrency, max_cost))
+    if json_:
+        emit_json(out)
+        return
+    typer.echo(
+        f"original {out['original']}; contested-edited {out['contested']}; control-edited {out['control']}"
+    )
+    table(
+        None,
+        ["clause", "sets", "old", "new"],
+        [[c, ",".join(r["sets"]), r["old"], r["new"]] for c, r in out["rewrites"].items()],
+    )
+
+
+@app.command("evaluate")
+def evaluate(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    criterion: str | None = CRITERION,
+    concurrency: int = CONCURRENCY,
+    max_cost: float | None = MAX_COST,
+    json_: bool = JSON,
+) -> None:
+    """The panel under the original and both edited versions, on the evaluation split only."""
+    rec = rep.evaluate(state(ctx).engine(), name, _opts(concurrency, max_cost), criterion=criterion)
+    _status_out(rec, json_)
+
+
+@app.command("compare")
+def compare(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
+    """Inter-judge α and agreement with humans per version, paired CIs, the criterion's verdict."""
+    c = rep.compare(state(ctx).engine(), name)
+    if json_:
+        emit_json(c)
+        return
+    print_comparison(c, f"repair {name}: before/after on the evaluation split")
+
+
+@app.command("status")
+def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
+    """Steps done / pending, the campaigns and rubric versions of an iteration, its criterion."""
+    _status_out(store.get_iteration(state(ctx).engine(), name), json_)
+
+
+@app.command("list")
+def list_(ctx: typer.Context, json_: bool = JSON) -> None:
+    """The stored repair iterations."""
+    rows = store.list_iterations(state(ctx).engine())
+    if json_:
+        emit_json({"iterations": rows})
+        return
+    table(
+        "repair iterations",
+        ["name", "dataset", "rubric", "steps done", "next", "verdict"],
+        [
+            [
+                r["name"],
+                r["dataset"],
+                r["rubric"],
+                r["steps_done"],
+                r["next"] or "-",
+                str(r["verdict"] or "-"),
+            ]
+            for r in rows
+        ],
+    )

@@ -1,0 +1,218 @@
+"""What an editor model is asked, and how its answer is read.
+
+Two tasks, each one call:
+
+- `rewrite` (`prompts/editor_rewrite.v1.j2`): one contested clause — its id, text and dimension
+  name — and at most a few texts the judges split on, with each judge's rationale for that clause.
+  Nothing else reaches the prompt: no human label, no score, no other clause or its verdicts
+  (`RewriteTask` has no field that could carry them). Reply: {"reason", "clause"}.
+- `split` (`prompts/editor_split.v1.j2`): one dimension's definition, criteria, anchors and
+  current clauses. Reply: {"reason", "clauses": [...]}.
+
+Every text inside the prompt has its `<` written as `&lt;`, so a text cannot close its tag and pose
+as instructions. Tasks are plain JSON (`as_dict` / `task_from_dict`) because they are stored with
+the editor campaign and rendered again, identically, when a run resumes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from judgepanel.errors import BadInput
+from judgepanel.protocol.templates import Prompt, _load, template_hash
+from judgepanel.resources import resource_dir
+
+EDITOR_SYSTEM = "editor_system.v1"
+REWRITE_TEMPLATE = "editor_rewrite.v1"
+SPLIT_TEMPLATE = "editor_split.v1"
+REWRITE = "clause_rewrite"
+SPLIT = "dimension_split"
+MAX_EXAMPLES = 8
+MAX_SOURCE_CHARS = 2000
+
+
+def _escape(text: str | None) -> str | None:
+    return None if text is None else text.replace("<", "&lt;").strip()
+
+
+@dataclass(frozen=True)
+class Example:
+    candidate: str
+    source: str | None
+    rationales: tuple[tuple[str, str], ...]  # (judge label, rationale for the clause)
+
+
+@dataclass(frozen=True)
+class RewriteTask:
+    clause_id: str
+    clause_text: str
+    dimension: str
+    examples: tuple[Example, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "rewrite",
+            "clause_id": self.clause_id,
+            "clause_text": self.clause_text,
+            "dimension": self.dimension,
+            "examples": [
+                {"candidate": e.candidate, "source": e.source, "rationales": [list(r) for r in e.rationales]}
+                for e in self.examples
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class SplitTask:
+    dimension: str
+    definition: str
+    criteria: tuple[str, ...] = ()
+    anchors: tuple[tuple[int, str], ...] = ()
+    clauses: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "split",
+            "dimension": self.dimension,
+            "definition": self.definition,
+            "criteria": list(self.criteria),
+            "anchors": [list(a) for a in self.anchors],
+            "clauses": list(self.clauses),
+        }
+
+
+def task_from_dict(d: Mapping[str, Any]) -> RewriteTask | SplitTask:
+    if d.get("kind") == "rewrite":
+        return RewriteTask(
+            d["clause_id"],
+            d["clause_text"],
+            d["dimension"],
+            tuple(
+                Example(e["candidate"], e.get("source"), tuple((str(j), str(t)) for j, t in e["rationales"]))
+                for e in d.get("examples", ())
+            ),
+        )
+    if d.get("kind") == "split":
+        return SplitTask(
+            d["dimension"],
+            d["definition"],
+            tuple(d.get("criteria", ())),
+            tuple((int(a), str(b)) for a, b in d.get("anchors", ())),
+            tuple(d.get("clauses", ())),
+        )
+    raise BadInput(f"unknown editor task kind {d.get('kind')!r}")
+
+
+def rewrite_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string", "description": "Why the clause was ambiguous, before the rewrite."},
+            "clause": {"type": "string"},
+        },
+        "required": ["reason", "clause"],
+        "additionalProperties": False,
+    }
+
+
+def split_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string"},
+            "clauses": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["reason", "clauses"],
+        "additionalProperties": False,
+    }
+
+
+def render_editor(task: RewriteTask | SplitTask) -> Prompt:
+    folder = resource_dir("prompts")
+    system = _load(folder, EDITOR_SYSTEM)
+    if isinstance(task, RewriteTask):
+        name, schema, schema_name = REWRITE_TEMPLATE, rewrite_schema(), REWRITE
+        context: dict[str, Any] = {
+            "clause_id": _escape(task.clause_id),
+            "clause_text": _escape(task.clause_text),
+            "dimension": _escape(task.dimension),
+            "examples": [
+                {
+                    "candidate": _escape(e.candidate),
+                    "source": _escape(e.source[:MAX_SOURCE_CHARS]) if e.source else None,
+                    "rationales": [{"judge": _escape(j), "text": _escape(t)} for j, t in e.rationales],
+                }
+                for e in task.examples[:MAX_EXAMPLES]
+            ],
+        }
+    else:
+        name, schema, schema_name = SPLIT_TEMPLATE, split_schema(), SPLIT
+        context = {
+            "dimension": _escape(task.dimension),
+            "definition": _escape(task.definition),
+            "criteria": [_escape(c) for c in task.criteria],
+            "anchors": [(lvl, _escape(t)) for lvl, t in task.anchors],
+            "clauses": [_escape(c) for c in task.clauses],
+        }
+    user = _load(folder, name)
+    messages = [
+        {"role": "system", "content": system.compiled.render().strip()},
+        {"role": "user", "content": user.compiled.render(**context).strip()},
+    ]
+    return Prompt(messages, name, template_hash(EDITOR_SYSTEM, name), schema, schema_name)
+
+
+@dataclass(frozen=True)
+class EditorReply:
+    ok: bool
+    method: str | None  # structured | json_tail
+    proposal: dict[str, Any] | None  # {"reason", "clause"} or {"reason", "clauses"}
+    error: str | None = None
+
+
+def _valid(schema_name: str, obj: Any) -> dict[str, Any] | None:
+    if not isinstance(obj, Mapping):
+        return None
+    reason = obj.get("reason")
+    reason = str(reason).strip() if isinstance(reason, str | int | float) else ""
+    if schema_name == REWRITE:
+        clause = obj.get("clause")
+        if isinstance(clause, str) and clause.strip():
+            return {"reason": reason, "clause": " ".join(clause.split())}
+        return None
+    clauses = obj.get("clauses")
+    if isinstance(clauses, list):
+        texts = [" ".join(c.split()) for c in clauses if isinstance(c, str) and c.strip()]
+        if texts:
+            return {"reason": reason, "clauses": texts}
+    return None
+
+
+def parse_editor(schema_name: str, text: str | None, structured: Mapping[str, Any] | None) -> EditorReply:
+    """Structured output first; else the last JSON object in the text that has the answer keys."""
+    if structured is not None:
+        got = _valid(schema_name, structured)
+        if got is not None:
+            return EditorReply(True, "structured", got)
+    body = text or ""
+    decoder = json.JSONDecoder()
+    pos = body.rfind("{")
+    while pos >= 0:
+        try:
+            obj, _end = decoder.raw_decode(body, pos)
+        except ValueError:
+            obj = None
+        got = _valid(schema_name, obj)
+        if got is not None:
+            return EditorReply(True, "json_tail", got)
+        pos = body.rfind("{", 0, pos)
+    key = "clause" if schema_name == REWRITE else "clauses"
+    return EditorReply(False, None, None, f"no JSON object with a {key!r} field in the reply")
+
+
+def proposal_json(proposal: Mapping[str, Any]) -> str:
+    """How a proposal is kept in `verdict.rationale` (canonical JSON, read back by `json.loads`)."""
+    return json.dumps(dict(proposal), sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,569 @@
+"""One rubric-repair iteration as resumable library steps (Issue 9).
+
+    dev       clause campaign on the development split, the original rubric, the judge panel
+    select    disagreement rates, the contested clauses, the seeded random control
+    rewrite   editor calls (an editor campaign) for every selected or control clause; two new
+              rubric versions, contested-edited and control-edited, children of the original
+    evaluate  the same panel under the three versions on the evaluation split only — refused until
+              the criterion is stored
+    compare   inter-judge α and agreement with humans, paired bootstrap CIs, the verdict
+
+Every step is idempotent: a step already done returns its stored result; a step interrupted
+(even by SIGKILL) is resumed by calling it again — campaigns are re-planned to the same jobs and
+run only what is not done, so nothing already answered is bought again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine
+
+from judgepanel.errors import BadInput, JudgepanelError, NotFound
+from judgepanel.providers.spec import parse_spec
+from judgepanel.repair.compare import DEFAULT_CRITERION, compare_versions, parse_criterion, verdicts
+from judgepanel.repair.select import ClauseVerdicts, select_clauses
+from judgepanel.repair.tasks import rewrite_task, split_task
+from judgepanel.rubrics import RubricDoc
+from judgepanel.runner import RunOptions, create, run
+from judgepanel.runner.budget import check_prices, price_for
+from judgepanel.runner.executor import ProviderFactory, RunSummary
+from judgepanel.store import repair as store
+from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_proposals
+from judgepanel.store.repair import STEPS, IterationRecord
+from judgepanel.store.rubrics import add_rubric, get_rubric
+
+__all__ = [
+    "DEFAULT_CRITERION",
+    "STEPS",
+    "RepairIncomplete",
+    "RepairInputs",
+    "compare",
+    "evaluate",
+    "rewrite",
+    "run_iteration",
+    "select",
+    "split_rubric",
+]
+
+
+class RepairIncomplete(JudgepanelError):
+    """A step's campaign did not finish (budget, interruption): run the step again to resume."""
+
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class RepairInputs:
+    dataset: str
+    rubric: str  # resolved to NAME@V when the iteration starts
+    judges: tuple[str, ...]
+    editor: str
+    dev_split: str
+    eval_split: str
+    dimensions: tuple[str, ...] = ()  # empty: every dimension of the rubric
+    limit: int | None = None
+    control_seed: int = 0
+    human_group: str | None = None
+    n_boot: int = 1000
+
+    def validate(self) -> None:
+        if len(self.judges) < 2:
+            raise BadInput(
+                "a repair iteration needs at least two --judge: selection reads their disagreement"
+            )
+        if self.dev_split == self.eval_split:
+            raise BadInput(
+                "--dev-split and --eval-split must differ: evaluation never sees a development item"
+            )
+        if self.limit is not None and self.limit < 1:
+            raise BadInput(f"--limit must be at least 1, got {self.limit}")
+        if self.n_boot < 100:
+            raise BadInput(f"--bootstrap must be at least 100, got {self.n_boot}")
+        for j in (*self.judges, self.editor):
+            parse_spec(j)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "rubric": self.rubric,
+            "judges": list(self.judges),
+            "editor": self.editor,
+            "dev_split": self.dev_split,
+            "eval_split": self.eval_split,
+            "dimensions": list(self.dimensions),
+            "limit": self.limit,
+            "control_seed": self.control_seed,
+            "human_group": self.human_group,
+            "n_boot": self.n_boot,
+        }
+
+
+def campaign_names(name: str) -> dict[str, str]:
+    return {k: f"{name}-{k}" for k in ("dev", "editor", "original", "contested", "control")}
+
+
+def _say_nothing(_m: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    engine: Engine
+    options: RunOptions
+    factory: ProviderFactory | None
+    say: Callable[[str], None]
+
+
+def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
+    """`--max-cost` needs every model's price; refused before anything is written or called."""
+    if options is not None and options.max_cost is not None:
+        check_prices(options.max_cost, {parse_spec(j).name: price_for(parse_spec(j)) for j in specs})
+
+
+def _run(ctx: _Ctx, campaign: str) -> RunSummary:
+    summary = run(ctx.engine, campaign, ctx.options, provider_factory=ctx.factory)
+    ctx.say(
+        f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
+    )
+    if summary.pending:
+        raise RepairIncomplete(
+            f"campaign {campaign} stopped with {summary.pending} jobs pending ({summary.status}); "
+            "run the same repair command again to resume"
+        )
+    return summary
+
+
+def start(engine: Engine, name: str, inputs: RepairInputs, *, criterion: str | None) -> IterationRecord:
+    """Create the iteration (inputs, criterion, seed; no model call), or find the same one."""
+    inputs.validate()
+    crit = parse_criterion(criterion).text if criterion is not None else None
+    try:
+        have = store.get_iteration(engine, name)
+    except NotFound:
+        have = None
+    if have is not None:
+        # the same command again resumes: `--rubric summeval` meant the version it resolved to then
+        # (the edited versions made since are newer), and a default dimension list meant all
+        given = {**inputs.as_dict(), "rubric": have.inputs["rubric"]}
+        if not inputs.dimensions:
+            given["dimensions"] = have.inputs["dimensions"]
+        same_rubric = inputs.rubric in (have.inputs["rubric"], have.inputs.get("rubric_given"))
+        if given != {k: v for k, v in have.inputs.items() if k != "rubric_given"} or not same_rubric:
+            raise BadInput(
+                f"repair iteration {name!r} exists with other inputs; resume it with "
+                f"`judgepanel repair run {name}` alone, or choose another name"
+            )
+        return store.start_iteration(
+            engine,
+            name,
+            dataset=have.dataset,
+            rubric=have.inputs["rubric"],
+            inputs=have.inputs,
+            control_seed=have.control_seed,
+            criterion=crit,
+            campaigns=have.campaigns,
+        )
+    doc = get_rubric(engine, inputs.rubric)
+    for d in inputs.dimensions:
+        doc.doc.dimension(d)
+    dims = inputs.dimensions or tuple(d.name for d in doc.doc.dimensions if d.clauses)
+    fixed = RepairInputs(**{**inputs.__dict__, "rubric": doc.ref, "dimensions": dims})
+    for split in (fixed.dev_split, fixed.eval_split):
+        if store.split_items(engine, fixed.dataset, split) == 0:
+            raise BadInput(
+                f"dataset {fixed.dataset!r} has no items in split {split!r}; assign splits with "
+                f"`judgepanel data split {fixed.dataset} --fractions {fixed.dev_split}=0.5,{fixed.eval_split}=0.5 --by group`"
+            )
+    return store.start_iteration(
+        engine,
+        name,
+        dataset=fixed.dataset,
+        rubric=fixed.rubric,
+        inputs={**fixed.as_dict(), "rubric_given": inputs.rubric},
+        control_seed=fixed.control_seed,
+        criterion=crit,
+        campaigns=campaign_names(name),
+    )
+
+
+def _inputs(rec: IterationRecord) -> RepairInputs:
+    d = {k: v for k, v in rec.inputs.items() if k != "rubric_given"}
+    d["judges"] = tuple(d["judges"])
+    d["dimensions"] = tuple(d["dimensions"])
+    return RepairInputs(**d)
+
+
+def _need(rec: IterationRecord, *steps: str) -> None:
+    for s in steps:
+        if rec.steps[s] != "done":
+            raise BadInput(
+                f"iteration {rec.name!r}: step {s!r} is not done yet (run `judgepanel repair run {rec.name}`)"
+            )
+
+
+# ---------------------------------------------------------------- steps
+
+
+def dev(ctx: _Ctx, rec: IterationRecord) -> IterationRecord:
+    if rec.steps["dev"] == "done":
+        return rec
+    inp = _inputs(rec)
+    camp = rec.campaigns["dev"]
+    assert camp is not None
+    create(
+        ctx.engine,
+        camp,
+        dataset=inp.dataset,
+        protocol="clauses",
+        judges=inp.judges,
+        rubric=inp.rubric,
+        dimensions=inp.dimensions,
+        split=inp.dev_split,
+        limit=inp.limit,
+    )
+    _run(ctx, camp)
+    return store.finish_step(ctx.engine, rec.name, "dev")
+
+
+def _clause_order(engine: Engine, rec: IterationRecord) -> tuple[RubricDoc, list[str], list[str]]:
+    inp = _inputs(rec)
+    doc = get_rubric(engine, inp.rubric).doc
+    ids, dims = [], []
+    for d in inp.dimensions:
+        for c in doc.dimension(d).clauses:
+            ids.append(c.id)
+            dims.append(d)
+    return doc, ids, dims
+
+
+def _verdict_arrays(
+    rows: Sequence[store.ClauseVerdictRow], clause_ids: Sequence[str], dims: Sequence[str]
+) -> tuple[ClauseVerdicts, list[int], list[str]]:
+    items = sorted({r.item_id for r in rows})
+    judges = sorted({r.judge for r in rows})
+    ii = {x: k for k, x in enumerate(items)}
+    jj = {x: k for k, x in enumerate(judges)}
+    cc = {x: k for k, x in enumerate(clause_ids)}
+    keep = [r for r in rows if r.clause_key in cc]
+    v = ClauseVerdicts(
+        np.array([ii[r.item_id] for r in keep], dtype=np.int64),
+        np.array([jj[r.judge] for r in keep], dtype=np.int64),
+        np.array([cc[r.clause_key] for r in keep], dtype=np.int64),
+        np.array([r.met for r in keep], dtype=bool),
+        tuple(clause_ids),
+        tuple(dims),
+        len(items),
+        len(judges),
+    )
+    return v, items, judges
+
+
+def select(engine: Engine, name: str) -> dict[str, Any]:
+    rec = store.get_iteration(engine, name)
+    if rec.steps["select"] != "done":
+        _need(rec, "dev")
+        _doc, ids, dims = _clause_order(engine, rec)
+        assert rec.campaigns["dev"] is not None
+        v, _items, _judges = _verdict_arrays(
+            store.clause_verdict_rows(engine, rec.campaigns["dev"]), ids, dims
+        )
+        rec = store.finish_step(
+            engine, name, "select", selection=select_clauses(v, control_seed=rec.control_seed).as_dict()
+        )
+    assert rec.selection is not None
+    return rec.selection
+
+
+def _with_texts(doc: RubricDoc, texts: dict[str, str]) -> RubricDoc:
+    body = doc.to_dict()
+    for d in body["dimensions"]:
+        for c in d["clauses"]:
+            if c["id"] in texts:
+                c["text"] = texts[c["id"]]
+    return RubricDoc.from_dict(body, origin="edited rubric")
+
+
+def _editor_record(spec: str) -> EditorJudge:
+    from judgepanel.providers.spec import OPERATIONAL_KEYS
+
+    js = parse_spec(spec)
+    params = {k: v for k, v in js.params.items() if k not in OPERATIONAL_KEYS}
+    return EditorJudge(js.name, js.provider, js.model, params, spec.strip())
+
+
+def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
+    engine = ctx.engine
+    rec = store.get_iteration(engine, name)
+    if rec.steps["rewrite"] != "done":
+        _need(rec, "select")
+        inp = _inputs(rec)
+        sel = rec.selection or {}
+        doc, ids, dims = _clause_order(engine, rec)
+        dim_of = dict(zip(ids, dims, strict=True))
+        text_of = {c.id: c.text for c in doc.clauses}
+        sets: dict[str, list[str]] = {}
+        for label in ("selected", "control"):
+            for cids in sel.get(label, {}).values():
+                for c in cids:
+                    sets.setdefault(c, []).append("contested" if label == "selected" else "control")
+        assert rec.campaigns["dev"] is not None and rec.campaigns["editor"] is not None
+        rows = store.clause_verdict_rows(engine, rec.campaigns["dev"])
+        by_clause: dict[str, list[store.ClauseVerdictRow]] = {}
+        for r in rows:
+            by_clause.setdefault(r.clause_key, []).append(r)
+        texts = store.item_texts(engine, sorted({r.item_id for r in rows}))
+        judges = sorted({parse_spec(j).name for j in inp.judges})
+        tasks = {
+            c: rewrite_task(c, text_of[c], dim_of[c], by_clause.get(c, []), texts, judges).as_dict()
+            for c in sorted(sets)
+        }
+        proposals: dict[str, dict[str, Any]] = {}
+        if tasks:
+            create_editor_campaign(
+                engine, rec.campaigns["editor"], _editor_record(inp.editor), tasks, dataset=inp.dataset
+            )
+            _run(ctx, rec.campaigns["editor"])
+            proposals = editor_proposals(engine, rec.campaigns["editor"])
+        rewrites: dict[str, Any] = {}
+        for c in sorted(sets):
+            p = proposals.get(c)
+            new = p["clause"] if p else text_of[c]
+            reason = p.get("reason", "") if p else "no readable editor reply: the clause is kept as it was"
+            rewrites[c] = {"old": text_of[c], "new": new, "reason": reason, "sets": sets[c]}
+        contested = _with_texts(doc, {c: r["new"] for c, r in rewrites.items() if "contested" in r["sets"]})
+        control = _with_texts(doc, {c: r["new"] for c, r in rewrites.items() if "control" in r["sets"]})
+        rec = store.store_rewrites(
+            engine,
+            name,
+            contested=contested,
+            control=control,
+            editor=_editor_record(inp.editor).name,
+            rewrites=rewrites,
+        )
+    return {
+        **{k: rec.rubrics[k] for k in ("original", "contested", "control")},
+        "rewrites": {
+            c: {"old": r["old"], "new": r["new"], "reason": r["reason"], "sets": r["sets"]}
+            for c, r in (rec.rewrites or {}).items()
+        },
+    }
+
+
+def rewrite(
+    engine: Engine,
+    name: str,
+    options: RunOptions | None = None,
+    *,
+    provider_factory: ProviderFactory | None = None,
+) -> dict[str, Any]:
+    check_budget(options, [store.get_iteration(engine, name).inputs["editor"]])
+    return rewrite_step(_Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), name)
+
+
+def evaluate_step(ctx: _Ctx, name: str, criterion: str | None = None) -> IterationRecord:
+    engine = ctx.engine
+    rec = store.get_iteration(engine, name)
+    if criterion is not None:
+        rec = store.declare_criterion(engine, name, parse_criterion(criterion).text)
+    if rec.steps["evaluate"] == "done":
+        return rec
+    if rec.criterion is None:
+        raise BadInput(
+            f"iteration {name!r} has no declared criterion: declare it before any evaluation call, "
+            f'e.g. `judgepanel repair evaluate {name} --criterion "{DEFAULT_CRITERION}"`'
+        )
+    _need(rec, "rewrite")
+    inp = _inputs(rec)
+    for version in ("original", "contested", "control"):
+        camp, ref = rec.campaigns[version], rec.rubrics[version]
+        assert camp is not None and ref is not None
+        create(
+            engine,
+            camp,
+            dataset=inp.dataset,
+            protocol="clauses",
+            judges=inp.judges,
+            rubric=ref,
+            dimensions=inp.dimensions,
+            split=inp.eval_split,
+            limit=inp.limit,
+        )
+        _run(ctx, camp)
+    return store.finish_step(engine, name, "evaluate")
+
+
+def evaluate(
+    engine: Engine,
+    name: str,
+    options: RunOptions | None = None,
+    *,
+    criterion: str | None = None,
+    provider_factory: ProviderFactory | None = None,
+) -> IterationRecord:
+    check_budget(options, store.get_iteration(engine, name).inputs["judges"])
+    return evaluate_step(
+        _Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), name, criterion
+    )
+
+
+def compare(engine: Engine, name: str) -> dict[str, Any]:
+    rec = store.get_iteration(engine, name)
+    if rec.steps["compare"] == "done" and rec.comparison is not None:
+        return rec.comparison
+    _need(rec, "evaluate")
+    inp = _inputs(rec)
+    _doc, ids, dims = _clause_order(engine, rec)
+    rows = {
+        v: store.clause_verdict_rows(engine, rec.campaigns[v] or "")
+        for v in ("original", "contested", "control")
+    }
+    items = sorted({r.item_id for rs in rows.values() for r in rs})
+    judges = sorted({r.judge for rs in rows.values() for r in rs})
+    ii = {x: k for k, x in enumerate(items)}
+    jj = {x: k for k, x in enumerate(judges)}
+    cc = {x: k for k, x in enumerate(ids)}
+    met: dict[str, np.ndarray[Any, np.dtype[np.float64]]] = {}
+    for v, rs in rows.items():
+        m = np.full((len(items), len(judges), len(ids)), np.nan)
+        for r in rs:
+            if r.clause_key in cc:
+                m[ii[r.item_id], jj[r.judge], cc[r.clause_key]] = 1.0 if r.met else 0.0
+        met[v] = m
+    dim_names = list(inp.dimensions)
+    hm = store.human_means(engine, inp.dataset, dim_names, group=inp.human_group)
+    human = np.array(
+        [[hm.get(d, {}).get(i, np.nan) for d in dim_names] for i in items], dtype=np.float64
+    ).reshape(len(items), len(dim_names))
+    clause_dims = [dim_names.index(d) for d in dims]
+    c = compare_versions(met, clause_dims, human, n_boot=inp.n_boot, seed=rec.control_seed)
+    crit = parse_criterion(rec.criterion or DEFAULT_CRITERION)
+    verdict, summary = verdicts(c, crit)
+    rewrites = rec.rewrites or {}
+    dev_items = len({r.item_id for r in store.clause_verdict_rows(engine, rec.campaigns["dev"] or "")})
+    result = {
+        **c.as_dict(),
+        "criterion": rec.criterion,
+        "verdict": verdict,
+        "summary": summary,
+        "clauses_edited": {
+            k: sum(1 for r in rewrites.values() if k in r["sets"] and r["new"] != r["old"])
+            for k in ("contested", "control")
+        },
+        "units": {"dev": dev_items, "eval": len(items)},
+        "judges": judges,
+        "human_group": inp.human_group,
+    }
+    store.finish_step(engine, name, "compare", comparison=json.loads(json.dumps(result)))
+    return result
+
+
+def run_iteration(
+    engine: Engine,
+    name: str,
+    inputs: RepairInputs | None = None,
+    options: RunOptions | None = None,
+    *,
+    criterion: str | None = None,
+    stop_after: str | None = None,
+    provider_factory: ProviderFactory | None = None,
+    say: Callable[[str], None] = _say_nothing,
+) -> IterationRecord:
+    """Start (or resume) an iteration and run its steps up to `stop_after` (all by default)."""
+    if stop_after is not None and stop_after not in STEPS:
+        raise BadInput(f"--stop-after must be one of {', '.join(STEPS)}, got {stop_after!r}")
+    if inputs is not None:
+        inputs.validate()
+        check_budget(options, [*inputs.judges, inputs.editor])
+        rec = start(engine, name, inputs, criterion=criterion)
+    else:
+        rec = store.get_iteration(engine, name)
+        check_budget(options, [*rec.inputs["judges"], rec.inputs["editor"]])
+    if inputs is None and criterion is not None:
+        rec = store.declare_criterion(engine, name, parse_criterion(criterion).text)
+    ctx = _Ctx(engine, options or RunOptions(), provider_factory, say)
+    for step in STEPS:
+        if rec.steps[step] != "done":
+            say(f"step {step}")
+            if step == "dev":
+                rec = dev(ctx, rec)
+            elif step == "select":
+                select(engine, name)
+            elif step == "rewrite":
+                rewrite_step(ctx, name)
+            elif step == "evaluate":
+                evaluate_step(ctx, name)
+            else:
+                compare(engine, name)
+            rec = store.get_iteration(engine, name)
+        if step == stop_after:
+            break
+    return rec
+
+
+# ---------------------------------------------------------------- rubric split
+
+
+def split_rubric(
+    engine: Engine,
+    ref: str,
+    editor: str,
+    *,
+    dimensions: Sequence[str] = (),
+    options: RunOptions | None = None,
+    provider_factory: ProviderFactory | None = None,
+) -> dict[str, Any]:
+    """An editor proposes atomic clauses per dimension; stored as a new version (parent `ref`,
+    author editor). A proposed clause identical to a current one keeps its id; new clauses get the
+    next free `<dimension>.<n>` ids."""
+    stored = get_rubric(engine, ref)
+    doc = stored.doc
+    dims = [doc.dimension(d) for d in dimensions] if dimensions else list(doc.dimensions)
+    record = _editor_record(editor)
+    tasks = {f"split:{d.name}": split_task(d).as_dict() for d in dims}
+    digest = hashlib.sha256(json.dumps([record.name, sorted(tasks)], sort_keys=True).encode()).hexdigest()[
+        :10
+    ]
+    camp = f"rubric-split-{stored.ref}-{digest}"
+    create_editor_campaign(engine, camp, record, tasks)
+    _run(_Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), camp)
+    proposals = editor_proposals(engine, camp)
+    body = doc.to_dict()
+    out: dict[str, list[str]] = {}
+    for d in body["dimensions"]:
+        p = proposals.get(f"split:{d['name']}")
+        if p is None:
+            continue
+        existing = {c["text"]: c["id"] for c in d["clauses"]}
+        used = {c["id"] for c in d["clauses"]}
+        nums = [int(i.rsplit(".", 1)[1]) for i in used if i.rsplit(".", 1)[-1].isdigit()]
+        nxt = max(nums, default=0) + 1
+        clauses = []
+        for text in dict.fromkeys(p["clauses"]):
+            cid = existing.get(text)
+            if cid is None:
+                cid = f"{d['name']}.{nxt}"
+                nxt += 1
+            clauses.append({"id": cid, "text": text})
+        d["clauses"] = clauses
+        out[d["name"]] = [c["id"] for c in clauses]
+    new_doc = RubricDoc.from_dict(body, origin="split rubric")
+    added = add_rubric(
+        engine,
+        new_doc,
+        author="editor",
+        change_note=f"split by {record.name} from {stored.ref}",
+        parent=stored.ref,
+        editor=record.name,
+    )
+    return {
+        "rubric": added.rubric.name,
+        "version": added.rubric.version,
+        "clauses": out,
+        "created": added.created,
+    }

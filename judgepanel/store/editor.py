@@ -1,0 +1,130 @@
+"""Editor campaigns: an editor model's calls as jobs, so they run through the runner.
+
+An editor campaign (`protocol = 'editor'`) holds one job per task (a clause to rewrite, a dimension
+to split); the job's `dimension` column carries the task key and the campaign's `spec` holds the
+tasks themselves, so a resumed run renders exactly the same prompts (and the cache answers a
+repeated one). Requests, responses and the parsed proposal (in `verdict.rationale`, as canonical
+JSON) are stored like any judge call: retries, cache, budget, key redaction and exactly-once hold.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, func, insert, select
+
+from judgepanel.errors import BadInput
+from judgepanel.runner.plan import job_key
+from judgepanel.store.engine import session_scope
+from judgepanel.store.models import Campaign, CampaignJudge, Job, Judge, Verdict, utcnow
+from judgepanel.store.queries import dataset_by_name
+
+PROTOCOL = "editor"
+
+
+@dataclass(frozen=True)
+class EditorJudge:
+    """The editor as the store keeps it (canonical name, never a key) and the spec as given."""
+
+    name: str
+    provider: str
+    model: str
+    params: dict[str, Any]
+    raw_spec: str
+
+
+def create_editor_campaign(
+    engine: Engine,
+    name: str,
+    editor: EditorJudge,
+    tasks: Mapping[str, Mapping[str, Any]],
+    *,
+    dataset: str | None = None,
+) -> int:
+    """Create (or find, with the identical tasks) an editor campaign; one job per task key.
+    Returns the number of jobs. Another campaign under this name is refused."""
+    if not tasks:
+        raise BadInput(f"editor campaign {name!r} has no tasks")
+    spec = {
+        "dataset": dataset,
+        "protocol": PROTOCOL,
+        "judges": [editor.name],
+        "judge_specs": [editor.raw_spec],
+        "conditions": [],
+        "dimensions": [],
+        "repeats": 1,
+        "rubric_version_id": None,
+        "editor_tasks": {k: dict(v) for k, v in tasks.items()},
+    }
+    with session_scope(engine) as s:
+        camp = s.scalar(select(Campaign).where(Campaign.name == name))
+        if camp is not None:
+            if camp.spec != json.loads(json.dumps(spec)):
+                raise BadInput(f"campaign {name!r} exists with another spec; choose another name")
+        else:
+            ds_id = dataset_by_name(s, dataset).id if dataset is not None else None
+            camp = Campaign(
+                name=name, dataset_id=ds_id, protocol=PROTOCOL, repeats=1, status="planned", spec=spec
+            )
+            s.add(camp)
+            s.flush()
+        judge = s.scalar(select(Judge).where(Judge.name == editor.name))
+        if judge is None:
+            judge = Judge(
+                name=editor.name, provider=editor.provider, model=editor.model, params=editor.params
+            )
+            s.add(judge)
+            s.flush()
+        if s.get(CampaignJudge, (camp.id, judge.id)) is None:
+            s.add(CampaignJudge(campaign_id=camp.id, judge_id=judge.id))
+        have = set(s.scalars(select(Job.job_key).where(Job.campaign_id == camp.id)))
+        now = utcnow()
+        rows = []
+        for key, task in tasks.items():
+            jk = job_key(
+                {"v": 1, "protocol": PROTOCOL, "judge": editor.name, "task": key, "body": dict(task)}
+            )
+            if jk not in have:
+                rows.append(
+                    {
+                        "campaign_id": camp.id,
+                        "job_key": jk,
+                        "judge_id": judge.id,
+                        "dimension": key,
+                        "repeat": 0,
+                        "status": "pending",
+                        "attempts": 0,
+                        "updated_at": now,
+                    }
+                )
+        if rows:
+            s.execute(insert(Job), rows)
+        return int(s.scalar(select(func.count()).select_from(Job).where(Job.campaign_id == camp.id)) or 0)
+
+
+def editor_tasks(engine: Engine, campaign: str) -> dict[str, Any]:
+    """task key -> task, as stored with the editor campaign."""
+    with session_scope(engine) as s:
+        spec = s.scalar(select(Campaign.spec).where(Campaign.name == campaign))
+        return dict((spec or {}).get("editor_tasks") or {})
+
+
+def editor_proposals(engine: Engine, campaign: str) -> dict[str, dict[str, Any]]:
+    """task key -> the parsed proposal of its accepted reply (tasks without one are left out)."""
+    with session_scope(engine) as s:
+        cid = s.scalar(select(Campaign.id).where(Campaign.name == campaign))
+        if cid is None:
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        for key, rationale in s.execute(
+            select(Job.dimension, Verdict.rationale)
+            .join(Verdict, Verdict.job_id == Job.id)
+            .where(Job.campaign_id == cid, Job.status == "done", Verdict.parse_status == "ok")
+            .order_by(Verdict.id)
+        ):
+            if key is not None and rationale:
+                out[key] = json.loads(rationale)
+        return out

@@ -1,0 +1,48 @@
+"""A database with the bundled SummEval sample, split dev/eval by article, and the summeval rubric."""
+
+from __future__ import annotations
+
+from judgepanel.resources import sample_path
+from tests.helpers import cli
+
+PANEL_SIM = ("sim:judge-a", "sim:judge-b", "sim:judge-c")
+
+
+def prepare_db(db: str) -> None:
+    assert cli("db", "upgrade", db=db).code == 0
+    r = cli(
+        "data",
+        "import-summeval",
+        str(sample_path("summeval_sample.jsonl.gz")),
+        "--articles",
+        str(sample_path("summeval_articles_sample.jsonl.gz")),
+        "--name",
+        "se",
+        db=db,
+    )
+    assert r.code == 0, r.stderr
+    assert (
+        cli(
+            "data", "split", "se", "--fractions", "dev=0.5,eval=0.5", "--seed", "1", "--by", "group", db=db
+        ).code
+        == 0
+    )
+    assert cli("rubric", "add", "summeval", db=db).code == 0
+
+
+def run_args(name: str, judges: tuple[str, ...], editor: str, *extra: str) -> list[str]:
+    args = ["repair", "run", name, "--dataset", "se", "--rubric", "summeval", "--editor", editor]
+    for j in judges:
+        args += ["--judge", j]
+    return [
+        *args,
+        "--dimension",
+        "coherence",
+        "--limit",
+        "12",
+        "--control-seed",
+        "7",
+        "--bootstrap",
+        "200",
+        *extra,
+    ]
