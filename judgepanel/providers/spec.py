@@ -42,11 +42,12 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.capabilities import capabilities
 from judgepanel.providers.errors import configured_secrets
 
 ParamValue = str | int | float | bool
 
-PROVIDERS = ("anthropic", "openai", "sim")
+PROVIDERS = ("anthropic", "azure", "openai", "sim")
 
 _SECRET_NAMES = frozenset(
     {
@@ -134,6 +135,12 @@ def _base_url(raw: str) -> str:
     return raw.rstrip("/")
 
 
+def _api_version(raw: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:-preview)?", raw):
+        raise ValueError("must be an API version such as 2024-10-21 or 2025-04-01-preview")
+    return raw
+
+
 def _version(raw: str) -> str:
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
         raise ValueError("must be a date such as 2023-06-01")
@@ -181,6 +188,14 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "presence_penalty": _float(-2.0, 2.0),
         "reasoning_effort": _choice("none", "minimal", "low", "medium", "high", "xhigh"),
     },
+    "azure": {
+        # Azure OpenAI: the model part of the spec is the deployment name
+        "endpoint": _base_url,
+        "api_version": _api_version,
+        "frequency_penalty": _float(-2.0, 2.0),
+        "presence_penalty": _float(-2.0, 2.0),
+        "reasoning_effort": _choice("none", "minimal", "low", "medium", "high", "xhigh"),
+    },
     "anthropic": {
         "base_url": _base_url,
         "top_k": _int(1),
@@ -200,7 +215,7 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
 }
 # Never sent, never part of the name: they change how a call is made, not what it answers.
 OPERATIONAL_KEYS = frozenset({*_OPERATIONAL, "error_rate", "latency", "jitter", "key_env"})
-ENDPOINT_KEYS = frozenset({"base_url"})
+ENDPOINT_KEYS = frozenset({"base_url", "endpoint", "api_version"})
 
 
 def _is_secret_name(key: str) -> bool:
@@ -294,9 +309,11 @@ def parse_spec(text: str) -> JudgeSpec:
     for key, value in pairs:
         key = key.strip()
         if _is_secret_name(key):
-            env = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(
-                provider, "the environment"
-            )
+            env = {
+                "openai": "OPENAI_API_KEY",
+                "anthropic": "ANTHROPIC_API_KEY",
+                "azure": "AZURE_OPENAI_API_KEY",
+            }.get(provider, "the environment")
             raise BadInput(
                 f"judge spec parameter {key!r} looks like a secret and is refused: keys come only from {env} "
                 "(or name the variable that holds it with key_env=NAME)"
@@ -315,6 +332,11 @@ def parse_spec(text: str) -> JudgeSpec:
             params[key] = allowed[key](value.strip())
         except ValueError as exc:
             raise BadInput(f"judge spec parameter {key!r}: {exc}") from None
+    temperature = params.get("temperature")
+    if isinstance(temperature, float):
+        lo, hi = capabilities(provider, str(params.get("base_url") or "") or None).temperature
+        if not lo <= temperature <= hi:
+            raise BadInput(f"judge spec parameter 'temperature': {provider} takes {lo:g} to {hi:g}")
     ordered = dict(sorted(params.items()))
     return JudgeSpec(provider, model, ordered, canonical_name(provider, model, ordered))
 

@@ -434,7 +434,11 @@ class Runner:
         )
 
     def _summary_warnings(self) -> list[str]:
-        warnings = self.warnings[:20]
+        # what the providers learnt (parameters a server refused and that were dropped) comes first
+        learnt = [
+            w for j in getattr(self, "judges", {}).values() for w in getattr(j.provider, "warnings", [])
+        ]
+        warnings = [*learnt, *self.warnings][:20]
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
             replies = "reply was" if cut == 1 else "replies were"

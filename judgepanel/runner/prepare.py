@@ -39,7 +39,7 @@ DEFAULT_MAX_TOKENS = {"pairwise": 1024, "pointwise": 1024}
 CLAUSES_BASE_TOKENS = 512
 TOKENS_PER_CLAUSE = 192
 MAX_DEFAULT_TOKENS = 8192
-CAPPED_PROVIDERS = ("openai", "anthropic")
+CAPPED_PROVIDERS = ("openai", "azure", "anthropic")
 
 
 def default_max_tokens(protocol: str, n_clauses: int = 0) -> int:
