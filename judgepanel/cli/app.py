@@ -14,13 +14,17 @@ from judgepanel.cli import (
     data_cmd,
     db_cmd,
     demo_cmd,
+    export_cmd,
     metrics_cmd,
     plan_cmd,
+    prevalence_cmd,
     query_cmd,
     repair_cmd,
+    report_cmd,
     rubric_cmd,
     simulate_cmd,
     validate_cmd,
+    votes_cmd,
 )
 from judgepanel.cli.context import AppState
 from judgepanel.config import DB_ENV, database_url
@@ -48,6 +52,9 @@ def _root(
 
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(data_cmd.app, name="data")
+metrics_cmd.app.command("prevalence")(prevalence_cmd.prevalence)
+metrics_cmd.app.command("votes")(votes_cmd.votes)
+data_cmd.app.command("import-mtbench")(votes_cmd.import_mtbench)
 app.add_typer(metrics_cmd.app, name="metrics")
 metrics_cmd.app.command("conditions")(conditions_cmd.conditions)
 app.add_typer(rubric_cmd.app, name="rubric")
@@ -58,6 +65,8 @@ app.add_typer(simulate_cmd.app, name="simulate")
 app.add_typer(repair_cmd.app, name="repair")
 app.command("query")(query_cmd.query)
 app.command("demo")(demo_cmd.demo)
+app.command("export")(export_cmd.export)
+app.command("report")(report_cmd.report)
 
 
 def _fail(message: str, code: int) -> NoReturn:

@@ -7,7 +7,7 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.cli.repair_cmd import print_comparison
-from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, REPAIR, REPAIR_DIMENSION, run_demo
+from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, POINTWISE, REPAIR, REPAIR_DIMENSION, run_demo
 
 
 def _short(spec: str) -> str:
@@ -17,15 +17,30 @@ def _short(spec: str) -> str:
     return f"{model} (bias {bias})" if bias else model
 
 
-def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> None:
+def demo(
+    ctx: typer.Context,
+    json_: bool = typer.Option(False, "--json"),
+    report_path: str = typer.Option(
+        "demo-report.html", "--report", help="Where to write the HTML report of the demo campaigns."
+    ),
+) -> None:
     """Import the bundled sample and run the whole job on it, offline."""
+    from judgepanel.report.render import write_report
+
     st = state(ctx)
-    report = run_demo(
-        st.engine(migrated=False, create=True),
-        say=(lambda _m: None) if json_ else (lambda m: console.print(f"• {m}")),
+    engine = st.engine(migrated=False, create=True)
+    report = run_demo(engine, say=(lambda _m: None) if json_ else (lambda m: console.print(f"• {m}")))
+    page = write_report(
+        engine,
+        [PAIRWISE, POINTWISE],
+        report_path,
+        db_label="the demo database",
+        iteration=REPAIR if report.repair is not None else None,
     )
     if json_:
-        emit_json({"db": st.db_url, "steps": {title: result for title, result in report.steps}})
+        emit_json(
+            {"db": st.db_url, "steps": {title: result for title, result in report.steps}, "report": page.path}
+        )
         return
     table(
         f"simulated judges (sim:, planted slot bias) on {DIMENSION}; no model was called",
@@ -71,3 +86,4 @@ def demo(ctx: typer.Context, json_: bool = typer.Option(False, "--json")) -> Non
         f"  judgepanel --db {db} repair status {REPAIR}\n"
         f"  judgepanel --db {db} repair rewrite {REPAIR}"
     )
+    console.print(f"\nReport (open it in a browser): {page.path}")

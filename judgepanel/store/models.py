@@ -300,6 +300,8 @@ class Response(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float)
     cost_usd: Mapped[float | None] = mapped_column(Float)
     cached_from: Mapped[int | None] = mapped_column(ForeignKey("response.id"))  # answered from the store
+    cache_read_tokens: Mapped[int | None] = mapped_column(Integer)  # prompt-cache hits, as reported
+    cache_write_tokens: Mapped[int | None] = mapped_column(Integer)  # prompt-cache writes (Anthropic)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -388,3 +390,53 @@ class AllocationItem(Base):
     annotator: Mapped[str] = mapped_column(String(200))
     item_id: Mapped[int] = mapped_column(ForeignKey("item.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(Integer)
+
+
+# ---------------------------------------------------------------- scale and cost
+
+
+class RateBucket(Base):
+    """A token bucket shared through the database by every worker of a judge (one row per judge and
+    limit kind, e.g. `rpm:openai:gpt-4o-mini`): `tokens` left at `updated_at` (epoch seconds)."""
+
+    __tablename__ = "rate_bucket"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(600), unique=True)
+    capacity: Mapped[float] = mapped_column(Float)
+    refill_per_s: Mapped[float] = mapped_column(Float)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class ProviderBatch(Base):
+    """One submission to a provider's batch API; polling resumes from this row."""
+
+    __tablename__ = "provider_batch"
+    __table_args__ = (Index("ix_provider_batch_campaign_status", "campaign_id", "status"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id", ondelete="CASCADE"))
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judge.id"))
+    provider: Mapped[str] = mapped_column(String(40))
+    batch_id: Mapped[str | None] = mapped_column(String(200))  # the provider's id, once submitted
+    input_file_id: Mapped[str | None] = mapped_column(String(200))
+    output_file_id: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(30))  # preparing | submitted | in_progress | ended | …
+    request_counts: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ProviderBatchJob(Base):
+    """A job carried by a batch, under the `custom_id` the provider echoes back."""
+
+    __tablename__ = "provider_batch_job"
+    __table_args__ = (UniqueConstraint("batch_pk", "job_id"), UniqueConstraint("batch_pk", "custom_id"))
+    id: Mapped[int] = mapped_column(primary_key=True)
+    batch_pk: Mapped[int] = mapped_column(ForeignKey("provider_batch.id", ondelete="CASCADE"))
+    job_id: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"))
+    custom_id: Mapped[str] = mapped_column(String(100))
+    attempt: Mapped[int] = mapped_column(Integer)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(20))  # submitted | done | failed

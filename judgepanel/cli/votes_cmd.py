@@ -1,0 +1,74 @@
+"""`judgepanel data import-mtbench` and `judgepanel metrics votes` (MT-Bench's agreement settings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.cli.render import emit_json, table
+
+
+def import_mtbench(
+    ctx: typer.Context,
+    folder: Path = typer.Argument(
+        ..., help="MT-Bench folder: question.jsonl, model_answer/, reference_answer/."
+    ),
+    name: str = typer.Option("mtbench", "--name", help="Dataset name."),
+    pairs: str | None = typer.Option(
+        None, "--pairs", help="Pair set of the human votes (default NAME-human)."
+    ),
+    votes: Path | None = typer.Option(None, "--votes", help="Vote file (default: human_judgments*.json)."),
+    llm: Path | None = typer.Option(
+        None, "--llm", help="LLM votes in the same format (e.g. alttest/mtbench/llm_annotations.json)."
+    ),
+    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Import MT-Bench: one item per question, model and turn; each human vote a pair label."""
+    from judgepanel.datasets.mtbench import parse_mtbench
+    from judgepanel.store.votes import import_votes
+
+    parsed = parse_mtbench(folder, votes, llm)
+    result = import_votes(state(ctx).engine(), name, pairs or f"{name}-human", parsed)
+    if json_:
+        emit_json(result.as_dict())
+    else:
+        what = "unchanged" if result.unchanged else f"{result.items} items, {result.annotators} voters"
+        print(
+            f"{result.dataset}: {what}; pair set {result.pairs}: {result.pair_count} pairs, {result.votes} votes"
+        )
+
+
+def votes(
+    ctx: typer.Context,
+    pairs: str = typer.Option(..., "--pairs", help="A pair set whose pair labels are votes."),
+    campaign: list[str] = typer.Option(
+        [], "--campaign", help="Pairwise campaign(s) whose judges to compare."
+    ),
+    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Agreement of votes with ties counted and on non-tie votes only: humans among themselves and
+    each campaign judge (its AB/BA verdicts combined, inconsistent as a tie) against the humans."""
+    from judgepanel.store.votes import vote_agreement
+
+    out = vote_agreement(state(ctx).engine(), pairs, campaign)
+    if json_:
+        emit_json(out)
+        return
+    rows = []
+    for setting in ("with_ties", "without_ties"):
+        s = out[setting]
+        hh = s["human_human"]
+        rows.append(
+            [setting.replace("_", " "), "human – human", f"{hh['agree']}/{hh['n']}", _rate(hh["rate"])]
+        )
+        for judge, a in s["judge_human"].items():
+            rows.append(
+                [setting.replace("_", " "), f"{judge} – human", f"{a['agree']}/{a['n']}", _rate(a["rate"])]
+            )
+    table(f"agreement of votes on {pairs}", ["setting", "voters", "agree / shared", "agreement"], rows)
+
+
+def _rate(r: float | None) -> str:
+    return "—" if r is None else f"{r:.3f}"

@@ -1,0 +1,1 @@
+"""What leaves judgepanel for people and other tools: exports (CSV, JSONL, Parquet)."""

@@ -1,0 +1,178 @@
+"""Report plots as SVG text (matplotlib, rendered off-screen; nothing fetched, nothing written).
+
+Text and axes are drawn in `currentColor`, so one SVG reads in the page's light and dark themes;
+data colours come from colour-blind-safe palettes (viridis for magnitudes, a blue–orange diverging
+map for κ). Fonts stay text (`svg.fonttype = none`), so the SVGs are small and searchable.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from typing import Any
+
+_INK = "#123456"  # a sentinel colour replaced by currentColor after rendering
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(
+        {
+            "svg.fonttype": "none",
+            "svg.hashsalt": "judgepanel",  # deterministic ids: the same report twice is the same file
+            "font.size": 9,
+            "text.color": _INK,
+            "axes.labelcolor": _INK,
+            "axes.edgecolor": _INK,
+            "xtick.color": _INK,
+            "ytick.color": _INK,
+            "axes.titlesize": 10,
+            "figure.dpi": 100,
+        }
+    )
+    return plt
+
+
+def _svg(fig: Any) -> str:
+    plt = _plt()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", transparent=True, bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]  # drop the XML prolog and doctype: inlined in HTML
+    text = text.replace(_INK, "currentColor").replace(_INK.upper(), "currentColor")
+    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+
+
+def latency_plot(judges: Sequence[str], latencies_ms: Sequence[Sequence[float]]) -> str | None:
+    """Box plot (with the median marked) of each judge's call latency, in seconds."""
+    data = [[x / 1000.0 for x in lat] for lat in latencies_ms]
+    if not any(data):
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 0.5 + 0.42 * len(judges)))
+    shown = [d if d else [float("nan")] for d in data]
+    bp = ax.boxplot(shown, orientation="horizontal", widths=0.6, patch_artist=True, showfliers=True)
+    for i, box in enumerate(bp["boxes"]):
+        box.set_facecolor(PALETTE[i % len(PALETTE)])
+        box.set_alpha(0.55)
+    for median in bp["medians"]:
+        median.set_color(_INK)
+    ax.set_yticks(range(1, len(judges) + 1), [_short(j) for j in judges])
+    ax.set_xlabel("latency per call (s)")
+    ax.invert_yaxis()
+    ax.set_title("Latency per judge")
+    return _svg(fig)
+
+
+def kappa_heatmap(
+    names: Sequence[str], kappa: Sequence[Sequence[float | None]], groups: Sequence[str]
+) -> str:
+    """Rater × rater Cohen κ, annotated; tick labels carry the rater's group."""
+    import numpy as np
+
+    plt = _plt()
+    m = np.array([[np.nan if v is None else v for v in row] for row in kappa], dtype=float)
+    n = len(names)
+    size = max(3.2, 0.5 * n + 1.6)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    im = ax.imshow(m, cmap="PuOr", vmin=-1, vmax=1)
+    labels = [f"{_short(nm)} ({g})" for nm, g in zip(names, groups, strict=True)]
+    ax.set_xticks(range(n), labels, rotation=60, ha="right")
+    ax.set_yticks(range(n), labels)
+    if n <= 16:
+        for i in range(n):
+            for j in range(n):
+                if not np.isnan(m[i, j]):
+                    ax.text(
+                        j,
+                        i,
+                        f"{m[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if abs(m[i, j]) > 0.55 else "black",
+                    )
+    cbar = fig.colorbar(im, ax=ax, shrink=0.8)
+    cbar.set_label("Cohen κ")
+    ax.set_title("Rater κ (pairwise-complete)")
+    return _svg(fig)
+
+
+def bias_plot(rows: Sequence[dict[str, Any]]) -> str | None:
+    """Back-slot vs front-slot wins per judge (pairs where the pick followed the position)."""
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.45 * len(rows)))
+    y = list(range(len(rows)))
+    back = [r["back_wins"] for r in rows]
+    front = [r["front_wins"] for r in rows]
+    ax.barh([v - 0.2 for v in y], back, height=0.38, color=PALETTE[1], label="back slot won both orders")
+    ax.barh([v + 0.2 for v in y], front, height=0.38, color=PALETTE[0], label="front slot won both orders")
+    ax.set_yticks(y, [_short(r["judge"]) for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("pairs (count)")
+    ax.legend(loc="lower right", frameon=False, fontsize=8)
+    ax.set_title("Position-driven verdicts per judge")
+    return _svg(fig)
+
+
+def confusion_plot(title: str, labels: Sequence[str], confusion: Sequence[Sequence[int]], rows: str) -> str:
+    """Counts of (human reference, judge) labels."""
+    import numpy as np
+
+    plt = _plt()
+    m = np.array(confusion, dtype=float)
+    k = len(labels)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.45 * k, 1.0 + 0.45 * k))
+    ax.imshow(m, cmap="viridis")
+    top = m.max() if m.size else 0
+    for i in range(k):
+        for j in range(k):
+            ax.text(
+                j,
+                i,
+                f"{int(m[i, j])}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if top and m[i, j] > 0.6 * top else "white",
+            )
+    ax.set_xticks(range(k), labels)
+    ax.set_yticks(range(k), labels)
+    ax.set_xlabel("judge")
+    ax.set_ylabel(rows)
+    ax.set_title(title, fontsize=8)
+    return _svg(fig)
+
+
+def forest_plot(
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    cis: Sequence[tuple[float, float] | None],
+    xlabel: str,
+) -> str:
+    """Point estimates with their 95 % intervals, one row each."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.4 * len(labels)))
+    for i, (v, ci) in enumerate(zip(values, cis, strict=True)):
+        if ci is not None:
+            ax.plot(ci, [i, i], color=PALETTE[0], linewidth=2)
+        if v is not None:
+            ax.plot([v], [i], "o", color=PALETTE[1])
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.axvline(0, color=_INK, linewidth=0.5, alpha=0.5)
+    return _svg(fig)
+
+
+def _short(name: str, width: int = 34) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"

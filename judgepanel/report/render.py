@@ -1,0 +1,200 @@
+"""`judgepanel report`: one self-contained HTML file (or Markdown with SVG files beside it).
+
+The HTML carries its styles, its one small script (the case search) and every plot inline; it
+fetches nothing, so it opens offline in any browser and can be mailed or attached as one file.
+The search box filters the disagreement cases as you type; `report.html#q=WORD` opens the page
+already filtered (a link you can share).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from judgepanel.errors import BadInput
+from judgepanel.report import plots
+from judgepanel.report.build import CampaignReport, campaign_report
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+FORMATS = ("html", "md")
+
+
+@dataclass(frozen=True)
+class RenderedCampaign:
+    anchor: str
+    facts: Any
+    unit_kind: str
+    agreement: Any
+    clusters: Any
+    bias: Any
+    versus: Any
+    cases: Any
+    notes: Any
+    plots: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    path: str
+    format: str
+    campaigns: list[str]
+    sections: list[str]
+    plots: int
+    bytes: int
+    files: list[str]
+
+
+def fmt(v: float | None, digits: int = 3) -> str:
+    return "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.{digits}f}"
+
+
+def ci(c: tuple[float, float] | None) -> str:
+    return "—" if c is None else f"[{c[0]:.3f}, {c[1]:.3f}]"
+
+
+def pval(p: float) -> str:
+    """p-values keep their magnitude: 4.8e-73, not 0.000."""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("judgepanel")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "dev"
+
+
+def _plots(r: CampaignReport) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "latency": plots.latency_plot(
+            [u.judge for u in r.facts.usage], [u.latencies_ms for u in r.facts.usage]
+        ),
+        "kappa": plots.kappa_heatmap(r.kappa_names, r.kappa, r.kappa_groups) if r.kappa else None,
+        "bias": plots.bias_plot(r.bias),
+        "confusion": [
+            plots.confusion_plot(f"{plots._short(v.judge, 28)} vs {v.group}", v.labels, v.confusion, v.group)
+            for v in r.versus
+        ],
+    }
+    return out
+
+
+def _rendered(reports: list[CampaignReport]) -> list[RenderedCampaign]:
+    return [
+        RenderedCampaign(
+            anchor=f"c{i}-{re.sub(r'[^A-Za-z0-9_-]', '-', r.facts.name)}",
+            facts=r.facts,
+            unit_kind=r.unit_kind,
+            agreement=r.agreement,
+            clusters=r.clusters,
+            bias=r.bias,
+            versus=r.versus,
+            cases=r.cases,
+            notes=r.notes,
+            plots=_plots(r),
+        )
+        for i, r in enumerate(reports, 1)
+    ]
+
+
+def _env(autoescape: bool) -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=autoescape,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.globals.update(fmt=fmt, ci=ci, pval=pval)
+    return env
+
+
+def _md_cell(v: Any) -> str:
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def write_report(
+    engine: Engine,
+    campaigns: list[str],
+    out: str | Path,
+    *,
+    fmt_: str = "html",
+    db_label: str = "",
+    n_boot: int = 200,
+    cases: int = 200,
+    seed: int = 0,
+    iteration: str | None = None,
+) -> ReportResult:
+    if fmt_ not in FORMATS:
+        raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt_!r}")
+    if not campaigns and iteration is None:
+        raise BadInput("name at least one campaign or --iteration")
+    if n_boot < 0 or cases < 0:
+        raise BadInput("--bootstrap and --cases must not be negative")
+    path = Path(out)
+    if not path.parent.is_dir():
+        raise BadInput(f"--out: folder {str(path.parent)!r} does not exist")
+    section = None
+    if iteration is not None:
+        from judgepanel.report.iteration import iteration_section
+
+        section = iteration_section(engine, iteration)
+    reports = [campaign_report(engine, c, n_boot=n_boot, seed=seed, cases=cases) for c in campaigns]
+    rendered = _rendered(reports)
+    simulated = any(j.startswith("sim:") for r in reports for j in r.facts.judges)
+    context = {
+        "title": ", ".join([*campaigns, *([f"repair {iteration}"] if iteration else [])]),
+        "campaigns": rendered,
+        "db_label": db_label,
+        "version": _version(),
+        "simulated": simulated,
+        "n_boot": n_boot,
+        "iteration": section,
+    }
+    files: list[str] = []
+    if fmt_ == "html":
+        text = _env(True).get_template("report.html.j2").render(**context)
+    else:
+        folder = path.with_name(path.stem + "_files")
+        folder.mkdir(exist_ok=True)
+        for c in rendered:
+            for key in ("latency", "kappa", "bias"):
+                if c.plots.get(key):
+                    f = folder / f"{c.anchor}-{key}.svg"
+                    f.write_text(c.plots[key], encoding="utf-8")
+                    c.plots[key] = f"{folder.name}/{f.name}"
+                    files.append(str(f))
+            links = []
+            for i, svg in enumerate(c.plots.get("confusion", [])):
+                f = folder / f"{c.anchor}-confusion-{i}.svg"
+                f.write_text(svg, encoding="utf-8")
+                links.append(f"{folder.name}/{f.name}")
+                files.append(str(f))
+            c.plots["confusion"] = links
+        env = _env(False)
+        env.filters["cell"] = _md_cell
+        text = env.get_template("report.md.j2").render(**context)
+    path.write_text(text, encoding="utf-8")
+    sections = sorted(
+        set(re.findall(r'data-section="([a-z-]+)"', text))
+        | set(re.findall(r"<!-- section: ([a-z-]+) -->", text))
+    )
+    n_plots = text.count("<svg") if fmt_ == "html" else len(files)
+    return ReportResult(
+        path=str(path),
+        format=fmt_,
+        campaigns=campaigns,
+        sections=sections,
+        plots=n_plots,
+        bytes=path.stat().st_size,
+        files=files,
+    )

@@ -1,0 +1,196 @@
+"""MT-Bench import and MT-Bench's two agreement settings, checked by hand on the real votes."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judgepanel import api
+from judgepanel.store.engine import make_engine
+from judgepanel.store.migrate import upgrade
+from tests.helpers import cli
+
+
+@pytest.fixture(scope="module")
+def mtbench(module_db_url: str, shared_data: Path) -> str:
+    eng = make_engine(module_db_url)
+    upgrade(eng)
+    eng.dispose()
+    r = cli(
+        "data",
+        "import-mtbench",
+        str(shared_data / "mtbench"),
+        "--llm",
+        str(shared_data / "alttest" / "mtbench" / "llm_annotations.json"),
+        "--json",
+        db=module_db_url,
+    ).json()
+    assert (r["items"], r["annotators"], r["pair_count"], r["votes"]) == (960, 9, 120, 246 + 6 * 120)
+    return module_db_url
+
+
+def combine_by_readme(ab: str, ba: str) -> str:
+    """The README's table: the same verdict twice is that verdict; A then B (or B then A) is
+    inconsistent, counted as a tie; a tie and a decisive verdict is the decisive one (weak)."""
+    if ab == ba:
+        return ab
+    if "T" not in (ab, ba):
+        return "T"
+    return ab if ba == "T" else ba
+
+
+def _by_hand(votes: dict[str, dict[str, str]], a: str, b: str, ties: bool) -> tuple[int, int]:
+    shared = [k for k in votes[a] if k in votes[b] and (ties or "tie" not in (votes[a][k], votes[b][k]))]
+    return sum(votes[a][k] == votes[b][k] for k in shared), len(shared)
+
+
+def test_agreement_settings_match_a_hand_count(mtbench: str, shared_data: Path) -> None:
+    humans = json.loads((shared_data / "mtbench" / "human_judgments_subset_alttest.json").read_text())
+    llms = json.loads((shared_data / "alttest" / "mtbench" / "llm_annotations.json").read_text())
+    out = cli("metrics", "votes", "--pairs", "mtbench-human", "--json", db=mtbench).json()
+    assert out["humans"] == sorted(humans) and out["units"] == 120
+    for setting, ties in (("with_ties", True), ("without_ties", False)):
+        total = [0, 0]
+        for a, b in combinations(sorted(humans), 2):
+            agree, n = _by_hand(humans, a, b, ties)
+            assert out[setting]["by_pair"][f"{a} – {b}"] == {"agree": agree, "n": n, "rate": agree / n}
+            total[0] += agree
+            total[1] += n
+        assert (
+            out[setting]["human_human"]["agree"] == total[0] and out[setting]["human_human"]["n"] == total[1]
+        )
+        for llm, lv in llms.items():
+            agree = n = 0
+            for h in humans:
+                x, y = _by_hand({"j": lv, "h": humans[h]}, "j", "h", ties)
+                agree += x
+                n += y
+            assert out[setting]["judge_human"][f"{llm} (imported)"] == {
+                "agree": agree,
+                "n": n,
+                "rate": agree / n,
+            }
+    # PROVENANCE.md's counts (with ties)
+    by_pair = out["with_ties"]["by_pair"]
+    assert [
+        by_pair[k]["agree"] for k in ("author_0 – author_4", "author_0 – expert_24", "author_4 – expert_24")
+    ] == [
+        25,
+        31,
+        31,
+    ]
+
+
+def test_items_are_turns_with_their_conversation_and_reference(mtbench: str) -> None:
+    rows: list[dict[str, Any]] = cli(
+        "query",
+        "select external_id, input, output, meta from item where external_id in "
+        "('81__gpt-4__1', '81__gpt-4__2', '111__claude-v1__2')",
+        "--json",
+        db=mtbench,
+    ).json()["rows"]
+    got = {r["external_id"]: r for r in rows}
+    one, two = got["81__gpt-4__1"], got["81__gpt-4__2"]
+    assert (
+        one["input"].startswith("User: Compose an engaging travel blog post")
+        and "Assistant:" not in one["input"]
+    )
+    assert one["output"] in two["input"]  # turn 2 sees that model's own turn-1 answer
+    assert two["input"].rstrip().endswith("Start every sentence with the letter A.")
+    meta = json.loads(got["111__claude-v1__2"]["meta"])
+    assert meta["category"] == "math" and meta["turn"] == 2 and "reference" in meta
+    assert [m["role"] for m in meta["conversation"]] == ["user", "assistant", "user"]
+    assert "reference" not in json.loads(one["meta"])  # writing questions have none
+
+
+def test_reimport_is_a_no_op_and_bad_votes_change_nothing(
+    mtbench: str, shared_data: Path, tmp_path: Path
+) -> None:
+    again = cli(
+        "data",
+        "import-mtbench",
+        str(shared_data / "mtbench"),
+        "--llm",
+        str(shared_data / "alttest" / "mtbench" / "llm_annotations.json"),
+        "--json",
+        db=mtbench,
+    ).json()
+    assert again["unchanged"]
+    bad = tmp_path / "votes.json"
+    bad.write_text(json.dumps({"x_1": {"81__gpt-4__no-such-model__1": "model_a"}}))
+    before = cli("query", "select count(*) as n from item", "--json", db=mtbench).json()["rows"][0]["n"]
+    r = cli(
+        "data",
+        "import-mtbench",
+        str(shared_data / "mtbench"),
+        "--votes",
+        str(bad),
+        "--name",
+        "mt2",
+        db=mtbench,
+    )
+    assert r.code == 2 and "no answer '81__no-such-model__1'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    bad.write_text(json.dumps({"x_1": {"81__gpt-4__claude-v1__1": "left"}}))
+    r = cli(
+        "data",
+        "import-mtbench",
+        str(shared_data / "mtbench"),
+        "--votes",
+        str(bad),
+        "--name",
+        "mt2",
+        db=mtbench,
+    )
+    assert r.code == 2 and "winner must be" in r.stderr
+    assert (
+        cli("query", "select count(*) as n from item", "--json", db=mtbench).json()["rows"][0]["n"] == before
+    )
+
+
+def test_campaign_judge_against_the_votes(mtbench: str) -> None:
+    made = cli(
+        "campaign",
+        "create",
+        "mt-sim",
+        "--dataset",
+        "mtbench",
+        "--pairs",
+        "mtbench-human",
+        "--protocol",
+        "pairwise",
+        "--judge",
+        "sim:mt?position_bias=0.2",
+        "--limit",
+        "30",
+        db=mtbench,
+    )
+    assert made.code == 0, made.stderr
+    assert cli("campaign", "run", "mt-sim", db=mtbench).code == 0
+    out = cli(
+        "metrics", "votes", "--pairs", "mtbench-human", "--campaign", "mt-sim", "--json", db=mtbench
+    ).json()
+    judge = out["with_ties"]["judge_human"]["sim:mt?position_bias=0.2@mt-sim"]
+    # the same figure from the exported verdicts and the stored votes
+    v = api.verdicts(mtbench, "mt-sim")
+    v = v[v["parse_status"] == "ok"]
+    combined: dict[str, str] = {}
+    for unit, g in v.groupby("unit"):
+        by = dict(zip(g["order"], g["value"], strict=True))
+        if "AB" in by and "BA" in by:
+            combined[str(unit)] = combine_by_readme(by["AB"], by["BA"])
+    rows = cli(
+        "query",
+        "select ia.external_id || '|' || ib.external_id as unit, pl.value from pair_label pl "
+        "join annotator a on a.id = pl.annotator_id join pair p on p.id = pl.pair_id "
+        "join item ia on ia.id = p.item_a_id join item ib on ib.id = p.item_b_id where a.kind = 'human'",
+        "--json",
+        db=mtbench,
+    ).json()["rows"]
+    shared = [r for r in rows if r["unit"] in combined]
+    assert judge["n"] == len(shared) > 0
+    assert judge["agree"] == sum(combined[r["unit"]] == r["value"] for r in shared)
