@@ -95,7 +95,9 @@ def import_labels(
 @app.command("import-items")
 def import_items(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="JSONL or CSV: id, group, input, output, system, split, meta"),
+    file: Path = typer.Argument(
+        ..., help="JSONL or CSV: id, group, input, output, system, split, meta, conversation, reference"
+    ),
     dataset: str = typer.Option(..., "--dataset"),
     replace: bool = REPLACE,
     json_: bool = JSON,

@@ -111,6 +111,24 @@ def parse_labels(path: Path) -> ParsedDataset:
 
 
 ITEM_FIELDS = {"id", "item_id", "group", "input", "output", "system", "split", "meta"}
+ROLES = ("system", "user", "assistant")
+
+
+def _conversation(path: Path, n: int, raw: Any) -> list[dict[str, str]]:
+    """A `conversation` field: a non-empty list of {role, content} turns, oldest first."""
+    where = f"{path}:{n}: field 'conversation'"
+    if not isinstance(raw, list) or not raw:
+        raise BadInput(f"{where}: expected a non-empty list of {{role, content}} turns")
+    turns = []
+    for k, t in enumerate(raw, 1):
+        if not isinstance(t, dict) or set(t) != {"role", "content"}:
+            raise BadInput(f"{where}: turn {k}: expected an object with exactly role and content")
+        if t["role"] not in ROLES:
+            raise BadInput(f"{where}: turn {k}: role must be one of {', '.join(ROLES)}, got {t['role']!r}")
+        if not isinstance(t["content"], str):
+            raise BadInput(f"{where}: turn {k}: content must be text")
+        turns.append({"role": t["role"], "content": t["content"]})
+    return turns
 
 
 def parse_items(path: Path) -> ParsedDataset:
@@ -126,13 +144,22 @@ def parse_items(path: Path) -> ParsedDataset:
         if not isinstance(meta, dict):
             raise BadInput(f"{path}:{n}: field 'meta': expected an object")
         extra = {k: v for k, v in row.items() if k not in ITEM_FIELDS}
+        output = _text(path, n, row, "output", required=False, strip=False)
+        if "conversation" in row:
+            # the turns a reply answers; without an `output`, a final assistant turn is the reply judged
+            extra["conversation"] = _conversation(path, n, row["conversation"])
+            last = extra["conversation"][-1]
+            if output is None and last["role"] == "assistant" and last["content"].strip():
+                output = last["content"]
+        if "reference" in row:
+            extra["reference"] = _text(path, n, row, "reference", strip=False)
         items.append(
             ItemRecord(
                 external_id=ext,
                 position=len(items),
                 group_key=_text(path, n, row, "group", required=False),
                 input=_text(path, n, row, "input", required=False, strip=False),
-                output=_text(path, n, row, "output", required=False, strip=False),
+                output=output,
                 system=_text(path, n, row, "system", required=False),
                 split=_text(path, n, row, "split", required=False),
                 meta={**meta, **extra},

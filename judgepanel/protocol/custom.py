@@ -98,7 +98,6 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "clauses": ("candidate", "clauses"),
 }
 REQUIRABLE = ("reference", "conversation", "source")
-ROLES = ("system", "user", "assistant")
 _DECLARED_KEYS = ("structured", "scale", "verdict_pattern", "requires")
 _FRONT = re.compile(r"\A\s*\{#-?\s*judgepanel:[ \t]*\n(?P<body>.*?)-?#\}", re.DOTALL)
 # Custom templates may show references and conversations, so their tags are reserved too.
@@ -513,20 +512,6 @@ def conversation_of(meta: Mapping[str, Any], output: str | None) -> tuple[Turn, 
 def reference_of(meta: Mapping[str, Any]) -> str | None:
     ref = meta.get("reference")
     return ref if isinstance(ref, str) and ref.strip() else None
-
-
-def check_conversation(raw: Any) -> str | None:
-    """Why `raw` is not a conversation (a list of {role, content} turns), or None when it is one."""
-    if not isinstance(raw, list) or not raw:
-        return "expected a non-empty list of {role, content} turns"
-    for k, t in enumerate(raw):
-        if not isinstance(t, dict) or set(t) - {"role", "content"} or "role" not in t or "content" not in t:
-            return f"turn {k + 1}: expected an object with role and content"
-        if t["role"] not in ROLES:
-            return f"turn {k + 1}: role must be one of {', '.join(ROLES)}, got {t['role']!r}"
-        if not isinstance(t["content"], str):
-            return f"turn {k + 1}: content must be text"
-    return None
 
 
 def resolve_templates(refs: Mapping[str, str], *, base: Path | None = None) -> dict[str, CustomTemplate]:

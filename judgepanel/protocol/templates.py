@@ -189,7 +189,8 @@ def _shared_source(a: UnitText, b: UnitText) -> str | None:
     if a.input is not None and b.input is not None and a.input.strip() != b.input.strip():
         raise BadInput(
             f"items {a.external_id!r} and {b.external_id!r} answer different sources; "
-            "a pairwise comparison needs one shared source"
+            "a pairwise comparison needs one shared source (for multi-turn items, "
+            "--template pairwise=@classic-pairwise shows each candidate with its own conversation)"
         )
     return a.input if a.input is not None else b.input
 

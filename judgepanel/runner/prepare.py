@@ -118,9 +118,13 @@ def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> P
         dim = rubric.dimension(job.dimension)
     elif rubric is not None and len(rubric.dimensions) == 1:
         dim = rubric.dimensions[0]
+    units = [_unit(u) for u in job.units]
+    # an item with a conversation is shown as its turns; its `input` (often the same dialogue as
+    # text, with each candidate's own earlier answers) would differ within a pair and say it twice
+    units = [replace(u, input=None) if u.conversation is not None else u for u in units]
     variables = context_for(
         t,
-        [_unit(u) for u in job.units],
+        units,
         order=job.order,
         dimension=dim,
         dimension_name=job.dimension,
