@@ -132,7 +132,7 @@ def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> 
         rubric=opts.get("rubric"),
         conditions=list(opts.get("conditions") or ["none"]),
         dimensions=list(opts.get("dimensions") or []),
-        repeats=int(opts.get("repeats") or 1),
+        repeats=int(opts["repeats"]) if opts.get("repeats") is not None else 1,
         split=opts.get("split"),
         limit=opts.get("limit"),
         templates=templates,
