@@ -25,6 +25,7 @@ from typing import Any
 import openai
 
 from judgepanel.errors import BadInput, ProviderError
+from judgepanel.protocol.logprobs import logprob_request
 from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.providers.capabilities import Capabilities, capabilities, refused_parameter
@@ -100,6 +101,7 @@ class OpenAIProvider:
         )
         for name in self._dropped:
             kwargs.pop(name, None)
+        kwargs.update(logprob_request(params))  # scoring=logprobs (protocol.logprobs)
         if structured and request.schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",
