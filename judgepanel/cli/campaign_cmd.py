@@ -106,14 +106,35 @@ def plan(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON
     if json_:
         emit_json(est.as_dict())
         return
+    costs = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_usd")
     rows = [
-        [n, d["calls"], d["cached"], d["input_tokens"], d["output_tokens"], _usd(d["cost_usd"])]
+        [n, d["calls"], d["cached"], d["input_tokens"], d["output_tokens"], *(_usd(d[k]) for k in costs)]
         for n, d in est.by_judge.items()
     ]
-    rows.append(["total", est.calls, est.cached, est.input_tokens, est.output_tokens, _usd(est.cost_usd)])
+    total = est.as_dict()
+    rows.append(
+        [
+            "total",
+            est.calls,
+            est.cached,
+            est.input_tokens,
+            est.output_tokens,
+            *(_usd(total[k]) for k in costs),
+        ]
+    )
     table(
         f"campaign {name}: {est.jobs} jobs",
-        ["judge", "calls", "cached", "input tokens (est.)", "output tokens (est.)", "cost USD"],
+        [
+            "judge",
+            "calls",
+            "cached",
+            "input tokens (est.)",
+            "output tokens (est.)",
+            "cost USD",
+            "prompt-cached",
+            "batch",
+            "batch + prompt-cached",
+        ],
         rows,
     )
 
@@ -279,6 +300,11 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         f"{st.calls} calls ({st.cached} from cache), {st.input_tokens} in / {st.output_tokens} out tokens, "
         f"spent {_usd(st.cost_usd)} USD"
     )
+    if st.cache_read_tokens or st.cache_write_tokens:
+        typer.echo(
+            f"prompt cache: {st.cache_read_tokens} tokens read, {st.cache_write_tokens} written, "
+            f"saved {_usd(st.saved_by_cache_usd)} USD"
+        )
     if st.errors:
         typer.echo("attempt errors: " + ", ".join(f"{k} {v}" for k, v in st.errors.items()))
     if st.failed_by_class:

@@ -1,8 +1,16 @@
 """Rendering judge prompts from the versioned Jinja templates in `prompts/`.
 
-Each protocol has one user template (`pairwise.v1.j2`, `pointwise_{none,criteria,rubric}.v1.j2`,
-`clauses.v1.j2`) and all share `system.v1.j2`. A template is never edited once used: a change is a
-new file (`pairwise.v2.j2`) so stored requests keep meaning what they meant.
+Each protocol has one user template (`pairwise.v2.j2`, `pointwise_{none,criteria,rubric}.v3.j2`,
+`clauses.v2.j2`) and all share `system.v1.j2`. A template is never edited once used: a change is a
+new file so stored requests keep meaning what they meant (the v1 files, and the pointwise v2 files
+for scales other than 1..5, are what campaigns before prompt caching were sent).
+
+Layout for prompt caching: the stable part comes first and the item last. The system text, then
+the instructions, the rubric and the answer format (the same for every item of a dimension), then
+the item's source (shared by every pair drawn from it and by both orders of a pair), then the
+candidates. `Prompt.cache_breaks` are the offsets in the user message where the first two parts
+end; providers with explicit caching mark them (see `providers.anthropic_provider`), OpenAI
+caches such prefixes by itself.
 
 `template_hash` is the sha256 of the sources actually used, system first, each followed by a NUL
 byte: ``sha256(system_src + "\\0" + user_src + "\\0")``. It changes whenever either file changes.
@@ -46,19 +54,17 @@ CONDITIONS: tuple[str, ...] = ("none", "criteria", "rubric")
 ORDERS: tuple[str, ...] = ("AB", "BA")
 
 SYSTEM_TEMPLATE = "system.v1"
-PAIRWISE_TEMPLATE = "pairwise.v1"
+PAIRWISE_TEMPLATE = "pairwise.v2"
+# v3: the v2 questions (any score range, 1..5 included) with the item last
 POINTWISE_TEMPLATES: Mapping[str, str] = {
-    "none": "pointwise_none.v1",
-    "criteria": "pointwise_criteria.v1",
-    "rubric": "pointwise_rubric.v1",
+    "none": "pointwise_none.v3",
+    "criteria": "pointwise_criteria.v3",
+    "rubric": "pointwise_rubric.v3",
 }
-# the same questions on a dimension's own score range; used only when that range is not 1..5
-SCALED_POINTWISE_TEMPLATES: Mapping[str, str] = {
-    "none": "pointwise_none.v2",
-    "criteria": "pointwise_criteria.v2",
-    "rubric": "pointwise_rubric.v2",
-}
-CLAUSES_TEMPLATE = "clauses.v1"
+SCALED_POINTWISE_TEMPLATES: Mapping[str, str] = POINTWISE_TEMPLATES
+CLAUSES_TEMPLATE = "clauses.v2"
+# where the item begins: its source, else its candidate(s) (neutralised texts cannot fake these)
+_ITEM_TAG = re.compile(r"^<(?:source|candidate_a|candidate)>$", re.MULTILINE)
 
 _RESERVED_TAG = re.compile(
     r"<(?=\s*(?:/\s*)?(?:source|candidate_a|candidate_b|candidate|clause)\b)", re.IGNORECASE
@@ -92,6 +98,8 @@ class Prompt:
     # the item's own texts (candidates, source) as shown and as given: a judge that copies them
     # into its reply is quoting, and the parser does not read verdicts out of a quote
     quoted: tuple[str, ...] = ()
+    # offsets in the last message where a stable prefix ends (for prompt caching, see above)
+    cache_breaks: tuple[int, ...] = ()
     answer_pattern: str | None = None  # a custom template's declared verdict pattern
     structured: bool = True  # False: the template asks for a text format, so no schema is sent
 
@@ -159,7 +167,30 @@ def _render(name: str, schema: dict[str, Any], schema_name: str, context: dict[s
     ]
     shown = [context.get(k) for k in ("source", "candidate", "candidate_a", "candidate_b")]
     quoted = tuple(dict.fromkeys(t for t in (*shown, *context.get("raw", ())) if isinstance(t, str) and t))
-    return Prompt(messages, name, template_hash(SYSTEM_TEMPLATE, name), schema, schema_name, quoted)
+    return Prompt(
+        messages,
+        name,
+        template_hash(SYSTEM_TEMPLATE, name),
+        schema,
+        schema_name,
+        quoted,
+        cache_breaks(messages[-1]["content"]),
+    )
+
+
+def cache_breaks(text: str) -> tuple[int, ...]:
+    """Where the stable parts of a user message end: before the paragraph that opens the item's
+    first tag (instructions end) and, when that is the source, before the candidates' (the source
+    ends). Empty when the message shows no item."""
+    breaks: list[int] = []
+    for tag in _ITEM_TAG.finditer(text):
+        cut = text.rfind("\n\n", 0, tag.start())
+        cut = tag.start() if cut < 0 else cut + 2
+        if not breaks or cut > breaks[-1]:
+            breaks.append(cut)
+        if tag.group() != "<source>" or len(breaks) == 2:
+            break
+    return tuple(breaks)
 
 
 def _context(rubric: RubricDoc | None, source: str | None) -> dict[str, Any]:
@@ -250,16 +281,13 @@ def render_pointwise(
         "raw": (item.output.strip(), (item.input or "").strip()),
     }
     levels = tuple(range(scale[0], scale[1] + 1))
-    if scale == SCALE:
-        return _render(POINTWISE_TEMPLATES[condition], pointwise_schema(), "pointwise_verdict", context)
     context |= {
         "scale_low": scale[0],
         "scale_high": scale[1],
         "score_options": " | ".join(str(lv) for lv in levels),
     }
-    return _render(
-        SCALED_POINTWISE_TEMPLATES[condition], pointwise_schema(levels), "pointwise_verdict", context
-    )
+    schema = pointwise_schema() if scale == SCALE else pointwise_schema(levels)
+    return _render(POINTWISE_TEMPLATES[condition], schema, "pointwise_verdict", context)
 
 
 def pointwise_scale(rubric: RubricDoc | None, dimension: str | None) -> tuple[int, int]:

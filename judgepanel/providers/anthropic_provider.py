@@ -15,6 +15,16 @@ accepts them, unless the spec names its own `anthropic_version`. A judge without
 parameters uses the SDK's default version.
 
 `max_tokens` is required by the API: 1024 unless the spec says otherwise.
+
+Prompt caching. The system text goes as one text block marked `cache_control: {"type":
+"ephemeral"}`, and the final user message is cut at `ChatRequest.cache_breaks` (where the prompt's
+stable parts end: instructions and rubric, then the shared source) into text blocks, each stable
+block marked the same way (at most `MAX_BREAKPOINTS` marks in all, the API's limit; the last
+ones win). The text the model reads is unchanged: blocks are concatenated. A spec parameter
+`prompt_cache=false` sends plain strings instead. Anthropic counts `input_tokens` without the
+cached parts; `ChatResult.input_tokens` is the whole prompt (`input_tokens +
+cache_read_input_tokens + cache_creation_input_tokens`), as OpenAI counts it, with the two cache
+counts beside it.
 """
 
 from __future__ import annotations
@@ -37,6 +47,8 @@ DEFAULT_MAX_TOKENS = 1024
 SAMPLING_API_VERSION = "2023-06-01"  # the last API version that takes temperature / top_p / top_k
 PLACEHOLDER_KEY = "no-key"
 _SAMPLING = ("temperature", "top_p", "top_k")
+MAX_BREAKPOINTS = 4  # cache_control marks the Messages API accepts in one request
+_EPHEMERAL = {"type": "ephemeral"}
 
 _ERRORS = sdk.SdkErrors(anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.APIStatusError)
 
@@ -77,7 +89,7 @@ class AnthropicProvider:
     def _arguments(self, request: ChatRequest) -> tuple[dict[str, Any], str | None]:
         params = {**self.spec.request_params(), **request.params}
         system = "\n\n".join(m["content"] for m in request.messages if m.get("role") == "system")
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": m["role"], "content": m["content"]}
             for m in request.messages
             if m.get("role") != "system"
@@ -86,8 +98,17 @@ class AnthropicProvider:
             "messages": messages,
             "max_tokens": int(params.get("max_tokens", DEFAULT_MAX_TOKENS)),
         }
+        caching = self.spec.params.get("prompt_cache", True) is not False
         if system:
-            kwargs["system"] = system
+            kwargs["system"] = (
+                [{"type": "text", "text": system, "cache_control": _EPHEMERAL}] if caching else system
+            )
+        if caching and messages:
+            budget = MAX_BREAKPOINTS - (1 if system else 0)
+            messages[-1] = {
+                **messages[-1],
+                "content": cache_blocks(messages[-1]["content"], request.cache_breaks, budget),
+            }
         sampling = {k: params[k] for k in _SAMPLING if k in params}
         headers: dict[str, str] = {}
         if sampling:
@@ -154,6 +175,9 @@ class AnthropicProvider:
             )
         usage = payload.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        uncached = sdk.int_or_none(usage.get("input_tokens"))
+        read = sdk.int_or_none(usage.get("cache_read_input_tokens"))
+        written = sdk.int_or_none(usage.get("cache_creation_input_tokens"))
         model = payload.get("model")
         stop = payload.get("stop_reason")
         return ChatResult(
@@ -161,12 +185,14 @@ class AnthropicProvider:
             raw_body=errors.redact(body, self._secrets),
             model_returned=model if isinstance(model, str) else None,
             system_fingerprint=None,  # the Messages API has none; the dated model id is the version
-            input_tokens=sdk.int_or_none(usage.get("input_tokens")),
+            input_tokens=None if uncached is None else uncached + (read or 0) + (written or 0),
             output_tokens=sdk.int_or_none(usage.get("output_tokens")),
             latency_ms=latency_ms,
             http_status=status,
             structured=structured,
             finish_reason=stop if isinstance(stop, str) else None,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
 
     async def served_model(self, *, timeout: float) -> str | None:
@@ -182,3 +208,19 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def cache_blocks(text: str, breaks: tuple[int, ...], budget: int) -> str | list[dict[str, Any]]:
+    """`text` as text blocks cut at `breaks`, every block before a break marked for caching (the
+    last `budget` of them, as a longer cached prefix also serves the shorter ones' purpose);
+    the plain string when there is nothing to mark."""
+    cuts = sorted({b for b in breaks if 0 < b < len(text)})[-budget:] if budget > 0 else []
+    if not cuts:
+        return text
+    blocks: list[dict[str, Any]] = []
+    start = 0
+    for cut in cuts:
+        blocks.append({"type": "text", "text": text[start:cut], "cache_control": _EPHEMERAL})
+        start = cut
+    blocks.append({"type": "text", "text": text[start:]})
+    return blocks

@@ -22,6 +22,10 @@ class ChatRequest:
     params: dict[str, Any] = field(default_factory=dict)
     schema: dict[str, Any] | None = None
     schema_name: str = "verdict"
+    # where stable prefixes of the final message end (character offsets into its content, ascending):
+    # a provider with explicit prompt caching (Anthropic) marks each as a cache breakpoint. Not part
+    # of the request hash: it changes what is billed, never what is answered.
+    cache_breaks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,10 @@ class ChatResult:
     http_status: int | None = 200
     structured: dict[str, Any] | None = None  # parsed structured output / tool input, if any
     finish_reason: str | None = None  # OpenAI `finish_reason` / Anthropic `stop_reason`, as returned
+    # prompt caching: `input_tokens` counts every prompt token on both wires; these are the parts of
+    # it read from / written to the provider's prompt cache (None when the provider does not say)
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 class Provider(Protocol):

@@ -54,6 +54,14 @@ windows); a request finding it empty gets 429 with Retry-After / retry-after-ms 
 token comes, and is not otherwise processed. Latency is uniform in [latency − jitter, latency +
 jitter]; `x-fake-latency: SECONDS` overrides it for one request.
 
+Prompt caching is imitated (`judgepanel.providers.fakecache`): per model, prefixes seen in the
+last `cache_ttl` seconds are reported as cached tokens, automatically on the OpenAI wire
+(`usage.prompt_tokens_details.cached_tokens`, from 1,024 tokens in 128-token steps) and on the
+Anthropic wire only up to content blocks marked `cache_control` (`cache_read_input_tokens`,
+`cache_creation_input_tokens`, `input_tokens` the rest), above each model's documented minimum
+(`cache_min_tokens` overrides both wires' minimums; `prompt_cache=False` / `--no-prompt-cache`
+turns it off, every cache count then 0).
+
 Every request is recorded (path, status, fault, model, headers, body, arrival time), the last
 `record_limit` in full and all of them in counters, so tests can prove a key was sent over the wire
 and what parameters were.
@@ -91,6 +99,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from judgepanel.providers.fake_logprobs import fake_logprobs
+from judgepanel.providers.fakecache import DEFAULT_TTL, PromptCache
 from judgepanel.providers.sim import SIM_FINGERPRINT, content_text, simulate
 
 FAULTS = (
@@ -264,6 +273,9 @@ class FakeServer:
         record_limit: int = 20_000,
         served_model: str | None = None,
         drip: float = 2.0,
+        prompt_cache: bool = True,
+        cache_min_tokens: int | None = None,
+        cache_ttl: float = DEFAULT_TTL,
         refuse: Sequence[str] = (),
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
@@ -283,6 +295,7 @@ class FakeServer:
         self.sim = dict(sim or {})
         self.served_model = served_model
         self.drip = drip
+        self.prompt_cache = PromptCache(ttl=cache_ttl, min_tokens=cache_min_tokens) if prompt_cache else None
         # Chat Completions parameters this "server" does not support: a request carrying one gets
         # the 400 an OpenAI-compatible server gives (as vLLM or llama.cpp do for what they lack)
         self.refuse = tuple(refuse)
@@ -395,6 +408,8 @@ class FakeServer:
         self.counts.clear()
         self.fault_counts.clear()
         self._seen.clear()
+        if self.prompt_cache is not None:
+            self.prompt_cache.clear()
         self.connections = 0
         self._tokens = float(self.burst or 0.0)
         self._refilled = time.monotonic()
@@ -707,6 +722,7 @@ class FakeServer:
             structured=structured,
         )
         ident = self._next_id()
+        cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
         body = {
             "id": f"chatcmpl-fake{ident}",
             "object": "chat.completion",
@@ -729,6 +745,10 @@ class FakeServer:
                 "prompt_tokens": reply.input_tokens,
                 "completion_tokens": reply.output_tokens,
                 "total_tokens": reply.input_tokens + reply.output_tokens,
+                "prompt_tokens_details": {
+                    "cached_tokens": min(cached, reply.input_tokens),
+                    "audio_tokens": 0,
+                },
             },
         }
         return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), [("x-request-id", f"req_{ident}")])
@@ -770,6 +790,9 @@ class FakeServer:
             structured=tool_name is not None,
         )
         ident = self._next_id()
+        usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
+        read = min(usage.read, reply.input_tokens) if usage else 0
+        written = min(usage.written, reply.input_tokens - read) if usage else 0
         content: list[dict[str, Any]]
         if tool_name is not None and reply.structured is not None:
             content = [
@@ -787,7 +810,12 @@ class FakeServer:
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+            "usage": {
+                "input_tokens": reply.input_tokens - read - written,
+                "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read,
+                "output_tokens": reply.output_tokens,
+            },
         }
         return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), [("request-id", f"req_{ident}")])
 
@@ -1024,6 +1052,10 @@ def _parser() -> argparse.ArgumentParser:
         "--served-model", default=None, help="answer as this model whatever is asked (a local server)"
     )
     p.add_argument("--drip", type=float, default=2.0, help="seconds between body bytes for the 'drip' fault")
+    p.add_argument("--no-prompt-cache", action="store_true", help="report no cached prompt tokens")
+    p.add_argument(
+        "--cache-min-tokens", type=int, default=None, help="shortest cached prefix (default: the providers')"
+    )
     p.add_argument(
         "--refuse",
         action="append",
@@ -1064,6 +1096,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             served_model=args.served_model,
             drip=args.drip,
             refuse=args.refuse,
+            prompt_cache=not args.no_prompt_cache,
+            cache_min_tokens=args.cache_min_tokens,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -9,6 +9,10 @@ Structured output: with a `ChatRequest.schema` (and `structured` not turned off)
 carries `response_format={"type": "json_schema", …}`, strict when the schema allows it, and the
 reply's JSON object is returned as `ChatResult.structured`.
 
+Prompt caching is automatic on OpenAI's side (by prefix, from 1,024 tokens on): judgepanel's
+prompts put the stable part first, and `usage.prompt_tokens_details.cached_tokens` is recorded as
+`ChatResult.cache_read_tokens` (included in `input_tokens`, as OpenAI counts it).
+
 The SDK never retries (`max_retries=0`): the runner does. The body is read raw and decoded here,
 so a malformed 200 (truncated JSON, an HTML page, missing fields) becomes `Transient` with the body
 kept instead of an SDK parsing exception.
@@ -196,6 +200,10 @@ class OpenAIProvider:
             parsed = candidate if isinstance(candidate, dict) else None
         usage = payload.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        details = usage.get("prompt_tokens_details")
+        # OpenAI caches prompt prefixes by itself; `cached_tokens` is the part of `prompt_tokens`
+        # read from the cache. It never reports cache writes (they cost nothing extra).
+        cached = sdk.int_or_none(details.get("cached_tokens")) if isinstance(details, dict) else None
         return ChatResult(
             text=content,
             raw_body=errors.redact(body, self._secrets),
@@ -207,6 +215,8 @@ class OpenAIProvider:
             http_status=status,
             structured=parsed,
             finish_reason=_str_or_none(finish),
+            cache_read_tokens=cached,
+            cache_write_tokens=0 if cached is not None else None,
         )
 
     async def served_model(self, *, timeout: float) -> str | None:

@@ -1,6 +1,14 @@
-"""What a call costs: a price table in USD per million input / output tokens.
+"""What a call costs: a price table in USD per million input / output / cache tokens.
 
-    cost = input_tokens · price_in / 10⁶ + output_tokens · price_out / 10⁶
+    cost = (input_tokens − cache_read − cache_write) · price_in / 10⁶
+         + cache_read · price_cache_read / 10⁶ + cache_write · price_cache_write / 10⁶
+         + output_tokens · price_out / 10⁶
+
+`input_tokens` is the whole prompt (both providers' counts are normalised to that, see
+`providers.base.ChatResult`); the cache counts are parts of it. A batch API call costs
+`cost · (1 − batch_discount)`: both providers' batch APIs halve every rate, cache rates included
+(Anthropic states that the discounts stack; OpenAI's batch price list carries cached-input rates
+at half the realtime ones as well).
 
 A price nobody told us is unknown, and an unknown price gives `None`, never 0: a plan that shows
 "$0.00" for a model we cannot price would be a lie. Lookup order for a judge:
@@ -11,14 +19,26 @@ A price nobody told us is unknown, and an unknown price gives `None`, never 0: a
    `claude-haiku-4-5-20251001`) falls back to its undated name;
 3. `sim:*` costs 0 (it is simulated).
 
-A price file maps names to `{input = …, output = …}`, optionally under a top-level `models` key::
+A price file maps names to `{input = …, output = …}` with optional `cache_read`, `cache_write`
+(USD per million tokens) and `batch_discount` (a share, 0.5 = half price), optionally under a
+top-level `models` key::
 
     [models."gpt-4o-mini"]
     input = 0.15
     output = 0.60
+    cache_read = 0.075
+    batch_discount = 0.5
 
-The built-in prices are list prices per million tokens as published by OpenAI and Anthropic; they
-change, so check them and override them with a file when money matters.
+A spec's `price_cache_read`, `price_cache_write` and `batch_discount` parameters do the same.
+A rate nobody gave stays unknown: a call that read or wrote cached tokens without a known rate
+for them has an unknown cost, and a plan without a batch discount has an unknown batch cost.
+
+The built-in prices are list prices per million tokens as published by OpenAI
+(platform.openai.com/docs/pricing: cached input at 50 % of input for gpt-4o / gpt-4o-mini, 25 %
+for the gpt-4.1 family; no charge for writing the cache, so `cache_write` = `input`) and Anthropic
+(docs.claude.com, "Pricing": 5-minute cache writes at 1.25 × input, cache reads at 0.1 × input);
+both batch APIs at 50 % off. They change, so check them and override them with a file when money
+matters.
 """
 
 from __future__ import annotations
@@ -28,7 +48,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,27 +63,67 @@ _DATED = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens."""
+    """USD per million tokens; the cache rates and the batch discount are None when unknown."""
 
     input: float
     output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+    batch_discount: float | None = None  # share of the cost a batch API call saves
 
-    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+    def cost(
+        self,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+    ) -> float | None:
+        """USD for one call; None when a count it needs, or the rate of tokens it has, is unknown."""
         if input_tokens is None or output_tokens is None:
             return None
-        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+        read, write = cache_read_tokens or 0, cache_write_tokens or 0
+        if (read and self.cache_read is None) or (write and self.cache_write is None):
+            return None
+        uncached = max(0, input_tokens - read - write)
+        return (
+            uncached * self.input
+            + read * (self.cache_read or 0.0)
+            + write * (self.cache_write or 0.0)
+            + output_tokens * self.output
+        ) / 1_000_000
+
+    def batch(self, cost: float | None) -> float | None:
+        """What `cost` comes to through the provider's batch API; None when the discount is unknown."""
+        if cost is None or self.batch_discount is None:
+            return None
+        return cost * (1.0 - self.batch_discount)
+
+
+def _openai(input: float, output: float, cached: float) -> Price:
+    return Price(input, output, cache_read=cached, cache_write=input, batch_discount=0.5)
+
+
+def _anthropic(input: float, output: float) -> Price:
+    return Price(input, output, cache_read=input * 0.1, cache_write=input * 1.25, batch_discount=0.5)
 
 
 BUILTIN: dict[str, Price] = {
-    "openai:gpt-4o": Price(2.50, 10.00),
-    "openai:gpt-4o-mini": Price(0.15, 0.60),
-    "openai:gpt-4.1": Price(2.00, 8.00),
-    "openai:gpt-4.1-mini": Price(0.40, 1.60),
-    "openai:gpt-4.1-nano": Price(0.10, 0.40),
-    "anthropic:claude-haiku-4-5": Price(1.00, 5.00),
-    "anthropic:claude-sonnet-4-5": Price(3.00, 15.00),
-    "anthropic:claude-sonnet-4-6": Price(3.00, 15.00),
-    "anthropic:claude-opus-4-7": Price(5.00, 25.00),
+    "openai:gpt-4o": _openai(2.50, 10.00, 1.25),
+    "openai:gpt-4o-mini": _openai(0.15, 0.60, 0.075),
+    "openai:gpt-4.1": _openai(2.00, 8.00, 0.50),
+    "openai:gpt-4.1-mini": _openai(0.40, 1.60, 0.10),
+    "openai:gpt-4.1-nano": _openai(0.10, 0.40, 0.025),
+    "anthropic:claude-haiku-4-5": _anthropic(1.00, 5.00),
+    "anthropic:claude-sonnet-4-5": _anthropic(3.00, 15.00),
+    "anthropic:claude-sonnet-4-6": _anthropic(3.00, 15.00),
+    "anthropic:claude-opus-4-7": _anthropic(5.00, 25.00),
+}
+
+
+_SPEC_RATES = {
+    "price_cache_read": "cache_read",
+    "price_cache_write": "cache_write",
+    "batch_discount": "batch_discount",
 }
 
 
@@ -75,7 +135,7 @@ class PriceTable:
 
     def lookup(self, model: str, provider: str | None = None) -> Price | None:
         if provider == "sim":
-            return Price(0.0, 0.0)
+            return Price(0.0, 0.0, 0.0, 0.0, 0.0)
         names = [model]
         undated = _DATED.sub("", model)
         if undated != model:
@@ -96,11 +156,22 @@ class PriceTable:
         return price.cost(input_tokens, output_tokens) if price is not None else None
 
     def for_spec(self, spec: JudgeSpec) -> Price | None:
-        """The spec's own `price_in`/`price_out` when both are given, else the table's."""
+        """The spec's own `price_in`/`price_out` when both are given, else the table's; the spec's
+        `price_cache_read`, `price_cache_write` and `batch_discount` override the rates found."""
         p_in, p_out = spec.params.get("price_in"), spec.params.get("price_out")
+        price: Price | None
         if p_in is not None and p_out is not None:
-            return Price(float(p_in), float(p_out))
-        return self.lookup(spec.model, spec.provider)
+            price = Price(float(p_in), float(p_out))
+        else:
+            price = self.lookup(spec.model, spec.provider)
+        if price is None:
+            return None
+        extra = {
+            field: float(value)
+            for key, field in _SPEC_RATES.items()
+            if isinstance(value := spec.params.get(key), int | float) and not isinstance(value, bool)
+        }
+        return replace(price, **extra) if extra else price
 
     def merged(self, other: Mapping[str, Price]) -> PriceTable:
         return PriceTable({**self.prices, **other})
@@ -135,11 +206,16 @@ def load_prices(path: str | Path) -> dict[str, Price]:
                 f"price file {file}: {name!r} needs both 'input' and 'output' (USD per million tokens)"
             )
         try:
-            price = Price(float(entry["input"]), float(entry["output"]))
+            optional = {
+                k: float(entry[k]) for k in ("cache_read", "cache_write", "batch_discount") if k in entry
+            }
+            price = Price(float(entry["input"]), float(entry["output"]), **optional)
         except (TypeError, ValueError):
             raise BadInput(f"price file {file}: {name!r} prices must be numbers") from None
-        if price.input < 0 or price.output < 0:
+        if min(price.input, price.output, *optional.values()) < 0:
             raise BadInput(f"price file {file}: {name!r} prices must not be negative")
+        if price.batch_discount is not None and price.batch_discount > 1:
+            raise BadInput(f"price file {file}: {name!r} batch_discount is a share between 0 and 1")
         prices[str(name)] = price
     return prices
 

@@ -19,7 +19,8 @@ Parameters fall into three groups, and only the first two are part of the judge'
   asks the server which model it serves (`GET /v1/models`) and keys the cache on that;
 * endpoint: `base_url` (a different server may serve a different build of the "same" model);
 * operational, which never change an answer and so are left out of `name`: `timeout`, `rpm`,
-  `tpm`, `concurrency`, `price_in`, `price_out` (USD per million tokens), and the simulator's
+  `tpm`, `concurrency`, `price_in`, `price_out`, `price_cache_read`, `price_cache_write` (USD per
+  million tokens), `batch_discount`, `prompt_cache=on|off`, and the simulator's
   `error_rate`, `latency`, `jitter`.
 
 Secrets are refused outright, whatever they are called (`api_key`, `key`, `token`, `secret`,
@@ -177,6 +178,10 @@ _OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
     "concurrency": _int(1),
     "price_in": _float(0.0),
     "price_out": _float(0.0),
+    "price_cache_read": _float(0.0),  # USD per million prompt tokens read from the prompt cache
+    "price_cache_write": _float(0.0),  # … written to it
+    "batch_discount": _float(0.0, 1.0),  # share of the price a batch API call saves (0.5 = half price)
+    "prompt_cache": _switch,  # off: no cache_control marks (Anthropic)
 }
 # where a judge's key is read from: never sent, never part of the name (which key does not change
 # what a model answers), stored as the variable's name only

@@ -46,13 +46,28 @@ ReplyKind = tuple[str, str]  # (judge name, template name): whose replies to whi
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens."""
+    """USD per million tokens (the cache rates and the batch discount None when unknown)."""
 
     input: float
     output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+    batch_discount: float | None = None
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """Without prompt caching: every input token at the input rate."""
         return (input_tokens * self.input + output_tokens * self.output) / 1e6
+
+    def call_cost(
+        self, input_tokens: int, output_tokens: int, cache_read: int | None, cache_write: int | None
+    ) -> float | None:
+        """What a call that read / wrote this many prompt tokens from / to the provider's cache
+        costs (they are part of `input_tokens`); None when it used a cache rate nobody gave."""
+        from judgepanel.providers.pricing import Price as Rates
+
+        return Rates(self.input, self.output, self.cache_read, self.cache_write).cost(
+            input_tokens, output_tokens, cache_read, cache_write
+        )
 
 
 def estimate_tokens(chars: int) -> int:
@@ -155,4 +170,4 @@ def price_for(spec: JudgeSpec) -> Price | None:
     from judgepanel.providers.pricing import default_table
 
     p = default_table().for_spec(spec)
-    return None if p is None else Price(p.input, p.output)
+    return None if p is None else Price(p.input, p.output, p.cache_read, p.cache_write, p.batch_discount)

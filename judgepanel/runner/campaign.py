@@ -24,12 +24,13 @@ from judgepanel.errors import BadInput
 from judgepanel.protocol.custom import load_template
 from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import CampaignSpec
+from judgepanel.providers.caching import CacheForecast
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
-from judgepanel.runner.budget import estimate_tokens, price_for
+from judgepanel.runner.budget import Price, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
-from judgepanel.runner.prepare import CampaignContext, prepare, stored_templates
+from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, stored_templates
 from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
@@ -175,6 +176,13 @@ class Estimate:
     output_tokens: int
     cost_usd: float | None  # None when a judge's price is unknown
     by_judge: dict[str, dict[str, Any]]
+    # with the providers' prompt caching (the forecast in `providers.caching`), through their batch
+    # APIs, and both; None when a rate they need is unknown
+    cost_cached_usd: float | None = None
+    cost_batch_usd: float | None = None
+    cost_batch_cached_usd: float | None = None
+    cache_read_tokens: int = 0  # forecast: prompt tokens read from the providers' caches
+    cache_write_tokens: int = 0  # … and written to them
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -183,6 +191,11 @@ class Estimate:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
+            "cost_cached_usd": self.cost_cached_usd,
+            "cost_batch_usd": self.cost_batch_usd,
+            "cost_batch_cached_usd": self.cost_batch_cached_usd,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "cached": self.cached,
             "by_judge": self.by_judge,
         }
@@ -191,7 +204,10 @@ class Estimate:
 def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
     """What running the rest of the campaign would take: every pending job's prompt is rendered
     and counted (≈ 4 characters a token); output tokens are the judge's mean so far, else
-    `OUTPUT_ESTIMATE`, capped by its `max_tokens`; cost from the judge's prices (None if unknown)."""
+    `OUTPUT_ESTIMATE`, capped by its `max_tokens`; cost from the judge's prices (None if unknown).
+    `cost_usd` is every input token at the input rate; `cost_cached_usd` prices the prompt-cache
+    reads and writes that `providers.caching.CacheForecast` expects of the calls in order, and the
+    batch figures apply the judge's batch discount to each."""
     spec, rv_id = store.campaign_spec(engine, name)
     cid = store.campaign_id(engine, name)
     judges = {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))}
@@ -210,9 +226,18 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
     hits = store.cache_lookup(engine, [p.request_hash for p in preps]) if use_cache else {}
     mean_out = store.mean_output_tokens(engine, list(ctx.judges))
     by_judge: dict[str, dict[str, Any]] = {
-        n: {"calls": 0, "cached": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        n: {
+            "calls": 0,
+            "cached": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+            "cost_usd": 0.0,
+        }
         for n in ctx.judges
     }
+    forecasts = {n: CacheForecast(js.provider, js.model) for n, js in ctx.judges.items()}
     for p in preps:
         d = by_judge[p.job.judge]
         if p.request_hash in hits:
@@ -229,25 +254,66 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         d["calls"] += 1
         d["input_tokens"] += estimate_tokens(p.prompt_chars) + 4 * len(p.request.messages)
         d["output_tokens"] += round(out)
-    total_cost: float | None = 0.0
+        read, written = forecasts[p.job.judge].call(_stable_prefixes(p))
+        d["cache_read_tokens"] += read
+        d["cache_write_tokens"] += written
+    totals: dict[str, float | None] = dict.fromkeys(_COSTS, 0.0)
     for n, d in by_judge.items():
         price = price_for(ctx.judges[n])
-        if price is None:
-            d["cost_usd"] = None
-            total_cost = None
-        else:
-            d["cost_usd"] = round(price.cost(d["input_tokens"], d["output_tokens"]), 6)
-            if total_cost is not None:
-                total_cost += d["cost_usd"]
+        full = None if price is None else price.cost(d["input_tokens"], d["output_tokens"])
+        cached = (
+            None
+            if price is None
+            else price.call_cost(
+                d["input_tokens"], d["output_tokens"], d["cache_read_tokens"], d["cache_write_tokens"]
+            )
+        )
+        figures = {
+            "cost_usd": full,
+            "cost_cached_usd": cached,
+            "cost_batch_usd": _batch(price, full),
+            "cost_batch_cached_usd": _batch(price, cached),
+        }
+        for key, value in figures.items():
+            d[key] = None if value is None else round(value, 6)
+            total = totals[key]
+            totals[key] = None if value is None or total is None else total + value
+    rounded = {k: None if v is None else round(v, 6) for k, v in totals.items()}
     return Estimate(
         sum(counts.values()),
         sum(d["calls"] for d in by_judge.values()),
         sum(d["cached"] for d in by_judge.values()),
         sum(d["input_tokens"] for d in by_judge.values()),
         sum(d["output_tokens"] for d in by_judge.values()),
-        None if total_cost is None else round(total_cost, 6),
+        rounded["cost_usd"],
         by_judge,
+        cost_cached_usd=rounded["cost_cached_usd"],
+        cost_batch_usd=rounded["cost_batch_usd"],
+        cost_batch_cached_usd=rounded["cost_batch_cached_usd"],
+        cache_read_tokens=sum(d["cache_read_tokens"] for d in by_judge.values()),
+        cache_write_tokens=sum(d["cache_write_tokens"] for d in by_judge.values()),
     )
+
+
+_COSTS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_usd")
+
+
+def _batch(price: Price | None, cost: float | None) -> float | None:
+    if price is None or cost is None or price.batch_discount is None:
+        return None
+    return cost * (1.0 - price.batch_discount)
+
+
+def _stable_prefixes(p: Prepared) -> list[tuple[str, int]]:
+    """The cumulative stable prefixes of a prepared request (system text, then the user message
+    up to each of its cut points) with their estimated token counts, shortest first."""
+    *head, last = p.request.messages
+    before = "".join(m["content"] for m in head)
+    out = [(before, estimate_tokens(len(before)) + 4 * len(head))] if before else []
+    for cut in p.request.cache_breaks:
+        text = before + last["content"][:cut]
+        out.append((text, estimate_tokens(len(text)) + 4 * len(p.request.messages)))
+    return out
 
 
 # ---------------------------------------------------------------- running

@@ -738,9 +738,12 @@ class Runner:
         self.budget.observe_output(_reply_kind(p), r.output_tokens)
         cost = None
         if j.price is not None and r.input_tokens is not None and r.output_tokens is not None:
-            cost = j.price.cost(r.input_tokens, r.output_tokens)
+            cost = j.price.call_cost(
+                r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens
+            )
+        if cost is not None:
             self.stats.spent += cost
-        elif j.price is None:
+        elif j.price is None or r.cache_read_tokens or r.cache_write_tokens:
             self.stats.spent_unknown = True
         self.stats.calls += 1
         verdict, error = read(p, self.ctx, r.text, r.structured)
@@ -775,5 +778,7 @@ class Runner:
                 latency_ms=r.latency_ms,
                 cost_usd=cost,
                 finish_reason=r.finish_reason,
+                cache_read_tokens=r.cache_read_tokens,
+                cache_write_tokens=r.cache_write_tokens,
             )
         )

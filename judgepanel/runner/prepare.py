@@ -181,6 +181,7 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
         params=params,
         schema=prompt.schema if prompt.structured else None,
         schema_name=prompt.schema_name,
+        cache_breaks=prompt.cache_breaks,
     )
     h = request_hash(
         provider=spec.provider,

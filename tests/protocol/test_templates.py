@@ -63,17 +63,17 @@ def test_rendering_is_deterministic() -> None:
 @pytest.mark.parametrize(
     ("prompt", "name"),
     [
-        (render_pairwise(A, B, order="AB", dimension=None, rubric=None), "pairwise.v1"),
-        (render_pointwise(A, condition="none", dimension=None, rubric=None), "pointwise_none.v1"),
+        (render_pairwise(A, B, order="AB", dimension=None, rubric=None), "pairwise.v2"),
+        (render_pointwise(A, condition="none", dimension=None, rubric=None), "pointwise_none.v3"),
         (
             render_pointwise(A, condition="criteria", dimension="coherence", rubric=SUMMEVAL),
-            "pointwise_criteria.v1",
+            "pointwise_criteria.v3",
         ),
         (
             render_pointwise(A, condition="rubric", dimension="coherence", rubric=SUMMEVAL),
-            "pointwise_rubric.v1",
+            "pointwise_rubric.v3",
         ),
-        (render_clauses(A, dimension="coherence", rubric=SUMMEVAL), "clauses.v1"),
+        (render_clauses(A, dimension="coherence", rubric=SUMMEVAL), "clauses.v2"),
     ],
 )
 def test_template_name_and_hash(prompt: Prompt, name: str) -> None:
@@ -272,6 +272,12 @@ FROZEN = {
     "pointwise_none.v2": "728228b6b7167bcbe6b9f1b0ec9dd3823cbece614b1866941ee859c8b18d4eb7",
     "pointwise_criteria.v2": "32769c3bf412a736eb527e2351841817a0755dca7ae4d0a7b649c4c10691c6bc",
     "pointwise_rubric.v2": "1ab709555cfdbd6b55adc47bed694b0b54fda017d6e403826f4fd87761cb74c0",
+    # item last, for prompt caching
+    "pairwise.v2": "bdcc2e60b320fc04d4970aea6308a350a3cfcbbd759aed8dea183eb785c34767",
+    "clauses.v2": "0d4b39d4a031c3d3bb4fe2714601adee54a25cae97d6ddddf149c055820016dc",
+    "pointwise_none.v3": "a77a6fc5ecdfbef32fc965feada8f9834e7f860ac80af8a2c7ebee9a99ff1e08",
+    "pointwise_criteria.v3": "cd4d0da9a12ec713aabd522813b8802d19e1f1e5929838d44e673ba335d21499",
+    "pointwise_rubric.v3": "0775439d276889cc98825edb7bd74e5d6655582b7e9199ec6c06545bb03cecf6",
 }
 
 

@@ -39,7 +39,7 @@ def test_dated_snapshots_and_bare_names() -> None:
     assert table.lookup("gpt-4o-mini") == BUILTIN["openai:gpt-4o-mini"]
     # a longer name is not its prefix's model: gpt-4o-audio is not priced as gpt-4o
     assert table.lookup("gpt-4o-audio-preview", "openai") is None
-    assert table.lookup("anything", "sim") == Price(0.0, 0.0)
+    assert table.lookup("anything", "sim") == Price(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -84,3 +84,46 @@ def test_spec_prices_win() -> None:
     spec = parse_spec("openai:gpt-4o-mini?price_in=1&price_out=2")
     assert spec_cost(spec, 1_000_000, 1_000_000, table=PriceTable(BUILTIN)) == pytest.approx(3.0)
     assert spec_cost(parse_spec("openai:qwen?price_in=1"), 10, 10, table=PriceTable(BUILTIN)) is None
+
+
+def test_cache_and_batch_cost_by_hand() -> None:
+    p = Price(3.0, 15.0, cache_read=0.30, cache_write=3.75, batch_discount=0.5)
+    # 10,000 prompt tokens of which 6,000 read and 2,000 written; 400 out:
+    # 2,000 × 3 + 6,000 × 0.30 + 2,000 × 3.75 + 400 × 15 = 6,000 + 1,800 + 7,500 + 6,000 = 21,300 µ$
+    assert p.cost(10_000, 400, 6_000, 2_000) == pytest.approx(0.0213)
+    assert p.cost(10_000, 400) == pytest.approx((10_000 * 3 + 400 * 15) / 1e6)
+    assert p.batch(p.cost(10_000, 400, 6_000, 2_000)) == pytest.approx(0.01065)
+    # a rate nobody gave is unknown, and so is what used it; no tokens of that kind: still priced
+    bare = Price(3.0, 15.0)
+    assert bare.cost(10_000, 400, 6_000, 0) is None and bare.cost(10_000, 400, 0, 2_000) is None
+    assert bare.cost(10_000, 400, 0, 0) == pytest.approx(0.036)
+    assert bare.batch(0.036) is None
+
+
+def test_builtin_cache_rates_follow_the_providers_rules() -> None:
+    for name, p in BUILTIN.items():
+        assert p.batch_discount == 0.5
+        assert p.cache_read is not None and p.cache_write is not None
+        if name.startswith("anthropic:"):
+            assert (p.cache_read, p.cache_write) == pytest.approx((p.input * 0.1, p.input * 1.25))
+        else:
+            assert p.cache_write == p.input and p.cache_read < p.input  # OpenAI: writes are free
+
+
+def test_price_file_and_spec_carry_cache_and_batch_rates(tmp_path: Path) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text(
+        "[models.m]\ninput = 1\noutput = 2\ncache_read = 0.1\ncache_write = 1.25\nbatch_discount = 0.5\n"
+    )
+    assert load_prices(f)["m"] == Price(1.0, 2.0, 0.1, 1.25, 0.5)
+    f.write_text("[models.m]\ninput = 1\noutput = 2\nbatch_discount = 1.5\n")
+    with pytest.raises(BadInput, match="batch_discount"):
+        load_prices(f)
+    f.write_text("[models.m]\ninput = 1\noutput = 2\ncache_read = -1\n")
+    with pytest.raises(BadInput, match="negative"):
+        load_prices(f)
+    spec = parse_spec("openai:x?price_in=2&price_out=8&price_cache_read=0.5&batch_discount=0.5")
+    assert PriceTable({}).for_spec(spec) == Price(2.0, 8.0, 0.5, None, 0.5)
+    # overriding one rate of a table price keeps the others
+    spec = parse_spec("openai:gpt-4o-mini?price_cache_read=0.01")
+    assert PriceTable(BUILTIN).for_spec(spec) == Price(0.15, 0.60, 0.01, 0.15, 0.5)

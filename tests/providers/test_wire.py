@@ -90,7 +90,11 @@ async def test_anthropic_text_with_system_prompt_separated(fake: FakeServer) -> 
     finally:
         await provider.aclose()
     body = sent(fake)
-    assert body["system"] == "You are a careful judge."
+    # the system text is one block marked for prompt caching; a request without cut points keeps
+    # its user message a plain string
+    assert body["system"] == [
+        {"type": "text", "text": "You are a careful judge.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert body["messages"] == MESSAGES[1:] and body["max_tokens"] == 400
     assert "tools" not in body and "temperature" not in body
     record = fake.recent()[0]
@@ -197,3 +201,60 @@ def test_registry() -> None:
     assert sim.name == "sim:x"
     with pytest.raises(TypeError, match="unknown options"):
         make_provider(parse_spec("sim:x"), pool=3)
+
+
+async def test_anthropic_marks_the_stable_parts_for_prompt_caching(fake: FakeServer) -> None:
+    user = "Instructions and rubric.\n\nThe source:\n<source>\nS\n</source>\n\nCandidate A: x"
+    cuts = (user.index("The source"), user.index("Candidate A"))
+    request = ChatRequest(
+        messages=[{"role": "system", "content": "Be fair."}, {"role": "user", "content": user}],
+        cache_breaks=cuts,
+    )
+    for spec, marked in (("", True), ("&prompt_cache=off", False)):
+        fake.reset()
+        provider = make_provider(parse_spec(f"anthropic:claude-judge?base_url={fake.url}{spec}"))
+        try:
+            await provider.complete(request, timeout=10)
+        finally:
+            await provider.aclose()
+        body = sent(fake)
+        if not marked:
+            assert body["system"] == "Be fair." and body["messages"][-1]["content"] == user
+            continue
+        blocks = body["messages"][-1]["content"]
+        assert [b["text"] for b in blocks] == [user[: cuts[0]], user[cuts[0] : cuts[1]], user[cuts[1] :]]
+        assert [b.get("cache_control") for b in blocks] == [{"type": "ephemeral"}] * 2 + [None]
+        assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+async def test_cached_token_counts_are_read_from_both_wires(fake: FakeServer) -> None:
+    """Long enough to pass the providers' 1,024-token minimum; the second identical prefix hits."""
+    stable = "Rubric line that stays the same for every item. " * 120  # ~1,500 tokens
+    results = {}
+    for wire, spec in (
+        ("openai", f"openai:judge-o?base_url={fake.url}/v1"),
+        ("anthropic", f"anthropic:judge-a?base_url={fake.url}"),
+    ):
+        provider = make_provider(parse_spec(spec))
+        try:
+            got = []
+            for item in ("first item", "second item"):
+                text = stable + "\n\n" + item
+                request = ChatRequest(
+                    messages=[{"role": "user", "content": text}], cache_breaks=(len(stable) + 2,)
+                )
+                got.append(await provider.complete(request, timeout=10))
+        finally:
+            await provider.aclose()
+        results[wire] = got
+    first, second = results["openai"]
+    assert first.cache_read_tokens == 0 and first.cache_write_tokens == 0
+    assert second.cache_read_tokens is not None and 1024 <= second.cache_read_tokens <= second.input_tokens
+    assert second.cache_read_tokens % 128 == 0
+    assert json.loads(second.raw_body)["usage"]["prompt_tokens"] == second.input_tokens
+    first, second = results["anthropic"]
+    assert (first.cache_read_tokens, second.cache_write_tokens) == (0, 0)
+    assert first.cache_write_tokens == second.cache_read_tokens and second.cache_read_tokens >= 1024
+    usage = json.loads(second.raw_body)["usage"]
+    # Anthropic's input_tokens leaves the cached part out; ChatResult counts the whole prompt
+    assert second.input_tokens == usage["input_tokens"] + usage["cache_read_input_tokens"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, Select, and_, func, select
 from sqlalchemy.orm import Session
@@ -25,6 +25,9 @@ from judgepanel.store.models import (
     Response,
     Verdict,
 )
+
+if TYPE_CHECKING:
+    from judgepanel.providers.pricing import Price
 
 # ---------------------------------------------------------------- status and listing
 
@@ -47,6 +50,10 @@ class CampaignStatus:
     by_judge: dict[str, dict[str, Any]]
     status: str
     partial: int = 0  # failed jobs whose reply left clauses unanswered (re-asked by retry-parse-failures)
+    cache_read_tokens: int = 0  # prompt tokens the providers read from their prompt caches
+    cache_write_tokens: int = 0  # … and wrote to them
+    # what those cost less (reads) and more (writes) than at the input rate; None when a rate is unknown
+    saved_by_cache_usd: float | None = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +72,9 @@ class CampaignStatus:
             "by_judge": self.by_judge,
             "status": self.status,
             "partial": self.partial,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "saved_by_cache_usd": self.saved_by_cache_usd,
         }
 
 
@@ -81,7 +91,17 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
         ):
             d = by_judge.setdefault(
                 jname,
-                {"jobs": 0, "done": 0, "failed": 0, "pending": 0, "calls": 0, "cached": 0, "cost_usd": 0.0},
+                {
+                    "jobs": 0,
+                    "done": 0,
+                    "failed": 0,
+                    "pending": 0,
+                    "calls": 0,
+                    "cached": 0,
+                    "cost_usd": 0.0,
+                    "cache_read_tokens": 0,
+                    "cache_write_tokens": 0,
+                },
             )
             d["jobs"] += n
             key = "pending" if status in ("pending", "running") else status
@@ -99,7 +119,7 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
         recorded: Counter[str] = Counter()  # calls with a cost, per judge
         calls = cached = tin = tout = 0
         errors: Counter[str] = Counter()
-        for jname, is_cached, ec, ok, n, cost, n_cost, itok, otok in s.execute(
+        for jname, is_cached, ec, ok, n, cost, n_cost, itok, otok, rtok, wtok in s.execute(
             select(
                 Judge.name,
                 Response.cached_from.is_not(None),
@@ -110,6 +130,8 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
                 func.count(Response.cost_usd),
                 func.sum(Response.input_tokens),
                 func.sum(Response.output_tokens),
+                func.sum(Response.cache_read_tokens),
+                func.sum(Response.cache_write_tokens),
             )
             .select_from(Response)
             .join(Request, Request.id == Response.request_id)
@@ -129,6 +151,8 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
                 errors[ec] += n
             tin += int(itok or 0)
             tout += int(otok or 0)
+            d["cache_read_tokens"] += int(rtok or 0)
+            d["cache_write_tokens"] += int(wtok or 0)
             recorded[jname] += int(n_cost)
             if ok and n_cost < n:
                 d["cost_usd"] = None  # a reply was not priced: the sum would be too low
@@ -140,6 +164,15 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
                 d["cost_usd"] = None
             if d["cost_usd"] is not None:
                 d["cost_usd"] = round(d["cost_usd"], 6)
+        prices = _judge_prices(c.spec)
+        saved: float | None = 0.0
+        for jname, d in by_judge.items():
+            d["saved_by_cache_usd"] = _saved(
+                prices.get(jname), d["cache_read_tokens"], d["cache_write_tokens"]
+            )
+            saved = (
+                None if saved is None or d["saved_by_cache_usd"] is None else saved + d["saved_by_cache_usd"]
+            )
         judge_costs = [d["cost_usd"] for d in by_judge.values()]
         total_cost = None if None in judge_costs else round(sum(judge_costs), 6)
         partial = _partial_jobs(s, c.id)
@@ -165,29 +198,53 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             by_judge,
             status,
             partial,
+            sum(d["cache_read_tokens"] for d in by_judge.values()),
+            sum(d["cache_write_tokens"] for d in by_judge.values()),
+            None if saved is None else round(saved, 6),
         )
 
 
 def _judges_priced(spec: dict[str, Any]) -> dict[str, bool]:
     """Canonical judge name -> whether a price is known for it now (its spec's `price_in`/
     `price_out`, the price file, the built-in table)."""
+    return {name: price is not None for name, price in _judge_prices(spec).items()}
+
+
+def _judge_prices(spec: dict[str, Any]) -> dict[str, Price | None]:
+    """Canonical judge name -> its prices now (None when unknown)."""
     from judgepanel.errors import JudgepanelError
     from judgepanel.providers.pricing import default_table
     from judgepanel.providers.spec import parse_spec
 
     names = list(spec.get("judges") or ())
     raw = list(spec.get("judge_specs") or names)
-    out: dict[str, bool] = {}
+    out: dict[str, Price | None] = {}
     try:
         table = default_table()
     except JudgepanelError:
         return out  # an unreadable price file: every price unknown
     for name, given in zip(names, raw, strict=False):
         try:
-            out[name] = table.for_spec(parse_spec(given)) is not None
+            out[name] = table.for_spec(parse_spec(given))
         except JudgepanelError:
-            out[name] = False
+            out[name] = None
     return out
+
+
+def _saved(price: Price | None, read: int, written: int) -> float | None:
+    """USD the prompt cache saved: reads below the input rate, less what writes cost above it."""
+    if not read and not written:
+        return 0.0
+    if price is None or (read and price.cache_read is None) or (written and price.cache_write is None):
+        return None
+    return round(
+        (
+            read * (price.input - (price.cache_read or 0.0))
+            - written * ((price.cache_write or 0.0) - price.input)
+        )
+        / 1e6,
+        6,
+    )
 
 
 def _partial_jobs(s: Session, campaign_id: int) -> int:

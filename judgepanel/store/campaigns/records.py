@@ -114,6 +114,8 @@ class AttemptRow:
     cached_from: int | None = None
     output_schema: dict[str, Any] | None = None  # the JSON schema sent for structured output
     finish_reason: str | None = None  # finish_reason / stop_reason as the provider returned it
+    cache_read_tokens: int | None = None  # part of input_tokens read from the provider's prompt cache
+    cache_write_tokens: int | None = None  # part of input_tokens written to it (Anthropic)
 
 
 @dataclass(frozen=True)

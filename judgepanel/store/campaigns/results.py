@@ -164,6 +164,8 @@ def _insert_attempts(
                 "cost_usd": a.cost_usd,
                 "cached_from": a.cached_from,
                 "finish_reason": a.finish_reason,
+                "cache_read_tokens": a.cache_read_tokens,
+                "cache_write_tokens": a.cache_write_tokens,
                 "created_at": now,
             }
             for a in attempts

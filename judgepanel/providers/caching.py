@@ -1,0 +1,65 @@
+"""Prompt-cache rules of the providers, and a forecast of what a sequence of calls would hit.
+
+What the providers document (and `providers.fakecache` imitates):
+
+* OpenAI caches every prompt prefix of at least 1,024 tokens by itself, for a few minutes after
+  last use; a later prompt with the same start reads the longest cached prefix, counted in steps of
+  128 tokens (`usage.prompt_tokens_details.cached_tokens`). Writing costs nothing extra.
+* Anthropic caches only prefixes that end at a block marked `cache_control`, and only from a
+  model-dependent minimum length (`anthropic_min_tokens`); a write costs 1.25 × input, a read
+  0.1 × input.
+
+`CacheForecast` replays a campaign's calls in order and says, for each, how many prompt tokens
+would be read from / written to the cache, given the cumulative stable prefixes of its prompt
+(system text, then instructions, then the shared source). It ignores expiry and the misses of
+calls sent at the same moment (a prefix is cached only once its first call has been answered), so
+it is the most a run could save; `campaign status` reports what a run did save.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+OPENAI_MIN_TOKENS = 1024
+OPENAI_STEP = 128
+
+
+def anthropic_min_tokens(model: str) -> int:
+    """The shortest prefix Anthropic caches for `model`: 4,096 tokens for Haiku 4.5 and Opus 4.5
+    on, 2,048 for Sonnet 4.6 and the Haiku 3 models, 1,024 for the others (the provider's table)."""
+    m = model.lower()
+    if "haiku-4" in m or any(f"opus-4-{v}" in m for v in (5, 6, 7, 8, 9)):
+        return 4096
+    if "haiku" in m or "sonnet-4-6" in m:
+        return 2048
+    return 1024
+
+
+@dataclass
+class CacheForecast:
+    """Prefixes seen so far for one judge (`provider`, `model`)."""
+
+    provider: str
+    model: str
+    _seen: set[bytes] = field(default_factory=set)
+
+    def call(self, prefixes: Sequence[tuple[str, int]]) -> tuple[int, int]:
+        """(read, written) prompt tokens of a call whose stable prefixes are `prefixes`: each the
+        prefix text (cumulative) and its token count, shortest first."""
+        if self.provider == "openai":
+            floor, marks_only = OPENAI_MIN_TOKENS, False
+        elif self.provider == "anthropic":
+            floor, marks_only = anthropic_min_tokens(self.model), True
+        else:
+            return 0, 0
+        eligible = [
+            (hashlib.sha256(text.encode()).digest(), tokens) for text, tokens in prefixes if tokens >= floor
+        ]
+        read = max((t for d, t in eligible if d in self._seen), default=0)
+        self._seen.update(d for d, _ in eligible)
+        if not marks_only:
+            return read - read % OPENAI_STEP if read else 0, 0
+        longest = max((t for _, t in eligible), default=0)
+        return read, longest - read
