@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -32,12 +33,15 @@ def _split(values: list[str] | None) -> list[str]:
 @app.command("create")
 def create(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Campaign name."),
-    dataset: str = typer.Option(..., "--dataset", help="Dataset whose items are judged."),
+    name: str | None = typer.Argument(None, help="Campaign name (or `name:` in the --from file)."),
+    from_: Path | None = typer.Option(
+        None, "--from", help="A campaign file (YAML) with these options; flags given here override it."
+    ),
+    dataset: str | None = typer.Option(None, "--dataset", help="Dataset whose items are judged."),
     pairs: str | None = typer.Option(None, "--pairs", help="Pair set (pairwise campaigns)."),
-    protocol: str = typer.Option(..., "--protocol", help="pairwise, pointwise or clauses."),
-    judge: list[str] = typer.Option(
-        ..., "--judge", help="PROVIDER:MODEL[?param=value&…]; repeat for a panel."
+    protocol: str | None = typer.Option(None, "--protocol", help="pairwise, pointwise or clauses."),
+    judge: list[str] | None = typer.Option(
+        None, "--judge", help="PROVIDER:MODEL[?param=value&…]; repeat for a panel."
     ),
     rubric: str | None = typer.Option(None, "--rubric", help="NAME[@VERSION] of a stored rubric."),
     condition: list[str] | None = typer.Option(
@@ -46,27 +50,42 @@ def create(
     dimension: list[str] | None = typer.Option(
         None, "--dimension", help="Dimension(s) to judge (comma-separated or repeated)."
     ),
-    repeats: int = typer.Option(1, "--repeats", help="Ask every job N times (separate samples)."),
+    repeats: int | None = typer.Option(None, "--repeats", help="Ask every job N times (default 1)."),
     split: str | None = typer.Option(None, "--split", help="Only items (or pairs) of this split."),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N items or pairs."),
+    template: list[str] | None = typer.Option(
+        None,
+        "--template",
+        help="PROTOCOL=FILE (a Jinja template) or PROTOCOL=@classic-pairwise, @classic-pairwise-ref, "
+        "@classic-single, @classic-single-ref: the judge prompt to use instead of the bundled one.",
+    ),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", help="Default budget in USD of `campaign run` for this campaign."
+    ),
     json_: bool = JSON,
 ) -> None:
     """Plan a campaign: every item|pair × judge × order × condition × dimension × repeat is a job."""
+    from judgepanel.protocol.custom import parse_template_option
     from judgepanel.runner import campaign as api
 
-    info = api.create(
+    info = api.create_from(
         state(ctx).engine(),
-        name,
-        dataset=dataset,
-        protocol=protocol,
-        judges=judge,
-        pairs=pairs,
-        rubric=rubric,
-        conditions=_split(condition) or ["none"],
-        dimensions=_split(dimension),
-        repeats=repeats,
-        split=split,
-        limit=limit,
+        from_,
+        {
+            "name": name,
+            "dataset": dataset,
+            "pairs": pairs,
+            "protocol": protocol,
+            "judges": judge,
+            "rubric": rubric,
+            "conditions": _split(condition),
+            "dimensions": _split(dimension),
+            "repeats": repeats,
+            "split": split,
+            "limit": limit,
+            "templates": dict(parse_template_option(t) for t in template or []),
+            "max_cost": max_cost,
+        },
     )
     if json_:
         emit_json(info.as_dict())
@@ -302,6 +321,31 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
             for n, d in st.by_judge.items()
         ],
     )
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    yaml_: bool = typer.Option(False, "--yaml", help="Print a campaign file that re-creates it."),
+    json_: bool = JSON,
+) -> None:
+    """The options a campaign was created with (as a campaign file with --yaml)."""
+    from judgepanel.runner import campaign as api
+
+    spec = api.stored_spec(state(ctx).engine(), name)
+    if yaml_:
+        typer.echo(api.spec_yaml(spec, name), nl=False)
+        return
+    shown = {k: v for k, v in spec.items() if k != "templates"}
+    shown["templates"] = {
+        p: {k: d[k] for k in ("name", "path", "sha256")} for p, d in (spec.get("templates") or {}).items()
+    }
+    if json_:
+        emit_json({"campaign": name, **shown})
+        return
+    for k, v in shown.items():
+        typer.echo(f"{k}: {v}")
 
 
 @app.command("list")

@@ -131,7 +131,7 @@ def import_labels(
 def import_items(
     ctx: typer.Context,
     file: Path = typer.Argument(
-        ..., help="JSONL or CSV: id, group, input, output, system, split, meta; every item needs an output"
+        ..., help="JSONL or CSV: id, group, input, output, system, split, meta, conversation, reference"
     ),
     dataset: str = typer.Option(..., "--dataset"),
     replace: bool = REPLACE,

@@ -112,6 +112,24 @@ def parse_labels(path: Path) -> ParsedDataset:
 
 
 ITEM_FIELDS = {"id", "item_id", "group", "input", "output", "system", "split", "meta"}
+ROLES = ("system", "user", "assistant")
+
+
+def _conversation(path: Path, n: int, raw: Any) -> list[dict[str, str]]:
+    """A `conversation` field: a non-empty list of {role, content} turns, oldest first."""
+    where = f"{path}:{n}: field 'conversation'"
+    if not isinstance(raw, list) or not raw:
+        raise BadInput(f"{where}: expected a non-empty list of {{role, content}} turns")
+    turns = []
+    for k, t in enumerate(raw, 1):
+        if not isinstance(t, dict) or set(t) != {"role", "content"}:
+            raise BadInput(f"{where}: turn {k}: expected an object with exactly role and content")
+        if t["role"] not in ROLES:
+            raise BadInput(f"{where}: turn {k}: role must be one of {', '.join(ROLES)}, got {t['role']!r}")
+        if not isinstance(t["content"], str):
+            raise BadInput(f"{where}: turn {k}: content must be text")
+        turns.append({"role": t["role"], "content": t["content"]})
+    return turns
 
 
 def parse_items(path: Path) -> ParsedDataset:
@@ -128,6 +146,14 @@ def parse_items(path: Path) -> ParsedDataset:
             raise BadInput(f"{path}:{n}: field 'meta': expected an object")
         extra = {k: v for k, v in row.items() if k not in ITEM_FIELDS}
         output = _text(path, n, row, "output", required=False, strip=False)
+        if "conversation" in row:
+            # the turns a reply answers; without an `output`, a final assistant turn is the reply judged
+            extra["conversation"] = _conversation(path, n, row["conversation"])
+            last = extra["conversation"][-1]
+            if output is None and last["role"] == "assistant" and last["content"].strip():
+                output = last["content"]
+        if "reference" in row:
+            extra["reference"] = _text(path, n, row, "reference", strip=False)
         if output is None:  # caught here, not as a failed job of every campaign that asks about it
             raise BadInput(f"{path}:{n}: field 'output': missing or empty (judges need a text to judge)")
         items.append(

@@ -711,7 +711,23 @@ def _unquoted(
     return spans[:cut] + [sp for sp in spans[cut:] if not _in_quote(text, sp[0], sp[1], quoted, answers)]
 
 
-def _parse_text(schema: _Schema, text: str, quoted: Sequence[str] = ()) -> ParsedVerdict:
+def pattern_value(schema_name: str, raw: str) -> str:
+    """A declared verdict pattern's capture as the line readers expect it: a bare `C` (captured from
+    inside `[[C]]`) is FastChat's tie only in its brackets, so a lone C is put back in them."""
+    if schema_name == "pairwise_verdict" and raw.strip().upper() == "C":
+        return "[[C]]"
+    return raw
+
+
+def _pattern_lines(schema: _Schema, pattern: re.Pattern[str], text: str) -> list[tuple[int, int, str]]:
+    return [
+        (m.start(), m.end(), pattern_value(schema.name, m.group(1) or "")) for m in pattern.finditer(text)
+    ]
+
+
+def _parse_text(
+    schema: _Schema, text: str, quoted: Sequence[str] = (), pattern: re.Pattern[str] | None = None
+) -> ParsedVerdict:
     if text.lstrip().startswith(_THINK_OPEN):
         # a reasoning model's scratchpad holds drafts, not answers: read only what follows it
         close = text.rfind(_THINK_CLOSE)
@@ -725,8 +741,11 @@ def _parse_text(schema: _Schema, text: str, quoted: Sequence[str] = ()) -> Parse
     found, unclosed = _json_objects(tail)
     answers = [_Found(f.start, f.end, dict(a)) for f in found if (a := schema.answer_in(f.obj)) is not None]
     inside = [(f.start, f.end) for f in found]
+    candidates = schema.lines(tail)
+    if pattern is not None and not isinstance(schema, _Clauses):
+        candidates += _pattern_lines(schema, pattern, tail)
     lines = [
-        ln for ln in schema.lines(tail) if not _inside(ln[0], inside)
+        ln for ln in candidates if not _inside(ln[0], inside)
     ]  # text inside a JSON object is that object's data, not a verdict line
     lines.sort()
     if quoted:  # answers inside a quote of the item are the item's, not the judge's
@@ -766,12 +785,15 @@ def parse_reply(
     clause_ids: Sequence[str] = (),
     levels: Sequence[int] = LEVELS,
     quoted: Sequence[str] = (),
+    pattern: str | None = None,
 ) -> ParsedVerdict:
     """Read a judge's reply. `schema_name` is the prompt's ("pairwise_verdict",
     "pointwise_verdict", "clause_verdicts"); `structured` the provider's structured output if any;
     `clause_ids` the ids the clause prompt asked about (in prompt order); `levels` the score
-    levels a pointwise prompt allowed (1..5 unless its dimension has its own scale); `quoted` the
-    item's own texts (`Prompt.quoted`), whose verbatim copies in the reply are not read as answers."""
+    levels a pointwise prompt allowed (1..5 unless its dimension has its own scale, or a custom
+    template declares another); `quoted` the item's own texts (`Prompt.quoted`), whose verbatim
+    copies in the reply are not read as answers; `pattern` a template's declared verdict pattern
+    (a regex whose group 1 is the verdict or score), read like a verdict line."""
     if not levels:
         raise ValueError("levels must not be empty")
     schema = _schema(schema_name, clause_ids, levels)
@@ -785,7 +807,12 @@ def parse_reply(
             structured_error = f"structured output: {reading.error}"
         else:
             structured_error = "structured output holds no answer field"
-    parsed = _parse_text(schema, text or "", tuple(q for q in quoted if len(q) >= QUOTE_MIN))
+    parsed = _parse_text(
+        schema,
+        text or "",
+        tuple(q for q in quoted if len(q) >= QUOTE_MIN),
+        re.compile(pattern, re.MULTILINE) if pattern else None,
+    )
     if parsed.ok or structured_error is None:
         return parsed
     return ParsedVerdict(

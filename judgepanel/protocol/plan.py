@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from judgepanel.errors import BadInput
@@ -42,6 +42,13 @@ class CampaignSpec:
     # the specs as given, with operational parameters (rpm, concurrency, timeout, prices) that the
     # canonical names leave out; used when running, never part of a job key
     judge_specs: tuple[str, ...] = ()
+    # protocol -> {"name", "path", "sha256", "source"} of a custom or classic template
+    # (`judgepanel.protocol.custom`); its sha256 is part of every job key
+    templates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    max_cost: float | None = None  # the default `--max-cost` of `campaign run`
+    # where the spec came from: {"file": path, "sha256": …} for `--from FILE`; provenance only,
+    # left out when a re-create compares specs
+    origin: Mapping[str, Any] | None = None
 
     def validate(self) -> None:
         if not self.name.strip():
@@ -71,6 +78,11 @@ class CampaignSpec:
             raise BadInput(f"{what} needs --rubric NAME[@VERSION]")
         if self.protocol == "clauses" and not self.dimensions:
             raise BadInput("the clause protocol needs --dimension (whose clauses to ask)")
+        for proto in self.templates:
+            if proto != self.protocol:
+                raise BadInput(f"a {proto} template was given for a {self.protocol} campaign")
+        if self.max_cost is not None and not self.max_cost > 0:
+            raise BadInput(f"max_cost must be a positive number of USD, got {self.max_cost}")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +97,10 @@ class CampaignSpec:
             "split": self.split,
             "limit": self.limit,
             "judge_specs": list(self.judge_specs),
+            # added only when used, so specs stored before these keys existed still compare equal
+            **({"templates": {k: dict(v) for k, v in self.templates.items()}} if self.templates else {}),
+            **({"max_cost": self.max_cost} if self.max_cost is not None else {}),
+            **({"origin": dict(self.origin)} if self.origin is not None else {}),
         }
 
 
@@ -129,6 +145,8 @@ def plan_jobs(
     # the clause protocol asks a dimension's whole clause set in one call: the condition is moot
     conditions: tuple[str | None, ...] = (None,) if spec.protocol == "clauses" else spec.conditions
     dims: tuple[str | None, ...] = spec.dimensions or (None,)
+    template = spec.templates.get(spec.protocol)
+    extra = {"template": template["sha256"]} if template else {}  # old keys unchanged without one
     jobs: list[PlannedJob] = []
     for repeat in range(spec.repeats):
         for unit in units:
@@ -149,6 +167,7 @@ def plan_jobs(
                                 if (condition not in (None, "none") or spec.protocol == "clauses")
                                 else None,
                                 "repeat": repeat,
+                                **extra,
                             }
                             jobs.append(
                                 PlannedJob(

@@ -71,13 +71,21 @@ _RESERVED_TAG = re.compile(
 )
 
 
+Turn = tuple[str, str]  # (role, content) of one conversation turn
+
+
 @dataclass(frozen=True)
 class UnitText:
-    """What a judge sees of one item: its candidate output and, if any, its source/context."""
+    """What a judge sees of one item: its candidate output and, if any, its source/context, the
+    conversation the output answers (earlier turns, oldest first) and a reference answer. The
+    bundled v1 templates show only output and input; conversations and references are shown by
+    the classic and custom templates (`judgepanel.protocol.custom`)."""
 
     external_id: str
     output: str
     input: str | None = None
+    conversation: tuple[Turn, ...] | None = None
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,8 @@ class Prompt:
     quoted: tuple[str, ...] = ()
     # offsets in the last message where a stable prefix ends (for prompt caching, see above)
     cache_breaks: tuple[int, ...] = ()
+    answer_pattern: str | None = None  # a custom template's declared verdict pattern
+    structured: bool = True  # False: the template asks for a text format, so no schema is sent
 
 
 @dataclass(frozen=True)
@@ -210,7 +220,8 @@ def _shared_source(a: UnitText, b: UnitText) -> str | None:
     if a.input is not None and b.input is not None and a.input.strip() != b.input.strip():
         raise BadInput(
             f"items {a.external_id!r} and {b.external_id!r} answer different sources; "
-            "a pairwise comparison needs one shared source"
+            "a pairwise comparison needs one shared source (for multi-turn items, "
+            "--template pairwise=@classic-pairwise shows each candidate with its own conversation)"
         )
     return a.input if a.input is not None else b.input
 

@@ -40,6 +40,7 @@ import anthropic
 from judgepanel.errors import BadInput, ProviderError
 from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
+from judgepanel.providers.keys import api_key
 from judgepanel.providers.spec import JudgeSpec
 
 DEFAULT_MAX_TOKENS = 1024
@@ -60,8 +61,9 @@ class AnthropicProvider:
         self.spec = spec
         self.model = spec.model
         base_url = spec.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        key = os.environ.get("ANTHROPIC_API_KEY") or None
-        token = os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
+        key = api_key(spec, "ANTHROPIC_API_KEY")
+        # a judge that names its key variable uses that key only, never the ambient auth token
+        token = None if spec.get("key_env") else os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
         if key is None and token is None:
             if base_url is None:
                 raise BadInput(f"judge {spec.name}: ANTHROPIC_API_KEY is not set")

@@ -84,6 +84,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import socket
 import struct
@@ -275,6 +276,7 @@ class FakeServer:
         prompt_cache: bool = True,
         cache_min_tokens: int | None = None,
         cache_ttl: float = DEFAULT_TTL,
+        refuse: Sequence[str] = (),
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -294,6 +296,9 @@ class FakeServer:
         self.served_model = served_model
         self.drip = drip
         self.prompt_cache = PromptCache(ttl=cache_ttl, min_tokens=cache_min_tokens) if prompt_cache else None
+        # Chat Completions parameters this "server" does not support: a request carrying one gets
+        # the 400 an OpenAI-compatible server gives (as vLLM or llama.cpp do for what they lack)
+        self.refuse = tuple(refuse)
         self.records: deque[RequestRecord] = deque(maxlen=record_limit)
         self.counts: Counter[tuple[str, int | None]] = Counter()
         self.fault_counts: Counter[str] = Counter()
@@ -500,6 +505,12 @@ class FakeServer:
         reader: asyncio.StreamReader,
     ) -> _Reply:
         path = record.path
+        azure = re.fullmatch(r"/openai/deployments/[^/]+/chat/completions", path)
+        if azure is not None:
+            # Azure OpenAI: the deployment is in the path and the api-version in the query
+            if "api-version=" not in target:
+                return self._error("openai", 404, "Resource not found (api-version is required).")
+            path = "/v1/chat/completions"
         if method == "GET" and path == "/v1/models":
             return self._models(headers)
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
@@ -664,11 +675,11 @@ class FakeServer:
                 reply.headers.append(("retry-after-ms", str(round(wait * 1000))))
         return reply
 
-    def _error(self, wire: str, status: int, message: str | None) -> _Reply:
+    def _error(self, wire: str, status: int, message: str | None, *, param: str | None = None) -> _Reply:
         if wire == "openai":
             kind, code, default = _OPENAI_ERRORS.get(status, ("server_error", None, "Error."))
             body: dict[str, Any] = {
-                "error": {"message": message or default, "type": kind, "param": None, "code": code}
+                "error": {"message": message or default, "type": kind, "param": param, "code": code}
             }
             headers = [("x-request-id", f"req_{self._next_id()}")]
         else:
@@ -687,6 +698,14 @@ class FakeServer:
         messages = payload.get("messages")
         if not payload.get("model") or not isinstance(messages, list) or not messages:
             return self._error("openai", 400, "'model' and a non-empty 'messages' list are required.")
+        for name in self.refuse:
+            if name in payload:
+                return self._error(
+                    "openai",
+                    400,
+                    f"Unsupported parameter: '{name}' is not supported by this server.",
+                    param=name,
+                )
         fmt = payload.get("response_format") or {}
         structured = isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object")
         schema_name = (fmt.get("json_schema") or {}).get("name") if isinstance(fmt, dict) else None
@@ -1037,6 +1056,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--cache-min-tokens", type=int, default=None, help="shortest cached prefix (default: the providers')"
     )
+    p.add_argument(
+        "--refuse",
+        action="append",
+        default=[],
+        metavar="PARAM",
+        help="answer 400 to Chat Completions requests carrying this parameter (a server that lacks it)",
+    )
     for knob in _SIM_KNOBS:
         p.add_argument(f"--{knob.replace('_', '-')}", type=float, default=None, help=f"sim brain {knob}")
     return p
@@ -1069,6 +1095,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             record_limit=args.record_limit,
             served_model=args.served_model,
             drip=args.drip,
+            refuse=args.refuse,
             prompt_cache=not args.no_prompt_cache,
             cache_min_tokens=args.cache_min_tokens,
         )

@@ -20,6 +20,7 @@ kept instead of an SDK parsing exception.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -31,6 +32,8 @@ from judgepanel.errors import BadInput, ProviderError
 from judgepanel.protocol.logprobs import logprob_request
 from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
+from judgepanel.providers.capabilities import Capabilities, capabilities, refused_parameter
+from judgepanel.providers.keys import api_key
 from judgepanel.providers.spec import JudgeSpec
 
 PLACEHOLDER_KEY = "no-key"  # what local OpenAI-compatible servers get when no key is configured
@@ -57,27 +60,32 @@ class OpenAIProvider:
     """`Provider` for `openai:` specs."""
 
     def __init__(self, spec: JudgeSpec, *, max_connections: int | None = None) -> None:
-        self.name = spec.name
-        self.spec = spec
-        self.model = spec.model
         base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        key = os.environ.get("OPENAI_API_KEY") or None
+        key = api_key(spec, "OPENAI_API_KEY")
         if key is None:
             if base_url is None:
                 raise BadInput(
-                    f"judge {spec.name}: OPENAI_API_KEY is not set (or give a base_url for a local server)"
+                    f"judge {spec.name}: OPENAI_API_KEY is not set (or name another variable with "
+                    "key_env=NAME, or give a base_url for a local server)"
                 )
             key = PLACEHOLDER_KEY
-        self._secrets = (key,)
+        self._setup(spec, key, capabilities("openai", base_url))
         self._custom_endpoint = base_url is not None
-        http_client = None
-        if max_connections:
-            http_client = openai.DefaultAsyncHttpxClient(
-                limits=sdk.connection_limits(openai.DEFAULT_CONNECTION_LIMITS, max_connections)
-            )
         self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, max_retries=0, http_client=http_client
+            api_key=key, base_url=base_url, max_retries=0, http_client=_http_client(max_connections)
         )
+
+    def _setup(self, spec: JudgeSpec, key: str, caps: Capabilities) -> None:
+        self.name = spec.name
+        self.spec = spec
+        self.model = spec.model
+        self._secrets = (key,)
+        self._custom_endpoint = False
+        self.caps = caps
+        self.warnings: list[str] = []  # parameters the server refused, dropped for later calls
+        self._dropped: set[str] = set()
+        self._probe = asyncio.Lock()
+        self._probed = not caps.probe
 
     def __repr__(self) -> str:
         return f"OpenAIProvider({self.name!r})"
@@ -87,10 +95,17 @@ class OpenAIProvider:
         kwargs: dict[str, Any] = {k: params[k] for k in _SENT if k in params}
         if "max_tokens" in params:
             # api.openai.com's newer models accept only max_completion_tokens; compatible servers
-            # (vLLM, llama.cpp, Ollama) have always read max_tokens.
-            kwargs["max_tokens" if self._custom_endpoint else "max_completion_tokens"] = params["max_tokens"]
+            # (vLLM, llama.cpp, Ollama) have always read max_tokens: the capability table says which
+            kwargs[self.caps.max_tokens_param] = params["max_tokens"]
+        structured = (
+            request.schema is not None
+            and bool(params.get("structured", True))
+            and self.caps.structured
+            and "response_format" not in self._dropped
+        )
+        for name in self._dropped:
+            kwargs.pop(name, None)
         kwargs.update(logprob_request(params))  # scoring=logprobs (protocol.logprobs)
-        structured = request.schema is not None and bool(params.get("structured", True))
         if structured and request.schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",
@@ -103,9 +118,38 @@ class OpenAIProvider:
         return kwargs, structured
 
     async def complete(self, request: ChatRequest, *, timeout: float) -> ChatResult:
-        kwargs, structured = self._arguments(request)
-        started = time.perf_counter()
+        if not self._probed:
+            # an OpenAI-compatible server's first call goes alone: what it refuses is learnt once,
+            # not as one 400 per job in flight
+            async with self._probe:
+                if not self._probed:
+                    try:
+                        return await self._call(request, timeout)
+                    finally:
+                        self._probed = True
+        return await self._call(request, timeout)
+
+    async def _call(self, request: ChatRequest, timeout: float) -> ChatResult:
+        while True:
+            kwargs, structured = self._arguments(request)
+            started = time.perf_counter()
+            refused, result = await self._once(request, kwargs, structured, timeout, started)
+            if result is not None:
+                return result
+            assert refused is not None
+            self._dropped.add(refused)
+            self.warnings.append(
+                f"judge {self.name}: the server refused the parameter {refused!r} (400); "
+                "it is left out of this judge's calls from now on"
+            )
+
+    async def _once(
+        self, request: ChatRequest, kwargs: dict[str, Any], structured: bool, timeout: float, started: float
+    ) -> tuple[str | None, ChatResult | None]:
+        """One call: (None, result), or (a refused parameter, None) when a probing judge's server
+        rejected one it was sent; other failures raise."""
         failure: ProviderError | None = None
+        refused: str | None = None
         try:
             raw = await self._client.chat.completions.with_raw_response.create(
                 model=self.model,
@@ -116,11 +160,18 @@ class OpenAIProvider:
             body = raw.http_response.text
             status = raw.http_response.status_code
         except openai.OpenAIError as exc:
-            failure = sdk.sdk_failure(exc, _ERRORS, provider="openai", timeout=timeout, secrets=self._secrets)
+            if self.caps.probe and isinstance(exc, openai.BadRequestError):
+                refused = refused_parameter(sdk.body_of(exc.response), kwargs)
+            if refused is None or refused in self._dropped:
+                failure = sdk.sdk_failure(
+                    exc, _ERRORS, provider="openai", timeout=timeout, secrets=self._secrets
+                )
         if failure is not None:
             raise failure  # outside the except block: no __context__ pointing at the SDK's request
+        if refused is not None:
+            return refused, None
         latency_ms = (time.perf_counter() - started) * 1000
-        return self._result(body, status, latency_ms, structured)
+        return None, self._result(body, status, latency_ms, structured)
 
     def _result(self, body: str, status: int, latency_ms: float, structured: bool) -> ChatResult:
         payload = sdk.reply_object("openai", body, status=status, secrets=self._secrets)
@@ -181,6 +232,48 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _http_client(max_connections: int | None) -> Any:
+    if not max_connections:
+        return None
+    return openai.DefaultAsyncHttpxClient(
+        limits=sdk.connection_limits(openai.DEFAULT_CONNECTION_LIMITS, max_connections)
+    )
+
+
+class AzureOpenAIProvider(OpenAIProvider):
+    """`Provider` for `azure:DEPLOYMENT?endpoint=https://NAME.openai.azure.com&api_version=…`, through
+    the openai SDK's `AsyncAzureOpenAI`: the same wire format, the deployment in the URL path and
+    the API version in the query. The key is `AZURE_OPENAI_API_KEY` (or the spec's `key_env`); the
+    endpoint and version may also come from `AZURE_OPENAI_ENDPOINT` / `OPENAI_API_VERSION`."""
+
+    def __init__(self, spec: JudgeSpec, *, max_connections: int | None = None) -> None:
+        endpoint = str(spec.get("endpoint") or os.environ.get("AZURE_OPENAI_ENDPOINT") or "")
+        version = str(spec.get("api_version") or os.environ.get("OPENAI_API_VERSION") or "")
+        if not endpoint:
+            raise BadInput(
+                f"judge {spec.name}: give endpoint=https://NAME.openai.azure.com (or AZURE_OPENAI_ENDPOINT)"
+            )
+        if not version:
+            raise BadInput(f"judge {spec.name}: give api_version=YYYY-MM-DD (or OPENAI_API_VERSION)")
+        key = api_key(spec, "AZURE_OPENAI_API_KEY")
+        if key is None:
+            raise BadInput(
+                f"judge {spec.name}: AZURE_OPENAI_API_KEY is not set (or name another variable with key_env=NAME)"
+            )
+        self._setup(spec, key, capabilities("azure"))
+        self._client = openai.AsyncAzureOpenAI(
+            api_key=key,
+            azure_endpoint=endpoint,
+            azure_deployment=spec.model,
+            api_version=version,
+            max_retries=0,
+            http_client=_http_client(max_connections),
+        )
+
+    def __repr__(self) -> str:
+        return f"AzureOpenAIProvider({self.name!r})"
 
 
 def _str_or_none(value: Any) -> str | None:

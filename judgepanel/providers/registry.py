@@ -28,6 +28,10 @@ def make_provider(spec: JudgeSpec, **opts: Any) -> Provider:
         from judgepanel.providers.openai_provider import OpenAIProvider
 
         return OpenAIProvider(spec, max_connections=max_connections)
+    if spec.provider == "azure":
+        from judgepanel.providers.openai_provider import AzureOpenAIProvider
+
+        return AzureOpenAIProvider(spec, max_connections=max_connections)
     if spec.provider == "anthropic":
         from judgepanel.providers.anthropic_provider import AnthropicProvider
 

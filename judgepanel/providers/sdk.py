@@ -61,6 +61,11 @@ def sdk_failure(
     return Fatal(f"{provider}: {errors.redact(str(exc), secrets)}")
 
 
+def body_of(response: Any) -> str:
+    """An error response's body as text ("" when it cannot be read)."""
+    return _body_of(response)
+
+
 def _body_of(response: Any) -> str:
     try:
         return str(response.text)

@@ -43,11 +43,12 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.capabilities import capabilities
 from judgepanel.providers.errors import configured_secrets
 
 ParamValue = str | int | float | bool
 
-PROVIDERS = ("anthropic", "openai", "sim")
+PROVIDERS = ("anthropic", "azure", "openai", "sim")
 
 _SECRET_NAMES = frozenset(
     {
@@ -135,6 +136,12 @@ def _base_url(raw: str) -> str:
     return raw.rstrip("/")
 
 
+def _api_version(raw: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:-preview)?", raw):
+        raise ValueError("must be an API version such as 2024-10-21 or 2025-04-01-preview")
+    return raw
+
+
 def _version(raw: str) -> str:
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
         raise ValueError("must be a date such as 2023-06-01")
@@ -156,6 +163,13 @@ def _revision(raw: str) -> str:
     return raw
 
 
+def _env_name(raw: str) -> str:
+    # upper-case letters, digits and _ only: a name such as OPENAI_API_KEY, never a key itself
+    if not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,63}", raw):
+        raise ValueError("must name an environment variable (A-Z, 0-9 and _), e.g. TOGETHER_API_KEY")
+    return raw
+
+
 _IDENTITY: dict[str, Callable[[str], ParamValue]] = {"revision": _revision}
 _OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
     "timeout": _float(0.0, open_lo=True),
@@ -169,6 +183,9 @@ _OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
     "batch_discount": _float(0.0, 1.0),  # share of the price a batch API call saves (0.5 = half price)
     "prompt_cache": _switch,  # off: no cache_control marks (Anthropic)
 }
+# where a judge's key is read from: never sent, never part of the name (which key does not change
+# what a model answers), stored as the variable's name only
+_KEY_ENV: dict[str, Callable[[str], ParamValue]] = {"key_env": _env_name}
 _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
     "openai": {
         "base_url": _base_url,
@@ -177,6 +194,14 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "reasoning_effort": _choice("none", "minimal", "low", "medium", "high", "xhigh"),
         "scoring": _choice("text", "logprobs"),  # logprobs: protocol.logprobs
         "top_logprobs": _int(1),  # the API caps it at 20
+    },
+    "azure": {
+        # Azure OpenAI: the model part of the spec is the deployment name
+        "endpoint": _base_url,
+        "api_version": _api_version,
+        "frequency_penalty": _float(-2.0, 2.0),
+        "presence_penalty": _float(-2.0, 2.0),
+        "reasoning_effort": _choice("none", "minimal", "low", "medium", "high", "xhigh"),
     },
     "anthropic": {
         "base_url": _base_url,
@@ -196,8 +221,8 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
     },
 }
 # Never sent, never part of the name: they change how a call is made, not what it answers.
-OPERATIONAL_KEYS = frozenset({*_OPERATIONAL, "error_rate", "latency", "jitter"})
-ENDPOINT_KEYS = frozenset({"base_url"})
+OPERATIONAL_KEYS = frozenset({*_OPERATIONAL, "error_rate", "latency", "jitter", "key_env"})
+ENDPOINT_KEYS = frozenset({"base_url", "endpoint", "api_version"})
 
 
 def _is_secret_name(key: str) -> bool:
@@ -282,6 +307,8 @@ def parse_spec(text: str) -> JudgeSpec:
     if _MODEL_KEY_PREFIX.match(model) or _holds_key(model):
         raise BadInput("judge spec must not carry an API key; set it in the environment instead")
     allowed = {**_SAMPLING, **_IDENTITY, **_OPERATIONAL, **_PER_PROVIDER[provider]}
+    if provider != "sim":
+        allowed |= _KEY_ENV
     params: dict[str, ParamValue] = {}
     pairs = parse_qsl(query, keep_blank_values=True) if sep else []
     if sep and query.strip() and not pairs:
@@ -289,11 +316,14 @@ def parse_spec(text: str) -> JudgeSpec:
     for key, value in pairs:
         key = key.strip()
         if _is_secret_name(key):
-            env = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(
-                provider, "the environment"
-            )
+            env = {
+                "openai": "OPENAI_API_KEY",
+                "anthropic": "ANTHROPIC_API_KEY",
+                "azure": "AZURE_OPENAI_API_KEY",
+            }.get(provider, "the environment")
             raise BadInput(
-                f"judge spec parameter {key!r} looks like a secret and is refused: keys come only from {env}"
+                f"judge spec parameter {key!r} looks like a secret and is refused: keys come only from {env} "
+                "(or name the variable that holds it with key_env=NAME)"
             )
         if _holds_key(value):
             raise BadInput(f"judge spec parameter {key!r} holds something shaped like an API key; refused")
@@ -309,6 +339,11 @@ def parse_spec(text: str) -> JudgeSpec:
             params[key] = allowed[key](value.strip())
         except ValueError as exc:
             raise BadInput(f"judge spec parameter {key!r}: {exc}") from None
+    temperature = params.get("temperature")
+    if isinstance(temperature, float):
+        lo, hi = capabilities(provider, str(params.get("base_url") or "") or None).temperature
+        if not lo <= temperature <= hi:
+            raise BadInput(f"judge spec parameter 'temperature': {provider} takes {lo:g} to {hi:g}")
     ordered = dict(sorted(params.items()))
     return JudgeSpec(provider, model, ordered, canonical_name(provider, model, ordered))
 

@@ -13,18 +13,24 @@ just the same::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.errors import BadInput
+from judgepanel.protocol.custom import load_template
+from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import CampaignSpec
 from judgepanel.providers.caching import CacheForecast
 from judgepanel.providers.spec import parse_spec
+from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
+from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
-from judgepanel.runner.prepare import CampaignContext, Prepared, prepare
+from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, stored_templates
 from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
@@ -51,8 +57,17 @@ def create(
     repeats: int = 1,
     split: str | None = None,
     limit: int | None = None,
+    templates: Mapping[str, str] | None = None,
+    template_base: Path | None = None,
+    max_cost: float | None = None,
+    origin: Mapping[str, Any] | None = None,
 ) -> CampaignInfo:
-    """Plan a campaign: store it, its judges and every job (idempotent for the same spec)."""
+    """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
+
+    `templates` maps a protocol to a Jinja file (relative to `template_base`) or a classic name
+    (`@classic-pairwise`); each is validated before anything is stored and kept, source and
+    sha256, in the spec. `max_cost` is the default budget of `run`; `origin` records where the
+    spec came from (a campaign file and its sha256)."""
     specs = [parse_spec(j) for j in judges]
     spec = CampaignSpec(
         name=name,
@@ -67,14 +82,80 @@ def create(
         split=split,
         limit=limit,
         judge_specs=tuple(j.strip() for j in judges),
+        max_cost=max_cost,
+        origin=origin,
     )
     spec.validate()
+    loaded = {p: load_template(p, ref, base=template_base) for p, ref in (templates or {}).items()}
+    spec = replace(spec, templates={p: t.stored() for p, t in loaded.items()})
+    spec.validate()
     rv_id = None
+    doc = None
     if rubric:
-        with session_scope(engine) as s:
-            rv_id = rubric_version(s, rubric).id
+        with session_scope(engine) as session:
+            rv = rubric_version(session, rubric)
+            rv_id, doc = rv.id, RubricDoc.from_dict(rv.body, origin=f"rubric {rubric}")
+    for t in loaded.values():
+        dim = None
+        if doc is not None and (dimensions or len(doc.dimensions) == 1):
+            dim = doc.dimension(dimensions[0]) if dimensions else doc.dimensions[0]
+        validate_template(t, dimension=dim, dimension_name=dimensions[0] if dimensions else None)
     records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
     return store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+
+
+def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> CampaignInfo:
+    """`campaign create [--from FILE]`: the file's options (if any) overridden by the `flags` that
+    were given (keys as in `campaign_file.KEYS`; None or empty = not given); templates named in
+    the file are read relative to the file, those given as flags relative to the working directory."""
+    cf = load_campaign_file(file) if file is not None else None
+    opts = merge(cf, flags)
+    src = f" (or `{{key}}:` in {file})" if file is not None else ""
+    for key, flag in (
+        ("name", "NAME"),
+        ("dataset", "--dataset"),
+        ("protocol", "--protocol"),
+        ("judges", "--judge"),
+    ):
+        if not opts.get(key):
+            raise BadInput(f"missing {flag}" + src.format(key=key))
+    file_templates = dict(cf.values.get("templates") or {}) if cf is not None else {}
+    flag_templates = dict(flags.get("templates") or {})
+    base = cf.base if cf is not None else None
+    templates = {**file_templates, **{p: _from_cwd(r) for p, r in flag_templates.items()}}
+    return create(
+        engine,
+        str(opts["name"]),
+        dataset=str(opts["dataset"]),
+        protocol=str(opts["protocol"]),
+        judges=list(opts["judges"]),
+        pairs=opts.get("pairs"),
+        rubric=opts.get("rubric"),
+        conditions=list(opts.get("conditions") or ["none"]),
+        dimensions=list(opts.get("dimensions") or []),
+        repeats=int(opts["repeats"]) if opts.get("repeats") is not None else 1,
+        split=opts.get("split"),
+        limit=opts.get("limit"),
+        templates=templates,
+        template_base=base,
+        max_cost=opts.get("max_cost"),
+        origin=cf.origin() if cf is not None else None,
+    )
+
+
+def _from_cwd(ref: str) -> str:
+    return ref if ref.startswith("@") else str(Path(ref).expanduser().resolve())
+
+
+def stored_spec(engine: Engine, name: str) -> dict[str, Any]:
+    """The spec a campaign was created with, as stored (templates with their source)."""
+    with session_scope(engine) as s:
+        return dict(store.campaign_by_name(s, name).spec)
+
+
+def spec_yaml(spec: Mapping[str, Any], name: str) -> str:
+    """A campaign file that re-creates the campaign (see `campaign_file.to_yaml`)."""
+    return to_yaml(spec, name)
 
 
 def _identity_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -137,6 +218,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         judges,
         served_models=served_models_now(judges) if use_cache else {},
         tasks=editor_tasks(engine, name) if spec.protocol == "editor" else {},
+        templates=stored_templates(spec.templates),
     )
     counts = store.job_counts(engine, cid)
     jobs = store.pending_jobs(engine, cid)

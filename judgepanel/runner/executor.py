@@ -65,6 +65,8 @@ from judgepanel.runner.prepare import (
     Prepared,
     prepare,
     read,
+    stored_templates,
+    template_drift,
     verdict_from,
     with_logprob_score,
 )
@@ -357,8 +359,16 @@ class Runner:
             )
         tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
         ctx = CampaignContext(
-            spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs, tasks=tasks
+            spec.protocol,
+            rubric,
+            store.campaign_clauses(self.engine, rv_id),
+            specs,
+            tasks=tasks,
+            templates=stored_templates(spec.templates),
         )
+        self.warnings += template_drift(self.name, spec.templates)
+        if self.opts.max_cost is None and spec.max_cost is not None:
+            self.opts = replace(self.opts, max_cost=spec.max_cost)  # the campaign file's budget
         return cid, ctx, judges
 
     async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:
@@ -457,7 +467,11 @@ class Runner:
         )
 
     def _summary_warnings(self) -> list[str]:
-        warnings = self.warnings[:20]
+        # what the providers learnt (parameters a server refused and that were dropped) comes first
+        learnt = [
+            w for j in getattr(self, "judges", {}).values() for w in getattr(j.provider, "warnings", [])
+        ]
+        warnings = [*learnt, *self.warnings][:20]
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
             replies = "reply was" if cut == 1 else "replies were"

@@ -7,11 +7,21 @@ the campaign's protocol and condition; reading maps the parsed reply to what the
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, cast
 
 from judgepanel.errors import BadInput
+from judgepanel.protocol.custom import (
+    CustomTemplate,
+    context_for,
+    conversation_of,
+    from_stored,
+    reference_of,
+    render_custom,
+)
 from judgepanel.protocol.editor import parse_editor, proposal_json, render_editor, task_from_dict
 from judgepanel.protocol.pairs import to_canonical
 from judgepanel.protocol.parse import parse_reply
@@ -29,7 +39,7 @@ DEFAULT_MAX_TOKENS = {"pairwise": 1024, "pointwise": 1024}
 CLAUSES_BASE_TOKENS = 512
 TOKENS_PER_CLAUSE = 192
 MAX_DEFAULT_TOKENS = 8192
-CAPPED_PROVIDERS = ("openai", "anthropic")
+CAPPED_PROVIDERS = ("openai", "azure", "anthropic")
 
 
 def default_max_tokens(protocol: str, n_clauses: int = 0) -> int:
@@ -64,12 +74,65 @@ class CampaignContext:
     served_models: Mapping[str, str] = field(default_factory=dict)  # base_url judges: what the server runs
     # editor campaigns: task key (the job's `dimension`) -> the stored task (`protocol.editor`)
     tasks: Mapping[str, Any] = field(default_factory=dict)
+    templates: Mapping[str, CustomTemplate] = field(default_factory=dict)  # protocol -> custom template
+
+
+def stored_templates(stored: Mapping[str, Mapping[str, Any]]) -> dict[str, CustomTemplate]:
+    """The templates a campaign was created with, exactly as stored (never re-read from the files)."""
+    return {p: from_stored(p, d) for p, d in stored.items()}
+
+
+def template_drift(campaign: str, stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Warnings for template files edited since the campaign was created: the run keeps using the
+    stored version, and says so instead of silently ignoring (or silently taking) the edit."""
+    out = []
+    for proto, d in stored.items():
+        path = d.get("path")
+        if not path:
+            continue
+        try:
+            now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            continue  # moved or deleted: the stored copy is all there is, and all that is used
+        if now != d.get("sha256"):
+            out.append(
+                f"template file {path} changed since campaign {campaign} was created; this run uses the "
+                f"stored {proto} template (sha256 {str(d.get('sha256'))[:12]}); create a new campaign to use the edit"
+            )
+    return out
 
 
 def _unit(t: Any) -> UnitText:
     if t.output is None or not str(t.output).strip():
         raise BadInput(f"item {t.external_id!r} has no output text to judge")
-    return UnitText(t.external_id, t.output, t.input)
+    meta = getattr(t, "meta", None) or {}
+    return UnitText(t.external_id, t.output, t.input, conversation_of(meta, t.output), reference_of(meta))
+
+
+def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> Prompt:
+    """A custom template sees the rubric's dimension whenever there is one (and the job's
+    `condition`, to decide itself what of it to show)."""
+    rubric = ctx.rubric
+    dim = None
+    if rubric is not None and job.dimension is not None:
+        dim = rubric.dimension(job.dimension)
+    elif rubric is not None and len(rubric.dimensions) == 1:
+        dim = rubric.dimensions[0]
+    units = [_unit(u) for u in job.units]
+    # an item with a conversation is shown as its turns; its `input` (often the same dialogue as
+    # text, with each candidate's own earlier answers) would differ within a pair and say it twice
+    units = [replace(u, input=None) if u.conversation is not None else u for u in units]
+    variables = context_for(
+        t,
+        units,
+        order=job.order,
+        dimension=dim,
+        dimension_name=job.dimension,
+        condition=job.condition,
+        rubric=rubric,
+        clauses=[(c.clause_key, c.text) for c in ctx.clauses.get(job.dimension or "", ())],
+    )
+    return render_custom(t, variables)
 
 
 def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
@@ -78,6 +141,9 @@ def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
         if task is None:
             raise BadInput(f"editor job {job.id} has no stored task {job.dimension!r}")
         return render_editor(task_from_dict(task))
+    custom = ctx.templates.get(ctx.protocol)
+    if custom is not None:
+        return _render_custom(job, ctx, custom)
     if ctx.protocol == "pairwise":
         a, b = job.units
         return render_pairwise(
@@ -113,7 +179,7 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
     request = ChatRequest(
         messages=messages,
         params=params,
-        schema=prompt.schema,
+        schema=prompt.schema if prompt.structured else None,
         schema_name=prompt.schema_name,
         cache_breaks=prompt.cache_breaks,
     )
@@ -164,6 +230,7 @@ def read(
         clause_ids=tuple(c.clause_key for c in clause_rows),
         levels=score_levels(prep.prompt),
         quoted=prep.prompt.quoted,
+        pattern=prep.prompt.answer_pattern,
     )
     if not parsed.ok:
         return VerdictRow(

@@ -77,7 +77,7 @@ def test_secrets_are_refused_without_echoing_them(text: str) -> None:
     [
         ("gpt-4o", "PROVIDER:MODEL"),
         ("openai:", "PROVIDER:MODEL"),
-        ("azure:gpt-4o", "unknown provider"),
+        ("vertex:gemini-2.5-pro", "unknown provider"),
         ("openai:m?temprature=0", "unknown parameter 'temprature'"),
         ("openai:m?temperature=hot", "'temperature'"),
         ("openai:m?temperature=3", "<= 2"),

@@ -163,9 +163,9 @@ def _with_texts(s: Session, rows: Sequence[_JobRow]) -> list[LeasedJob]:
     )
     item_ids = {r[3] for r in rows if r[3] is not None} | {i for ab in pairs.values() for i in ab}
     texts = {
-        i: ItemText(i, e, inp, out)
-        for i, e, inp, out in s.execute(
-            select(Item.id, Item.external_id, Item.input, Item.output).where(Item.id.in_(item_ids))
+        i: ItemText(i, e, inp, out, meta or {})
+        for i, e, inp, out, meta in s.execute(
+            select(Item.id, Item.external_id, Item.input, Item.output, Item.meta).where(Item.id.in_(item_ids))
         )
     }
     out = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.orm import Session
@@ -152,7 +153,7 @@ def create_campaign(
         stored = dict(spec.as_dict(), rubric_version_id=rubric_version_id)
         camp = s.scalar(select(Campaign).where(Campaign.name == spec.name))
         if camp is not None:
-            if camp.spec != stored:
+            if _compared(camp.spec) != _compared(stored):
                 raise BadInput(
                     f"campaign {spec.name!r} exists with another spec; choose another name "
                     f"(see `judgepanel campaign list`)"
@@ -206,6 +207,11 @@ def create_campaign(
         )
 
 
+def _compared(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec without its provenance: the same campaign from a file or from flags is one campaign."""
+    return {k: v for k, v in spec.items() if k != "origin"}
+
+
 def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
     """The spec a campaign was created with (to re-plan it) and its rubric version id."""
     with session_scope(engine) as s:
@@ -226,6 +232,9 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
                 split=d.get("split"),
                 limit=d.get("limit"),
                 judge_specs=tuple(d.get("judge_specs") or ()),
+                templates=dict(d.get("templates") or {}),
+                max_cost=d.get("max_cost"),
+                origin=d.get("origin"),
             ),
             rv,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,7 @@ class ItemText:
     external_id: str
     input: str | None
     output: str | None
+    meta: Mapping[str, Any] = field(default_factory=dict)  # conversation / reference live here
 
 
 @dataclass(frozen=True)

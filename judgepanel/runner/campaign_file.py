@@ -1,0 +1,201 @@
+"""Campaign files: `campaign create --from campaign.yaml` and `campaign show NAME --yaml`.
+
+A campaign file is a YAML mapping whose keys mirror the `campaign create` options (see
+`KEYS`); template paths are relative to the file. Every mistake is one line naming the file and
+the line (from the YAML node marks): an unknown key, a value of the wrong type, a duplicate key.
+Options given on the command line override the file's values (`merge`). The file's sha256 is
+stored with the campaign (`spec["origin"]`), as provenance: the same campaign created from
+flags or from a file is one campaign.
+
+    name: c1
+    dataset: summeval
+    pairs: se200
+    protocol: pairwise
+    templates:
+      pairwise: my_pairwise.j2
+    judges:
+      - "openai:gpt-4o-mini?temperature=0"
+      - "openai:qwen2.5-7b?base_url=http://127.0.0.1:8000/v1&key_env=LOCAL_KEY"
+    max_cost: 5.0
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from judgepanel.errors import BadInput
+
+# key -> what it holds ("str", "int", "number", "strings" (a list or a comma-separated string),
+# "judges" (a non-empty list of strings), "templates" (a mapping protocol -> path))
+KEYS: Mapping[str, str] = {
+    "name": "str",
+    "dataset": "str",
+    "pairs": "str",
+    "split": "str",
+    "limit": "int",
+    "protocol": "str",
+    "rubric": "str",
+    "conditions": "strings",
+    "dimensions": "strings",
+    "repeats": "int",
+    "templates": "templates",
+    "judges": "judges",
+    "max_cost": "number",
+}
+ORDER = tuple(KEYS)
+
+
+@dataclass(frozen=True)
+class CampaignFile:
+    """A parsed campaign file: `values` holds only the keys the file sets."""
+
+    path: Path
+    sha256: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def base(self) -> Path:
+        return self.path.resolve().parent
+
+    def origin(self) -> dict[str, Any]:
+        return {"file": str(self.path.resolve()), "sha256": self.sha256}
+
+
+def _where(path: Path, node: Node) -> str:
+    return f"{path}:{node.start_mark.line + 1}"
+
+
+def _scalar(path: Path, key: str, node: Node, kind: str) -> Any:
+    if not isinstance(node, ScalarNode):
+        raise BadInput(f"{_where(path, node)}: {key}: expected {_KIND_WORDS[kind]}")
+    value = yaml.safe_load(yaml.serialize(node))
+    if kind == "str":
+        if (
+            value is None
+            or isinstance(value, bool | dict | list)
+            or (isinstance(value, str) and not value.strip())
+        ):
+            raise BadInput(f"{_where(path, node)}: {key}: expected text")
+        return str(value).strip()
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise BadInput(f"{_where(path, node)}: {key}: expected a whole number, got {node.value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadInput(f"{_where(path, node)}: {key}: expected a number, got {node.value!r}")
+    return float(value)
+
+
+_KIND_WORDS = {
+    "str": "text",
+    "int": "a whole number",
+    "number": "a number",
+    "strings": "a list of names",
+    "judges": "a list of judge specs",
+    "templates": "a mapping of protocol: template file",
+}
+
+
+def _strings(path: Path, key: str, node: Node) -> list[str]:
+    if isinstance(node, ScalarNode):
+        text = _scalar(path, key, node, "str")
+        return [p.strip() for p in text.split(",") if p.strip()]
+    if not isinstance(node, SequenceNode):
+        raise BadInput(f"{_where(path, node)}: {key}: expected {_KIND_WORDS['strings']}")
+    return [_scalar(path, key, n, "str") for n in node.value]
+
+
+def _value(path: Path, key: str, node: Node) -> Any:
+    kind = KEYS[key]
+    if kind in ("str", "int", "number"):
+        return _scalar(path, key, node, kind)
+    if kind == "strings":
+        return _strings(path, key, node)
+    if kind == "judges":
+        if not isinstance(node, SequenceNode) or not node.value:
+            raise BadInput(f"{_where(path, node)}: judges: expected a non-empty list of judge specs")
+        return [_scalar(path, "judges", n, "str") for n in node.value]
+    if not isinstance(node, MappingNode):
+        raise BadInput(f"{_where(path, node)}: templates: expected {_KIND_WORDS['templates']}")
+    out: dict[str, str] = {}
+    for k, v in node.value:
+        proto = _scalar(path, "templates", k, "str")
+        if proto in out:
+            raise BadInput(f"{_where(path, k)}: templates: {proto} is given twice")
+        out[proto] = _scalar(path, f"templates.{proto}", v, "str")
+    return out
+
+
+def load_campaign_file(path: Path) -> CampaignFile:
+    """Read and check a campaign file; raise `BadInput` with `FILE:LINE: …` on any mistake."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"campaign file {path} does not exist") from None
+    except OSError as exc:
+        raise BadInput(f"campaign file {path}: cannot read it: {exc.strerror}") from None
+    try:
+        root = yaml.compose(data.decode("utf-8"), Loader=yaml.SafeLoader)
+    except UnicodeDecodeError:
+        raise BadInput(f"campaign file {path}: not UTF-8 text") from None
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else 1
+        raise BadInput(f"{path}:{line}: not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(root, MappingNode):
+        raise BadInput(f"{path}:1: a campaign file is a mapping of option: value")
+    values: dict[str, Any] = {}
+    for key_node, value_node in root.value:
+        if not isinstance(key_node, ScalarNode):
+            raise BadInput(f"{_where(path, key_node)}: keys must be plain names")
+        key = str(key_node.value)
+        if key not in KEYS:
+            raise BadInput(f"{_where(path, key_node)}: unknown key {key!r}; known: {', '.join(ORDER)}")
+        if key in values:
+            raise BadInput(f"{_where(path, key_node)}: {key} is given twice")
+        values[key] = _value(path, key, value_node)
+    return CampaignFile(path, hashlib.sha256(data).hexdigest(), values)
+
+
+def merge(file: CampaignFile | None, flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The file's values overridden by the flags that were given (None / empty = not given)."""
+    merged = dict(file.values) if file is not None else {}
+    for key, value in flags.items():
+        if value is None or (isinstance(value, list | tuple | dict) and not value):
+            continue
+        merged[key] = value
+    return merged
+
+
+def to_yaml(spec: Mapping[str, Any], name: str) -> str:
+    """A campaign file that re-creates the campaign `name` from its stored spec. Templates are
+    written as the path they were read from (a classic one by its name), with their sha256 as a
+    comment, so a later edit of the file is visible."""
+    out: dict[str, Any] = {"name": name}
+    for key in ("dataset", "pairs", "split", "limit", "protocol", "rubric"):
+        if spec.get(key) is not None:
+            out[key] = spec[key]
+    conditions = list(spec.get("conditions") or [])
+    if conditions and conditions != ["none"]:
+        out["conditions"] = conditions
+    if spec.get("dimensions"):
+        out["dimensions"] = list(spec["dimensions"])
+    if int(spec.get("repeats", 1)) != 1:
+        out["repeats"] = int(spec["repeats"])
+    templates = spec.get("templates") or {}
+    if templates:
+        out["templates"] = {p: (d.get("path") or d["name"]) for p, d in templates.items()}
+    out["judges"] = list(spec.get("judge_specs") or spec["judges"])
+    if spec.get("max_cost") is not None:
+        out["max_cost"] = spec["max_cost"]
+    text = yaml.safe_dump(out, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+    notes = [f"# template {p}: sha256 {d['sha256']}" for p, d in templates.items()]
+    return "\n".join([*notes, text.rstrip()]) + "\n"
