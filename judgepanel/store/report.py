@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
 
-from judgepanel.errors import BadInput, NotFound
+from judgepanel.errors import BadInput
+from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.models import (
     Annotator,
-    Campaign,
     CampaignJudge,
     Dataset,
     Item,
@@ -94,19 +95,9 @@ class UnitText:
     outputs: list[str]  # one (item) or two (pair: a, b)
 
 
-def _campaign(s: Any, name: str) -> Campaign:
-    c = s.scalar(select(Campaign).where(Campaign.name == name))
-    if c is None:
-        known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
-        raise NotFound(f"no campaign named {name!r} (known: {known})")
-    return c  # type: ignore[no-any-return]
-
-
 def campaign_facts(engine: Engine, name: str) -> CampaignFacts:
-    from sqlalchemy.orm import Session
-
     with Session(engine) as s:
-        c = _campaign(s, name)
+        c = campaign_by_name(s, name)
         if c.dataset_id is None:
             raise BadInput(
                 f"campaign {name!r} is an editor campaign: it judges no items (see `repair compare`)"
@@ -223,11 +214,9 @@ def _usage(s: Any, campaign_id: int, judges: list[str]) -> list[JudgeUsage]:
 
 def campaign_verdicts(engine: Engine, name: str) -> list[JudgeVerdict]:
     """Accepted verdicts (parse ok, first sample) of a campaign's done jobs."""
-    with engine.connect() as conn:
-        cid = conn.scalar(select(Campaign.id).where(Campaign.name == name))
-        if cid is None:
-            raise NotFound(f"no campaign named {name!r}")
-        rows = conn.execute(
+    with Session(engine) as s:
+        cid = campaign_by_name(s, name).id
+        rows = s.execute(
             select(
                 Judge.name,
                 func.coalesce(Job.pair_id, Job.item_id),
