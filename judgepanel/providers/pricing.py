@@ -16,6 +16,12 @@ A price file maps names to `{input = …, output = …}`, optionally under a top
     [models."gpt-4o-mini"]
     input = 0.15
     output = 0.60
+    batch = 0.5     # optional: what a batch-API call costs as a fraction of the list price
+
+Batch rate: calls made through the providers' batch APIs (`campaign run --batch`: OpenAI Batch,
+Anthropic Message Batches) are billed at `batch` × the list prices, input and output alike. Both
+providers publish a 50 % batch discount, so `batch` defaults to 0.5 (`BATCH_DISCOUNT`); a price
+file may set it per model (1.0: no discount), and a spec may say `batch_discount=`.
 
 The built-in prices are list prices per million tokens as published by OpenAI and Anthropic; they
 change, so check them and override them with a file when money matters.
@@ -38,6 +44,7 @@ from judgepanel.errors import BadInput
 from judgepanel.providers.spec import JudgeSpec
 
 PRICES_ENV = "JUDGEPANEL_PRICES"
+BATCH_DISCOUNT = 0.5  # batch-API calls cost this fraction of the list price (OpenAI and Anthropic)
 _DATED = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
@@ -47,11 +54,17 @@ class Price:
 
     input: float
     output: float
+    batch: float = BATCH_DISCOUNT  # batch-API calls cost this fraction of the prices above
 
     def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
         if input_tokens is None or output_tokens is None:
             return None
         return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
+
+    def batch_cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """The same call made through a provider's batch API."""
+        full = self.cost(input_tokens, output_tokens)
+        return None if full is None else full * self.batch
 
 
 BUILTIN: dict[str, Price] = {
@@ -98,9 +111,15 @@ class PriceTable:
     def for_spec(self, spec: JudgeSpec) -> Price | None:
         """The spec's own `price_in`/`price_out` when both are given, else the table's."""
         p_in, p_out = spec.params.get("price_in"), spec.params.get("price_out")
-        if p_in is not None and p_out is not None:
-            return Price(float(p_in), float(p_out))
-        return self.lookup(spec.model, spec.provider)
+        price = (
+            Price(float(p_in), float(p_out))
+            if p_in is not None and p_out is not None
+            else self.lookup(spec.model, spec.provider)
+        )
+        discount = spec.params.get("batch_discount")
+        if price is not None and discount is not None:
+            price = Price(price.input, price.output, float(discount))
+        return price
 
     def merged(self, other: Mapping[str, Price]) -> PriceTable:
         return PriceTable({**self.prices, **other})
@@ -135,11 +154,15 @@ def load_prices(path: str | Path) -> dict[str, Price]:
                 f"price file {file}: {name!r} needs both 'input' and 'output' (USD per million tokens)"
             )
         try:
-            price = Price(float(entry["input"]), float(entry["output"]))
+            price = Price(
+                float(entry["input"]), float(entry["output"]), float(entry.get("batch", BATCH_DISCOUNT))
+            )
         except (TypeError, ValueError):
             raise BadInput(f"price file {file}: {name!r} prices must be numbers") from None
         if price.input < 0 or price.output < 0:
             raise BadInput(f"price file {file}: {name!r} prices must not be negative")
+        if not 0 <= price.batch <= 1:
+            raise BadInput(f"price file {file}: {name!r} batch must be a fraction between 0 and 1")
         prices[str(name)] = price
     return prices
 

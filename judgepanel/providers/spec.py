@@ -19,7 +19,8 @@ Parameters fall into three groups, and only the first two are part of the judge'
   asks the server which model it serves (`GET /v1/models`) and keys the cache on that;
 * endpoint: `base_url` (a different server may serve a different build of the "same" model);
 * operational, which never change an answer and so are left out of `name`: `timeout`, `rpm`,
-  `tpm`, `concurrency`, `price_in`, `price_out` (USD per million tokens), and the simulator's
+  `tpm`, `concurrency`, `price_in`, `price_out` (USD per million tokens), `batch_discount` (the
+  fraction of those a batch-API call costs), and the simulator's
   `error_rate`, `latency`, `jitter`.
 
 Secrets are refused outright, whatever they are called (`api_key`, `key`, `token`, `secret`,
@@ -163,6 +164,7 @@ _OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
     "concurrency": _int(1),
     "price_in": _float(0.0),
     "price_out": _float(0.0),
+    "batch_discount": _float(0.0, 1.0),
 }
 _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
     "openai": {

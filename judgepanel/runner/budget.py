@@ -50,9 +50,13 @@ class Price:
 
     input: float
     output: float
+    batch: float = 0.5  # batch-API calls cost this fraction (see providers.pricing)
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.input + output_tokens * self.output) / 1e6
+
+    def batch_cost(self, input_tokens: int, output_tokens: int) -> float:
+        return self.cost(input_tokens, output_tokens) * self.batch
 
 
 def estimate_tokens(chars: int) -> int:
@@ -155,4 +159,4 @@ def price_for(spec: JudgeSpec) -> Price | None:
     from judgepanel.providers.pricing import default_table
 
     p = default_table().for_spec(spec)
-    return None if p is None else Price(p.input, p.output)
+    return None if p is None else Price(p.input, p.output, p.batch)
