@@ -84,3 +84,25 @@ def test_spec_prices_win() -> None:
     spec = parse_spec("openai:gpt-4o-mini?price_in=1&price_out=2")
     assert spec_cost(spec, 1_000_000, 1_000_000, table=PriceTable(BUILTIN)) == pytest.approx(3.0)
     assert spec_cost(parse_spec("openai:qwen?price_in=1"), 10, 10, table=PriceTable(BUILTIN)) is None
+
+
+def test_batch_rate_default_file_and_spec() -> None:
+    # 2,000 in × $2/M + 1,000 out × $8/M = 0.004 + 0.008 = 0.012 list; batch half of it
+    assert Price(2.0, 8.0).batch_cost(2000, 1000) == pytest.approx(0.006)
+    assert Price(2.0, 8.0, 1.0).batch_cost(2000, 1000) == pytest.approx(0.012)
+    assert Price(2.0, 8.0).batch_cost(None, 1000) is None
+    table = PriceTable(BUILTIN)
+    spec = parse_spec("openai:gpt-4o-mini?batch_discount=0.25")
+    price = table.for_spec(spec)
+    assert price is not None and price.batch == 0.25
+    assert price.batch_cost(1_000_000, 0) == pytest.approx(0.15 * 0.25)
+
+
+def test_price_file_batch_rate(tmp_path: Path) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text('[models."m"]\ninput = 1\noutput = 2\nbatch = 0.4\n[models."n"]\ninput = 1\noutput = 2\n')
+    prices = load_prices(f)
+    assert prices["m"].batch == 0.4 and prices["n"].batch == 0.5
+    f.write_text('[models."m"]\ninput = 1\noutput = 2\nbatch = 1.5\n')
+    with pytest.raises(BadInput, match="batch must be a fraction"):
+        load_prices(f)
