@@ -153,6 +153,8 @@ def test_plain_run_does_not_rebuy_jobs_in_an_open_batch_and_no_wait_resumes(
     create(url, "o", judge("anthropic", server.url))
     out = run_batch(url, "o", "--no-wait", code=3)
     assert out["status"] == "waiting" and out["in_batches"] == out["jobs"] == 10
+    status = cli("campaign", "status", "o", "--json", db=url).json()
+    assert status["in_batches"] == 10 and status["pending"] == 10 and status["done"] == 0
     plain = cli("campaign", "run", "o", "--json", db=url)
     summary = plain.json(code=3)
     assert summary["calls"] == 0 and realtime_calls(server) == 0

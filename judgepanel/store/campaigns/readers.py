@@ -47,6 +47,7 @@ class CampaignStatus:
     by_judge: dict[str, dict[str, Any]]
     status: str
     partial: int = 0  # failed jobs whose reply left clauses unanswered (re-asked by retry-parse-failures)
+    in_batches: int = 0  # jobs waiting in open provider batches (`campaign run --batch`)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +66,7 @@ class CampaignStatus:
             "by_judge": self.by_judge,
             "status": self.status,
             "partial": self.partial,
+            "in_batches": self.in_batches,
         }
 
 
@@ -143,6 +145,14 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
         judge_costs = [d["cost_usd"] for d in by_judge.values()]
         total_cost = None if None in judge_costs else round(sum(judge_costs), 6)
         partial = _partial_jobs(s, c.id)
+        in_batches = int(
+            s.scalar(
+                select(func.count())
+                .select_from(Job)
+                .where(Job.campaign_id == c.id, Job.status == "running", Job.lease_owner.like("batch:%"))
+            )
+            or 0
+        )
         jobs = sum(counts.values())
         pending = counts["pending"] + counts["running"]
         status = "done" if jobs and counts["done"] == jobs else c.status
@@ -165,6 +175,7 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             by_judge,
             status,
             partial,
+            in_batches,
         )
 
 
