@@ -23,7 +23,8 @@ finish reason) and the verdict parsed by the same reader. Expired, cancelled and
 (and entries missing from the output) become ordinary failed attempts and failed jobs of class
 `transient` (a 4xx invalid-request entry: `fatal`), which `campaign run --retry-failed` re-asks.
 Everything needed to resume is in the database: `campaign run NAME --batch` again, on any machine,
-picks up open batches and polls them.
+picks up open batches and polls them. A batch the provider answers 404 for is closed and its jobs
+go back to `pending` (nothing can come back for them).
 """
 
 from __future__ import annotations
@@ -525,6 +526,17 @@ class BatchRunner:
             "jobs": b.jobs,
             "request_counts": counts if failure is None else {},
         }
+        if failure is not None and failure.status == 404:
+            # the provider no longer knows the batch: nothing will ever come back for its jobs
+            back = await asyncio.to_thread(
+                pb.close_batch, self.engine, b.pk, "not_found", str(failure)[:2000]
+            )
+            self.stats.batches[b.pk]["status"] = "not_found"
+            self.warnings.append(
+                f"batch {b.pk} ({b.batch_id}): {b.provider} does not know it (404); "
+                f"its {back} unanswered job(s) are pending again"
+            )
+            return
         if failure is not None:
             self.warnings.append(f"batch {b.pk} ({b.batch_id}): polling failed, will retry ({failure})")
             return

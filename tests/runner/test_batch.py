@@ -166,6 +166,25 @@ def test_plain_run_does_not_rebuy_jobs_in_an_open_batch_and_no_wait_resumes(
     assert max(submitted_jobs(server).values()) == 1
 
 
+def test_a_batch_the_provider_no_longer_knows_gives_its_jobs_back(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    url, eng = db
+    server.batch_seconds = 3600
+    create(url, "g", judge("openai", server.url), limit=3)
+    assert run_batch(url, "g", "--no-wait", code=3)["in_batches"] == 6
+    server.batch_api.reset()  # the provider forgets every batch (as after a data loss)
+    server.batch_seconds = 0
+    out = cli("campaign", "run", "g", "--batch", "--poll-interval", "0.1", "--json", db=url)
+    summary = out.json(code=3)
+    assert "does not know it (404)" in out.stderr
+    assert summary["pending"] == 6 and summary["in_batches"] == 0 and summary["submitted"] == 0
+    with eng.connect() as conn:
+        assert set(conn.scalars(select(ProviderBatch.status))) == {"not_found"}
+    again = run_batch(url, "g")  # submitted anew, in a new batch
+    assert again["status"] == "done" and again["submitted"] == 6
+
+
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_lost_create_answer_is_found_at_the_provider_not_submitted_again(
     db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str], wire: str
