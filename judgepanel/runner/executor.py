@@ -60,7 +60,14 @@ from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.limits import JudgeLimiter
-from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, read, verdict_from
+from judgepanel.runner.prepare import (
+    CampaignContext,
+    Prepared,
+    prepare,
+    read,
+    verdict_from,
+    with_logprob_score,
+)
 from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
@@ -271,6 +278,7 @@ def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[Verd
     (`finish_reason` length / max_tokens) is `truncated` and needs a larger max_tokens, not a
     re-ask; a partial clause reply keeps its own kind, `missing_clauses`."""
     verdict, error = read(p, ctx, r.text, r.structured)
+    verdict = with_logprob_score(p, ctx, r.raw_body, verdict)
     if error is None:
         return verdict, None
     kind = "truncated" if r.finish_reason in TRUNCATED_REASONS else (verdict.failure_kind or "unreadable")
