@@ -59,7 +59,7 @@ from judgepanel.providers.errors import redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
-from judgepanel.runner.limits import JudgeLimiter
+from judgepanel.runner.limits import JudgeLimiter, SharedBucket
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
@@ -115,8 +115,14 @@ class RunOptions:
     flush_ms: float = 100.0
     lease_seconds: float = 120.0
     lease_chunk: int | None = None  # jobs leased at a time per judge (default: 4 × concurrency, ≥ 128)
+    shared_limits: bool = False  # RPM/TPM budgets shared with other workers through the database
 
     def validate(self) -> None:
+        if self.lease_seconds <= 0:
+            raise BadInput(f"--lease-seconds must be positive, got {self.lease_seconds}")
+        self._validate()
+
+    def _validate(self) -> None:
         if self.concurrency < 1:
             raise BadInput(f"--concurrency must be at least 1, got {self.concurrency}")
         for name, v in (("--rpm", self.rpm), ("--tpm", self.tpm)):
@@ -287,6 +293,30 @@ def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[Verd
     return replace(verdict, failure_kind=kind), error
 
 
+def _share_limits(engine: Engine, limiter: JudgeLimiter, judge: str, rpm: Any, tpm: Any) -> None:
+    """Plug the judge's budgets shared through the database into its limiter (PostgreSQL only:
+    SQLite serves one machine, whose limiter is already the whole budget). A bucket holds half
+    a second of the rate, and is taken from in slices of a tenth of a second's worth."""
+    if engine.dialect.name != "postgresql":
+        return
+    from judgepanel.store import ratebucket
+
+    for kind, per_min in (("rpm", rpm), ("tpm", tpm)):
+        if not per_min:
+            continue
+        rate = float(per_min) / 60.0
+        key = f"{kind}:{judge}"[:600]
+        ratebucket.ensure_bucket(engine, key, max(1.0, rate * 0.5), rate)
+        bucket = SharedBucket(
+            lambda n, key=key: ratebucket.take(engine, key, n),  # type: ignore[misc]
+            min(max(1.0, rate * 0.1), max(1.0, rate * 0.5)),
+        )
+        if kind == "rpm":
+            limiter.shared_requests = bucket
+        else:
+            limiter.shared_tokens = bucket
+
+
 class Runner:
     def __init__(
         self,
@@ -362,6 +392,8 @@ class Runner:
                 max_pause=self.opts.retry.max_retry_after,
             )
             limiter.stop = self._stopping
+            if self.opts.shared_limits:
+                _share_limits(self.engine, limiter, js.name, rpm, tpm)
             judges[rec.name] = _Judge(
                 jid,
                 js,

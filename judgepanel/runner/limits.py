@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
+from collections.abc import Callable
 
 SHRINK = 0.5
 RATE_CUT = 0.8
@@ -51,6 +52,37 @@ class _Gcra:
         self._tat += delta / self.rate
 
 
+class SharedBucket:
+    """This process's view of a token bucket shared by several workers (see `store.ratebucket`):
+    tokens are taken from the shared row in slices (`take(n)` is a blocking call, run in a thread,
+    that returns the seconds to wait before using them) and handed out locally, so a call costs a
+    database round trip only once per slice."""
+
+    def __init__(self, take: Callable[[float], float], slice_: float) -> None:
+        self._take = take
+        self.slice = max(1.0, slice_)
+        self._local = 0.0
+        self._ready_at = 0.0
+        self._lock = asyncio.Lock()
+        self.round_trips = 0
+
+    async def reserve(self, cost: float = 1.0) -> float:
+        """Book `cost` units; return how long to wait before starting."""
+        async with self._lock:
+            if self._local < cost:
+                need = max(self.slice, cost - self._local)
+                wait = await asyncio.to_thread(self._take, need)
+                self.round_trips += 1
+                self._local += need
+                self._ready_at = max(self._ready_at, time.monotonic() + wait)
+            self._local -= cost
+            return max(0.0, self._ready_at - time.monotonic())
+
+    def adjust(self, delta: float) -> None:
+        """Book (or refund) `delta` units after the fact: they come out of (or back into) the slice."""
+        self._local -= delta
+
+
 class JudgeLimiter:
     def __init__(
         self,
@@ -74,6 +106,9 @@ class JudgeLimiter:
         self.rate_limited = 0
         self.shrinks = 0
         self.stop: asyncio.Event | None = None  # set by the runner: a stop request cuts waits short
+        # budgets shared with other workers through the database (set by the runner on PostgreSQL)
+        self.shared_requests: SharedBucket | None = None
+        self.shared_tokens: SharedBucket | None = None
 
     # ------------------------------------------------------------ slots
 
@@ -101,6 +136,10 @@ class JudgeLimiter:
                 wait = self.requests.reserve(now)
             if self.tokens is not None and tokens:
                 wait = max(wait, self.tokens.reserve(now, tokens))
+            if self.shared_requests is not None:
+                wait = max(wait, await self.shared_requests.reserve(1.0))
+            if self.shared_tokens is not None and tokens:
+                wait = max(wait, await self.shared_tokens.reserve(float(tokens)))
             if wait > 0:
                 await self._nap(wait)
         except BaseException:
@@ -140,6 +179,8 @@ class JudgeLimiter:
             r.rate = min(r.max_rate, r.rate + r.max_rate * RATE_RECOVERY)
         if self.tokens is not None and token_correction:
             self.tokens.adjust(token_correction)
+        if self.shared_tokens is not None and token_correction:
+            self.shared_tokens.adjust(token_correction)
 
     def capped(self, retry_after: float | None) -> float | None:
         """A server's wait, at most `max_pause` (an absurd or infinite one counts as the cap)."""

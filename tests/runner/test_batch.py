@@ -159,6 +159,12 @@ def test_plain_run_does_not_rebuy_jobs_in_an_open_batch_and_no_wait_resumes(
     summary = plain.json(code=3)
     assert summary["calls"] == 0 and realtime_calls(server) == 0
     assert "open provider batches" in plain.stderr
+    worker = subprocess.run(
+        [sys.executable, "-m", "judgepanel", "--db", url, "worker", "--campaign", "o", "--json"],
+        env={**os.environ, **FAKE_KEYS}, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert worker.returncode == 3, worker.stderr.decode()  # it exits: the batch's jobs are not its own
+    assert realtime_calls(server) == 0
     server.batch_seconds = 0
     done = run_batch(url, "o")
     assert done["status"] == "done" and done["submitted"] == 0 and done["collected"] == 10

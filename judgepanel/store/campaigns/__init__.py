@@ -32,6 +32,7 @@ from judgepanel.store.campaigns.leases import (
     release_leases,
     renew_leases,
     requeue,
+    work_left,
 )
 from judgepanel.store.campaigns.planning import (
     CHUNK,
@@ -119,5 +120,6 @@ __all__ = [
     "rubric_doc",
     "set_campaign_status",
     "swapped_verdicts",
+    "work_left",
     "write_batch",
 ]

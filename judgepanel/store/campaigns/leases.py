@@ -6,6 +6,7 @@ import os
 import socket
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Engine, and_, func, or_, select, update
 from sqlalchemy.orm import Session
@@ -204,11 +205,21 @@ def last_parse_errors(engine: Engine, job_ids: Sequence[int]) -> dict[int, str]:
     return out
 
 
+def _owned(owner: str, job_ids: Iterable[int] | None = None) -> Any:
+    """The ids of the owner's running jobs, locked in id order: every writer of job rows locks
+    them in ascending id order (`write_batch` sorts its rows), so a lease renewal or release can
+    never deadlock with the same worker's writer, whose transaction runs beside it."""
+    q = select(Job.id).where(Job.lease_owner == owner, Job.status == "running")
+    if job_ids is not None:
+        q = q.where(Job.id.in_(list(job_ids)))
+    return q.order_by(Job.id).with_for_update().scalar_subquery()
+
+
 def renew_leases(engine: Engine, owner: str, *, lease_seconds: float = 120.0) -> int:
     with session_scope(engine) as s:
         res = s.execute(
             update(Job)
-            .where(Job.lease_owner == owner, Job.status == "running")
+            .where(Job.id.in_(_owned(owner)), Job.lease_owner == owner, Job.status == "running")
             .values(lease_expires=utcnow() + timedelta(seconds=lease_seconds))
         )
         return int(res.rowcount or 0)  # type: ignore[attr-defined]
@@ -216,13 +227,13 @@ def renew_leases(engine: Engine, owner: str, *, lease_seconds: float = 120.0) ->
 
 def release_leases(engine: Engine, owner: str, job_ids: Iterable[int] | None = None) -> int:
     """Hand unfinished jobs back (`pending`), e.g. when a run stops early or on budget."""
+    ids = None if job_ids is None else list(job_ids)
+    if ids is not None and not ids:
+        return 0
     with session_scope(engine) as s:
-        q = update(Job).where(Job.lease_owner == owner, Job.status == "running")
-        if job_ids is not None:
-            ids = list(job_ids)
-            if not ids:
-                return 0
-            q = q.where(Job.id.in_(ids))
+        q = update(Job).where(
+            Job.id.in_(_owned(owner, ids)), Job.lease_owner == owner, Job.status == "running"
+        )
         res = s.execute(q.values(status="pending", lease_owner=None, lease_expires=None))
         return int(res.rowcount or 0)  # type: ignore[attr-defined]
 
@@ -237,3 +248,31 @@ def requeue(engine: Engine, campaign_id: int, error_classes: Sequence[str]) -> i
             .values(status="pending", error_class=None, updated_at=utcnow())
         )
         return int(res.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def work_left(engine: Engine, names: Sequence[str] | None = None) -> dict[str, tuple[int, int, int]]:
+    """For every campaign (or the named ones): (jobs a worker may lease now — pending, or running
+    under an expired lease —, jobs still without an outcome — pending or running —, all jobs)."""
+    from judgepanel.store.models import Campaign
+
+    now = utcnow()
+    leasable = or_(Job.status == "pending", and_(Job.status == "running", Job.lease_expires < now))
+    with session_scope(engine) as s:
+        q = (
+            select(
+                Campaign.name,
+                func.count(Job.id).filter(leasable),
+                # jobs waiting in an open provider batch are `campaign run --batch`'s, not a worker's
+                func.count(Job.id).filter(
+                    Job.status.in_(("pending", "running")),
+                    ~func.coalesce(Job.lease_owner, "").like("batch:%"),
+                ),
+                func.count(Job.id),
+            )
+            .join(Job, Job.campaign_id == Campaign.id, isouter=True)
+            .group_by(Campaign.id, Campaign.name)
+            .order_by(Campaign.id)
+        )
+        if names is not None:
+            q = q.where(Campaign.name.in_(list(names)))
+        return {str(n): (int(a), int(b), int(c)) for n, a, b, c in s.execute(q)}

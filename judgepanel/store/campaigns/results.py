@@ -67,10 +67,12 @@ def _write(conn: Connection, batch: Batch, owner: str, *, per_row: bool) -> Batc
             "error_class": o.error_class,
             "attempts": o.attempts,
         }
-        for o in final.values()
+        for o in sorted(final.values(), key=lambda o: o.job_id)
     ]
     progress_rows = [
-        {"b_id": jid, "b_owner": owner, "attempts": n} for jid, n in last_attempt.items() if jid not in final
+        {"b_id": jid, "b_owner": owner, "attempts": n}
+        for jid, n in sorted(last_attempt.items())
+        if jid not in final
     ]
     fin_stmt = (
         update(_JOB)

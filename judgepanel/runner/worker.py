@@ -1,0 +1,245 @@
+"""`judgepanel worker`: a long-running process that works on every campaign with jobs left (or the
+named ones), alongside any number of other workers on other machines sharing one PostgreSQL database.
+
+Each pass runs a `Runner` for every campaign with jobs to lease, all at once. Runners lease jobs
+with `FOR UPDATE SKIP LOCKED`, renew their leases while they work, commit only what they still hold
+the lease of, and hand back what they did not finish; a job leased by a worker that died is leased
+again once its lease expires (or at once, by a worker on the same host that sees its process gone).
+Between passes the worker waits while other workers hold the remaining jobs, and exits when every
+job of its campaigns has an outcome (or, with `follow`, keeps polling for new work).
+
+Rate limits hold across workers on PostgreSQL: each judge's RPM/TPM budget is a token bucket row
+(`store.ratebucket`). SQLite serves one machine: a second worker on the same file is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import Engine
+
+from judgepanel.errors import EXIT_INTERRUPTED, BadInput, NotFound
+from judgepanel.runner.executor import EXIT_INCOMPLETE, ProviderFactory, Runner, RunOptions, RunSummary
+from judgepanel.store import campaigns as store
+
+
+@dataclass(frozen=True)
+class WorkerSummary:
+    status: str  # done | incomplete | interrupted
+    campaigns: dict[str, dict[str, int]]  # name -> jobs, done, failed, pending
+    calls: int
+    cached: int
+    errors: dict[str, int]
+    passes: int
+    elapsed_s: float
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def jobs(self) -> int:
+        return sum(c["jobs"] for c in self.campaigns.values())
+
+    @property
+    def done(self) -> int:
+        return sum(c["done"] for c in self.campaigns.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(c["failed"] for c in self.campaigns.values())
+
+    @property
+    def pending(self) -> int:
+        return sum(c["pending"] for c in self.campaigns.values())
+
+    @property
+    def exit_code(self) -> int:
+        """As `campaign run`: 0 when every job of its campaigns has a verdict, 130 when stopped,
+        else 3."""
+        if self.status == "interrupted":
+            return EXIT_INTERRUPTED
+        return 0 if self.done == self.jobs else EXIT_INCOMPLETE
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "jobs": self.jobs,
+            "done": self.done,
+            "failed": self.failed,
+            "pending": self.pending,
+            "calls": self.calls,
+            "cached": self.cached,
+            "errors": self.errors,
+            "passes": self.passes,
+            "campaigns": self.campaigns,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "warnings": list(self.warnings),
+        }
+
+
+@contextlib.contextmanager
+def single_worker_on_sqlite(engine: Engine) -> Iterator[None]:
+    """On a SQLite file, hold an exclusive lock file beside it for the worker's lifetime, so a
+    second worker is refused (SQLite serves one machine; several workers need PostgreSQL)."""
+    path = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not path or path == ":memory:" or path.startswith("file:"):
+        yield
+        return
+    import fcntl
+
+    lock_path = f"{os.path.abspath(path)}.worker-lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BadInput(
+                f"another judgepanel worker is already running on the SQLite database {path}; "
+                "SQLite serves one machine: use `campaign run` there, or PostgreSQL (--db postgresql://…) "
+                "for several workers"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor drops the lock
+
+
+class Worker:
+    def __init__(
+        self,
+        engine: Engine,
+        options: RunOptions | None = None,
+        *,
+        campaigns: Sequence[str] = (),
+        follow: bool = False,
+        poll_seconds: float = 1.0,
+        provider_factory: ProviderFactory | None = None,
+    ) -> None:
+        self.engine = engine
+        opts = options or RunOptions()
+        self.opts = replace(opts, shared_limits=True)
+        self.opts.validate()
+        if poll_seconds <= 0:
+            raise BadInput(f"--poll-seconds must be positive, got {poll_seconds}")
+        self.names = tuple(dict.fromkeys(campaigns))
+        self.follow = follow
+        self.poll = poll_seconds
+        self.factory = provider_factory
+        self._stopping = asyncio.Event()
+        self._runners: list[Runner] = []
+        self.calls = 0
+        self.cached = 0
+        self.errors: Counter[str] = Counter()
+        self.warnings: list[str] = []
+        self.passes = 0
+
+    def interrupt(self) -> None:
+        """First call: stop leasing, let calls in flight finish and hand the rest back. Second
+        call: abandon the calls in flight too (their jobs stay pending for another worker)."""
+        self._stopping.set()
+        for r in self._runners:
+            r.interrupt()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def _check_names(self) -> None:
+        known = store.work_left(self.engine, self.names)
+        missing = [n for n in self.names if n not in known]
+        if missing:
+            raise NotFound(f"no campaign named {', '.join(repr(n) for n in missing)}")
+
+    async def run(self) -> WorkerSummary:
+        started = time.monotonic()
+        await asyncio.to_thread(self._check_names)
+        names = self.names or None
+        while not self.stopping:
+            left = await asyncio.to_thread(store.work_left, self.engine, names)
+            todo = [n for n, (leasable, _, _) in left.items() if leasable > 0]
+            if todo:
+                self.passes += 1
+                await self._pass(todo)
+                continue
+            if not self.follow and not any(unfinished for _, unfinished, _ in left.values()):
+                break
+            # other workers hold what is left: wait for them to finish it or for their leases to expire
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=self.poll)
+        left = await asyncio.to_thread(store.work_left, self.engine, names)
+        per: dict[str, dict[str, int]] = {}
+        for n in left:
+            c = await asyncio.to_thread(store.job_counts, self.engine, store.campaign_id(self.engine, n))
+            per[n] = {
+                "jobs": sum(c.values()),
+                "done": c["done"],
+                "failed": c["failed"],
+                "pending": c["pending"] + c["running"],
+            }
+        done = all(c["done"] == c["jobs"] for c in per.values())
+        status = "interrupted" if self.stopping else ("done" if done else "incomplete")
+        return WorkerSummary(
+            status,
+            per,
+            self.calls,
+            self.cached,
+            dict(sorted(self.errors.items())),
+            self.passes,
+            time.monotonic() - started,
+            tuple(self.warnings[:20]),
+        )
+
+    async def _pass(self, names: list[str]) -> None:
+        self._runners = [Runner(self.engine, n, self.opts, provider_factory=self.factory) for n in names]
+        try:
+            results = await asyncio.gather(*(r.run() for r in self._runners))
+        finally:
+            self._runners = []
+        for s in results:
+            self._count(s)
+
+    def _count(self, s: RunSummary) -> None:
+        self.calls += s.calls
+        self.cached += s.cached
+        self.errors.update(s.errors)
+        self.warnings += [
+            f"{s.campaign}: {w}" for w in s.warnings if f"{s.campaign}: {w}" not in self.warnings
+        ]
+
+
+def work(
+    engine: Engine,
+    options: RunOptions | None = None,
+    *,
+    campaigns: Sequence[str] = (),
+    follow: bool = False,
+    poll_seconds: float = 1.0,
+    provider_factory: ProviderFactory | None = None,
+    worker: list[Worker] | None = None,
+) -> WorkerSummary:
+    """Run a worker until nothing is left (see `Worker`), in a fresh event loop."""
+
+    async def main() -> WorkerSummary:
+        w = Worker(
+            engine,
+            options,
+            campaigns=campaigns,
+            follow=follow,
+            poll_seconds=poll_seconds,
+            provider_factory=provider_factory,
+        )
+        if worker is not None:
+            worker.append(w)
+        return await w.run()
+
+    with single_worker_on_sqlite(engine):
+        return asyncio.run(main())
+
+
+__all__ = ["Worker", "WorkerSummary", "single_worker_on_sqlite", "work"]
