@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -258,14 +258,77 @@ def run(
     retry_failed: bool = typer.Option(
         False, "--retry-failed", help="Also retry jobs that failed on rate limits or transient errors."
     ),
+    batch: bool = typer.Option(
+        False,
+        "--batch",
+        help="Submit through the providers' batch APIs (OpenAI Batch, Anthropic Message Batches) "
+        "at the batch discount, poll until they end and store the results; resumes open batches.",
+    ),
+    poll_interval: float = typer.Option(
+        30.0, "--poll-interval", help="With --batch: seconds before the first poll (backs off ×1.5)."
+    ),
+    batch_size: int = typer.Option(10_000, "--batch-size", help="With --batch: most jobs per batch."),
+    no_wait: bool = typer.Option(
+        False, "--no-wait", help="With --batch: submit, poll once and return (run again to collect)."
+    ),
     json_: bool = JSON,
 ) -> None:
     """Execute what is not yet done; safe to re-run and to interrupt.
 
     Exit 0 when every job has a verdict; 3 when the run ended with jobs failed or unscheduled by
-    --max-cost; 130 on Ctrl-C; 2 on bad input; 1 otherwise."""
+    --max-cost (or, with --batch, still waiting in open batches); 130 on Ctrl-C; 2 on bad input;
+    1 otherwise."""
+    if batch:
+        if max_cost is not None:
+            raise BadInput("--max-cost is not supported with --batch (a batch is priced when it ends)")
+        from judgepanel.runner.batch import BatchOptions
+
+        bopts = BatchOptions(
+            poll_interval=poll_interval,
+            max_jobs=batch_size,
+            no_cache=no_cache,
+            wait=not no_wait,
+            retry_failed=retry_failed,
+        )
+        bopts.validate()
+        _execute_batch(ctx, name, bopts, json_)
+        return
     opts = _options(concurrency, rpm, tpm, max_cost, no_cache, timeout, max_attempts, retry_failed)
     _execute(ctx, name, opts, json_, reask=False)
+
+
+def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> None:
+    from judgepanel.runner.batch import BatchRunner, BatchSummary
+
+    engine = state(ctx).engine()
+
+    async def main() -> BatchSummary:
+        runner = BatchRunner(engine, name, options)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, runner.interrupt)
+        return await runner.run()
+
+    summary = asyncio.run(main())
+    if json_:
+        emit_json(summary.as_dict())
+    else:
+        errs = ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"
+        typer.echo(
+            f"campaign {name} (batch): {summary.status}; {summary.done}/{summary.jobs} done, "
+            f"{summary.failed} failed, {summary.in_batches} in open batches, {summary.pending} pending; "
+            f"{summary.submitted} submitted, {summary.collected} collected, {summary.cached} from cache, "
+            f"errors: {errs}; spent {_usd(summary.cost_usd)} USD in {summary.elapsed_s:.1f} s"
+        )
+        for b in summary.batches:
+            typer.echo(f"  batch {b['id']}: {b['provider']} {b.get('batch_id')} {b.get('status')}")
+    for warning in summary.warnings:
+        warn(warning)
+    if summary.status == "interrupted":
+        raise Interrupted("interrupted; submitted batches stay open, run again with --batch to collect")
+    if summary.exit_code != 0:
+        raise typer.Exit(summary.exit_code)
 
 
 @app.command("retry-parse-failures")

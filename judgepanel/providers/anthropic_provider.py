@@ -150,6 +150,30 @@ class AnthropicProvider:
         latency_ms = (time.perf_counter() - started) * 1000
         return self._result(body, status, latency_ms, tool)
 
+    # ---- Message Batches (`runner.batch`): one request's params, one result message read back
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        return self._client
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self._secrets
+
+    def batch_params(self, request: ChatRequest) -> tuple[dict[str, Any], str | None, dict[str, str]]:
+        """The `params` of one Message Batches request (what `complete` would send: sampling
+        parameters travel in the params themselves), the forced tool's name, and the headers the
+        batch's create call needs (`anthropic-version` when the spec pins one)."""
+        kwargs, tool = self._arguments(request)
+        headers = kwargs.pop("extra_headers", {})
+        params = {"model": self.model, **kwargs, **kwargs.pop("extra_body", {})}
+        params.pop("extra_body", None)
+        return params, tool, headers
+
+    def batch_result(self, body: str, status: int, tool: str | None) -> ChatResult:
+        """A `succeeded` result's `message`, read exactly as a realtime reply is."""
+        return self._result(body, status, 0.0, tool)
+
     def _result(self, body: str, status: int, latency_ms: float, tool: str | None) -> ChatResult:
         payload = sdk.reply_object("anthropic", body, status=status, secrets=self._secrets)
         blocks = payload.get("content")

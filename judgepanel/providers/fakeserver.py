@@ -12,7 +12,11 @@ connections, no framework) that answers
   API does),
 * `GET /v1/models` (OpenAI and Anthropic list shapes): the served model, `served_model` when set,
   else `sim`,
-* `GET /_fake/stats`, `GET /_fake/requests?limit=N`, `POST /_fake/reset`: what it received.
+* the batch APIs: OpenAI Batch (`/v1/files`, `/v1/batches`) and Anthropic Message Batches
+  (`/v1/messages/batches`), with processing time, expiry, per-entry errors and lost creates
+  (see `judgepanel.providers.fakebatch`),
+* `GET /_fake/stats`, `GET /_fake/requests?limit=N`, `POST /_fake/reset`: what it received;
+  `POST /_fake/batch?seconds=S&expire=0|1&lost_creates=N` changes the batch behaviour.
 
 `served_model` imitates a local server (llama.cpp, vLLM with one model) that ignores the request's
 `model`: when set, `/v1/models` lists only it, replies report it as `model`, and the sim brain
@@ -99,6 +103,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from judgepanel.providers.fake_logprobs import fake_logprobs
+from judgepanel.providers.fakebatch import FakeBatches, LostReply
 from judgepanel.providers.fakecache import DEFAULT_TTL, PromptCache
 from judgepanel.providers.sim import SIM_FINGERPRINT, content_text, simulate
 
@@ -277,6 +282,9 @@ class FakeServer:
         cache_min_tokens: int | None = None,
         cache_ttl: float = DEFAULT_TTL,
         refuse: Sequence[str] = (),
+        batch_seconds: float = 1.0,
+        batch_expire: bool = False,
+        batch_lost_creates: int = 0,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -312,6 +320,10 @@ class FakeServer:
         self._thread: threading.Thread | None = None
         self._counter = 0
         self.connections = 0
+        self.batch_seconds = batch_seconds  # a batch ends this long after it was created
+        self.batch_expire = batch_expire  # … as `expired`, with half its entries unanswered
+        self.batch_lost_creates = batch_lost_creates  # create the next N batches, then reset
+        self.batch_api = FakeBatches(self)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -397,6 +409,7 @@ class FakeServer:
             "by_status": dict(by_status),
             "by_fault": dict(list(self.fault_counts.items())),
             "connections": self.connections,
+            "batches": self.batch_api.stats(),
         }
 
     def recent(self, limit: int | None = None) -> list[RequestRecord]:
@@ -413,6 +426,7 @@ class FakeServer:
         self.connections = 0
         self._tokens = float(self.burst or 0.0)
         self._refilled = time.monotonic()
+        self.batch_api.reset()
 
     # ---- HTTP ----------------------------------------------------------------------------------
 
@@ -513,6 +527,13 @@ class FakeServer:
             path = "/v1/chat/completions"
         if method == "GET" and path == "/v1/models":
             return self._models(headers)
+        if path.startswith(("/v1/files", "/v1/batches", "/v1/messages/batches")):
+            try:
+                answer = self.batch_api.handle(method, target, headers, body)
+            except LostReply:
+                raise _NoReply("reset") from None
+            if answer is not None:
+                return _Reply(answer.status, answer.body, content_type=answer.content_type)
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/messages"):
             return _Reply(404, json.dumps({"error": {"message": f"no route {method} {path}"}}).encode())
         wire = "openai" if path == "/v1/chat/completions" else "anthropic"
@@ -845,6 +866,17 @@ class FakeServer:
         if parts.path == "/_fake/reset" and method == "POST":
             self.reset()
             return _Reply(200, b'{"reset": true}')
+        if parts.path == "/_fake/batch" and method == "POST":
+            q = {k: v[0] for k, v in parse_qs(parts.query).items()}
+            if "seconds" in q:
+                self.batch_seconds = float(q["seconds"])
+            if "expire" in q:
+                self.batch_expire = q["expire"] not in ("0", "false", "")
+            if "lost_creates" in q:
+                self.batch_lost_creates = int(q["lost_creates"])
+            return _Reply(
+                200, json.dumps({"seconds": self.batch_seconds, "expire": self.batch_expire}).encode()
+            )
         return _Reply(404, b'{"error": {"message": "unknown control path"}}')
 
 
@@ -1063,6 +1095,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PARAM",
         help="answer 400 to Chat Completions requests carrying this parameter (a server that lacks it)",
     )
+    p.add_argument("--batch-seconds", type=float, default=1.0, help="a batch ends this long after creation")
+    p.add_argument("--batch-expire", action="store_true", help="batches end expired, half unanswered")
+    p.add_argument("--batch-lost-creates", type=int, default=0, help="lose the reply of the next N creates")
     for knob in _SIM_KNOBS:
         p.add_argument(f"--{knob.replace('_', '-')}", type=float, default=None, help=f"sim brain {knob}")
     return p
@@ -1098,6 +1133,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             refuse=args.refuse,
             prompt_cache=not args.no_prompt_cache,
             cache_min_tokens=args.cache_min_tokens,
+            batch_seconds=args.batch_seconds,
+            batch_expire=args.batch_expire,
+            batch_lost_creates=args.batch_lost_creates,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -173,6 +173,26 @@ class OpenAIProvider:
         latency_ms = (time.perf_counter() - started) * 1000
         return None, self._result(body, status, latency_ms, structured)
 
+    # ---- the Batch API (`runner.batch`): one request as a JSONL body, one reply body read back
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        return self._client
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self._secrets
+
+    def batch_body(self, request: ChatRequest) -> tuple[dict[str, Any], bool]:
+        """The `/v1/chat/completions` body a batch line carries (what `complete` would send), and
+        whether the reply is structured."""
+        kwargs, structured = self._arguments(request)
+        return {"model": self.model, "messages": request.messages, **kwargs}, structured
+
+    def batch_result(self, body: str, status: int, structured: bool) -> ChatResult:
+        """A batch output line's `response.body`, read exactly as a realtime reply is."""
+        return self._result(body, status, 0.0, structured)
+
     def _result(self, body: str, status: int, latency_ms: float, structured: bool) -> ChatResult:
         payload = sdk.reply_object("openai", body, status=status, secrets=self._secrets)
         choices = payload.get("choices")

@@ -69,6 +69,14 @@ class Price:
             input_tokens, output_tokens, cache_read, cache_write
         )
 
+    def batch_call_cost(
+        self, input_tokens: int, output_tokens: int, cache_read: int | None, cache_write: int | None
+    ) -> float | None:
+        """The same call made through a provider's batch API (its discount applies to every rate);
+        None when the discount or a cache rate the call used is unknown."""
+        full = self.call_cost(input_tokens, output_tokens, cache_read, cache_write)
+        return None if full is None or self.batch_discount is None else full * (1.0 - self.batch_discount)
+
 
 def estimate_tokens(chars: int) -> int:
     return max(1, math.ceil(chars / CHARS_PER_TOKEN))

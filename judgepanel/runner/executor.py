@@ -73,7 +73,16 @@ from judgepanel.runner.prepare import (
 from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
-from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, CacheHit, JobOutcome, LeasedJob
+from judgepanel.store.campaigns import (
+    AttemptRow,
+    Batch,
+    BatchResult,
+    CacheHit,
+    JobOutcome,
+    LeasedJob,
+    VerdictRow,
+)
+from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
 from judgepanel.store.editor import editor_tasks
 
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
@@ -232,7 +241,7 @@ def _reply_kind(p: Prepared) -> tuple[str, str]:
     return (p.job.judge, p.prompt.template_name)
 
 
-def _sent(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
+def sent_row(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
     """The request half of an attempt row, as sent; callers `replace` in what came back."""
     return AttemptRow(
         p.job.id,
@@ -245,6 +254,45 @@ def _sent(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
         ok=ok,
         output_schema=p.request.schema if p.request.params.get("structured", True) else None,
     )
+
+
+def cached_answer(p: Prepared, hit: CacheHit, ctx: CampaignContext) -> tuple[AttemptRow, JobOutcome]:
+    """A job answered from the store's request cache: its attempt row (cost 0, `cached_from` the
+    original response) and its `done` outcome."""
+    job = p.job
+    attempt = job.attempts + 1
+    row = replace(
+        sent_row(p, attempt, ok=True),
+        http_status=None,
+        text=hit.text,
+        model_returned=hit.model_returned,
+        system_fingerprint=hit.system_fingerprint,
+        input_tokens=hit.input_tokens,
+        output_tokens=hit.output_tokens,
+        latency_ms=0.0,
+        cost_usd=0.0,
+        cached_from=hit.response_id,
+        finish_reason=hit.finish_reason,
+    )
+    v = hit.verdict
+    clauses = [(k, met, why) for k, met, why in hit.clause_keys]
+    verdict = verdict_from(job, ctx, v.parse_method, v.value_presented, v.score, v.rationale, clauses)
+    return row, JobOutcome(job.id, "done", attempt, None, verdict)
+
+
+def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[VerdictRow, str | None]:
+    """The verdict read from a reply and the parse error (None when it parsed). A failure is
+    classified from what the provider said, not from the text: a reply cut at the output cap
+    (`finish_reason` length / max_tokens) is `truncated` and needs a larger max_tokens, not a
+    re-ask; a partial clause reply keeps its own kind, `missing_clauses`."""
+    verdict, error = read(p, ctx, r.text, r.structured)
+    verdict = with_logprob_score(p, ctx, r.raw_body, verdict)
+    if error is None:
+        return verdict, None
+    kind = "truncated" if r.finish_reason in TRUNCATED_REASONS else (verdict.failure_kind or "unreadable")
+    if kind == "truncated":
+        error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
+    return replace(verdict, failure_kind=kind), error
 
 
 def _share_limits(engine: Engine, limiter: JudgeLimiter, judge: str, rpm: Any, tpm: Any) -> None:
@@ -443,6 +491,12 @@ class Runner:
                     await j.provider.aclose()
         counts = await asyncio.to_thread(store.job_counts, self.engine, cid)
         pending = counts["pending"] + counts["running"]
+        in_batches = await asyncio.to_thread(jobs_in_open_batches, self.engine, cid)
+        if in_batches:
+            self.warnings.append(
+                f"{in_batches} job(s) wait in open provider batches and were not called again: "
+                f"`campaign run {self.name} --batch` collects them"
+            )
         status = self._stop_reason or ("done" if pending == 0 and counts["failed"] == 0 else "incomplete")
         await asyncio.to_thread(store.set_campaign_status, self.engine, cid, status)
         partial = await asyncio.to_thread(store.partial_jobs, self.engine, cid)
@@ -556,29 +610,9 @@ class Runner:
                 j.queue.put_nowait(None)
 
     def _answer_from_cache(self, p: Prepared, hit: CacheHit) -> None:
-        job = p.job
-        attempt = job.attempts + 1
-        self.writer.attempt(
-            replace(
-                _sent(p, attempt, ok=True),
-                http_status=None,
-                text=hit.text,
-                model_returned=hit.model_returned,
-                system_fingerprint=hit.system_fingerprint,
-                input_tokens=hit.input_tokens,
-                output_tokens=hit.output_tokens,
-                latency_ms=0.0,
-                cost_usd=0.0,
-                cached_from=hit.response_id,
-                finish_reason=hit.finish_reason,
-            )
-        )
-        v = hit.verdict
-        clauses = [(k, met, why) for k, met, why in hit.clause_keys]
-        verdict = verdict_from(
-            job, self.ctx, v.parse_method, v.value_presented, v.score, v.rationale, clauses
-        )
-        self.writer.outcome(JobOutcome(job.id, "done", attempt, None, verdict))
+        row, outcome = cached_answer(p, hit, self.ctx)
+        self.writer.attempt(row)
+        self.writer.outcome(outcome)
         self.stats.cached += 1
         self.stats.done += 1
 
@@ -720,7 +754,7 @@ class Runner:
         self.stats.errors[exc.error_class] += 1
         self.writer.attempt(
             replace(
-                _sent(p, n, ok=False),
+                sent_row(p, n, ok=False),
                 error_class=exc.error_class,
                 http_status=exc.status,
                 error_message=str(exc)[:2000],
@@ -746,26 +780,14 @@ class Runner:
         elif j.price is None or r.cache_read_tokens or r.cache_write_tokens:
             self.stats.spent_unknown = True
         self.stats.calls += 1
-        verdict, error = read(p, self.ctx, r.text, r.structured)
-        verdict = with_logprob_score(p, self.ctx, r.raw_body, verdict)
+        verdict, error = judged_reply(p, self.ctx, r)
         if error is not None:
             self.stats.errors["parse"] += 1
-            # Classified here from what the provider said, not from the text: a reply cut at the
-            # output cap needs a larger max_tokens, not a re-ask.
-            # (a partial clause reply keeps its own kind, missing_clauses)
-            kind = (
-                "truncated"
-                if r.finish_reason in TRUNCATED_REASONS
-                else (verdict.failure_kind or "unreadable")
-            )
-            if kind == "truncated":
-                error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
-            verdict = replace(verdict, failure_kind=kind)
-            self.stats.parse_failures[kind] += 1
+            self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
             replace(
-                _sent(p, n, ok=True),
+                sent_row(p, n, ok=True),
                 error_class="parse" if error is not None else None,
                 http_status=r.http_status,
                 error_message=error,

@@ -127,3 +127,33 @@ def test_price_file_and_spec_carry_cache_and_batch_rates(tmp_path: Path) -> None
     # overriding one rate of a table price keeps the others
     spec = parse_spec("openai:gpt-4o-mini?price_cache_read=0.01")
     assert PriceTable(BUILTIN).for_spec(spec) == Price(0.15, 0.60, 0.01, 0.15, 0.5)
+
+
+def test_batch_discount_from_table_spec_and_runner_price() -> None:
+    # 2,000 in × $2/M + 1,000 out × $8/M = 0.004 + 0.008 = 0.012 list; a 50 % discount halves it
+    assert Price(2.0, 8.0, batch_discount=0.5).batch(Price(2.0, 8.0).cost(2000, 1000)) == pytest.approx(0.006)
+    assert Price(2.0, 8.0, batch_discount=0.0).batch(0.012) == pytest.approx(0.012)
+    assert Price(2.0, 8.0, batch_discount=0.5).batch(None) is None
+    table = PriceTable(BUILTIN)
+    price = table.for_spec(parse_spec("openai:gpt-4o-mini?batch_discount=0.25"))
+    assert price is not None and price.batch_discount == 0.25
+    # 1M input tokens at $0.15/M, 25 % off
+    assert price.batch(price.cost(1_000_000, 0)) == pytest.approx(0.15 * 0.75)
+    # the runner's price: the discount applies to the cached-token rates too; unknown stays unknown
+    from judgepanel.runner.budget import price_for
+
+    rp = price_for(parse_spec("anthropic:claude-sonnet-4-5"))
+    assert rp is not None
+    # 10,000 prompt tokens, 6,000 read at 0.30 and 2,000 written at 3.75; 400 out at 15
+    assert rp.batch_call_cost(10_000, 400, 6_000, 2_000) == pytest.approx(0.0213 * 0.5)
+    bare = price_for(parse_spec("openai:qwen?price_in=1&price_out=2"))
+    assert bare is not None and bare.batch_call_cost(1000, 10, None, None) is None
+
+
+def test_price_file_batch_discount(tmp_path: Path) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text(
+        '[models."m"]\ninput = 1\noutput = 2\nbatch_discount = 0.4\n[models."n"]\ninput = 1\noutput = 2\n'
+    )
+    prices = load_prices(f)
+    assert prices["m"].batch_discount == 0.4 and prices["n"].batch_discount is None

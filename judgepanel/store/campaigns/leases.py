@@ -262,7 +262,11 @@ def work_left(engine: Engine, names: Sequence[str] | None = None) -> dict[str, t
             select(
                 Campaign.name,
                 func.count(Job.id).filter(leasable),
-                func.count(Job.id).filter(Job.status.in_(("pending", "running"))),
+                # jobs waiting in an open provider batch are `campaign run --batch`'s, not a worker's
+                func.count(Job.id).filter(
+                    Job.status.in_(("pending", "running")),
+                    ~func.coalesce(Job.lease_owner, "").like("batch:%"),
+                ),
                 func.count(Job.id),
             )
             .join(Job, Job.campaign_id == Campaign.id, isouter=True)

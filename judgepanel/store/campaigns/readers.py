@@ -54,6 +54,7 @@ class CampaignStatus:
     cache_write_tokens: int = 0  # … and wrote to them
     # what those cost less (reads) and more (writes) than at the input rate; None when a rate is unknown
     saved_by_cache_usd: float | None = 0.0
+    in_batches: int = 0  # jobs waiting in open provider batches (`campaign run --batch`)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +76,7 @@ class CampaignStatus:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "saved_by_cache_usd": self.saved_by_cache_usd,
+            "in_batches": self.in_batches,
         }
 
 
@@ -176,6 +178,14 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
         judge_costs = [d["cost_usd"] for d in by_judge.values()]
         total_cost = None if None in judge_costs else round(sum(judge_costs), 6)
         partial = _partial_jobs(s, c.id)
+        in_batches = int(
+            s.scalar(
+                select(func.count())
+                .select_from(Job)
+                .where(Job.campaign_id == c.id, Job.status == "running", Job.lease_owner.like("batch:%"))
+            )
+            or 0
+        )
         jobs = sum(counts.values())
         pending = counts["pending"] + counts["running"]
         status = "done" if jobs and counts["done"] == jobs else c.status
@@ -201,6 +211,7 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             sum(d["cache_read_tokens"] for d in by_judge.values()),
             sum(d["cache_write_tokens"] for d in by_judge.values()),
             None if saved is None else round(saved, 6),
+            in_batches,
         )
 
 

@@ -1,0 +1,315 @@
+"""`campaign run --batch`: the real OpenAI and Anthropic SDKs against the fake server's batch APIs,
+on SQLite and PostgreSQL — completion on both wires, a kill -9 while a batch is pending and the
+resume that collects it without submitting again, a lost create answer, expiry → failed jobs → a
+normal run finishes them, cost at the batch discount, and nothing ever submitted twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from judgepanel.providers.fakeserver import FakeServer
+from judgepanel.store.engine import make_engine
+from judgepanel.store.migrate import upgrade
+from judgepanel.store.models import Job, ProviderBatch, ProviderBatchJob, Request, Response, Verdict
+from tests.helpers import cli
+from tests.runner.conftest import DATASET, FAKE_KEYS, PAIRS, load_tiny
+
+DISCOUNT = 0.5
+PRICE = f"price_in=2&price_out=8&batch_discount={DISCOUNT}"  # USD per million tokens, so the batch cost is checkable
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    fake = FakeServer(batch_seconds=0.3, seed=5)
+    fake.start_in_thread()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[tuple[str, Engine]]:
+    eng = make_engine(db_url)
+    upgrade(eng)
+    load_tiny(eng)
+    yield db_url, eng
+    eng.dispose()
+
+
+def judge(wire: str, url: str, name: str = "judge", extra: str = "") -> str:
+    base = f"{url}/v1" if wire == "openai" else url
+    return f"{wire}:{name}{extra}?base_url={base}&{PRICE}"
+
+
+def create(url: str, name: str, *judges: str, limit: int = 5) -> None:
+    args = [a for j in judges for a in ("--judge", j)]
+    out = cli(
+        "campaign", "create", name, "--dataset", DATASET, "--pairs", PAIRS, "--protocol", "pairwise",
+        *args, "--limit", str(limit), db=url,
+    )  # fmt: skip
+    assert out.code == 0, out.stderr
+
+
+def run_batch(url: str, name: str, *extra: str, code: int = 0) -> dict[str, Any]:
+    out = cli("campaign", "run", name, "--batch", "--poll-interval", "0.1", "--json", *extra, db=url)
+    return dict(out.json(code=code))
+
+
+def batch_stats(fake: FakeServer) -> dict[str, Any]:
+    return dict(fake.stats()["batches"])
+
+
+def submitted_jobs(fake: FakeServer) -> Counter[str]:
+    """How often each job id went to the provider in a batch (custom ids end in `-<job id>`)."""
+    return Counter(cid.rsplit("-", 1)[1] for cid in batch_stats(fake)["custom_ids"])
+
+
+def realtime_calls(fake: FakeServer) -> int:
+    by_path = fake.stats()["by_path"]
+    return int(by_path.get("/v1/chat/completions", 0) + by_path.get("/v1/messages", 0))
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_batch_run_completes_stores_like_realtime_and_prices_at_the_batch_rate(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str], wire: str
+) -> None:
+    url, eng = db
+    create(url, "b", judge(wire, server.url))
+    out = run_batch(url, "b")
+    jobs = out["jobs"]
+    assert out["status"] == "done" and out["done"] == jobs == out["submitted"] == out["collected"] == 10
+    assert out["in_batches"] == 0 and out["pending"] == 0
+    stats = batch_stats(server)
+    assert stats["created"] == {wire: 1} and stats["entries"] == jobs
+    assert realtime_calls(server) == 0  # everything went through the batch API
+    with eng.connect() as conn:
+        rows = conn.execute(
+            select(
+                Request.messages, Request.request_hash, Response.raw_body, Response.input_tokens,
+                Response.output_tokens, Response.cost_usd, Response.ok, Verdict.parse_status,
+            )
+            .join(Response, Response.request_id == Request.id)
+            .join(Verdict, Verdict.request_id == Request.id)
+        ).all()  # fmt: skip
+        batch = conn.execute(select(ProviderBatch)).one()
+        states = Counter(conn.scalars(select(ProviderBatchJob.state)))
+    assert len(rows) == jobs
+    total = 0.0
+    for messages, rhash, raw, tin, tout, cost, ok, parsed in rows:
+        assert ok and parsed == "ok" and messages and len(rhash) == 64
+        assert json.loads(raw)["usage"]  # the provider's own reply body, kept raw
+        list_price = (tin * 2 + tout * 8) / 1e6
+        assert cost == pytest.approx(list_price * (1 - DISCOUNT))
+        total += cost
+    assert out["cost_usd"] == pytest.approx(total, abs=1e-6)
+    assert batch.batch_id and batch.finished_at is not None and batch.status in ("completed", "ended")
+    assert states == {"done": jobs}
+    # a second batch run has nothing to submit; a realtime run buys nothing either
+    again = run_batch(url, "b")
+    assert again["submitted"] == 0 and batch_stats(server)["created"] == {wire: 1}
+    plain = cli("campaign", "run", "b", "--json", db=url).json()
+    assert plain["calls"] == 0 and realtime_calls(server) == 0
+
+
+def test_batch_answers_match_the_same_requests_made_realtime(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    """The batch line carries the body a realtime call sends: same request hash, same verdicts."""
+    url, eng = db
+    create(url, "bt", judge("openai", server.url), limit=3)
+    create(url, "rt", judge("openai", server.url), limit=3)
+    run_batch(url, "bt")
+    assert cli("campaign", "run", "rt", "--no-cache", "--json", db=url).json()["done"] == 6
+    with eng.connect() as conn:
+        got = conn.execute(
+            select(Job.campaign_id, Job.job_key, Request.request_hash, Verdict.value_canonical)
+            .join(Request, Request.job_id == Job.id)
+            .join(Verdict, Verdict.request_id == Request.id)
+        ).all()
+    by_campaign: dict[int, dict[str, tuple[str, str | None]]] = {}
+    for cid, key, rhash, value in got:
+        by_campaign.setdefault(cid, {})[key] = (rhash, value)
+    first, second = by_campaign.values()
+    assert first == second and len(first) == 6
+
+
+def test_plain_run_does_not_rebuy_jobs_in_an_open_batch_and_no_wait_resumes(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    url, _eng = db
+    server.batch_seconds = 3600
+    create(url, "o", judge("anthropic", server.url))
+    out = run_batch(url, "o", "--no-wait", code=3)
+    assert out["status"] == "waiting" and out["in_batches"] == out["jobs"] == 10
+    status = cli("campaign", "status", "o", "--json", db=url).json()
+    assert status["in_batches"] == 10 and status["pending"] == 10 and status["done"] == 0
+    plain = cli("campaign", "run", "o", "--json", db=url)
+    summary = plain.json(code=3)
+    assert summary["calls"] == 0 and realtime_calls(server) == 0
+    assert "open provider batches" in plain.stderr
+    worker = subprocess.run(
+        [sys.executable, "-m", "judgepanel", "--db", url, "worker", "--campaign", "o", "--json"],
+        env={**os.environ, **FAKE_KEYS}, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert worker.returncode == 3, worker.stderr.decode()  # it exits: the batch's jobs are not its own
+    assert realtime_calls(server) == 0
+    server.batch_seconds = 0
+    done = run_batch(url, "o")
+    assert done["status"] == "done" and done["submitted"] == 0 and done["collected"] == 10
+    assert batch_stats(server)["created"] == {"anthropic": 1}
+    assert max(submitted_jobs(server).values()) == 1
+
+
+def test_a_batch_the_provider_no_longer_knows_gives_its_jobs_back(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    url, eng = db
+    server.batch_seconds = 3600
+    create(url, "g", judge("openai", server.url), limit=3)
+    assert run_batch(url, "g", "--no-wait", code=3)["in_batches"] == 6
+    server.batch_api.reset()  # the provider forgets every batch (as after a data loss)
+    server.batch_seconds = 0
+    out = cli("campaign", "run", "g", "--batch", "--poll-interval", "0.1", "--json", db=url)
+    summary = out.json(code=3)
+    assert "does not know it (404)" in out.stderr
+    assert summary["pending"] == 6 and summary["in_batches"] == 0 and summary["submitted"] == 0
+    with eng.connect() as conn:
+        assert set(conn.scalars(select(ProviderBatch.status))) == {"not_found"}
+    again = run_batch(url, "g")  # submitted anew, in a new batch
+    assert again["status"] == "done" and again["submitted"] == 6
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_lost_create_answer_is_found_at_the_provider_not_submitted_again(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str], wire: str
+) -> None:
+    url, eng = db
+    server.batch_lost_creates = 1  # the batch is created, the answer never arrives
+    create(url, "l", judge(wire, server.url))
+    out = run_batch(url, "l")
+    assert out["status"] == "done" and out["done"] == 10
+    assert batch_stats(server)["created"] == {wire: 1}
+    assert batch_stats(server)["duplicate_custom_ids"] == 0
+    with eng.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(ProviderBatch)) == 1
+
+
+def test_expired_batch_fails_jobs_transient_and_a_normal_run_finishes_them(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    url, eng = db
+    server.batch_expire = True  # half the entries answered, the rest expired
+    create(url, "e", judge("openai", server.url), judge("anthropic", server.url, "judge-a"))
+    out = run_batch(url, "e", code=3)
+    assert out["status"] == "incomplete" and out["jobs"] == 20
+    assert out["done"] == 10 and out["failed"] == 10 and out["errors"] == {"transient": 10}
+    with eng.connect() as conn:
+        failed = conn.execute(
+            select(Response.ok, Response.error_class, Response.error_message)
+            .join(Request, Request.id == Response.request_id)
+            .join(Job, Job.id == Request.job_id)
+            .where(Job.status == "failed")
+        ).all()
+        assert {r.error_class for r in failed} == {"transient"} and not any(r.ok for r in failed)
+        assert all("expired" in (r.error_message or "") for r in failed)
+        assert Counter(conn.scalars(select(Job.error_class).where(Job.status == "failed"))) == {
+            "transient": 10
+        }
+    server.batch_expire = False
+    calls_before = realtime_calls(server)
+    fin = cli("campaign", "run", "e", "--retry-failed", "--json", db=url).json()
+    assert fin["done"] == 20 and fin["calls"] == 10
+    assert realtime_calls(server) - calls_before == 10  # only the expired ones were bought again
+    with eng.connect() as conn:
+        attempts = dict(
+            conn.execute(select(Job.id, func.count(Request.id)).join(Request).group_by(Job.id)).all()
+        )
+    assert sorted(Counter(attempts.values()).items()) == [(1, 10), (2, 10)]
+
+
+def test_per_entry_errors_become_failed_jobs(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    url, _eng = db
+    create(url, "x", judge("anthropic", server.url, extra="!500@0.5"))
+    out = run_batch(url, "x", code=3)
+    assert 0 < out["failed"] < out["jobs"] and out["errors"] == {"transient": out["failed"]}
+    assert out["done"] + out["failed"] == out["jobs"]
+
+
+def test_batch_refuses_a_judge_without_a_batch_api_and_leaves_the_db_untouched(
+    db: tuple[str, Engine], keys_env: dict[str, str]
+) -> None:
+    url, eng = db
+    create(url, "s", "sim:panel")
+    out = cli("campaign", "run", "s", "--batch", db=url)
+    assert out.code == 2 and "no batch API" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    with eng.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(ProviderBatch)) == 0
+        assert set(conn.scalars(select(Job.status))) == {"pending"}
+
+
+# ---------------------------------------------------------------- kill -9 while a batch is pending
+
+
+def start_cli(url: str, name: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, **FAKE_KEYS}
+    return subprocess.Popen(
+        [sys.executable, "-m", "judgepanel", "--db", url, "campaign", "run", name, "--batch",
+         "--poll-interval", "0.2", "--json"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_kill_9_while_a_batch_is_pending_then_resume_collects_without_resubmitting(
+    db: tuple[str, Engine], server: FakeServer, wire: str
+) -> None:
+    url, eng = db
+    server.batch_seconds = 3600
+    create(url, "k", judge(wire, server.url), limit=6)
+    proc = start_cli(url, "k")
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            with eng.connect() as conn:
+                if conn.scalar(select(func.count()).where(ProviderBatch.batch_id.is_not(None))):
+                    break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.1)
+        time.sleep(0.5)  # polling now
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert batch_stats(server)["created"] == {wire: 1}
+    with eng.connect() as conn:
+        assert set(conn.scalars(select(Job.status))) == {"running"}
+        assert conn.scalar(select(func.count()).select_from(Verdict)) == 0
+    server.batch_seconds = 0
+    resumed = start_cli(url, "k")
+    stdout, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr.decode()
+    out = json.loads(stdout)
+    assert out["status"] == "done" and out["submitted"] == 0 and out["collected"] == out["jobs"] == 12
+    assert batch_stats(server)["created"] == {wire: 1}
+    assert max(submitted_jobs(server).values()) == 1 and realtime_calls(server) == 0
+    with eng.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(Verdict)) == 12
+        assert conn.scalar(select(func.count()).select_from(Request)) == 12
