@@ -368,6 +368,13 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
             f"prompt cache: {st.cache_read_tokens} tokens read, {st.cache_write_tokens} written, "
             f"saved {_usd(st.saved_by_cache_usd)} USD"
         )
+    if st.batch_calls or st.in_batches:
+        typer.echo(
+            f"batch APIs: {st.batch_calls} calls answered, {st.in_batches} jobs waiting in open batches, "
+            f"saved {_usd(st.saved_by_batch_usd)} USD"
+        )
+    if st.cache_read_tokens or st.cache_write_tokens or st.batch_calls:
+        typer.echo(f"the same calls one by one without the prompt cache: {_usd(st.cost_list_usd)} USD")
     if st.errors:
         typer.echo("attempt errors: " + ", ".join(f"{k} {v}" for k, v in st.errors.items()))
     if st.failed_by_class:

@@ -143,6 +143,19 @@ def test_batch_answers_match_the_same_requests_made_realtime(
         by_campaign.setdefault(cid, {})[key] = (rhash, value)
     first, second = by_campaign.values()
     assert first == second and len(first) == 6
+    # status: the same calls cost the same list price; the batch run paid half of it
+    bt = cli("campaign", "status", "bt", "--json", db=url).json()
+    rt = cli("campaign", "status", "rt", "--json", db=url).json()
+    assert bt["batch_calls"] == 6 and rt["batch_calls"] == 0 and rt["saved_by_batch_usd"] == 0
+    assert bt["cost_list_usd"] == pytest.approx(rt["cost_list_usd"]) and rt["cost_list_usd"] > 0
+    assert rt["cost_usd"] == pytest.approx(rt["cost_list_usd"]) and rt["saved_by_cache_usd"] == 0
+    assert bt["saved_by_batch_usd"] == pytest.approx(bt["cost_list_usd"] * DISCOUNT)
+    assert bt["cost_usd"] == pytest.approx(
+        bt["cost_list_usd"] - bt["saved_by_batch_usd"] - bt["saved_by_cache_usd"]
+    )
+    assert bt["by_judge"][next(iter(bt["by_judge"]))]["batch_calls"] == 6
+    text = cli("campaign", "status", "bt", db=url).stdout
+    assert "batch APIs: 6 calls answered" in text
 
 
 def test_plain_run_does_not_rebuy_jobs_in_an_open_batch_and_no_wait_resumes(

@@ -21,6 +21,7 @@ from judgepanel.store.models import (
     Dataset,
     Job,
     Judge,
+    ProviderBatchJob,
     Request,
     Response,
     Verdict,
@@ -55,6 +56,12 @@ class CampaignStatus:
     # what those cost less (reads) and more (writes) than at the input rate; None when a rate is unknown
     saved_by_cache_usd: float | None = 0.0
     in_batches: int = 0  # jobs waiting in open provider batches (`campaign run --batch`)
+    batch_calls: int = 0  # calls answered through a provider's batch API
+    # what those cost less than the same calls made one by one; None when a rate is unknown
+    saved_by_batch_usd: float | None = 0.0
+    # every call at the input and output rates, neither cached nor batched (= cost_usd +
+    # saved_by_cache_usd + saved_by_batch_usd); None when a price is unknown
+    cost_list_usd: float | None = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +84,9 @@ class CampaignStatus:
             "cache_write_tokens": self.cache_write_tokens,
             "saved_by_cache_usd": self.saved_by_cache_usd,
             "in_batches": self.in_batches,
+            "batch_calls": self.batch_calls,
+            "saved_by_batch_usd": self.saved_by_batch_usd,
+            "cost_list_usd": self.cost_list_usd,
         }
 
 
@@ -103,6 +113,7 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
                     "cost_usd": 0.0,
                     "cache_read_tokens": 0,
                     "cache_write_tokens": 0,
+                    "batch_calls": 0,
                 },
             )
             d["jobs"] += n
@@ -121,10 +132,20 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
         recorded: Counter[str] = Counter()  # calls with a cost, per judge
         calls = cached = tin = tout = 0
         errors: Counter[str] = Counter()
-        for jname, is_cached, ec, ok, n, cost, n_cost, itok, otok, rtok, wtok in s.execute(
+        # per judge: tokens of every call (in, out) and of the batch calls (in, out, read, write)
+        listed: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        batched: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        unknown_tokens: set[str] = set()  # judges with a priced call whose token counts are missing
+        via_batch = (
+            select(ProviderBatchJob.id)
+            .where(ProviderBatchJob.job_id == Request.job_id, ProviderBatchJob.attempt == Request.attempt)
+            .exists()
+        )
+        for jname, is_cached, is_batch, ec, ok, n, cost, n_cost, itok, otok, rtok, wtok, n_tok in s.execute(
             select(
                 Judge.name,
                 Response.cached_from.is_not(None),
+                via_batch,
                 Response.error_class,
                 Response.ok,
                 func.count(),
@@ -134,13 +155,16 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
                 func.sum(Response.output_tokens),
                 func.sum(Response.cache_read_tokens),
                 func.sum(Response.cache_write_tokens),
+                func.count(Response.output_tokens),
             )
             .select_from(Response)
             .join(Request, Request.id == Response.request_id)
             .join(Job, Job.id == Request.job_id)
             .join(Judge, Judge.id == Job.judge_id)
             .where(Job.campaign_id == c.id)
-            .group_by(Judge.name, Response.cached_from.is_not(None), Response.error_class, Response.ok)
+            .group_by(
+                Judge.name, Response.cached_from.is_not(None), via_batch, Response.error_class, Response.ok
+            )
         ):
             d = by_judge[jname]
             if is_cached:
@@ -155,6 +179,14 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             tout += int(otok or 0)
             d["cache_read_tokens"] += int(rtok or 0)
             d["cache_write_tokens"] += int(wtok or 0)
+            if ok and n_tok < n:
+                unknown_tokens.add(jname)
+            listed[jname][0] += int(itok or 0)
+            listed[jname][1] += int(otok or 0)
+            if is_batch:
+                d["batch_calls"] += n
+                for i, v in enumerate((itok, otok, rtok, wtok)):
+                    batched[jname][i] += int(v or 0)
             recorded[jname] += int(n_cost)
             if ok and n_cost < n:
                 d["cost_usd"] = None  # a reply was not priced: the sum would be too low
@@ -175,6 +207,18 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             saved = (
                 None if saved is None or d["saved_by_cache_usd"] is None else saved + d["saved_by_cache_usd"]
             )
+        saved_batch: float | None = 0.0
+        cost_list: float | None = 0.0
+        for jname, d in by_judge.items():
+            price = prices.get(jname)
+            d["saved_by_batch_usd"] = _saved_by_batch(price, d["batch_calls"], batched[jname])
+            d["cost_list_usd"] = (
+                None
+                if price is None or jname in unknown_tokens
+                else round(price.cost(listed[jname][0], listed[jname][1]) or 0.0, 6)
+            )
+            saved_batch = _add(saved_batch, d["saved_by_batch_usd"])
+            cost_list = _add(cost_list, d["cost_list_usd"])
         judge_costs = [d["cost_usd"] for d in by_judge.values()]
         total_cost = None if None in judge_costs else round(sum(judge_costs), 6)
         partial = _partial_jobs(s, c.id)
@@ -212,7 +256,25 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             sum(d["cache_write_tokens"] for d in by_judge.values()),
             None if saved is None else round(saved, 6),
             in_batches,
+            sum(d["batch_calls"] for d in by_judge.values()),
+            None if saved_batch is None else round(saved_batch, 6),
+            None if cost_list is None else round(cost_list, 6),
         )
+
+
+def _add(total: float | None, part: float | None) -> float | None:
+    return None if total is None or part is None else total + part
+
+
+def _saved_by_batch(price: Price | None, calls: int, tokens: Sequence[int]) -> float | None:
+    """USD the batch discount took off `calls` batch calls with these token totals (in, out, cache
+    read, cache write): their one-by-one cost × the discount."""
+    if not calls:
+        return 0.0
+    if price is None or price.batch_discount is None:
+        return None
+    full = price.cost(*tokens)
+    return None if full is None else round(full * price.batch_discount, 6)
 
 
 def _judges_priced(spec: dict[str, Any]) -> dict[str, bool]:
