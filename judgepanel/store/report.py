@@ -108,7 +108,9 @@ def campaign_facts(engine: Engine, name: str) -> CampaignFacts:
     with Session(engine) as s:
         c = _campaign(s, name)
         if c.dataset_id is None:
-            raise BadInput(f"campaign {name!r} is an editor campaign: it judges no items (see `repair compare`)")
+            raise BadInput(
+                f"campaign {name!r} is an editor campaign: it judges no items (see `repair compare`)"
+            )
         ds = s.get(Dataset, c.dataset_id)
         assert ds is not None
         ps = s.get(PairSet, c.pair_set_id) if c.pair_set_id else None
