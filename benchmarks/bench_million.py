@@ -7,7 +7,8 @@ every pair of a pair set in both orders (AB and BA), N verdicts in all (default 
 `JP_BENCH_MILLION_N=100000` for a quick run; `JP_BENCH_MILLION_DB=sqlite` or `postgresql` for one
 backend). Every verdict has its request and response row, as a
 real run stores them. Each command runs as the real CLI (`judgepanel --db URL …`) in its own
-process, so its peak RSS (`ru_maxrss`) is its own:
+process, so its peak RSS is its own (VmHWM from /proc: `ru_maxrss` would carry over the
+benchmark process's peak across exec):
 
 - `metrics agreement --pairs P --group judge --metric alpha`: the judges' combined AB/BA verdicts as
   rating columns over N / (2 × JUDGES) pairs;
@@ -68,7 +69,13 @@ except SystemExit as exc:
     if exc.code not in (0, None):
         raise
 ru = resource.getrusage(resource.RUSAGE_SELF)
-print("\\nMEASURED", time.perf_counter() - t, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024)
+peak = ru.ru_maxrss / 1024
+try:  # ru_maxrss survives exec (it starts at the parent's peak); VmHWM is this process's own
+    with open("/proc/self/status") as f:
+        peak = next(int(ln.split()[1]) / 1024 for ln in f if ln.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    pass
+print("\\nMEASURED", time.perf_counter() - t, ru.ru_utime + ru.ru_stime, peak)
 """
 
 
