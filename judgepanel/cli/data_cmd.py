@@ -8,13 +8,13 @@ import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
-from judgepanel.datasets.alttest import parse_alttest
+from judgepanel.datasets.alttest import parse_alttest, parse_llm_annotations
 from judgepanel.datasets.generic import parse_items, parse_labels
 from judgepanel.datasets.splits import parse_fractions
 from judgepanel.datasets.summeval import parse_summeval
 from judgepanel.datasets.usr import parse_usr
 from judgepanel.errors import BadInput
-from judgepanel.store.imports import ImportResult, import_parsed
+from judgepanel.store.imports import ImportResult, attach_llm_annotations, import_parsed
 from judgepanel.store.queries import create_pair_set, find_duplicates, list_datasets
 from judgepanel.store.splits import split_dataset
 
@@ -70,11 +70,33 @@ def import_alttest(
     folder: Path = typer.Argument(
         ..., help="Folder with human_annotations.json and llm_annotations.json (plain or .gz)"
     ),
-    name: str = typer.Option(..., "--name"),
+    name: str | None = typer.Option(None, "--name", help="Import the panel as a new dataset."),
+    into: str | None = typer.Option(
+        None, "--into", help="Attach only the panel's LLM annotations to this existing dataset's items."
+    ),
     replace: bool = REPLACE,
     json_: bool = JSON,
 ) -> None:
     """Import an alt-test panel: humans as human annotators, each LLM as a judge (kind llm)."""
+    if (name is None) == (into is None):
+        raise BadInput("give either --name (a new dataset) or --into (an existing one)")
+    if into is not None:
+        if replace:
+            raise BadInput("--replace applies to --name; --into only adds annotators")
+        done = attach_llm_annotations(state(ctx).engine(), into, parse_llm_annotations(folder))
+        if json_:
+            emit_json(done.as_dict())
+            return
+        if done.unchanged:
+            typer.echo(f"{into}: these LLM annotations are already attached; nothing changed")
+            return
+        typer.echo(f"{into}: {done.annotators} LLM annotators, {done.labels_added} labels attached")
+        for ps in done.stale_pair_sets:
+            typer.echo(
+                f"pair set {ps} predates them: re-create it with `judgepanel data pairs {into} --name {ps} --replace`"
+            )
+        return
+    assert name is not None
     _report(import_parsed(state(ctx).engine(), name, parse_alttest(folder), replace=replace), json_)
 
 

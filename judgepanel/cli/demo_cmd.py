@@ -30,7 +30,13 @@ def demo(
     st = state(ctx)
     engine = st.engine(migrated=False, create=True)
     report = run_demo(engine, say=(lambda _m: None) if json_ else (lambda m: console.print(f"• {m}")))
-    page = write_report(engine, [PAIRWISE, POINTWISE], report_path, db_label="the demo database")
+    page = write_report(
+        engine,
+        [PAIRWISE, POINTWISE],
+        report_path,
+        db_label="the demo database",
+        iteration=REPAIR if report.repair is not None else None,
+    )
     if json_:
         emit_json(
             {"db": st.db_url, "steps": {title: result for title, result in report.steps}, "report": page.path}

@@ -18,6 +18,8 @@ from judgepanel.metrics.bootstrap import METHODS, agreement_with_ci
 from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
 from judgepanel.metrics.heldout import HeldoutResult
 from judgepanel.metrics.matrix import ALL_JUDGES, RatingMatrix, is_machine
+from judgepanel.metrics.prediction import MODELS as PREDICTION_MODELS
+from judgepanel.metrics.prediction import choose_methods, heldout_battery
 from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 from judgepanel.metrics.summary import (
     MetaEvaluation,
@@ -28,7 +30,7 @@ from judgepanel.metrics.summary import (
     truth_report,
 )
 from judgepanel.store.matrices import MatrixRequest, SelectedMatrix, select_matrix
-from judgepanel.store.pair_scores import campaign_joint_inputs, pair_set_inputs
+from judgepanel.store.pair_scores import campaign_joint_inputs, pair_score_differences, pair_set_inputs
 
 app = typer.Typer(
     help="Agreement, rater matrices and other statistics over stored labels.", no_args_is_help=True
@@ -378,6 +380,14 @@ def heldout_cmd(
         None, "--train", help="The first N units train (clusters), the rest test (default 80 %)."
     ),
     clusters: int = typer.Option(2, "--clusters", help="Clusters cut from the training κ tree."),
+    method: str = typer.Option(
+        "all",
+        "--method",
+        help="Fitted models beside the baselines: all, or comma-separated from "
+        + ", ".join(PREDICTION_MODELS),
+    ),
+    folds: int = typer.Option(1, "--folds", help="K random train/test splits (1: the first N units train)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Replicates for the CIs of accuracy − cluster."),
     seed: int = typer.Option(0, "--seed"),
     exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
@@ -385,15 +395,36 @@ def heldout_cmd(
     """Leave-one-rater-out: predict each rater's test labels from everyone else."""
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
+    if folds < 1:
+        raise BadInput(f"--folds must be at least 1, got {folds}")
+    if bootstrap < 1:
+        raise BadInput(f"--bootstrap must be at least 1, got {bootstrap}")
+    requested = [x.strip() for x in method.split(",") if x.strip()]
+    if not requested:
+        raise BadInput("--method needs all or method names")
     sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
     m = sel.matrix
     n_train = _split(m.n_units, train, "--train")
+    chosen = choose_methods(m, requested, have_scores=pairs is not None)
+    diffs = (
+        pair_score_differences(state(ctx).engine(), pairs, m)
+        if pairs is not None
+        else np.full(m.values.shape, np.nan)
+    )
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
+    battery = heldout_battery(
+        m,
+        diffs,
+        train=n_train,
+        methods=chosen,
+        folds=folds,
+        n_clusters=clusters,
+        n_bootstrap=bootstrap,
+        seed=seed,
+    )
     names = m.rater_names
     out: dict[str, Any] = {
-        "methods": [mt.replace("_", "-") for mt in HELDOUT_METHODS],
-        "train": n_train,
-        "test": m.n_units - n_train,
+        **battery.as_dict(),
         "clusters": found,
         "raters": {
             names[r.rater]: {
@@ -431,6 +462,24 @@ def heldout_cmd(
     )
     for i, c in enumerate(found, 1):
         console.print(f"cluster {i} (κ on the first {n_train} units): {', '.join(c)}")
+    bd = out["methods"]
+    split = out["folds"]["split"] + (f", mean of {folds} folds" if folds > 1 else "")
+    for g in battery.groups:
+        table(
+            f"group {g}: accuracy by method ({split}); Δ = accuracy − cluster, 95% paired bootstrap CI",
+            ["method", "accuracy", "Δ", "CI", "log loss", "ECE"],
+            [
+                [
+                    mt,
+                    _fmt(bd[mt]["accuracy"][g]),
+                    f"{bd[mt]['delta_vs_cluster'][g]['value']:+.3f}",
+                    "[" + ", ".join(_fmt(x) for x in bd[mt]["delta_vs_cluster"][g]["ci"]) + "]",
+                    _fmt(bd[mt]["log_loss"][g]),
+                    _fmt(bd[mt]["ece"][g]),
+                ]
+                for mt in battery.methods
+            ],
+        )
 
 
 @app.command("summary")

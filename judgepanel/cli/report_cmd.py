@@ -10,12 +10,15 @@ from judgepanel.cli.render import emit_json
 
 def report(
     ctx: typer.Context,
-    campaigns: list[str] = typer.Argument(..., help="One or more campaign names."),
+    campaigns: list[str] = typer.Argument(None, help="Campaign names (optional with --iteration)."),
     out: str = typer.Option(..., "--out", help="File to write (HTML, or Markdown with plots beside it)."),
     fmt: str = typer.Option("html", "--format", help="html (one self-contained file) or md"),
     bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap replicates for the agreement CIs."),
     cases: int = typer.Option(200, "--cases", help="At most this many disagreement cases per campaign."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    iteration: str | None = typer.Option(
+        None, "--iteration", help="Add a repair iteration: α and human agreement per version, the edits."
+    ),
     json_: bool = typer.Option(False, "--json", help="Print what was written as one JSON object."),
 ) -> None:
     """A report people would rather look at than read: what ran, agreement, bias, judges vs humans, cases."""
@@ -26,9 +29,10 @@ def report(
     st = state(ctx)
     result = write_report(
         st.engine(),
-        campaigns,
+        list(campaigns or []),
         out,
         fmt_=fmt,
+        iteration=iteration,
         db_label=make_url(st.db_url).render_as_string(hide_password=True),
         n_boot=bootstrap,
         cases=cases,

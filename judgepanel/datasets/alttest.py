@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,56 @@ def parse_alttest(folder: Path) -> ParsedDataset:
             "llms": sum(a.kind == "llm" for a in annotators),
         },
     )
+
+
+# ---------------------------------------------------------------- attaching a panel's LLMs to a dataset
+
+
+def item_and_dimension(instance_id: str) -> tuple[str, str]:
+    """Where an alt-test instance lands in an existing dataset: ``<text>__<unit>__<dimension>``
+    names item ``<text>/<unit>`` (SummEval's ``<article id>/<system id>``) and that dimension;
+    ``<text>__<dimension>`` names item ``<text>``; a bare id names the item with no dimension."""
+    parts = instance_id.split("__")
+    if len(parts) >= 3:
+        return "/".join(parts[:-1]), parts[-1]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    return instance_id, ""
+
+
+@dataclass(frozen=True)
+class LLMAnnotations:
+    """A panel's LLM labels, addressed to (item external id, dimension)."""
+
+    source_hash: str
+    file: str
+    annotators: list[AnnotatorRecord]
+    labels: list[LabelRecord]
+    instances: dict[str, str]  # item external id -> one instance id naming it (for messages)
+
+
+def parse_llm_annotations(folder: Path) -> LLMAnnotations:
+    """Read only ``llm_annotations.json`` of a panel folder (the humans are already in the target
+    dataset); nothing is written."""
+    if not folder.is_dir():
+        raise BadInput(f"{folder}: not a folder (expected one holding {LLM_FILE})")
+    path = _locate(folder, LLM_FILE)
+    annotators: list[AnnotatorRecord] = []
+    labels: list[LabelRecord] = []
+    instances: dict[str, str] = {}
+    for name, by_instance in _load(path).items():
+        if not name.strip():
+            raise BadInput(f"{path}: an annotator id is empty")
+        if not isinstance(by_instance, dict):
+            raise BadInput(f"{path}: field {name!r}: expected an object {{instance: label}}")
+        annotators.append(AnnotatorRecord(name, "llm", LLM_GROUP))
+        for instance, value in by_instance.items():
+            if not instance.strip():
+                raise BadInput(f"{path}: field {name!r}: an instance id is empty")
+            num, text = _label(path, name, instance, value)
+            item, dimension = item_and_dimension(instance)
+            instances.setdefault(item, instance)
+            labels.append(LabelRecord(item, name, dimension, num, text))
+    if not labels:
+        raise BadInput(f"{path}: no labels")
+    return LLMAnnotations(sha256_files(path), str(path), annotators, labels, instances)

@@ -8,10 +8,13 @@ A folder as FastChat's `llm_judge` lays it out (see `shared/data/mtbench/PROVENA
 - a human-vote file (`human_judgments*.json`): `{annotator: {"<qid>__<model_a>__<model_b>__<turn>":
   "model_a" | "model_b" | "tie"}}`.
 
-Each (question, model, turn) is one item: its `input` is the conversation up to that turn's user
-message as text, its `output` the model's answer to that turn, its group `<qid>__<turn>` (the unit
-two answers are compared on), its `system` the model; `meta` keeps the category, the conversation as
-role/content turns and the reference answer of that turn where there is one. Each human vote is a
+Each (question, model, turn) is one item: its `input` is the user's questions up to that turn (the
+same for every model, so two answers of one unit share their source), its `output` the model's
+answer to that turn — for turn 2 preceded by its own turn-1 answer, marked as context, since the
+later answer is judged in the conversation it continues — its group `<qid>__<turn>` (the unit two
+answers are compared on), its `system` the model; `meta` keeps the category, the conversation as
+role/content turns (with the model's own earlier answers) and the reference answer of that turn
+where there is one. Each human vote is a
 pair label of its annotator on the pair (model_a's item, model_b's item) of that question and
 turn: model_a → A, model_b → B, tie → T. Turn 1 and turn 2 are separate units, as in the paper.
 Annotators are grouped by the prefix of their id (`author_0` → `author`, `expert_24` → `expert`).
@@ -87,8 +90,21 @@ def _conversation(questions: list[str], answers: list[str], turn: int) -> list[d
     return conv
 
 
-def _as_text(conv: list[dict[str, str]]) -> str:
-    return "\n\n".join(f"{'User' if m['role'] == 'user' else 'Assistant'}: {m['content']}" for m in conv)
+def _questions(questions: list[str], turn: int) -> str:
+    """The user's side up to `turn`: the same for every model, so two answers share one source."""
+    if turn == 1:
+        return questions[0]
+    return "\n\n".join(f"User (turn {t + 1}): {questions[t]}" for t in range(turn))
+
+
+def _answer(answers: list[str], turn: int) -> str:
+    """The model's answer to `turn`; for a later turn its own earlier answers come first, marked,
+    because the later answer is judged in the conversation it continues (as MT-Bench's multi-turn
+    judge sees it)."""
+    if turn == 1:
+        return answers[0]
+    earlier = "\n\n".join(f"[Assistant, turn {t + 1}, context only]\n{answers[t]}" for t in range(turn - 1))
+    return f"{earlier}\n\n[Assistant, turn {turn}: the answer to judge]\n{answers[turn - 1]}"
 
 
 def _read_votes(path: Path, known: set[str], *, kind: str) -> tuple[list[AnnotatorRecord], list[Vote]]:
@@ -182,8 +198,8 @@ def parse_mtbench(
                         external_id=item_id(qid, model, t),
                         position=len(items),
                         group_key=f"{qid}__{t}",
-                        input=_as_text(conv),
-                        output=answers[t - 1],
+                        input=_questions(qturns, t),
+                        output=_answer(answers, t),
                         system=model,
                         meta={
                             "question_id": qid,

@@ -37,10 +37,17 @@ def sample_pairs(items: Sequence[tuple[int, str | None]], *, seed: int, sample: 
     return PairSample(len(every), chosen)
 
 
-def preference(a: Scores, b: Scores, tie_eps: float) -> str | None:
+def score_difference(a: Scores, b: Scores) -> float | None:
+    """Mean score on A minus mean score on B; None unless both are scored on the same dimensions."""
     if not a or not b or set(a) != set(b):
         return None
-    diff = sum(a.values()) / len(a) - sum(b.values()) / len(b)
+    return sum(a.values()) / len(a) - sum(b.values()) / len(b)
+
+
+def preference(a: Scores, b: Scores, tie_eps: float) -> str | None:
+    diff = score_difference(a, b)
+    if diff is None:
+        return None
     if diff > tie_eps:
         return "A"
     if diff < -tie_eps:

@@ -56,6 +56,9 @@ class RaterHeldout:
     fallback_label: int
     scores: dict[str, MethodScore]
     dawid_skene_ece: float
+    # per test unit, in ``test`` order: each method's final prediction (−1 where r gave no label)
+    predictions: dict[str, IntArray] = field(default_factory=dict)
+    dawid_skene_posterior: NDArray[np.float64] | None = None  # test units × K
 
     def accuracy(self, method: str) -> float:
         return self.scores[method].accuracy
@@ -166,6 +169,7 @@ def leave_one_rater_out(
             ),
         }
         ece = float("nan")
+        post = None
         if others:
             fit = dawid_skene(
                 codes[:, others], k, pseudo_count=pseudo_count, max_iter=max_iter, tol=tol, seed=seed
@@ -180,6 +184,7 @@ def leave_one_rater_out(
             preds["dawid_skene"] = np.full(te.size, -1, dtype=np.int64)
 
         scores: dict[str, MethodScore] = {}
+        finals: dict[str, IntArray] = {}
         for method in METHODS:
             p = preds[method][labelled]
             fell = p < 0
@@ -187,7 +192,10 @@ def leave_one_rater_out(
             scores[method] = MethodScore(
                 int((final == truth[labelled]).sum()), int(labelled.sum()), int(fell.sum())
             )
-        raters.append(RaterHeldout(r, group_of[r], int(labelled.sum()), mates, fallback, scores, ece))
+            finals[method] = np.where(labelled, np.where(preds[method] < 0, fallback, preds[method]), -1)
+        raters.append(
+            RaterHeldout(r, group_of[r], int(labelled.sum()), mates, fallback, scores, ece, finals, post)
+        )
 
     summaries: list[GroupHeldout] = []
     names = [*dict.fromkeys(group_of)]

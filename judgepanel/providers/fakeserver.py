@@ -89,6 +89,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from judgepanel.providers.fake_logprobs import fake_logprobs
 from judgepanel.providers.sim import SIM_FINGERPRINT, content_text, simulate
 
 FAULTS = (
@@ -697,7 +698,11 @@ class FakeServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": reply.text, "refusal": None},
-                    "logprobs": None,
+                    "logprobs": (
+                        fake_logprobs(reply.text, top_logprobs=int(payload.get("top_logprobs") or 0))
+                        if payload.get("logprobs") is True
+                        else None
+                    ),
                     "finish_reason": reply.finish_reason,
                 }
             ],

@@ -32,6 +32,7 @@ import httpx2
 import openai
 
 from judgepanel.errors import BadInput, ProviderError
+from judgepanel.protocol.logprobs import logprob_request
 from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.providers.spec import JudgeSpec
@@ -92,6 +93,7 @@ class OpenAIProvider:
             # api.openai.com's newer models accept only max_completion_tokens; compatible servers
             # (vLLM, llama.cpp, Ollama) have always read max_tokens.
             kwargs["max_tokens" if self._custom_endpoint else "max_completion_tokens"] = params["max_tokens"]
+        kwargs.update(logprob_request(params))  # scoring=logprobs (protocol.logprobs)
         structured = request.schema is not None and bool(params.get("structured", True))
         if structured and request.schema is not None:
             kwargs["response_format"] = {

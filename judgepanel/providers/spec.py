@@ -170,6 +170,8 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "frequency_penalty": _float(-2.0, 2.0),
         "presence_penalty": _float(-2.0, 2.0),
         "reasoning_effort": _choice("none", "minimal", "low", "medium", "high", "xhigh"),
+        "scoring": _choice("text", "logprobs"),  # logprobs: protocol.logprobs
+        "top_logprobs": _int(1),  # the API caps it at 20
     },
     "anthropic": {
         "base_url": _base_url,

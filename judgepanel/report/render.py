@@ -132,28 +132,33 @@ def write_report(
     n_boot: int = 200,
     cases: int = 200,
     seed: int = 0,
-    iteration: dict[str, Any] | None = None,
+    iteration: str | None = None,
 ) -> ReportResult:
     if fmt_ not in FORMATS:
         raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt_!r}")
-    if not campaigns:
-        raise BadInput("name at least one campaign")
+    if not campaigns and iteration is None:
+        raise BadInput("name at least one campaign or --iteration")
     if n_boot < 0 or cases < 0:
         raise BadInput("--bootstrap and --cases must not be negative")
     path = Path(out)
     if not path.parent.is_dir():
         raise BadInput(f"--out: folder {str(path.parent)!r} does not exist")
+    section = None
+    if iteration is not None:
+        from judgepanel.report.iteration import iteration_section
+
+        section = iteration_section(engine, iteration)
     reports = [campaign_report(engine, c, n_boot=n_boot, seed=seed, cases=cases) for c in campaigns]
     rendered = _rendered(reports)
     simulated = any(j.startswith("sim:") for r in reports for j in r.facts.judges)
     context = {
-        "title": ", ".join(campaigns),
+        "title": ", ".join([*campaigns, *([f"repair {iteration}"] if iteration else [])]),
         "campaigns": rendered,
         "db_label": db_label,
         "version": _version(),
         "simulated": simulated,
         "n_boot": n_boot,
-        "iteration": iteration,
+        "iteration": section,
     }
     files: list[str] = []
     if fmt_ == "html":

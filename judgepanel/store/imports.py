@@ -15,10 +15,18 @@ from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from judgepanel.datasets.alttest import LLMAnnotations
 from judgepanel.datasets.records import ParsedDataset
 from judgepanel.errors import BadInput
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Annotator, Dataset, Item, Label, table_of, utcnow
+from judgepanel.store.models import Annotator, Dataset, Item, Label, PairSet, table_of, utcnow
+from judgepanel.store.queries import (
+    dataset_by_name,
+    label_dimensions,
+    record_pair_set,
+    scored_annotators,
+    stale_annotators,
+)
 
 CHUNK = 5_000
 
@@ -160,3 +168,96 @@ def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> Impo
     for chunk in _chunks(rows):
         s.execute(insert(table_of(Label)), chunk)
     return ImportResult(name, False, len(new_items), len(rows), len(annotator_ids), parsed.skipped)
+
+
+# ---------------------------------------------------------------- LLM annotations attached to a dataset
+
+
+@dataclass(frozen=True)
+class AttachResult:
+    dataset: str
+    unchanged: bool
+    annotators: int
+    labels_added: int
+    stale_pair_sets: list[str]  # pair sets to re-derive with `data pairs … --replace`
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "unchanged": self.unchanged,
+            "items_added": 0,
+            "labels_added": self.labels_added,
+            "annotators": self.annotators,
+            "skipped": {},
+            "stale_pair_sets": self.stale_pair_sets,
+        }
+
+
+def attach_llm_annotations(engine: Engine, dataset: str, panel: LLMAnnotations) -> AttachResult:
+    """Add a panel's LLMs to ``dataset`` as annotators of kind llm (group llm), their labels on
+    the items the instance ids name. All or nothing: an unknown item or dimension, or an LLM name
+    the dataset already has, refuses the whole file. Pair sets of the dataset made before are
+    recorded with the annotators they were derived from, so reading them is refused until re-derived."""
+    with session_scope(engine) as s:
+        ds = dataset_by_name(s, dataset)
+        imports: list[dict[str, Any]] = list(ds.meta.get("imports", []))
+        if any(i["sha256"] == panel.source_hash for i in imports):
+            return AttachResult(dataset, True, 0, 0, [])
+        taken = set(s.scalars(select(Annotator.name).where(Annotator.dataset_id == ds.id)))
+        clash = sorted(taken & {a.name for a in panel.annotators})
+        if clash:
+            raise BadInput(f"{panel.file}: {dataset!r} already has annotators {', '.join(clash)}")
+        item_ids = dict(s.execute(select(Item.external_id, Item.id).where(Item.dataset_id == ds.id)).all())
+        unknown = [ext for ext in panel.instances if ext not in item_ids]
+        if unknown:
+            raise BadInput(
+                f"{panel.file}: {len(unknown)} item(s) named by instance ids are not in {dataset!r}, "
+                f"e.g. {panel.instances[unknown[0]]!r} (item {unknown[0]!r})"
+            )
+        dims = set(label_dimensions(s, ds))
+        odd = sorted({lb.dimension for lb in panel.labels} - dims) if dims else []
+        if odd:
+            raise BadInput(
+                f"{panel.file}: dimension(s) {', '.join(map(repr, odd))} not in {dataset!r} "
+                f"(known: {', '.join(sorted(dims))})"
+            )
+        before = scored_annotators(s, ds.id)
+        sets = s.scalars(select(PairSet).where(PairSet.dataset_id == ds.id).order_by(PairSet.id)).all()
+        for ps in sets:
+            if str(ps.id) not in ds.meta.get("pair_sets", {}):
+                record_pair_set(ds, ps.id, before)
+        ids: dict[str, int] = {}
+        for a in panel.annotators:
+            row = Annotator(dataset_id=ds.id, name=a.name, kind=a.kind, group=a.group)
+            s.add(row)
+            s.flush()
+            ids[a.name] = row.id
+        rows = [
+            {
+                "item_id": item_ids[lb.item_external_id],
+                "annotator_id": ids[lb.annotator],
+                "dimension": lb.dimension,
+                "value_num": lb.value_num,
+                "value_text": lb.value_text,
+                "rationale": None,
+            }
+            for lb in panel.labels
+        ]
+        for chunk in _chunks(rows):
+            s.execute(insert(table_of(Label)), chunk)
+        ds.meta = {
+            **ds.meta,
+            "imports": [
+                *imports,
+                {
+                    "kind": "alttest-llm",
+                    "sha256": panel.source_hash,
+                    "files": [panel.file],
+                    "at": utcnow().isoformat(timespec="seconds"),
+                    "skipped": {},
+                },
+            ],
+        }
+        s.flush()
+        stale = [ps.name for ps in sets if stale_annotators(s, ps)]
+        return AttachResult(dataset, False, len(ids), len(rows), stale)

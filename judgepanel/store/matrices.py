@@ -55,6 +55,7 @@ from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Annotator, Dataset, Item, Label, Pair, PairLabel
 from judgepanel.store.queries import (
     LABELS,
+    check_pair_set_current,
     dataset_by_name,
     find_duplicates,
     pair_set_by_name,
@@ -222,6 +223,7 @@ def pair_matrix(
     excluded = set(exclude_items or ())
     with session_scope(engine) as s:
         ps = pair_set_by_name(s, pair_set)
+        check_pair_set_current(s, ps)
         pairs = [
             p.id
             for p in s.execute(

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Engine, select
 
+from judgepanel.datasets.pairs import score_difference
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.metrics.matrix import HUMAN, NoRaters, RatingMatrix
 from judgepanel.store.engine import session_scope
@@ -134,6 +135,52 @@ def pair_set_inputs(
         duplicate_units={g: items.touching(set(ids))[rows] for g, ids in dups.flagged.items()},
         duplicate_items={g: len(ids) for g, ids in dups.flagged.items()},
     )
+
+
+def pair_score_differences(engine: Engine, pair_set: str, matrix: RatingMatrix) -> NDArray[np.float64]:
+    """Per row and rater of ``matrix`` (a matrix of ``pair_set``): the rater's mean score on item A
+    minus its mean on item B — the number `data pairs` thresholds into A/B/T. NaN where the rater
+    has no scores on both items, and for raters that are not annotators of the dataset (campaign
+    judges give verdicts, not scores)."""
+    with session_scope(engine) as s:
+        ps = pair_set_by_name(s, pair_set)
+        pairs = dict(
+            (pid, (a, b))
+            for pid, a, b in s.execute(
+                select(Pair.id, Pair.item_a_id, Pair.item_b_id).where(Pair.pair_set_id == ps.id)
+            )
+        )
+        col_of = {n: j for j, n in enumerate(matrix.rater_names)}
+        annotators = {
+            aid: col_of[name]
+            for aid, name in s.execute(
+                select(Annotator.id, Annotator.name).where(Annotator.dataset_id == ps.dataset_id)
+            )
+            if name in col_of
+        }
+        scores: dict[int, dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+        rows = s.execute(
+            select(Label.annotator_id, Label.item_id, Label.dimension, Label.value_num)
+            .join(Item, Label.item_id == Item.id)
+            .where(
+                Item.dataset_id == ps.dataset_id,
+                Label.value_num.is_not(None),
+                Label.annotator_id.in_(list(annotators)),
+            )
+        )
+        for aid, item, dim, value in rows:
+            if value is not None:
+                scores[aid][item][dim] = float(value)
+    out = np.full(matrix.values.shape, np.nan)
+    for i, pid in enumerate(matrix.unit_ids):
+        a, b = pairs[pid]
+        for aid, j in annotators.items():
+            by_item = scores.get(aid, {})
+            if a in by_item and b in by_item:
+                d = score_difference(by_item[a], by_item[b])
+                if d is not None:
+                    out[i, j] = d
+    return out
 
 
 # ---------------------------------------------------------------- humans and swapped judges, for the joint model

@@ -94,6 +94,59 @@ def _scores(s: Session, dataset_id: int) -> dict[int, dict[int, dict[str, float]
 
 
 # ---------------------------------------------------------------- pair sets
+#
+# A pair set's labels are derived once, from the annotators that had scores at that moment. Each
+# pair set records those annotators in its dataset's ``meta["pair_sets"]`` ({pair set id: [annotator
+# ids]}); when annotators are attached later (`data import-alttest --into`), reading the pair set is
+# refused until it is re-derived, so old and new raters are never silently mixed.
+
+
+def scored_annotators(s: Session, dataset_id: int) -> list[int]:
+    """Ids of the annotators with at least one numeric label in the dataset, sorted."""
+    return sorted(
+        a
+        for (a,) in s.execute(
+            select(Label.annotator_id)
+            .join(Item, Label.item_id == Item.id)
+            .where(Item.dataset_id == dataset_id, Label.value_num.is_not(None))
+            .distinct()
+        )
+    )
+
+
+def record_pair_set(ds: Dataset, pair_set_id: int, annotator_ids: list[int]) -> None:
+    """Note which annotators a pair set's labels were derived from (reassigns the JSON column)."""
+    records = dict(ds.meta.get("pair_sets", {}))
+    records[str(pair_set_id)] = sorted(annotator_ids)
+    ds.meta = {**ds.meta, "pair_sets": records}
+
+
+def stale_annotators(s: Session, ps: PairSet) -> list[str]:
+    """Names of the annotators scored in the dataset that ``ps`` derived no labels for (or derived
+    labels for but that are gone); empty when the pair set is current or predates the record."""
+    ds = s.get(Dataset, ps.dataset_id)
+    assert ds is not None
+    recorded = ds.meta.get("pair_sets", {}).get(str(ps.id))
+    if recorded is None:
+        return []
+    changed = set(scored_annotators(s, ds.id)) ^ set(recorded)
+    if not changed:
+        return []
+    names = dict(s.execute(select(Annotator.id, Annotator.name).where(Annotator.id.in_(changed))).all())
+    return sorted(names.get(a, f"#{a}") for a in changed)
+
+
+def check_pair_set_current(s: Session, ps: PairSet) -> None:
+    """Refuse a pair set whose labels were derived before annotators were attached or removed."""
+    stale = stale_annotators(s, ps)
+    if stale:
+        ds = s.get(Dataset, ps.dataset_id)
+        assert ds is not None
+        shown = ", ".join(stale[:6]) + (f" and {len(stale) - 6} more" if len(stale) > 6 else "")
+        raise BadInput(
+            f"pair set {ps.name!r} was derived before annotators {shown} were attached to {ds.name!r}; "
+            f"re-create it with `judgepanel data pairs {ds.name} --name {ps.name} --replace`"
+        )
 
 
 @dataclass(frozen=True)
@@ -166,8 +219,14 @@ def create_pair_set(
                     sample,
                     tie_eps,
                 )
-                if same:
+                stale = stale_annotators(s, prev)
+                if same and not stale:
                     return _summarise(s, prev, unchanged=True)
+                if same and replace:
+                    # same pairs (campaigns may point at them), labels re-derived from every annotator
+                    return _summarise(s, _derive_labels(s, ds, prev), unchanged=False)
+                if stale and not replace:
+                    check_pair_set_current(s, prev)
                 if not replace:
                     raise BadInput(
                         f"pair set {name!r} exists with other parameters; pass --replace or choose another name"
@@ -196,21 +255,34 @@ def create_pair_set(
                         for i, (a, b) in enumerate(drawn.pairs)
                     ],
                 )
-            pair_ids = dict(s.execute(select(Pair.position, Pair.id).where(Pair.pair_set_id == ps.id)).all())
-            scores = _scores(s, ds.id)
-            rows = []
-            for ann_id, by_item in scores.items():
-                for pos, (a, b) in enumerate(drawn.pairs):
-                    if a in by_item and b in by_item:
-                        pref = preference(by_item[a], by_item[b], tie_eps)
-                        if pref is not None:
-                            rows.append({"pair_id": pair_ids[pos], "annotator_id": ann_id, "value": pref})
-            for i in range(0, len(rows), 5000):
-                s.execute(insert(table_of(PairLabel)), rows[i : i + 5000])
-            s.flush()
-            return _summarise(s, ps, unchanged=False)
+            return _summarise(s, _derive_labels(s, ds, ps), unchanged=False)
     except IntegrityError as exc:
         raise BadInput(f"pair set {name!r} is used by a campaign and cannot be replaced") from exc
+
+
+def _derive_labels(s: Session, ds: Dataset, ps: PairSet) -> PairSet:
+    """(Re-)derive every scored annotator's A/B/T on the pairs of ``ps`` and record who they were."""
+    s.execute(
+        delete(PairLabel).where(PairLabel.pair_id.in_(select(Pair.id).where(Pair.pair_set_id == ps.id)))
+    )
+    pairs = s.execute(
+        select(Pair.id, Pair.item_a_id, Pair.item_b_id)
+        .where(Pair.pair_set_id == ps.id)
+        .order_by(Pair.position)
+    ).all()
+    scores = _scores(s, ds.id)
+    rows = []
+    for ann_id, by_item in scores.items():
+        for pair_id, a, b in pairs:
+            if a in by_item and b in by_item:
+                pref = preference(by_item[a], by_item[b], ps.tie_eps)
+                if pref is not None:
+                    rows.append({"pair_id": pair_id, "annotator_id": ann_id, "value": pref})
+    for i in range(0, len(rows), 5000):
+        s.execute(insert(table_of(PairLabel)), rows[i : i + 5000])
+    record_pair_set(ds, ps.id, sorted(scores))
+    s.flush()
+    return ps
 
 
 # ---------------------------------------------------------------- duplicated annotation rows

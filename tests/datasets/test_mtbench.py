@@ -95,12 +95,14 @@ def test_items_are_turns_with_their_conversation_and_reference(mtbench: str) -> 
     ).json()["rows"]
     got = {r["external_id"]: r for r in rows}
     one, two = got["81__gpt-4__1"], got["81__gpt-4__2"]
-    assert (
-        one["input"].startswith("User: Compose an engaging travel blog post")
-        and "Assistant:" not in one["input"]
-    )
-    assert one["output"] in two["input"]  # turn 2 sees that model's own turn-1 answer
+    assert one["input"].startswith("Compose an engaging travel blog post")
+    assert one["output"] in two["output"]  # turn 2 is judged after that model's own turn-1 answer
+    assert two["output"].index(one["output"]) < two["output"].index("the answer to judge")
     assert two["input"].rstrip().endswith("Start every sentence with the letter A.")
+    other = cli(
+        "query", "select input from item where external_id = '81__claude-v1__2'", "--json", db=mtbench
+    ).json()
+    assert other["rows"][0]["input"] == two["input"]  # the unit's two answers share one source
     meta = json.loads(got["111__claude-v1__2"]["meta"])
     assert meta["category"] == "math" and meta["turn"] == 2 and "reference" in meta
     assert [m["role"] for m in meta["conversation"]] == ["user", "assistant", "user"]

@@ -18,7 +18,7 @@ from judgepanel.demo import PAIRS, PAIRWISE, POINTWISE
 from tests.conftest import REPO
 from tests.helpers import cli
 
-SECTIONS = ["agreement", "bias", "cases", "versus", "what-ran"]
+SECTIONS = ["agreement", "bias", "cases", "repair", "versus", "what-ran"]
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,18 @@ def test_demo_report_is_self_contained_with_every_section(html: str) -> None:
     assert html.count("<svg") >= 5
     assert "simulated judges" in html  # sim verdicts are labelled as such
     assert "prefers-color-scheme: dark" in html
+    # the demo's repair iteration: criterion verdict, forest plots and the edited clauses
+    assert "Repair iteration: demo-repair" in html and html.count("data-plot='forest'") == 2
+    assert "diff-new" in html and "[simulated editor]" in html
+
+
+def test_iteration_section_matches_repair_compare(demo_db: tuple[str, Path], html: str) -> None:
+    url, _ = demo_db
+    comp = cli("repair", "compare", "demo-repair", "--json", db=url).json()
+    for version in ("original", "contested", "control"):
+        row = re.search(r"<tr><td>" + version + r"</td><td class='num'>([-0-9.]+)</td>", html)
+        assert row and float(row.group(1)) == pytest.approx(comp["alpha"][version]["value"], abs=5e-4)
+    assert f"inter-judge: {comp['verdict']['inter_judge']}" in html
 
 
 def test_bias_rows_match_metrics_bias(demo_db: tuple[str, Path], html: str) -> None:
@@ -122,7 +134,7 @@ def test_markdown_variant_writes_plots_beside_it(demo_db: tuple[str, Path], tmp_
     out = tmp_path / "r.md"
     r = cli("report", PAIRWISE, POINTWISE, "--format", "md", "--out", str(out), "--json", db=url).json()
     text = out.read_text()
-    assert r["sections"] == SECTIONS and r["files"]
+    assert r["sections"] == [s for s in SECTIONS if s != "repair"] and r["files"]
     for f in r["files"]:
         assert Path(f).read_text().startswith("<svg") and os.path.basename(f) in text
     assert "| judge | swapped pairs | back_wins |" in text

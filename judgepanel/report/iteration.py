@@ -1,0 +1,158 @@
+"""The repair-iteration section of a report: α and human agreement per rubric version with their
+CIs (forest plots), the pre-declared criterion and its verdict, and each edited clause side by
+side with the editor's reason (a word-level diff)."""
+
+from __future__ import annotations
+
+import difflib
+import html
+from typing import Any
+
+from sqlalchemy import Engine
+
+from judgepanel.report import plots
+from judgepanel.store.repair import get_iteration
+
+VERSIONS = ("original", "contested", "control")
+
+
+def _ci(ci: Any) -> tuple[float, float] | None:
+    return (float(ci[0]), float(ci[1])) if isinstance(ci, list | tuple) and len(ci) == 2 else None
+
+
+def _fmt(v: Any) -> str:
+    return "—" if v is None else f"{float(v):.3f}"
+
+
+def _fmt_ci(ci: Any) -> str:
+    c = _ci(ci)
+    return "—" if c is None else f"[{c[0]:.3f}, {c[1]:.3f}]"
+
+
+def word_diff(old: str, new: str) -> tuple[str, str]:
+    """Both texts as HTML, removed words marked in the old and added words in the new."""
+    a, b = old.split(), new.split()
+    left: list[str] = []
+    right: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        olds = html.escape(" ".join(a[i1:i2]))
+        news = html.escape(" ".join(b[j1:j2]))
+        if op == "equal":
+            left.append(olds)
+            right.append(news)
+        else:
+            if olds:
+                left.append(f'<span class="diff-old">{olds}</span>')
+            if news:
+                right.append(f'<span class="diff-new">{news}</span>')
+    return " ".join(left), " ".join(right)
+
+
+def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
+    """`{"name", "html", "markdown", "plots"}` for the report templates."""
+    rec = get_iteration(engine, name)
+    comp = rec.comparison
+    head = (
+        f"<p>Dataset {html.escape(rec.dataset)} · rubric versions: "
+        + " · ".join(f"{v} <code>{html.escape(str(rec.rubrics.get(v)))}</code>" for v in VERSIONS)
+        + f" · control seed {rec.control_seed}</p>"
+    )
+    md = [
+        f"Dataset {rec.dataset}; rubric versions: "
+        + ", ".join(f"{v} `{rec.rubrics.get(v)}`" for v in VERSIONS)
+        + f"; control seed {rec.control_seed}.",
+        "",
+    ]
+    if comp is None:
+        pending = [s for s, state in rec.steps.items() if state != "done"]
+        note = f"The iteration is not compared yet (pending steps: {', '.join(pending)})."
+        return {
+            "name": name,
+            "html": head + f"<p class='muted'>{html.escape(note)}</p>",
+            "markdown": "\n".join([*md, note]),
+            "plots": 0,
+        }
+    alpha = comp["alpha"]
+    human = comp["human"]
+    forest_alpha = plots.forest_plot(
+        list(VERSIONS),
+        [alpha[v]["value"] for v in VERSIONS],
+        [_ci(alpha[v]["ci"]) for v in VERSIONS],
+        "inter-judge Krippendorff α (nominal) with 95 % CI",
+    )
+    forest_human = plots.forest_plot(
+        list(VERSIONS),
+        [human[v]["spearman"] for v in VERSIONS],
+        [_ci(human[v]["ci"]["spearman"]) for v in VERSIONS],
+        "judge ensemble vs humans: Spearman ρ with 95 % CI",
+    )
+    rows = "".join(
+        f"<tr><td>{v}</td><td class='num'>{_fmt(alpha[v]['value'])}</td><td>{_fmt_ci(alpha[v]['ci'])}</td>"
+        f"<td class='num'>{_fmt(human[v]['spearman'])}</td><td>{_fmt_ci(human[v]['ci']['spearman'])}</td>"
+        f"<td class='num'>{_fmt(human[v]['alpha'])}</td><td>{_fmt_ci(human[v]['ci']['alpha'])}</td></tr>"
+        for v in VERSIONS
+    )
+    deltas = "".join(
+        f"<tr><td>{k.replace('_', ' ')}</td><td class='num'>{_fmt(d['value'])}</td><td>{_fmt_ci(d['ci'])}</td>"
+        f"<td class='num'>{_fmt(comp['human_delta'][k]['spearman']['value'])}</td>"
+        f"<td>{_fmt_ci(comp['human_delta'][k]['spearman']['ci'])}</td></tr>"
+        for k, d in comp["delta"].items()
+    )
+    verdict = comp.get("verdict", {})
+    badge = " · ".join(
+        f"<span class='{'good' if verdict.get(k) == 'pass' else 'bad'}'>{k.replace('_', '-')}: {verdict.get(k)}</span>"
+        for k in ("inter_judge", "human")
+    )
+    rewrites = rec.rewrites or {}
+    diff_rows = []
+    md_rewrites = []
+    for cid, r in sorted(rewrites.items()):
+        if r.get("new") == r.get("old"):
+            continue
+        left, right = word_diff(str(r.get("old", "")), str(r.get("new", "")))
+        sets = ", ".join(r.get("sets", []))
+        diff_rows.append(
+            f"<tr class='case-row'><td><code>{html.escape(cid)}</code><br><span class='muted'>{html.escape(sets)}</span></td>"
+            f"<td>{left}</td><td>{right}</td><td class='muted'>{html.escape(str(r.get('reason', '')))}</td></tr>"
+        )
+        md_rewrites.append(
+            f"| `{cid}` | {sets} | {str(r.get('old', '')).replace('|', '/')} | {str(r.get('new', '')).replace('|', '/')} "
+            f"| {str(r.get('reason', '')).replace('|', '/')} |"
+        )
+    body = (
+        head
+        + f"<p><strong>Criterion</strong> <code>{html.escape(str(comp.get('criterion')))}</code>, declared before "
+        f"any evaluation call: {badge}</p><p>{html.escape(str(comp.get('summary', '')))}</p>"
+        + "<table><tr><th>rubric version</th><th class='num'>α judges</th><th>95 % CI</th><th class='num'>ρ humans</th>"
+        "<th>95 % CI</th><th class='num'>α humans (interval)</th><th>95 % CI</th></tr>"
+        + rows
+        + "</table>"
+        + "<table><tr><th>paired difference</th><th class='num'>Δα judges</th><th>95 % CI</th><th class='num'>Δρ humans</th>"
+        "<th>95 % CI</th></tr>"
+        + deltas
+        + "</table>"
+        + f"<div class='grid'><figure data-plot='forest'>{forest_alpha}</figure><figure data-plot='forest'>{forest_human}</figure></div>"
+        + f"<p class='muted'>{comp.get('units', {}).get('eval', '?')} evaluation items, "
+        f"{comp.get('units', {}).get('dev', '?')} development items; paired bootstrap over items "
+        f"({comp.get('n_boot')} replicates).</p>"
+        + "<h3>Edited clauses</h3><table><tr><th>clause</th><th>before</th><th>after</th><th>editor's reason</th></tr>"
+        + "".join(diff_rows)
+        + "</table>"
+    )
+    md += [
+        f"Criterion `{comp.get('criterion')}` (declared before evaluation): inter-judge "
+        f"**{verdict.get('inter_judge')}**, human **{verdict.get('human')}**. {comp.get('summary', '')}",
+        "",
+        "| version | α judges | 95 % CI | ρ humans | 95 % CI |",
+        "|---|---:|---|---:|---|",
+        *[
+            f"| {v} | {_fmt(alpha[v]['value'])} | {_fmt_ci(alpha[v]['ci'])} | {_fmt(human[v]['spearman'])} "
+            f"| {_fmt_ci(human[v]['ci']['spearman'])} |"
+            for v in VERSIONS
+        ],
+        "",
+        "| clause | sets | before | after | reason |",
+        "|---|---|---|---|---|",
+        *md_rewrites,
+    ]
+    return {"name": name, "html": body, "markdown": "\n".join(md), "plots": 2}

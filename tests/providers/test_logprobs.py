@@ -1,0 +1,178 @@
+"""Logprob-weighted scores: the distribution at the answer position worked by hand, the
+tokenisations " 4" / "4" / '"4"' merged, missing and partial logprobs, and the real HTTP path
+through the OpenAI SDK against the fake server."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import pytest
+
+from judgepanel.errors import BadInput
+from judgepanel.protocol.logprobs import (
+    NO_LOGPROBS,
+    NO_POSITION,
+    PARTIAL,
+    answer_distribution,
+    logprob_request,
+    logprob_score,
+    score_scale,
+)
+from judgepanel.providers import ChatRequest, make_provider, parse_spec
+from judgepanel.providers.fake_logprobs import fake_logprobs, tokens
+from judgepanel.providers.fakeserver import FakeServer
+
+SCALE = score_scale()
+
+
+def tok(token: str, p: float, top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"token": token, "logprob": math.log(p)}
+    if top is not None:
+        entry["top_logprobs"] = [{"token": t, "logprob": math.log(q)} for t, q in top]
+    return entry
+
+
+def test_spaced_and_bare_digits_add_up_and_the_rest_is_renormalised() -> None:
+    content = [
+        tok("Score", 0.9, [("Score", 0.9)]),
+        tok(":", 0.95, [(":", 0.95)]),
+        tok(" 4", 0.5, [(" 4", 0.5), ("4", 0.2), (" 3", 0.15), ('"5"', 0.05), (" the", 0.1)]),
+    ]
+    s = answer_distribution(content, SCALE)
+    # allowed mass 0.5 + 0.2 + 0.15 + 0.05 = 0.9; 4 gets 0.7 / 0.9
+    assert s.mass == pytest.approx(0.9)
+    assert s.distribution == pytest.approx({"1": 0, "2": 0, "3": 0.15 / 0.9, "4": 0.7 / 0.9, "5": 0.05 / 0.9})
+    assert s.expectation == pytest.approx((3 * 0.15 + 4 * 0.7 + 5 * 0.05) / 0.9)
+    assert (s.argmax, s.position, s.note) == ("4", 2, None)
+
+
+def test_the_parsed_verdict_chooses_the_position_not_a_later_number() -> None:
+    content = [
+        tok(" 4", 0.6, [(" 4", 0.6), (" 5", 0.4)]),
+        tok(" in", 0.9, [(" in", 0.9)]),
+        tok(" 2", 0.99, [(" 2", 0.99)]),
+        tok(" sentences", 0.9, [(" sentences", 0.9)]),
+    ]
+    assert answer_distribution(content, SCALE).position == 2  # the last score-like token
+    s = answer_distribution(content, SCALE, verdict="4")
+    assert s.position == 0 and s.expectation == pytest.approx(4.4)
+
+
+def test_a_token_listed_twice_is_counted_once() -> None:
+    content = [tok("4", 0.5, [("4", 0.5), ("4", 0.5), ("3", 0.25)])]
+    assert answer_distribution(content, SCALE).distribution == pytest.approx(
+        {"1": 0, "2": 0, "3": 1 / 3, "4": 2 / 3, "5": 0}
+    )
+
+
+@pytest.mark.parametrize("content", [None, []])
+def test_missing_logprobs_say_so(content: Any) -> None:
+    s = answer_distribution(content, SCALE)
+    assert s.distribution is None and s.expectation is None and s.note == NO_LOGPROBS
+
+
+def test_no_score_token_says_so() -> None:
+    s = answer_distribution([tok("fine", 0.9, [("fine", 0.9)])], SCALE)
+    assert s.distribution is None and s.note == NO_POSITION
+
+
+@pytest.mark.parametrize("top", [None, [], [(" the", 0.7), (" a", 0.1)]])
+def test_partial_logprobs_put_all_mass_on_the_generated_token(top: list[tuple[str, float]] | None) -> None:
+    s = answer_distribution([tok(" 3", 0.7, top)], SCALE)
+    assert s.note == PARTIAL and s.argmax == "3" and s.expectation == 3.0
+    assert s.distribution is not None and s.distribution["3"] == 1.0
+    assert s.mass == pytest.approx(0.7)
+
+
+def test_non_finite_or_malformed_alternatives_are_skipped() -> None:
+    content = [
+        {
+            "token": "2",
+            "logprob": math.log(0.5),
+            "top_logprobs": [
+                {"token": "2", "logprob": math.log(0.5)},
+                {"token": "3", "logprob": float("nan")},
+                {"token": "4", "logprob": 0.7},  # a positive logprob is not a probability
+                {"logprob": -1.0},
+                "junk",
+            ],
+        }
+    ]
+    s = answer_distribution(content, SCALE)
+    assert s.distribution is not None and s.distribution["2"] == 1.0 and s.note is None
+
+
+def test_request_fields() -> None:
+    assert logprob_request({}) == {} and logprob_request({"scoring": "text"}) == {}
+    assert logprob_request({"scoring": "logprobs"}) == {"logprobs": True, "top_logprobs": 20}
+    assert logprob_request({"scoring": "logprobs", "top_logprobs": 50}) == {
+        "logprobs": True,
+        "top_logprobs": 20,
+    }
+    assert parse_spec("openai:m?scoring=logprobs&top_logprobs=5").request_params() == {
+        "scoring": "logprobs",
+        "top_logprobs": 5,
+    }
+    with pytest.raises(BadInput, match="scoring"):
+        parse_spec("openai:m?scoring=maybe")
+
+
+def test_fake_logprobs_are_consistent() -> None:
+    text = '{"rationale": "clear and 2 facts", "score": 4}'
+    assert "".join(tokens(text)) == text
+    lp = fake_logprobs(text, top_logprobs=8, seed=1)
+    assert lp == fake_logprobs(text, top_logprobs=8, seed=1)  # deterministic
+    for entry in lp["content"]:
+        top = {t["token"]: t["logprob"] for t in entry["top_logprobs"]}
+        assert top[entry["token"]] == entry["logprob"] and entry["logprob"] < 0
+        assert sum(math.exp(v) for v in top.values()) <= 1 + 1e-9
+    four = next(e for e in lp["content"] if e["token"].strip() == "4")
+    assert {" 4", "4"} <= {t["token"] for t in four["top_logprobs"]}  # both tokenisations offered
+
+
+POINTWISE = [
+    {"role": "system", "content": "You are a careful judge."},
+    {
+        "role": "user",
+        "content": "<source>The council approved the budget.</source>\n<candidate>The council approved the budget on Monday.</candidate>",
+    },
+]
+
+
+async def test_openai_scoring_logprobs_over_http(fake: FakeServer) -> None:
+    spec = parse_spec(f"openai:judge-1?base_url={fake.url}/v1&scoring=logprobs&top_logprobs=6")
+    provider = make_provider(spec)
+    try:
+        result = await provider.complete(
+            ChatRequest(messages=POINTWISE, params=spec.request_params(), schema_name="pointwise_verdict"),
+            timeout=10,
+        )
+    finally:
+        await provider.aclose()
+    (record,) = fake.recent()
+    body = json.loads(record.body)
+    assert body["logprobs"] is True and body["top_logprobs"] == 6 and "scoring" not in body
+    try:  # the simulated judge answers JSON, or prose ending in "Score: N"
+        verdict = str(json.loads(result.text)["score"])
+    except ValueError:
+        verdict = re.findall(r"Score: (\d)", result.text)[-1]
+    s = logprob_score(result.raw_body, SCALE, verdict=verdict)
+    assert s.note is None and s.argmax == verdict and s.distribution is not None
+    assert abs(sum(s.distribution.values()) - 1) < 1e-12 and 1 <= (s.expectation or 0) <= 5
+
+
+async def test_no_logprobs_come_back_without_asking_or_from_anthropic(fake: FakeServer) -> None:
+    for spec_text in (f"openai:judge-1?base_url={fake.url}/v1", f"anthropic:judge-1?base_url={fake.url}"):
+        spec = parse_spec(spec_text)
+        provider = make_provider(spec)
+        try:
+            result = await provider.complete(
+                ChatRequest(messages=POINTWISE, params={**spec.request_params(), "max_tokens": 200}),
+                timeout=10,
+            )
+        finally:
+            await provider.aclose()
+        assert logprob_score(result.raw_body, SCALE).note == NO_LOGPROBS

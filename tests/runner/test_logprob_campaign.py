@@ -1,0 +1,65 @@
+"""A pointwise campaign with `scoring=logprobs` over real HTTP: every OpenAI job gets a
+distribution whose argmax is its parsed verdict; a judge that did not ask, or whose provider
+returns no logprobs, gets a per-job note and keeps its argmax verdict."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine
+
+from judgepanel.errors import BadInput
+from judgepanel.protocol.logprobs import NO_LOGPROBS
+from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.store.engine import make_engine
+from judgepanel.store.logprob_scores import NOT_REQUESTED, campaign_logprob_scores
+from tests.helpers import cli
+from tests.runner.conftest import create_argv, load_tiny
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> tuple[str, Engine]:
+    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    eng = make_engine(sqlite_url)
+    load_tiny(eng)
+    return sqlite_url, eng
+
+
+def test_logprob_scores_per_job(
+    db: tuple[str, Engine], fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    url, eng = db
+    judges = (
+        f"openai:lp?base_url={fake.url}/v1&scoring=logprobs&top_logprobs=5",
+        f"openai:plain?base_url={fake.url}/v1",
+    )
+    created = cli(*create_argv("lp", *judges, extra=("--condition", "none", "--limit", "4")), db=url)
+    assert created.code == 0, created.stderr
+    ran = cli("campaign", "run", "lp", "--json", db=url).json()
+    assert ran["done"] == ran["jobs"] == 8
+    rows = campaign_logprob_scores(eng, "lp")
+    assert len(rows) == 8
+    with_lp = [r for r in rows if r.judge.startswith("openai:lp")]
+    assert len(with_lp) == 4
+    for r in with_lp:
+        s = r.logprobs
+        assert s.note is None and s.distribution is not None
+        assert s.argmax == r.verdict  # the fake server's distribution peaks at the generated score
+        assert abs(sum(s.distribution.values()) - 1) < 1e-12 and 1 <= (s.expectation or 0) <= 5
+        assert s.expectation != float(r.verdict or 0)  # a continuous score, not the argmax again
+    for r in rows:
+        if r.judge.startswith("openai:plain"):
+            assert r.logprobs.note == NOT_REQUESTED and r.logprobs.expectation is None
+    pairwise = cli(
+        *create_argv("pw", judges[0], protocol="pairwise", extra=("--pairs", "tiny-pairs", "--limit", "1")),
+        db=url,
+    )
+    assert pairwise.code == 0, pairwise.stderr
+    with pytest.raises(BadInput, match="pointwise"):
+        campaign_logprob_scores(eng, "pw")
+
+
+def test_a_reply_without_logprobs_gets_the_note() -> None:
+    from judgepanel.protocol.logprobs import logprob_score, score_scale
+
+    body = '{"choices": [{"message": {"content": "Score: 4"}, "logprobs": null}]}'
+    assert logprob_score(body, score_scale()).note == NO_LOGPROBS
