@@ -1,37 +1,101 @@
-"""The root Typer app and the registration of command groups."""
+"""The root Typer app and the registration of command groups.
+
+Start-up time matters (a validation table is a hundred commands), so nothing heavy is imported
+here: each command group's module is imported only when one of its commands runs (or its help is
+shown), and `judgepanel --help` lists the groups from the table below without importing any. The
+command modules in turn import numpy, SQLAlchemy, the SDKs … inside the commands that use them.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
-from sqlalchemy.exc import OperationalError, ProgrammingError
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
-from judgepanel.cli import (
-    campaign_cmd,
-    conditions_cmd,
-    data_cmd,
-    db_cmd,
-    demo_cmd,
-    export_cmd,
-    metrics_cmd,
-    plan_cmd,
-    prevalence_cmd,
-    query_cmd,
-    repair_cmd,
-    report_cmd,
-    rubric_cmd,
-    simulate_cmd,
-    validate_cmd,
-    votes_cmd,
-)
 from judgepanel.cli.context import AppState
 from judgepanel.config import DB_ENV, database_url
 from judgepanel.errors import EXIT_INTERRUPTED, Interrupted, JudgepanelError
 
+# name -> (module, attribute, one-line help shown by `judgepanel --help`). A group's attribute is
+# its Typer app; a single command's is its function. tests/cli/test_help.py checks that each line
+# equals the help the module itself declares.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "query": ("judgepanel.cli.query_cmd", "query", "Read-only SQL over the results database (table, CSV or JSON)."),
+    "demo": ("judgepanel.cli.demo_cmd", "demo", "Import the bundled sample and run the whole job on it, offline."),
+    "db": ("judgepanel.cli.db_cmd", "app", "Create, migrate and inspect the results database."),
+    "data": ("judgepanel.cli.data_cmd", "app", "Import datasets and derive pair sets."),
+    "metrics": ("judgepanel.cli.metrics_cmd", "app", "Agreement, rater matrices and other statistics over stored labels."),
+    "rubric": ("judgepanel.cli.rubric_cmd", "app", "Store rubrics as versions with stable clause ids."),
+    "campaign": ("judgepanel.cli.campaign_cmd", "app", "Plan, estimate, run and follow judge campaigns."),
+    "validate": ("judgepanel.cli.validate_cmd", "app", "Leave-one-annotator-out tests of a judge against a human panel."),
+    "plan": ("judgepanel.cli.plan_cmd", "app", "Plan the human re-annotation that judge validation needs."),
+    "simulate": ("judgepanel.cli.simulate_cmd", "app", "Simulate re-annotation designs before paying for them."),
+    "repair": ("judgepanel.cli.repair_cmd", "app", "Rubric repair: contested clauses, editor rewrites, a before/after comparison."),
+    "report": ("judgepanel.cli.report_cmd", "report", "A report people would rather look at than read: what ran, agreement, bias, judges vs humans, cases."),
+    "export": ("judgepanel.cli.export_cmd", "export", "Export a campaign's verdicts, attempts, clause verdicts or labels for pandas and other tools."),
+}  # fmt: skip
+
+
+def _tidy(cmd: Any) -> Any:
+    """Flags take no value, so their help shows no `<bool>` type (Typer shows one for every option,
+    the help flag included)."""
+    ctx = typer.Context(cmd, info_name=cmd.name)
+    for param in [*cmd.params, cmd.get_help_option(ctx)]:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    for sub in getattr(cmd, "commands", {}).values():
+        _tidy(sub)
+    return cmd
+
+
+def load_command(name: str) -> Any:
+    """The click command of one top-level name, importing its module now."""
+    module, attr, _ = COMMANDS[name]
+    obj = getattr(importlib.import_module(module), attr)
+    if isinstance(obj, typer.Typer):  # a group, even with a single command (`simulate designs`)
+        cmd: Any = typer.main.get_group(obj)
+    else:
+        single = typer.Typer(add_completion=False)
+        single.command(name)(obj)
+        cmd = typer.main.get_command(single)
+    cmd.name = name
+    return _tidy(cmd)
+
+
+class LazyGroup(TyperGroup):
+    """A root group whose subcommands are imported on first use."""
+
+    _listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(c for c in super().list_commands(ctx) if c not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        if self._listing:  # the root help needs only the name and one line
+            line = COMMANDS[cmd_name][2]
+            return TyperCommand(cmd_name, help=line, short_help=line)
+        if cmd_name not in self.commands:
+            self.add_command(load_command(cmd_name), cmd_name)
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _tidy(self)
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
 app = typer.Typer(
     name="judgepanel",
+    cls=LazyGroup,
     help="Run LLM judge panels and measure how far to trust them.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -50,28 +114,23 @@ def _root(
     ctx.call_on_close(ctx.obj.close)
 
 
-app.add_typer(db_cmd.app, name="db")
-app.add_typer(data_cmd.app, name="data")
-metrics_cmd.app.command("prevalence")(prevalence_cmd.prevalence)
-metrics_cmd.app.command("votes")(votes_cmd.votes)
-data_cmd.app.command("import-mtbench")(votes_cmd.import_mtbench)
-app.add_typer(metrics_cmd.app, name="metrics")
-metrics_cmd.app.command("conditions")(conditions_cmd.conditions)
-app.add_typer(rubric_cmd.app, name="rubric")
-app.add_typer(campaign_cmd.app, name="campaign")
-app.add_typer(validate_cmd.app, name="validate")
-app.add_typer(plan_cmd.app, name="plan")
-app.add_typer(simulate_cmd.app, name="simulate")
-app.add_typer(repair_cmd.app, name="repair")
-app.command("query")(query_cmd.query)
-app.command("demo")(demo_cmd.demo)
-app.command("export")(export_cmd.export)
-app.command("report")(report_cmd.report)
-
-
 def _fail(message: str, code: int) -> NoReturn:
     print(f"judgepanel: {' '.join(message.split())}", file=sys.stderr)
     sys.exit(code)
+
+
+def _database_error(exc: BaseException) -> None:
+    """SQLAlchemy's operational and programming errors as one line (SQLAlchemy is imported only by
+    commands that open a database, so it is looked up, not imported, here)."""
+    sa_exc: Any = sys.modules.get("sqlalchemy.exc")
+    if sa_exc is None or not isinstance(exc, sa_exc.OperationalError | sa_exc.ProgrammingError):
+        return
+    line = (str(exc.orig or exc).strip().splitlines() or [type(exc).__name__])[0]
+    if "no such table" in line or ("relation" in line and "does not exist" in line):
+        _fail(f"error: the database lacks judgepanel's tables ({line}): run `judgepanel db upgrade`", 2)
+    if isinstance(exc, sa_exc.ProgrammingError):
+        return  # our SQL is wrong: a bug, keep the traceback
+    _fail(f"error: database: {line}", 1)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -91,13 +150,9 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(exc), exc.exit_code)
     except JudgepanelError as exc:
         _fail(f"error: {exc}", exc.exit_code)
-    except (OperationalError, ProgrammingError) as exc:
-        line = (str(exc.orig or exc).strip().splitlines() or [type(exc).__name__])[0]
-        if "no such table" in line or ("relation" in line and "does not exist" in line):
-            _fail(f"error: the database lacks judgepanel's tables ({line}): run `judgepanel db upgrade`", 2)
-        if isinstance(exc, ProgrammingError):
-            raise  # our SQL is wrong: a bug, keep the traceback
-        _fail(f"error: database: {line}", 1)
+    except Exception as exc:
+        _database_error(exc)
+        raise
     if code == EXIT_INTERRUPTED:  # Typer turns KeyboardInterrupt into exit 130, silently
         _fail("interrupted", EXIT_INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)

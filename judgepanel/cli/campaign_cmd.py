@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from typing import TYPE_CHECKING
 
 import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, err_console, table, warn
 from judgepanel.errors import BadInput, Interrupted
-from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import Runner, RunOptions, RunSummary
-from judgepanel.runner.progress import enabled, live_progress
-from judgepanel.store import campaigns as store
+
+if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
+    from judgepanel.runner.executor import RunOptions
+
 
 app = typer.Typer(help="Plan, estimate, run and follow judge campaigns.", no_args_is_help=True)
 
@@ -51,6 +52,8 @@ def create(
     json_: bool = JSON,
 ) -> None:
     """Plan a campaign: every item|pair × judge × order × condition × dimension × repeat is a job."""
+    from judgepanel.runner import campaign as api
+
     info = api.create(
         state(ctx).engine(),
         name,
@@ -78,6 +81,8 @@ def create(
 @app.command("plan")
 def plan(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Estimate what running the rest of a campaign takes: calls, tokens and cost."""
+    from judgepanel.runner import campaign as api
+
     est = api.estimate(state(ctx).engine(), name)
     if json_:
         emit_json(est.as_dict())
@@ -108,6 +113,8 @@ def _options(
     max_attempts: int,
     retry_failed: bool,
 ) -> RunOptions:
+    from judgepanel.runner.executor import RunOptions
+
     if max_attempts < 1:
         raise BadInput(f"--max-attempts must be at least 1, got {max_attempts}")
     from judgepanel.runner.executor import RetryPolicy
@@ -125,6 +132,9 @@ def _options(
 
 
 def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *, reask: bool) -> None:
+    from judgepanel.runner.executor import Runner, RunSummary
+    from judgepanel.runner.progress import enabled, live_progress
+
     engine = state(ctx).engine()
 
     async def main() -> RunSummary:
@@ -239,6 +249,8 @@ def retry_parse_failures(
 @app.command("status")
 def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Jobs done, failed and pending; calls made and money spent."""
+    from judgepanel.store import campaigns as store
+
     st = store.campaign_status(state(ctx).engine(), name)
     if json_:
         emit_json(st.as_dict())
@@ -269,6 +281,8 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
 @app.command("list")
 def list_(ctx: typer.Context, json_: bool = JSON) -> None:
     """The campaigns in the database."""
+    from judgepanel.store import campaigns as store
+
     rows = store.list_campaigns(state(ctx).engine())
     if json_:
         emit_json({"campaigns": rows})

@@ -12,8 +12,6 @@ import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json
-from judgepanel.metrics.conditions import STATISTICS
-from judgepanel.store.conditions import condition_report
 
 
 def conditions(
@@ -38,6 +36,9 @@ def conditions(
 ) -> None:
     """Judge-vs-human agreement per prompt condition (none / criteria / rubric): exact, Cohen κ,
     quadratic-weighted κ and Spearman with item-bootstrap CIs, and paired differences against none."""
+    from judgepanel.metrics.conditions import STATISTICS
+    from judgepanel.store.conditions import condition_report
+
     report = condition_report(
         state(ctx).engine(),
         campaign,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import typer
-from sqlalchemy import Engine
 
-from judgepanel.store import migrate
-from judgepanel.store.engine import ensure_reachable, make_engine
+if TYPE_CHECKING:  # SQLAlchemy is imported by the commands that open a database, not by `--help`
+    from sqlalchemy import Engine
 
 
 @dataclass
@@ -22,6 +22,9 @@ class AppState:
         `db upgrade` and `demo`, which create and migrate the database themselves, pass
         `migrated=False, create=True`; `db current` / `db downgrade` pass `migrated=False`."""
         if self._engine is None:
+            from judgepanel.store import migrate
+            from judgepanel.store.engine import ensure_reachable, make_engine
+
             engine = make_engine(self.db_url, create=create)
             try:
                 ensure_reachable(engine)

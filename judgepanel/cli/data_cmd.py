@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
-from judgepanel.datasets.alttest import parse_alttest, parse_llm_annotations
-from judgepanel.datasets.generic import parse_items, parse_labels
-from judgepanel.datasets.splits import parse_fractions
-from judgepanel.datasets.summeval import parse_summeval
-from judgepanel.datasets.usr import parse_usr
 from judgepanel.errors import BadInput
-from judgepanel.store.imports import ImportResult, attach_llm_annotations, import_parsed
-from judgepanel.store.queries import create_pair_set, find_duplicates, list_datasets
-from judgepanel.store.splits import split_dataset
+
+if TYPE_CHECKING:  # the library is imported inside each command, so `--help` stays fast
+    from judgepanel.store.imports import ImportResult
 
 app = typer.Typer(help="Import datasets and derive pair sets.", no_args_is_help=True)
 
@@ -48,6 +44,9 @@ def import_summeval(
     json_: bool = JSON,
 ) -> None:
     """Import SummEval rows: items grouped by article, 3 experts and 5 crowd workers."""
+    from judgepanel.datasets.summeval import parse_summeval
+    from judgepanel.store.imports import import_parsed
+
     parsed = parse_summeval(annotations, articles)
     _report(import_parsed(state(ctx).engine(), name, parsed, replace=replace), json_)
 
@@ -61,6 +60,9 @@ def import_usr(
     json_: bool = JSON,
 ) -> None:
     """Import USR dialogue responses: items grouped by dialogue context, three raters per context."""
+    from judgepanel.datasets.usr import parse_usr
+    from judgepanel.store.imports import import_parsed
+
     _report(import_parsed(state(ctx).engine(), name, parse_usr(path), replace=replace), json_)
 
 
@@ -78,6 +80,9 @@ def import_alttest(
     json_: bool = JSON,
 ) -> None:
     """Import an alt-test panel: humans as human annotators, each LLM as a judge (kind llm)."""
+    from judgepanel.datasets.alttest import parse_alttest, parse_llm_annotations
+    from judgepanel.store.imports import attach_llm_annotations, import_parsed
+
     if (name is None) == (into is None):
         raise BadInput("give either --name (a new dataset) or --into (an existing one)")
     if into is not None:
@@ -104,25 +109,38 @@ def import_alttest(
 def import_labels(
     ctx: typer.Context,
     file: Path = typer.Argument(
-        ..., help="CSV or JSONL: item_id, annotator, group, dimension, value[, rationale]"
+        ...,
+        help="CSV or JSONL: item_id, annotator, group, dimension, value[, rationale][, kind]; "
+        "kind is human (the default) or llm for an external judge's labels",
     ),
     dataset: str = typer.Option(..., "--dataset"),
     replace: bool = REPLACE,
     json_: bool = JSON,
 ) -> None:
-    """Import human (or external judge) labels; items are created as needed."""
+    """Import human (or external judge) labels; items are created as needed.
+
+    A UTF-8 byte-order mark is ignored; NaN / Infinity values, NUL characters and lone surrogates
+    are refused with the file and line."""
+    from judgepanel.datasets.generic import parse_labels
+    from judgepanel.store.imports import import_parsed
+
     _report(import_parsed(state(ctx).engine(), dataset, parse_labels(file), replace=replace), json_)
 
 
 @app.command("import-items")
 def import_items(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="JSONL or CSV: id, group, input, output, system, split, meta"),
+    file: Path = typer.Argument(
+        ..., help="JSONL or CSV: id, group, input, output, system, split, meta; every item needs an output"
+    ),
     dataset: str = typer.Option(..., "--dataset"),
     replace: bool = REPLACE,
     json_: bool = JSON,
 ) -> None:
     """Import the items of a dataset (what judges will see)."""
+    from judgepanel.datasets.generic import parse_items
+    from judgepanel.store.imports import import_parsed
+
     _report(import_parsed(state(ctx).engine(), dataset, parse_items(file), replace=replace), json_)
 
 
@@ -138,6 +156,8 @@ def pairs(
     json_: bool = JSON,
 ) -> None:
     """Sample within-group pairs and derive each annotator's A/B/T preference."""
+    from judgepanel.store.queries import create_pair_set
+
     summary = create_pair_set(
         state(ctx).engine(), dataset, name, seed=seed, sample=sample, tie_eps=tie_eps, replace=replace
     )
@@ -152,6 +172,8 @@ def pairs(
 @app.command("duplicates")
 def duplicates(ctx: typer.Context, dataset: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Items where every annotator of a group gave the identical full score vector."""
+    from judgepanel.store.queries import find_duplicates
+
     d = find_duplicates(state(ctx).engine(), dataset)
     if json_:
         emit_json(d.as_dict())
@@ -173,6 +195,9 @@ def split(
     json_: bool = JSON,
 ) -> None:
     """Assign every item a split (seeded); campaigns then take `--split NAME`."""
+    from judgepanel.datasets.splits import parse_fractions
+    from judgepanel.store.splits import split_dataset
+
     if by not in ("item", "group"):
         raise BadInput(f"--by must be item or group, got {by!r}")
     result = split_dataset(
@@ -191,8 +216,16 @@ def split(
 @app.command("list")
 def list_(ctx: typer.Context, json_: bool = JSON) -> None:
     """The datasets in the database."""
+    from judgepanel.store.queries import list_datasets
+
     rows = list_datasets(state(ctx).engine())
     if json_:
         emit_json({"datasets": rows})
         return
     table("datasets", ["name", "kind", "items", "labels"], [list(r.values()) for r in rows])
+
+
+# MT-Bench lives beside `metrics votes` (cli/votes_cmd.py), whose agreement settings it feeds
+from judgepanel.cli.votes_cmd import import_mtbench  # noqa: E402
+
+app.command("import-mtbench")(import_mtbench)

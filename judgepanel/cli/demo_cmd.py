@@ -7,7 +7,6 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.cli.repair_cmd import print_comparison
-from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, POINTWISE, REPAIR, REPAIR_DIMENSION, run_demo
 
 
 def _short(spec: str) -> str:
@@ -25,6 +24,7 @@ def demo(
     ),
 ) -> None:
     """Import the bundled sample and run the whole job on it, offline."""
+    from judgepanel.demo import DIMENSION, PAIRS, PAIRWISE, POINTWISE, REPAIR, REPAIR_DIMENSION, run_demo
     from judgepanel.report.render import write_report
 
     st = state(ctx)

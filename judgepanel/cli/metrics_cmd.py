@@ -3,34 +3,42 @@
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
 import typer
-from rich import box
-from rich.table import Table
 
+from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.metrics.agreement import LEVELS, METRICS, WEIGHT_NAMES, WeightName
-from judgepanel.metrics.bootstrap import METHODS, agreement_with_ci
-from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
-from judgepanel.metrics.heldout import HeldoutResult
-from judgepanel.metrics.matrix import ALL_JUDGES, RatingMatrix, is_machine
-from judgepanel.metrics.prediction import MODELS as PREDICTION_MODELS
-from judgepanel.metrics.prediction import choose_methods, heldout_battery
-from judgepanel.metrics.raters import cluster_raters, kappa_matrix
-from judgepanel.metrics.summary import (
-    MetaEvaluation,
-    group_composition,
-    heldout_report,
-    meta_evaluation,
-    position_bias_report,
-    truth_report,
+
+if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
+    from judgepanel.metrics.agreement import WeightName
+    from judgepanel.metrics.heldout import HeldoutResult
+    from judgepanel.metrics.matrix import RatingMatrix
+    from judgepanel.metrics.summary import MetaEvaluation
+    from judgepanel.store.matrices import SelectedMatrix
+
+
+# The library's names, written out so that `--help` imports no numpy or scipy;
+# tests/cli/test_help.py checks them against judgepanel.metrics.agreement and .bootstrap.
+METRICS = (
+    "percent",
+    "cohen",
+    "cohen-linear",
+    "cohen-quadratic",
+    "fleiss",
+    "alpha",
+    "ac1",
+    "scott",
+    "spearman",
+    "kendall",
 )
-from judgepanel.store.matrices import MatrixRequest, SelectedMatrix, select_matrix
-from judgepanel.store.pair_scores import campaign_joint_inputs, pair_score_differences, pair_set_inputs
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+WEIGHT_NAMES = ("identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar")
+METHODS = ("percentile", "bca")
+# judgepanel.metrics.prediction.MODELS (checked in tests/cli/test_help.py)
+PREDICTION_MODELS = tuple(f"{f}-{c}" for f in ("scores", "labels") for c in ("humans", "joint", "judges"))
 
 app = typer.Typer(
     help="Agreement, rater matrices and other statistics over stored labels.", no_args_is_help=True
@@ -64,6 +72,8 @@ def _names(raters: str | None) -> tuple[str, ...] | None:
 
 
 def _judges(with_judges: str | None) -> tuple[str, ...] | None:
+    from judgepanel.metrics.matrix import ALL_JUDGES
+
     if with_judges is None:
         return None
     names = tuple(n.strip() for n in with_judges.split(",") if n.strip())
@@ -86,6 +96,8 @@ def _select(
     categories: str | None = None,
 ) -> SelectedMatrix:
     """The rating matrix the shared selection options (DATASET … WITH_JUDGES) name."""
+    from judgepanel.store.matrices import MatrixRequest, select_matrix
+
     cats = None if categories is None else tuple(c.strip() for c in categories.split(","))
     return select_matrix(
         state(ctx).engine(),
@@ -106,6 +118,8 @@ def _selection(
     m: RatingMatrix, raters: str | None, group: str | None, with_judges: str | None
 ) -> dict[str, Any]:
     """The `--json` key `selection`: which raters a figure is over, and by which rule."""
+    from judgepanel.metrics.matrix import is_machine
+
     if raters is not None:
         rule = "named (--raters)"
     elif group is not None:
@@ -165,6 +179,8 @@ def agreement_cmd(
     json_: bool = JSON,
 ) -> None:
     """One agreement coefficient over the chosen raters' labels (the human raters unless judges are named)."""
+    from judgepanel.metrics.bootstrap import agreement_with_ci
+
     sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges, categories)
     m = sel.matrix
     est = agreement_with_ci(
@@ -222,6 +238,11 @@ def matrix_cmd(
     json_: bool = JSON,
 ) -> None:
     """Rater × rater Cohen κ (pairwise-complete) and average-linkage clusters on 1 − κ."""
+    from rich import box
+    from rich.table import Table
+
+    from judgepanel.metrics.raters import cluster_raters, kappa_matrix
+
     sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
     m = sel.matrix
     if weights is not None and not m.numeric:
@@ -269,7 +290,7 @@ def matrix_cmd(
 TRUTH_CHOICES = {"majority": "majority", "dawid-skene": "dawid_skene", "mace": "mace"}
 
 
-def _split(n_units: int, split: int | None, option: str = "--split") -> int:
+def _split(n_units: int, split: int | None, option: str = "--train") -> int:
     train = round(0.8 * n_units) if split is None else split
     if not 0 < train < n_units:
         raise BadInput(f"{option} must leave units on both sides: 0 < {train} < {n_units} units")
@@ -295,6 +316,8 @@ def truth_cmd(
     json_: bool = JSON,
 ) -> None:
     """Infer each unit's label (majority vote, Dawid–Skene or MACE) and what it says about raters."""
+    from judgepanel.metrics.summary import truth_report
+
     if method not in TRUTH_CHOICES:
         raise BadInput(f"unknown --method {method!r}; use one of {', '.join(TRUTH_CHOICES)}")
     if pseudo_count < 0 or tol < 0 or restarts < 1 or (max_iter is not None and max_iter < 1):
@@ -347,6 +370,8 @@ def truth_cmd(
 
 
 def _heldout_rows(result: HeldoutResult, names: tuple[str, ...]) -> list[list[Any]]:
+    from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
+
     cluster_no = {m: i for i, c in enumerate(result.clusters, 1) for m in c}
     rows: list[list[Any]] = []
     for r in result.raters:
@@ -393,6 +418,13 @@ def heldout_cmd(
     json_: bool = JSON,
 ) -> None:
     """Leave-one-rater-out: predict each rater's test labels from everyone else."""
+    import numpy as np
+
+    from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
+    from judgepanel.metrics.prediction import choose_methods, heldout_battery
+    from judgepanel.metrics.summary import heldout_report
+    from judgepanel.store.pair_scores import pair_score_differences
+
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
     if folds < 1:
@@ -486,9 +518,10 @@ def heldout_cmd(
 def summary_cmd(
     ctx: typer.Context,
     pairs: str = typer.Option(..., "--pairs", help="Pair set to evaluate."),
-    split: int | None = typer.Option(
-        None, "--split", help="The first N pairs train (κ, clusters), the rest test (default 80 %)."
+    train: int | None = typer.Option(
+        None, "--train", help="The first N pairs train (κ, clusters), the rest test (default 80 %)."
     ),
+    split: int | None = typer.Option(None, "--split", hidden=True),  # the old name of --train
     clusters: int = typer.Option(2, "--clusters", help="Clusters cut from the training κ tree."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
     raters: str | None = RATERS,
@@ -497,7 +530,12 @@ def summary_cmd(
     exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
 ) -> None:
-    """The whole meta-evaluation battery on a pair set (see `metrics.summary`), human raters by default."""
+    """The whole meta-evaluation battery on a pair set (human raters by default): labels by group, κ clusters,
+    duplicates, held-out prediction, vote entropy against the score gap, and agreement between
+    truth-inference methods."""
+    from judgepanel.metrics.summary import meta_evaluation
+    from judgepanel.store.pair_scores import pair_set_inputs
+
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
     inputs = pair_set_inputs(
@@ -508,7 +546,13 @@ def summary_cmd(
         group=group,
         with_judges=_judges(with_judges),
     )
-    n_train = _split(inputs.matrix.n_units, split)
+    if train is not None and split is not None:
+        raise BadInput("--split is the old name of --train: give one of them")
+    n_train = _split(
+        inputs.matrix.n_units,
+        train if split is None else split,
+        "--split" if split is not None else "--train",
+    )
     res = meta_evaluation(
         inputs.matrix,
         train=n_train,
@@ -532,6 +576,8 @@ def summary_cmd(
 
 
 def _render_summary(pairs: str, res: MetaEvaluation, duplicate_items: dict[str, int]) -> None:
+    from judgepanel.metrics.summary import group_composition
+
     console.print(
         f"[bold]meta-evaluation of pair set {pairs}[/bold]: {res.n_units} pairs, "
         f"{len(res.raters)} raters; train = first {res.n_train}, test = last {res.n_test}; seed {res.seed}"
@@ -615,13 +661,12 @@ def bias_cmd(
     if json_:
         emit_json({"judges": {name: b.as_dict() for name, b in result.items()}})
         return
+    # the columns are the JSON keys, in their order, so the table and `--json` read alike
+    keys = list(next(iter(result.values())).as_dict()) if result else []
     table(
-        f"position bias in {campaign} (decisive swapped pairs)",
-        ["judge", "pairs", "consistent", "inconsistent", "back wins", "front wins", "p (sign test)"],
-        [
-            [n, b.decisive, b.consistent, b.inconsistent, b.back_wins, b.front_wins, b.p_value]
-            for n, b in result.items()
-        ],
+        f"position bias in {campaign} (swapped pairs; p_value: exact sign test)",
+        ["judge", *keys],
+        [[n, *b.as_dict().values()] for n, b in result.items()],
     )
 
 
@@ -636,6 +681,11 @@ def joint_cmd(
     json_: bool = JSON,
 ) -> None:
     """Joint human + judge Dawid–Skene with a position bias per judge, fitted bias with its interval."""
+    import numpy as np
+
+    from judgepanel.metrics.summary import position_bias_report
+    from judgepanel.store.pair_scores import campaign_joint_inputs
+
     if not 0 < confidence < 1:
         raise BadInput(f"--confidence must lie between 0 and 1, got {confidence}")
     inputs = campaign_joint_inputs(state(ctx).engine(), campaign)
@@ -682,3 +732,15 @@ def joint_cmd(
         f"vs human majority: {_fmt(t['agreement_with_human_majority']['agreement'])} "
         f"(order-blind {_fmt(t['order_blind_agreement_with_human_majority']['agreement'])})"
     )
+
+
+# `metrics conditions` lives in its own module (it and the rater-selection options here change
+# independently); registered last so it is listed after the other metrics commands
+app.command("conditions")(conditions)
+
+# `metrics prevalence` and `metrics votes` live in their own modules (prevalence_cmd, votes_cmd)
+from judgepanel.cli.prevalence_cmd import prevalence  # noqa: E402
+from judgepanel.cli.votes_cmd import votes  # noqa: E402
+
+app.command("prevalence")(prevalence)
+app.command("votes")(votes)

@@ -10,8 +10,6 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.metrics.design import plan_overlap
-from judgepanel.store.validation import create_allocation, estimate_overlap_plan
 
 app = typer.Typer(help="Plan the human re-annotation that judge validation needs.", no_args_is_help=True)
 
@@ -38,6 +36,9 @@ def overlap(
     json_: bool = JSON,
 ) -> None:
     """m*_cert and m*_rank, and the pairwise overlaps a coverage ρ yields (ρ²n, ρn)."""
+    from judgepanel.metrics.design import plan_overlap
+    from judgepanel.store.validation import estimate_overlap_plan
+
     given = {"--sigma0": sigma0, "--mu-d": mu_d, "--delta-min": delta_min, "--epsilon": epsilon}
     for option, value in given.items():
         if value is not None and not math.isfinite(value):
@@ -119,6 +120,8 @@ def allocate(
     json_: bool = JSON,
 ) -> None:
     """Assign items to secondary annotators at coverage ρ; write CSVs and record the assignment."""
+    from judgepanel.store.validation import create_allocation
+
     summary = create_allocation(
         state(ctx).engine(),
         dataset=dataset,

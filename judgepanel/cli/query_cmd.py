@@ -12,7 +12,10 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.store.readonly import DEFAULT_TIMEOUT, run_read_only
+
+# judgepanel.store.readonly.DEFAULT_TIMEOUT, repeated so `--help` imports no SQLAlchemy
+# (tests/cli/test_help.py checks that the two agree)
+DEFAULT_TIMEOUT = 30.0
 
 FORMATS = ("table", "csv", "json")
 
@@ -36,7 +39,10 @@ def query(
         DEFAULT_TIMEOUT, "--timeout", metavar="SECONDS", help="Cancel the statement after this long."
     ),
 ) -> None:
-    """Read-only SQL over the results database (table, CSV or JSON). Ctrl-C cancels the statement."""
+    """Read-only SQL over the results database (table, CSV or JSON).
+    Ctrl-C cancels the statement."""
+    from judgepanel.store.readonly import run_read_only
+
     fmt = "json" if json_ else fmt
     if fmt not in FORMATS:
         raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

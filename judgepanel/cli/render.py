@@ -1,18 +1,53 @@
-"""Output: exactly one JSON object for `--json`, rich tables for people."""
+"""Output: exactly one JSON object for `--json`, rich tables for people.
+
+rich is imported on first use (a command that prints JSON, or `--help`, never pays for it).
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+# A first-column name (a judge spec, `JUDGE@CAMPAIGN`) longer than the room the other columns leave
+# (at most NAME_WIDTH, at least NAME_MIN) is shown as a short key with a legend under the table, so
+# that it neither wraps over several lines nor squeezes the numbers.
+NAME_WIDTH, NAME_MIN = 40, 10
+SMALL = 1e-3  # below this, a number is shown in scientific notation (a p-value of 4.8e-73 is not 0.000)
+
+
+class _LazyConsole:
+    """A rich Console created on first use."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def _real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._real(), name, value)
+
+
+console = cast("Console", _LazyConsole())
+err_console = cast("Console", _LazyConsole(stderr=True))
 
 
 def _clean(value: Any) -> Any:
@@ -39,11 +74,97 @@ def warn(message: str) -> None:
     err_console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
+def fmt_number(value: Any, digits: int = 3) -> str:
+    """A table cell: floats to `digits` decimals, except magnitudes below 0.001, which keep three
+    significant digits in scientific notation; NaN and None are empty."""
+    if value is None:
+        return ""
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, float):
+        return str(value)
+    if math.isnan(value):
+        return ""
+    if value != 0 and abs(value) < SMALL:
+        return f"{value:.3g}"
+    return f"{value:.{digits}f}"
+
+
+# a cell that reads as one number (or a number ± its error), however it was formatted
+_NUMBER = re.compile(r"^[-+−]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?%?( ± \d+\.?\d*(e[-+]?\d+)?)?$", re.I)
+
+
+def _is_number(cell: str) -> bool:
+    return bool(_NUMBER.match(cell))
+
+
+def _shorten(name: str, width: int) -> str:
+    """`name` in `width` characters with an ellipsis in the middle: judge specs differ at both ends
+    (the model, and the parameters)."""
+    if len(name) <= width:
+        return name
+    head = max(1, (width - 1) // 2)
+    return f"{name[:head]}…{name[len(name) - (width - 1 - head) :]}" if width > 2 else name[:width]
+
+
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    t = Table(title=title, show_lines=False)
+    """A rich table that reads at 80 columns. Floats go through `fmt_number` (scientific notation
+    below 0.001). A column of numbers is right-aligned and at least as wide as its longest number,
+    so a number (its minus sign, its exponent) is never broken; its header may wrap instead. A name
+    in the first column longer than NAME_WIDTH becomes a short key (`[1]`, `[2]` …) with a legend
+    printed under the table, instead of wrapping over several lines."""
+    from rich import box
+    from rich.table import Table
+
+    cells = [[fmt_number(v) for v in r] for r in rows]
+    n = len(columns)
+    data = [[r[i] for r in cells if len(r) > i and r[i] not in ("", "—")] for i in range(n)]
+    numeric = [i > 0 and bool(col) and all(_is_number(v) for v in col) for i, col in enumerate(data)]
+    widest = [max((len(v) for v in col), default=0) for col in data]
+
+    # a number column is exactly as wide as its widest number, or its header when there is room
+    # (else the header wraps at its spaces); the first column gets what the others leave
+    def fixed(full_header: bool) -> list[int]:
+        return [
+            max(widest[i], len(str(c)) if full_header else max(len(w) for w in str(c).split() or [""]))
+            for i, c in enumerate(columns)
+        ]
+
+    widths = fixed(True)
+    others = sum(widths[i] + 1 for i in range(1, n))
+    if others + NAME_MIN > console.width:
+        widths = fixed(False)
+        others = sum(widths[i] + 1 for i in range(1, n))
+    name_width = max(NAME_MIN, min(NAME_WIDTH, console.width - others))
+    legend: list[tuple[str, str]] = []
+    if any(r and len(r[0]) > name_width for r in cells):
+        for i, r in enumerate(cells, 1):
+            if len(r[0]) > name_width:
+                key = f"[{i}]"
+                legend.append((key, r[0]))
+                r[0] = f"{key} {_shorten(r[0], name_width - len(key) - 1)}"
+    # the box draws one space between columns and no outer edge: nothing else pads the cells
+    t = Table(title=title, box=box.SIMPLE_HEAD, padding=0, show_edge=False)
     for i, c in enumerate(columns):
-        # the first column names things (judge specs can be long): fold it rather than cut it
-        t.add_column(str(c), overflow="fold") if i == 0 else t.add_column(str(c))
-    for r in rows:
-        t.add_row(*("" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in r))
-    console.print(t)
+        if numeric[i]:
+            t.add_column(str(c), justify="right", width=widths[i], overflow="fold")
+        elif i == 0:
+            first = max([len(str(c)), *(len(r[0]) for r in cells if r)])
+            t.add_column(str(c), width=min(name_width, first), overflow="fold")
+        else:
+            t.add_column(str(c), overflow="fold")
+    for r in cells:
+        t.add_row(*r)
+    # too many columns for the terminal: let the lines run long rather than cut numbers
+    needed = min(name_width, max(len(str(columns[0])), widest[0])) + others if n else 0
+    if needed <= console.width:
+        console.print(t)
+    else:
+        terminal = console.width
+        console.width = needed
+        try:
+            console.print(t, crop=False)
+        finally:
+            console.width = terminal
+    for key, name in legend:
+        console.print(f"{key} {name}", markup=False, highlight=False, soft_wrap=True)

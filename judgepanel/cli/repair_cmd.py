@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.repair import iteration as rep
-from judgepanel.runner import RunOptions
-from judgepanel.store import repair as store
+
+if TYPE_CHECKING:  # the library is imported inside the commands, so that `--help` stays fast
+    from judgepanel.runner import RunOptions
+    from judgepanel.store.repair import IterationRecord
+
+# judgepanel.repair.compare.DEFAULT_CRITERION, repeated so the help text needs no numpy
+# (tests/cli/test_help.py checks that the two agree)
+DEFAULT_CRITERION = "delta>=0.03,ci_low>0"
 
 app = typer.Typer(
     help="Rubric repair: contested clauses, editor rewrites, a before/after comparison.", no_args_is_help=True
@@ -23,11 +28,13 @@ MAX_COST = typer.Option(None, "--max-cost", help="Stop scheduling a step's calls
 CRITERION = typer.Option(
     None,
     "--criterion",
-    help=f'Pre-declared success criterion, stored before any evaluation call (default for `run`: "{rep.DEFAULT_CRITERION}").',
+    help=f'Pre-declared success criterion, stored before any evaluation call (default for `run`: "{DEFAULT_CRITERION}").',
 )
 
 
 def _opts(concurrency: int, max_cost: float | None) -> RunOptions:
+    from judgepanel.runner import RunOptions
+
     if max_cost is not None and max_cost < 0:
         raise BadInput(f"--max-cost must not be negative, got {max_cost}")
     return RunOptions(concurrency=concurrency, max_cost=max_cost)
@@ -37,7 +44,7 @@ def _say(json_: bool) -> Any:
     return (lambda _m: None) if json_ else (lambda m: console.print(f"• {m}"))
 
 
-def _status_out(rec: store.IterationRecord, json_: bool) -> None:
+def _status_out(rec: IterationRecord, json_: bool) -> None:
     if json_:
         emit_json(rec.status_dict())
         return
@@ -127,6 +134,8 @@ def run(
     json_: bool = JSON,
 ) -> None:
     """Run (or resume) a whole iteration: dev campaign, selection, rewrites, evaluation, comparison."""
+    from judgepanel.repair import iteration as rep
+
     engine = state(ctx).engine()
     given = [dataset, rubric, editor]
     inputs = None
@@ -150,7 +159,7 @@ def run(
             bootstrap,
         )
         if criterion is None:
-            criterion = rep.DEFAULT_CRITERION
+            criterion = DEFAULT_CRITERION
     if criterion is not None and criterion.strip().lower() == "later":
         criterion = None
     rec = rep.run_iteration(
@@ -177,6 +186,8 @@ def run(
 @app.command("select")
 def select(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Disagreement rate per clause on the dev campaign; the contested clauses and the control."""
+    from judgepanel.repair import iteration as rep
+
     sel = rep.select(state(ctx).engine(), name)
     if json_:
         emit_json(sel)
@@ -206,6 +217,8 @@ def rewrite(
     json_: bool = JSON,
 ) -> None:
     """Ask the editor to rewrite the selected and control clauses; store both edited versions."""
+    from judgepanel.repair import iteration as rep
+
     out = rep.rewrite(state(ctx).engine(), name, _opts(concurrency, max_cost))
     if json_:
         emit_json(out)
@@ -230,6 +243,8 @@ def evaluate(
     json_: bool = JSON,
 ) -> None:
     """The panel under the original and both edited versions, on the evaluation split only."""
+    from judgepanel.repair import iteration as rep
+
     rec = rep.evaluate(state(ctx).engine(), name, _opts(concurrency, max_cost), criterion=criterion)
     _status_out(rec, json_)
 
@@ -237,6 +252,8 @@ def evaluate(
 @app.command("compare")
 def compare(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Inter-judge α and agreement with humans per version, paired CIs, the criterion's verdict."""
+    from judgepanel.repair import iteration as rep
+
     c = rep.compare(state(ctx).engine(), name)
     if json_:
         emit_json(c)
@@ -247,12 +264,16 @@ def compare(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = J
 @app.command("status")
 def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Steps done / pending, the campaigns and rubric versions of an iteration, its criterion."""
+    from judgepanel.store import repair as store
+
     _status_out(store.get_iteration(state(ctx).engine(), name), json_)
 
 
 @app.command("list")
 def list_(ctx: typer.Context, json_: bool = JSON) -> None:
     """The stored repair iterations."""
+    from judgepanel.store import repair as store
+
     rows = store.list_iterations(state(ctx).engine())
     if json_:
         emit_json({"iterations": rows})

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, table
 from judgepanel.errors import BadInput
-from judgepanel.rubrics import RubricDoc, bundled_rubrics, diff_rubrics, load_rubric_file
-from judgepanel.store.rubrics import add_rubric, get_rubric, list_rubrics, rubric_versions
+
+if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
+    from judgepanel.rubrics import RubricDoc
+
 
 app = typer.Typer(help="Store rubrics as versions with stable clause ids.", no_args_is_help=True)
 
@@ -18,6 +21,8 @@ JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
 def _read(file: str, name: str | None) -> RubricDoc:
+    from judgepanel.rubrics import bundled_rubrics, load_rubric_file
+
     path = Path(file)
     if path.exists():
         return load_rubric_file(path, name=name)
@@ -38,6 +43,8 @@ def add(
     json_: bool = JSON,
 ) -> None:
     """Add a rubric: identical content is a no-op, changed content becomes the next version."""
+    from judgepanel.store.rubrics import add_rubric
+
     added = add_rubric(state(ctx).engine(), _read(file, name), change_note=note)
     if json_:
         emit_json(added.as_dict())
@@ -53,6 +60,8 @@ def add(
 @app.command("list")
 def list_(ctx: typer.Context, json_: bool = JSON) -> None:
     """The stored rubrics with their latest version."""
+    from judgepanel.store.rubrics import list_rubrics
+
     rows = list_rubrics(state(ctx).engine())
     if json_:
         emit_json({"rubrics": rows})
@@ -74,6 +83,8 @@ def show(
     json_: bool = JSON,
 ) -> None:
     """One rubric version: its dimensions, criteria, anchors and clauses."""
+    from judgepanel.store.rubrics import get_rubric, rubric_versions
+
     engine = state(ctx).engine()
     r = get_rubric(engine, ref)
     versions = rubric_versions(engine, r.name)
@@ -105,6 +116,9 @@ def diff(
     json_: bool = JSON,
 ) -> None:
     """Clause-level diff: clauses added, removed, or changed in text under the same id."""
+    from judgepanel.rubrics import diff_rubrics
+    from judgepanel.store.rubrics import get_rubric
+
     engine = state(ctx).engine()
     d = diff_rubrics(get_rubric(engine, a).doc, get_rubric(engine, b).doc)
     if json_:

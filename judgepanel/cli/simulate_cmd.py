@@ -7,15 +7,10 @@ import math
 import typer
 
 from judgepanel.cli.render import console, emit_json, table
-from judgepanel.metrics.design import DESIGNS
-from judgepanel.metrics.simulate import (
-    SimConfig,
-    parse_floats,
-    parse_names,
-    parse_profile,
-    parse_profiles,
-    simulate_designs,
-)
+
+# judgepanel.metrics.design.DESIGNS, written out so that `--help` imports no numpy (checked in
+# tests/cli/test_help.py)
+DESIGNS = ("random", "strat", "seq-refined", "seq-coverage")
 
 app = typer.Typer(help="Simulate re-annotation designs before paying for them.", no_args_is_help=True)
 
@@ -74,6 +69,15 @@ def designs(
 ) -> None:
     """Sparse-overlap decisions against full-matrix decisions: FR, FA, WDR (± Monte Carlo SE, and
     each design's paired difference from Random), ranking errors, α error."""
+    from judgepanel.metrics.simulate import (
+        SimConfig,
+        parse_floats,
+        parse_names,
+        parse_profile,
+        parse_profiles,
+        simulate_designs,
+    )
+
     cfg = SimConfig(
         n=n,
         humans=humans,

@@ -9,7 +9,6 @@ import typer
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table, warn
 from judgepanel.errors import BadInput
-from judgepanel.store.validation import alt_test_dataset, loo_dataset, parse_label_map, rank_dataset
 
 app = typer.Typer(
     help="Leave-one-annotator-out tests of a judge against a human panel.", no_args_is_help=True
@@ -86,6 +85,8 @@ def loo(
     json_: bool = JSON,
 ) -> None:
     """The leave-one-annotator-out rule: accept iff d_k ≥ −ε for at least half the humans."""
+    from judgepanel.store.validation import loo_dataset, parse_label_map
+
     if level is not None and agreement != "alpha":
         raise BadInput(f"--level applies to --agreement alpha, not {agreement}")
     out = loo_dataset(
@@ -138,6 +139,8 @@ def alt_test(
     json_: bool = JSON,
 ) -> None:
     """The alternative annotator test (Calderon, Reichart & Dror, ACL 2025)."""
+    from judgepanel.store.validation import alt_test_dataset, parse_label_map
+
     out = alt_test_dataset(
         state(ctx).engine(),
         dataset,
@@ -208,6 +211,8 @@ def rank(
     json_: bool = JSON,
 ) -> None:
     """Rank judges by the same score, with bootstrap top-1 and pairwise order probabilities."""
+    from judgepanel.store.validation import parse_label_map, rank_dataset
+
     out = rank_dataset(
         state(ctx).engine(),
         dataset,

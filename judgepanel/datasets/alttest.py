@@ -13,18 +13,23 @@ number is stored as `value_num` (and its text), anything else as text only. Inst
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from judgepanel.datasets.records import (
+    READ_ERRORS,
     AnnotatorRecord,
     ItemRecord,
     LabelRecord,
     ParsedDataset,
+    check_text,
+    check_value,
+    display_path,
+    loads_json,
     open_text,
+    read_error,
     sha256_files,
 )
 from judgepanel.errors import BadInput
@@ -47,11 +52,16 @@ def _locate(folder: Path, name: str) -> Path:
 def _load(path: Path) -> dict[str, Any]:
     try:
         with open_text(path) as f:
-            data = json.load(f)
+            text = f.read()
+    except READ_ERRORS as exc:
+        raise read_error(path, None, exc) from exc
+    try:
+        # NaN is let through here so that `_label` can name the annotator and instance it labels
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from exc
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, OSError) as exc:
-        raise BadInput(f"{path}: cannot read: {exc}") from exc
+    except (RecursionError, ValueError):  # absurd nesting, huge integers: loads_json words them
+        data = loads_json(text, str(path))
     if not isinstance(data, dict):
         raise BadInput(f"{path}: expected an object {{annotator: {{instance: label}}}}")
     if not data:
@@ -90,10 +100,12 @@ def parse_alttest(folder: Path) -> ParsedDataset:
         for name, by_instance in _load(path).items():
             if not name.strip():
                 raise BadInput(f"{path}: an annotator id is empty")
+            check_text(f"{path}: annotator {name!a}", name)
             if name in counts:
                 raise BadInput(f"{path}: field {name!r}: annotator also appears in {human_path.name}")
             if not isinstance(by_instance, dict):
                 raise BadInput(f"{path}: field {name!r}: expected an object {{instance: label}}")
+            check_value(f"{path}: field {name!r}", by_instance)
             annotators.append(AnnotatorRecord(name, kind, group))
             counts[name] = len(by_instance)
             for instance, value in by_instance.items():
@@ -114,7 +126,7 @@ def parse_alttest(folder: Path) -> ParsedDataset:
         annotators=annotators,
         labels=labels,
         meta={
-            "files": [str(human_path), str(llm_path)],
+            "files": [display_path(human_path), display_path(llm_path)],
             "format": "alttest",
             "humans": sum(a.kind == "human" for a in annotators),
             "llms": sum(a.kind == "llm" for a in annotators),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,12 @@ from judgepanel.datasets.records import (
     ItemRecord,
     LabelRecord,
     ParsedDataset,
+    check_row,
+    display_path,
     iter_lines,
-    open_text,
+    loads_json,
     parse_number,
+    read_lines,
     sha256_files,
 )
 from judgepanel.errors import BadInput
@@ -30,26 +32,24 @@ def _rows(path: Path, columns: Sequence[str] = LABEL_FIELDS) -> Iterator[tuple[i
         raise BadInput(f"{path}: is a folder, expected a file")
     name = path.name.lower().removesuffix(".gz")
     if name.endswith(".csv"):
+        reader = csv.DictReader(read_lines(path))
         try:
-            with open_text(path) as f:
-                reader = csv.DictReader(f)
-                missing = [c for c in columns if c not in (reader.fieldnames or [])]
-                if missing:
-                    raise BadInput(f"{path}:1: missing column(s) {', '.join(missing)}")
-                for row in reader:
-                    if None in row:
-                        raise BadInput(f"{path}:{reader.line_num}: more fields than the header has")
-                    yield reader.line_num, dict(row)
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise BadInput(f"{path}: cannot read as CSV: {exc}") from exc
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                raise BadInput(f"{path}:1: missing column(s) {', '.join(missing)}")
+            for row in reader:
+                if None in row:
+                    raise BadInput(f"{path}:{reader.line_num}: more fields than the header has")
+                check_row(f"{path}:{reader.line_num}", row)
+                yield reader.line_num, dict(row)
+        except csv.Error as exc:
+            raise BadInput(f"{path}:{reader.line_num}: cannot read as CSV: {exc}") from exc
     elif name.endswith((".jsonl", ".ndjson", ".json")):
-        for n, line in iter_lines(path):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"{path}:{n}: not JSON: {exc.msg}") from exc
+        for n, text in iter_lines(path):
+            row = loads_json(text, f"{path}:{n}")
             if not isinstance(row, dict):
                 raise BadInput(f"{path}:{n}: expected a JSON object")
+            check_row(f"{path}:{n}", row)
             yield n, row
     else:
         raise BadInput(f"{path}: unknown format; use .csv or .jsonl (optionally .gz)")
@@ -96,7 +96,8 @@ def parse_labels(path: Path) -> ParsedDataset:
             raise BadInput(f"{path}:{n}: field 'group': annotator {name} changes group or kind")
         annotators[name] = AnnotatorRecord(name, kind, group)
         items.setdefault(item_id, ItemRecord(external_id=item_id, position=len(items)))
-        labels.append(LabelRecord(item_id, name, dim, parse_number(value), value, rationale or None))
+        num = parse_number(value, f"{path}:{n}: field 'value'")
+        labels.append(LabelRecord(item_id, name, dim, num, value, rationale or None))
     if not labels:
         raise BadInput(f"{path}: no label rows")
     return ParsedDataset(
@@ -105,7 +106,7 @@ def parse_labels(path: Path) -> ParsedDataset:
         items=list(items.values()),
         annotators=list(annotators.values()),
         labels=labels,
-        meta={"files": [str(path)]},
+        meta={"files": [display_path(path)]},
         items_optional=True,
     )
 
@@ -126,13 +127,16 @@ def parse_items(path: Path) -> ParsedDataset:
         if not isinstance(meta, dict):
             raise BadInput(f"{path}:{n}: field 'meta': expected an object")
         extra = {k: v for k, v in row.items() if k not in ITEM_FIELDS}
+        output = _text(path, n, row, "output", required=False, strip=False)
+        if output is None:  # caught here, not as a failed job of every campaign that asks about it
+            raise BadInput(f"{path}:{n}: field 'output': missing or empty (judges need a text to judge)")
         items.append(
             ItemRecord(
                 external_id=ext,
                 position=len(items),
                 group_key=_text(path, n, row, "group", required=False),
                 input=_text(path, n, row, "input", required=False, strip=False),
-                output=_text(path, n, row, "output", required=False, strip=False),
+                output=output,
                 system=_text(path, n, row, "system", required=False),
                 split=_text(path, n, row, "split", required=False),
                 meta={**meta, **extra},
@@ -146,5 +150,5 @@ def parse_items(path: Path) -> ParsedDataset:
         items=items,
         annotators=[],
         labels=[],
-        meta={"files": [str(path)]},
+        meta={"files": [display_path(path)]},
     )

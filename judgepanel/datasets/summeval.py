@@ -7,7 +7,6 @@ fluency and relevance on 1–5. Items are grouped by article; annotators are `ex
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,10 @@ from judgepanel.datasets.records import (
     ItemRecord,
     LabelRecord,
     ParsedDataset,
+    check_row,
+    display_path,
     iter_lines,
+    loads_json,
     sha256_files,
 )
 from judgepanel.errors import BadInput
@@ -33,12 +35,10 @@ def _fail(path: Path, line: int, field: str, why: str) -> BadInput:
 def read_articles(path: Path) -> dict[str, str]:
     texts: dict[str, str] = {}
     for n, line in iter_lines(path):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{path}:{n}: not JSON: {exc.msg}") from exc
+        row = loads_json(line, f"{path}:{n}")
         if not isinstance(row, dict):
             raise BadInput(f"{path}:{n}: expected a JSON object")
+        check_row(f"{path}:{n}", row)
         for key in ("id", "text"):
             if not isinstance(row.get(key), str):
                 raise _fail(path, n, key, "missing or not a string")
@@ -72,15 +72,15 @@ def parse_summeval(annotations: Path, articles: Path | None = None) -> ParsedDat
     skipped = {"expert_annotations_null": 0, "turker_annotations_null": 0}
     seen: set[str] = set()
     for n, line in iter_lines(annotations):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{annotations}:{n}: not JSON: {exc.msg}") from exc
+        row = loads_json(line, f"{annotations}:{n}")
         if not isinstance(row, dict):
             raise BadInput(f"{annotations}:{n}: expected a JSON object")
+        check_row(f"{annotations}:{n}", row)
         for key in ("id", "model_id", "decoded"):
             if not isinstance(row.get(key), str):
                 raise _fail(annotations, n, key, "missing or not a string")
+        if not row["decoded"].strip():  # refused now rather than failing every job that shows it
+            raise _fail(annotations, n, "decoded", "empty summary (judges need a text to judge)")
         ext = f"{row['id']}/{row['model_id']}"
         if ext in seen:
             raise _fail(annotations, n, "id", f"duplicate row for article and system {ext}")
@@ -120,5 +120,5 @@ def parse_summeval(annotations: Path, articles: Path | None = None) -> ParsedDat
         annotators=annotators,
         labels=labels,
         skipped={k: v for k, v in skipped.items() if v},
-        meta={"files": [str(p) for p in paths], "dimensions": list(DIMENSIONS)},
+        meta={"files": [display_path(p) for p in paths], "dimensions": list(DIMENSIONS)},
     )

@@ -10,9 +10,30 @@ Public entry points (the CLI calls nothing else)::
 
 from __future__ import annotations
 
-from judgepanel.protocol.plan import CampaignSpec, job_key, plan_jobs
-from judgepanel.runner.campaign import Estimate, create, estimate, run
-from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunStats, RunSummary
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judgepanel.protocol.plan import CampaignSpec, job_key, plan_jobs
+    from judgepanel.runner.campaign import Estimate, create, estimate, run
+    from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunStats, RunSummary
+
+# Imported on first use: `import judgepanel.runner.bias` (or `.plan`) must not pull in the
+# executor, the SDKs and the template engine (start-up time, and no import cycle with the store).
+_HOME = {
+    **dict.fromkeys(("Estimate", "create", "estimate", "run"), "campaign"),
+    **dict.fromkeys(("RetryPolicy", "Runner", "RunOptions", "RunStats", "RunSummary"), "executor"),
+    **dict.fromkeys(("CampaignSpec", "job_key", "plan_jobs"), "plan"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        home = _HOME[name]
+        module = "judgepanel.protocol.plan" if home == "plan" else f"judgepanel.runner.{home}"
+        return getattr(importlib.import_module(module), name)
+    raise AttributeError(f"module 'judgepanel.runner' has no attribute {name!r}")
+
 
 __all__ = [
     "CampaignSpec",

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Engine, func, insert, select
 
 from judgepanel.errors import BadInput
-from judgepanel.runner.plan import job_key
+from judgepanel.protocol.plan import job_key
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Campaign, CampaignJudge, Job, Judge, Verdict, utcnow
 from judgepanel.store.queries import dataset_by_name

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from judgepanel.datasets.alttest import LLMAnnotations
-from judgepanel.datasets.records import ParsedDataset
+from judgepanel.datasets.records import ParsedDataset, check_parsed, check_text
 from judgepanel.errors import BadInput
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Annotator, Dataset, Item, Label, PairSet, table_of, utcnow
@@ -68,6 +68,8 @@ def _chunks(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 def import_parsed(engine: Engine, name: str, parsed: ParsedDataset, *, replace: bool = False) -> ImportResult:
     if not name.strip():
         raise BadInput("a dataset name must not be empty")
+    check_text("the dataset name", name)
+    check_parsed(parsed)  # refused before the transaction starts: the database stays as it was
     try:
         with session_scope(engine) as s:
             return _import(s, name, parsed, replace)

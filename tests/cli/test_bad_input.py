@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-import judgepanel.cli.data_cmd
 import judgepanel.store.imports
+import judgepanel.store.queries
 from judgepanel.resources import sample_path
 from tests.helpers import CliResult, cli
 
@@ -119,7 +119,7 @@ CASES = [
     ("data import-summeval {files}/nosuch.jsonl", "nosuch.jsonl: no such file"),
     ("data import-summeval {files}/empty.jsonl --name e", "no rows"),
     ("data import-summeval {files}/folder --name e", "is a folder"),
-    ("data import-summeval {files}/binary.csv --name e", "cannot read"),
+    ("data import-summeval {files}/binary.csv --name e", "binary.csv:1: not JSON"),
     ("data import-summeval {files}/notes.txt --name e", "notes.txt:1: not JSON"),
     ("data import-alttest {files}/notes.txt --name e", "not a folder"),
     ("data import-alttest {files}/folder --name e", "no human_annotations.json"),
@@ -302,7 +302,7 @@ def test_ctrl_c_is_one_line_exit_130(db: str, monkeypatch: pytest.MonkeyPatch) -
     def interrupted(*_a: object, **_k: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(judgepanel.cli.data_cmd, "list_datasets", interrupted)
+    monkeypatch.setattr(judgepanel.store.queries, "list_datasets", interrupted)
     r = cli("data", "list", "--json", db=db)
     assert (r.code, r.stdout, r.stderr) == (130, "", "judgepanel: interrupted\n")
 

@@ -162,6 +162,6 @@ def test_items_then_labels_then_replace(tmp_path: Path, migrated: str) -> None:
 
 def test_duplicate_item_ids(tmp_path: Path, migrated: str) -> None:
     items = tmp_path / "items.jsonl"
-    items.write_text('{"id": "a"}\n{"id": "a"}\n')
+    items.write_text('{"id": "a", "output": "o"}\n{"id": "a", "output": "p"}\n')
     r = cli("data", "import-items", str(items), "--dataset", "qa", db=migrated)
     assert r.code == 2 and "items.jsonl:2: field 'id': duplicate item a" in r.stderr
