@@ -135,6 +135,10 @@ def _finish(
     with_judges: Sequence[str] | None,
     scale: list[object] | None = None,
 ) -> RatingMatrix:
+    # The campaign judges' source registers itself when its module is imported; the CLI imports
+    # lazily, so a fresh `metrics agreement` process may not have imported it yet.
+    import judgepanel.store.campaigns.readers  # noqa: F401
+
     extra: list[RaterColumn] = []
     for source in list(_RATER_SOURCES):
         extra.extend(source(s, scope))
