@@ -60,7 +60,14 @@ from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.limits import JudgeLimiter
-from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, read, verdict_from
+from judgepanel.runner.prepare import (
+    CampaignContext,
+    Prepared,
+    prepare,
+    read,
+    verdict_from,
+    with_logprob_score,
+)
 from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import campaigns as store
@@ -691,6 +698,7 @@ class Runner:
             self.stats.spent_unknown = True
         self.stats.calls += 1
         verdict, error = read(p, self.ctx, r.text, r.structured)
+        verdict = with_logprob_score(p, self.ctx, r.raw_body, verdict)
         if error is not None:
             self.stats.errors["parse"] += 1
             # Classified here from what the provider said, not from the text: a reply cut at the

@@ -196,3 +196,25 @@ def verdict_from(
         ids = {c.clause_key: c.clause_id for c in ctx.clauses.get(job.dimension or "", ())}
         rows = tuple((ids[k], met, why) for k, met, why in clauses if k in ids)
     return VerdictRow("ok", method, presented, canonical, score, rationale, rows)
+
+
+def with_logprob_score(
+    prep: Prepared, ctx: CampaignContext, raw_body: str | None, verdict: VerdictRow
+) -> VerdictRow:
+    """A pointwise verdict of a `scoring=logprobs` judge with its score replaced by the expectation
+    of the score distribution at the answer position (`protocol.logprobs`), so every metric that
+    reads scores sees the continuous value; the argmax stays in `value_presented` /
+    `value_canonical`, and the distribution can be read again from the stored raw body. Where no
+    distribution can be read (no logprobs, no score token) the argmax score stands."""
+    if ctx.protocol != "pointwise" or verdict.parse_status != "ok" or not raw_body:
+        return verdict
+    spec = ctx.judges.get(prep.job.judge)
+    if spec is None or spec.params.get("scoring") != "logprobs":
+        return verdict
+    from judgepanel.protocol.logprobs import logprob_score
+
+    allowed = {str(v): float(v) for v in score_levels(prep.prompt)}
+    got = logprob_score(raw_body, allowed, verdict=verdict.value_presented)
+    if got.expectation is None:
+        return verdict
+    return replace(verdict, score=float(got.expectation))

@@ -122,33 +122,24 @@ def test_reimport_is_a_no_op_and_bad_votes_change_nothing(
         db=mtbench,
     ).json()
     assert again["unchanged"]
-    bad = tmp_path / "votes.json"
-    bad.write_text(json.dumps({"x_1": {"81__gpt-4__no-such-model__1": "model_a"}}))
     before = cli("query", "select count(*) as n from item", "--json", db=mtbench).json()["rows"][0]["n"]
-    r = cli(
-        "data",
-        "import-mtbench",
-        str(shared_data / "mtbench"),
-        "--votes",
-        str(bad),
-        "--name",
-        "mt2",
-        db=mtbench,
-    )
-    assert r.code == 2 and "no answer '81__no-such-model__1'" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
-    bad.write_text(json.dumps({"x_1": {"81__gpt-4__claude-v1__1": "left"}}))
-    r = cli(
-        "data",
-        "import-mtbench",
-        str(shared_data / "mtbench"),
-        "--votes",
-        str(bad),
-        "--name",
-        "mt2",
-        db=mtbench,
-    )
-    assert r.code == 2 and "winner must be" in r.stderr
+    for votes, needle in [
+        ({"x_1": {"81__gpt-4__no-such-model__1": "model_a"}}, "no answer '81__no-such-model__1'"),
+        ({"x_1": {"81__gpt-4__claude-v1__1": "left"}}, "winner must be"),
+    ]:
+        bad = tmp_path / "votes.json"
+        bad.write_text(json.dumps(votes))
+        r = cli(
+            "data",
+            "import-mtbench",
+            str(shared_data / "mtbench"),
+            "--votes",
+            str(bad),
+            "--name",
+            "mt2",
+            db=mtbench,
+        )
+        assert r.code == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert (
         cli("query", "select count(*) as n from item", "--json", db=mtbench).json()["rows"][0]["n"] == before
     )

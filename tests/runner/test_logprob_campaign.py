@@ -49,6 +49,18 @@ def test_logprob_scores_per_job(
     for r in rows:
         if r.judge.startswith("openai:plain"):
             assert r.logprobs.note == NOT_REQUESTED and r.logprobs.expectation is None
+    # the stored score is the expectation for the logprob judge (so every metric that reads scores
+    # sees the continuous value) and the argmax for the other; the verdict keeps the argmax
+    stored = cli(
+        "query",
+        "select jd.name as judge, v.value_canonical as value, v.score from verdict v join job j on j.id = v.job_id "
+        "join judge jd on jd.id = j.judge_id where v.parse_status = 'ok' order by j.id",
+        "--json",
+        db=url,
+    ).json()["rows"]
+    expected = sorted(round(r.logprobs.expectation or 0, 9) for r in with_lp)
+    assert sorted(round(x["score"], 9) for x in stored if x["judge"].startswith("openai:lp")) == expected
+    assert all(x["score"] == float(x["value"]) for x in stored if x["judge"].startswith("openai:plain"))
     pairwise = cli(
         *create_argv("pw", judges[0], protocol="pairwise", extra=("--pairs", "tiny-pairs", "--limit", "1")),
         db=url,
