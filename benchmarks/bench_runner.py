@@ -7,7 +7,7 @@ bare loop and the runner measured one after the other against the same server:
    response stored in SQLite: wall time against the ideal calls × latency / concurrency
    (target ideal/actual ≥ 0.9);
 2. zero latency: calls/s and client CPU ms per call (process CPU, all threads) of the runner as
-   a ratio to the bare loop (target ≥ 0.8 of its calls/s while storing everything);
+   a ratio to the bare loop (target ≥ 1.0 of its calls/s while storing everything);
 3. a server-enforced 3,000 RPM limit (token bucket, one second's burst): 2,000 calls with the
    runner's `rpm=3000`, total time against the 40 s ideal and the share of calls answered 429
    (targets: within 10 % of ideal, under 1 % 429s). The bare loop (SDK default retries) is shown
@@ -202,7 +202,7 @@ def scenario_zero_latency(calls: int = 2000, conc: int = 64) -> dict[str, Any]:
         f"2) zero latency, {calls} calls, concurrency {conc}: bare {bare.calls_per_s:.0f} calls/s, "
         f"{bare.cpu_ms_per_call:.2f} CPU ms/call | runner {run.calls_per_s:.0f} calls/s, "
         f"{run.cpu_ms_per_call:.2f} CPU ms/call, storing {stored[0]} requests + {stored[1]} responses | "
-        f"ratio {ratio:.3f} (target >= 0.8)"
+        f"ratio {ratio:.3f}, CPU per call {bare.cpu_ms_per_call / run.cpu_ms_per_call:.2f}x less (target >= 1.0)"
     )
     return {
         "bare_calls_per_s": round(bare.calls_per_s, 1),

@@ -443,6 +443,9 @@ class SwappedVerdicts:
     ba: list[str]  # as presented in BA order
 
 
+_STREAM_ROWS = 20_000  # rows fetched at a time by the readers that walk every verdict
+
+
 def _done_verdicts(campaign_id: int, *columns: Any) -> Select[Any]:
     """`columns` of a campaign's done jobs joined to their judge and verdict (any parse status)."""
     return (
@@ -472,6 +475,7 @@ def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
             )
             .where(Verdict.parse_status == "ok")
             .order_by(Job.id)
+            .execution_options(yield_per=_STREAM_ROWS)
         ):
             if value is not None and order is not None and pid is not None:
                 got[(jname, pid, rep, cond, dim)][order] = value
@@ -570,14 +574,20 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
         ).where(Job.repeat == 0, Verdict.parse_status == "ok")
         if scope.kind == "item":
             q = q.where(Job.dimension == scope.dimension)
-        rows = s.execute(q).all()
-        variants = {r[4] for r in rows}  # conditions (items) or dimensions (pairs)
+        # conditions (items) or dimensions (pairs): asked first, so the verdicts can stream past
+        # once (a million-verdict campaign is never held as a list of rows)
+        variant = q.subquery().c[4]
+        several = len(s.execute(select(variant).distinct().limit(2)).all()) > 1
+        rows = s.execute(q.execution_options(yield_per=_STREAM_ROWS))
         if scope.kind == "pair":
             orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
+            names: dict[tuple[str, str | None], str] = {}
             for jname, _item, pid, order, dim, canon, _score in rows:
                 if pid is not None and order is not None and canon is not None:
-                    suffix = f"/{dim}" if len(variants) > 1 else ""
-                    orders[(f"{jname}@{cname}{suffix}", pid)][order] = canon
+                    col = names.get((jname, dim))
+                    if col is None:
+                        col = names[(jname, dim)] = f"{jname}@{cname}" + (f"/{dim}" if several else "")
+                    orders[(col, pid)][order] = canon
             labels: dict[str, dict[int, float | str]] = defaultdict(dict)
             for (col, pid), o in orders.items():
                 label = as_label(combine_orders(o.get("AB"), o.get("BA")))
@@ -588,7 +598,7 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
             scores: dict[str, dict[int, float | str]] = defaultdict(dict)
             for jname, item, _pid, _o, cond, _canon, score in rows:
                 if item is not None and score is not None:
-                    suffix = f"/{cond}" if len(variants) > 1 else ""
+                    suffix = f"/{cond}" if several else ""
                     scores[f"{jname}@{cname}{suffix}"][item] = float(score)
             columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(scores.items())]
     return columns
