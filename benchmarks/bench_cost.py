@@ -1,7 +1,7 @@
 """Cost per 1,000 swapped pairwise verdicts: realtime, prompt-cached, and batch + prompt-cached.
 
 The same campaign (SummEval from /work/shared/data, `PAIRS` pairs, coherence with the bundled
-summeval rubric, each pair asked in both orders) is run twice against the fake server at zero
+summeval rubric, each pair asked in both orders) is run three times against the fake server at zero
 latency, into two fresh SQLite stores, with list-price judges (`JUDGES`; their base_url points at
 the fake, their prices are the built-in table's):
 
@@ -10,13 +10,15 @@ the fake, their prices are the built-in table's):
 2. realtime with prompt caching (the server imitates both providers' caches, see
    `providers.fakecache`): the costs the runner stored per call, cache reads and writes at their
    own rates;
-3. batch + cached: run 2's stored costs × (1 − batch discount) from the price table. The batch API
-   is not part of this branch, so this figure is computed, not run; a batch run's cache hit rate
-   may differ (requests in one batch are not answered in order).
+3. batch + cached: `campaign run --batch` through the fake server's OpenAI Batch and Anthropic
+   Message Batches endpoints (the same cache imitation answers a batch's entries in order), costs
+   as stored by the batch runner: the cached-token rates, then the batch discount.
 
 A swapped verdict is one pair judged in both orders (two calls). Also printed: what `campaign
-plan` forecast for each (`cost_usd`, `cost_cached_usd`, `cost_batch_cached_usd`) and the prompt
-tokens read from / written to the cache. Run: `python -m benchmarks cost`.
+plan` forecast for each (`cost_usd`, `cost_cached_usd`, `cost_batch_cached_usd`), the prompt
+tokens read from / written to the cache, and `campaign status`'s split of the batch run's list
+price (`cost_list_usd` = `cost_usd` + `saved_by_cache_usd` + `saved_by_batch_usd`). Run:
+`python -m benchmarks cost`.
 """
 
 from __future__ import annotations
@@ -67,9 +69,12 @@ def _store(fake_url: str) -> tuple[Any, list[str]]:
     return engine, judges
 
 
-def _run(*server_args: str) -> dict[str, Any]:
+def _run(*server_args: str, batch: bool = False) -> dict[str, Any]:
+    import asyncio
+
     from judgepanel.providers.fakeserver import FakeServerProcess
     from judgepanel.runner import campaign as api
+    from judgepanel.runner.batch import BatchOptions, BatchRunner
     from judgepanel.runner.executor import RunOptions
     from judgepanel.store import campaigns as store
 
@@ -77,25 +82,15 @@ def _run(*server_args: str) -> dict[str, Any]:
         engine, judges = _store(fake.url)
         plan = api.estimate(engine, "cost")
         t0 = time.perf_counter()
-        summary = api.run(engine, "cost", RunOptions(concurrency=CONCURRENCY, no_cache=True))
+        if batch:
+            options = BatchOptions(poll_interval=0.2, max_poll_interval=1.0, no_cache=True)
+            summary: Any = asyncio.run(BatchRunner(engine, "cost", options).run())
+            assert summary.status == "done", summary.as_dict()
+        else:
+            summary = api.run(engine, "cost", RunOptions(concurrency=CONCURRENCY, no_cache=True))
         wall = time.perf_counter() - t0
     status = store.campaign_status(engine, "cost")
     return {"plan": plan, "summary": summary, "status": status, "wall_s": wall, "judges": judges}
-
-
-def _batch(by_judge: dict[str, dict[str, Any]]) -> float | None:
-    from judgepanel.providers.pricing import default_table
-    from judgepanel.providers.spec import parse_spec
-
-    table = default_table()
-    total = 0.0
-    for name, d in by_judge.items():
-        price = table.for_spec(parse_spec(name))
-        cost = price.batch(d["cost_usd"]) if price is not None else None
-        if cost is None:
-            return None
-        total += cost
-    return total
 
 
 def main() -> None:
@@ -105,6 +100,7 @@ def main() -> None:
     os.environ.pop("JUDGEPANEL_PRICES", None)
     plain = _run("--no-prompt-cache")
     cached = _run()
+    batched = _run("--batch-seconds", "0.5", batch=True)
     verdicts = plain["status"].done / 2 / len(JUDGES)  # swapped verdicts per judge
     scale = 1000 / verdicts
     print(f"   {PAIRS} SummEval pairs × 2 orders × {len(JUDGES)} judges, coherence with the summeval rubric")
@@ -116,26 +112,35 @@ def main() -> None:
     )
     print("   measured per 1,000 swapped verdicts:")
     print(
-        f"   {'judge':<28} {'realtime':>10} {'cached':>10} {'batch+cached':>13} {'read tok':>10} {'written tok':>12}"
+        f"   {'judge':<28} {'realtime':>10} {'cached':>10} {'batch+cached':>13} "
+        f"{'read/written tok (rt)':>22} {'read/written tok (batch)':>25}"
     )
-    cached_by = {n.split("?")[0]: (n, d) for n, d in cached["status"].by_judge.items()}
-    for name, p in plain["status"].by_judge.items():
-        short = name.split("?")[0]
-        full, c = cached_by[short]
-        batch = _batch({full: c})
+
+    def by_short(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return {n.split("?")[0]: d for n, d in run["status"].by_judge.items()}
+
+    c_by, b_by = by_short(cached), by_short(batched)
+    for short, p in by_short(plain).items():
+        c, b = c_by[short], b_by[short]
         print(
             f"   {short:<28} {p['cost_usd'] * scale:>10.4f} {c['cost_usd'] * scale:>10.4f} "
-            f"{(batch or 0) * scale:>13.4f} {c['cache_read_tokens']:>10} {c['cache_write_tokens']:>12}"
+            f"{b['cost_usd'] * scale:>13.4f} {c['cache_read_tokens']:>11}/{c['cache_write_tokens']:<10} "
+            f"{b['cache_read_tokens']:>12}/{b['cache_write_tokens']:<12}"
         )
-    p_total, c_total = plain["status"].cost_usd, cached["status"].cost_usd
-    b_total = _batch(cached["status"].by_judge)
+    p_total, c_total, b_total = (r["status"].cost_usd for r in (plain, cached, batched))
     print(
-        f"   {'all three':<28} {p_total * scale:>10.4f} {c_total * scale:>10.4f} {(b_total or 0) * scale:>13.4f}"
-        f"   (cached/realtime {c_total / p_total:.3f}, batch+cached/realtime {(b_total or 0) / p_total:.3f})"
+        f"   {'all three':<28} {p_total * scale:>10.4f} {c_total * scale:>10.4f} {b_total * scale:>13.4f}"
+        f"   (cached/realtime {c_total / p_total:.3f}, batch+cached/realtime {b_total / p_total:.3f})"
+    )
+    st = batched["status"]
+    print(
+        f"   batch run status: cost_list_usd ${st.cost_list_usd:.4f} = cost_usd ${st.cost_usd:.4f} "
+        f"+ saved_by_cache_usd ${st.saved_by_cache_usd:.4f} + saved_by_batch_usd ${st.saved_by_batch_usd:.4f}; "
+        f"{st.batch_calls} batch calls"
     )
     print(
-        f"   saved by the cache: ${cached['status'].saved_by_cache_usd:.4f} over the run; "
-        f"wall {plain['wall_s']:.1f} s / {cached['wall_s']:.1f} s; batch+cached computed from the price table"
+        f"   saved by the cache (realtime run): ${cached['status'].saved_by_cache_usd:.4f}; "
+        f"wall {plain['wall_s']:.1f} s / {cached['wall_s']:.1f} s / {batched['wall_s']:.1f} s (batch)"
     )
 
 
