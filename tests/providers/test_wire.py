@@ -258,3 +258,35 @@ async def test_cached_token_counts_are_read_from_both_wires(fake: FakeServer) ->
     usage = json.loads(second.raw_body)["usage"]
     # Anthropic's input_tokens leaves the cached part out; ChatResult counts the whole prompt
     assert second.input_tokens == usage["input_tokens"] + usage["cache_read_input_tokens"]
+
+
+@pytest.mark.parametrize("structured", [True, False])
+async def test_openai_fast_path_sends_what_create_sends(fake: FakeServer, structured: bool) -> None:
+    """The provider skips `chat.completions.create` (its per-call transform was the top CPU cost)
+    and sends through the SDK's generic `post`: the server must see the same path, body and auth
+    as from `create` with the same arguments, and the same SDK headers."""
+    import openai
+
+    extra = "" if structured else "&structured=off"
+    spec = parse_spec(f"openai:gpt-4o-mini?base_url={fake.url}/v1&temperature=0&seed=3&max_tokens=300{extra}")
+    provider = make_provider(spec)
+    try:
+        await provider.complete(pairwise(params=spec.request_params(), schema=SCHEMA), timeout=10)
+    finally:
+        await provider.aclose()
+    (ours,) = fake.recent()
+    body = json.loads(ours.body)
+    assert ("response_format" in body) is structured
+    fake.reset()
+    client = openai.AsyncOpenAI(api_key=OPENAI_KEY, base_url=f"{fake.url}/v1", max_retries=0)
+    try:
+        await client.chat.completions.create(**body)
+    finally:
+        await client.close()
+    (theirs,) = fake.recent()
+    assert (ours.method, ours.path) == (theirs.method, theirs.path) == ("POST", "/v1/chat/completions")
+    assert json.loads(ours.body) == json.loads(theirs.body)
+    assert ours.headers["authorization"] == theirs.headers["authorization"] == f"Bearer {OPENAI_KEY}"
+    varying = {"x-stainless-read-timeout", "x-stainless-retry-count", "content-length", "x-stainless-timeout"}
+    assert set(ours.headers) - varying == set(theirs.headers) - varying
+    assert ours.headers["content-type"] == theirs.headers["content-type"] == "application/json"
