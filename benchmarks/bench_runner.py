@@ -11,11 +11,13 @@ bare loop and the runner measured one after the other against the same server:
 3. a server-enforced 3,000 RPM limit (token bucket, one second's burst): 2,000 calls with the
    runner's `rpm=3000`, total time against the 40 s ideal and the share of calls answered 429
    (targets: within 10 % of ideal, under 1 % 429s). The bare loop (SDK default retries) is shown
-   beside it.
+   beside it;
+4. zero latency on the Anthropic wire: the runner with an `anthropic:` judge against a bare
+   `AsyncAnthropic` + semaphore loop sending the same Messages requests (same ABBA order as 2).
 
 The bare loop sends exactly the requests the runner sends (same rendered messages, same
 `response_format`), through `AsyncOpenAI(max_retries=0)` and an `asyncio.Semaphore`, and stores
-nothing. Run: `python -m benchmarks runner` (or `python -m benchmarks.bench_runner [1 2 3]`).
+nothing. Run: `python -m benchmarks runner` (or `python -m benchmarks.bench_runner [1 2 3 4]`).
 """
 
 from __future__ import annotations
@@ -135,6 +137,46 @@ async def _bare(
     return Measured(wall, cpu, len(requests), status)
 
 
+def _anthropic_requests(engine: Any) -> list[dict[str, Any]]:
+    """The exact arguments the runner's Anthropic provider gives `messages.create` for every job."""
+    from judgepanel.providers.anthropic_provider import AnthropicProvider
+    from judgepanel.providers.spec import parse_spec
+    from judgepanel.runner.prepare import CampaignContext, prepare
+    from judgepanel.store import campaigns as store
+
+    spec, _ = store.campaign_spec(engine, "bench")
+    js = parse_spec(spec.judge_specs[0])
+    ctx = CampaignContext("pointwise", None, {}, {js.name: js})
+    provider = AnthropicProvider(js)
+    out = []
+    for job in store.pending_jobs(engine, store.campaign_id(engine, "bench")):
+        kwargs, _tool = provider._arguments(prepare(job, ctx).request)
+        out.append({"model": js.model, **kwargs})
+    return out
+
+
+async def _bare_anthropic(base_url: str, requests: list[dict[str, Any]], concurrency: int) -> Measured:
+    import anthropic
+
+    client = anthropic.AsyncAnthropic(api_key=KEY, base_url=base_url, max_retries=0)
+    sem = asyncio.Semaphore(concurrency)
+    status: dict[str, int] = {}
+
+    async def one(kwargs: dict[str, Any]) -> None:
+        async with sem:
+            try:
+                await client.messages.create(**kwargs, timeout=60)
+                status["ok"] = status.get("ok", 0) + 1
+            except anthropic.APIStatusError as exc:
+                status[str(exc.status_code)] = status.get(str(exc.status_code), 0) + 1
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one(k) for k in requests))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    await client.close()
+    return Measured(wall, cpu, len(requests), status)
+
+
 def _runner(engine: Any, concurrency: int, rpm: float | None = None) -> Measured:
     from judgepanel.runner import campaign as api
     from judgepanel.runner.executor import RunOptions
@@ -187,7 +229,7 @@ def scenario_latency() -> dict[str, Any]:
     return out
 
 
-def scenario_zero_latency(calls: int = 2000, conc: int = 64) -> dict[str, Any]:
+def scenario_zero_latency(calls: int = 2000, conc: int = 64, wire: str = "openai") -> dict[str, Any]:
     """Bare loop and runner in the order bare, runner, runner, bare (each runner round on a fresh
     store), so a drift of the shared machine's load during the run falls on both alike; the ratio
     is of the two sums."""
@@ -196,15 +238,27 @@ def scenario_zero_latency(calls: int = 2000, conc: int = 64) -> dict[str, Any]:
     from judgepanel.providers.fakeserver import FakeServerProcess
 
     with FakeServerProcess() as fake:
-        judge = f"openai:bench-zero?base_url={fake.url}/v1"
-        engine, _ = _setup(calls, judge)
-        requests = _requests(engine)
-        asyncio.run(_bare(fake.url + "/v1", requests[:100], conc))  # warm the server and imports
+        if wire == "openai":
+            judge = f"openai:bench-zero?base_url={fake.url}/v1"
+            engine, _ = _setup(calls, judge)
+            requests = _requests(engine)
+
+            def bare_loop(reqs: list[dict[str, Any]]) -> Measured:
+                return asyncio.run(_bare(fake.url + "/v1", reqs, conc))
+        else:
+            judge = f"anthropic:bench-zero?base_url={fake.url}"
+            engine, _ = _setup(calls, judge)
+            requests = _anthropic_requests(engine)
+
+            def bare_loop(reqs: list[dict[str, Any]]) -> Measured:
+                return asyncio.run(_bare_anthropic(fake.url, reqs, conc))
+
+        bare_loop(requests[:100])  # warm the server and imports
         bares: list[Measured] = []
         runs: list[Measured] = []
         for who in ("bare", "runner", "runner", "bare"):
             if who == "bare":
-                bares.append(asyncio.run(_bare(fake.url + "/v1", requests, conc)))
+                bares.append(bare_loop(requests))
             else:
                 if runs:
                     engine, _ = _setup(calls, judge)
@@ -218,7 +272,7 @@ def scenario_zero_latency(calls: int = 2000, conc: int = 64) -> dict[str, Any]:
     ratio = run_rate / bare_rate
     rounds = " ".join(f"{m.calls_per_s:.0f}" for m in (bares[0], runs[0], runs[1], bares[1]))
     print(
-        f"2) zero latency, {calls} calls, concurrency {conc}, rounds bare/runner/runner/bare {rounds} calls/s: "
+        f"{'2' if wire == 'openai' else '4'}) zero latency, {wire} wire, {calls} calls, concurrency {conc}, rounds bare/runner/runner/bare {rounds} calls/s: "
         f"bare {bare_rate:.0f} calls/s, {bare_cpu:.2f} CPU ms/call | runner {run_rate:.0f} calls/s, "
         f"{run_cpu:.2f} CPU ms/call, storing every request and response | "
         f"ratio {ratio:.3f}, CPU per call {bare_cpu / run_cpu:.2f}x less (target >= 1.0)"
@@ -271,6 +325,7 @@ def main(argv: list[str] | None = None) -> None:
         "1",
         "2",
         "3",
+        "4",
     }
     if "2" in which:
         scenario_zero_latency()
@@ -278,6 +333,9 @@ def main(argv: list[str] | None = None) -> None:
         scenario_latency()
     if "3" in which:
         scenario_rpm()
+    if "4" in which:
+        os.environ.setdefault("ANTHROPIC_API_KEY", KEY)
+        scenario_zero_latency(wire="anthropic")
 
 
 if __name__ == "__main__":
