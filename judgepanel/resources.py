@@ -7,6 +7,7 @@ In a checkout (or an editable install) they are the top-level `migrations/`, `pr
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -15,6 +16,7 @@ Kind = Literal["migrations", "prompts", "rubrics"]
 _PACKAGE = Path(__file__).resolve().parent
 
 
+@cache  # the installation's layout does not change while it runs; asked per prompt
 def resource_dir(kind: Kind) -> Path:
     bundled = _PACKAGE / "_bundled" / kind
     if bundled.is_dir():

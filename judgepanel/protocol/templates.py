@@ -139,6 +139,7 @@ def template_source(name: str) -> str:
     return _load(resource_dir("prompts"), name).source
 
 
+@lru_cache(maxsize=64)  # the sources are cached by `_load`, so their hash is too
 def template_hash(*names: str) -> str:
     """sha256 over the sources of `names`, in the order given, each followed by a NUL byte."""
     h = hashlib.sha256()
