@@ -10,34 +10,15 @@ memory), and the same for CSV. Reported: seconds, peak RSS in MB, and the ratios
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from sqlalchemy import insert
-
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
-from judgepanel.store.models import (
-    Annotator,
-    Campaign,
-    CampaignJudge,
-    Dataset,
-    Item,
-    Job,
-    Judge,
-    Label,
-    Request,
-    Response,
-    Verdict,
-    table_of,
-)
+from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_EXPORT_N", "200000"))
-ITEMS = 2_000
 
 REFERENCE = """
 import resource, sys, time
@@ -70,154 +51,6 @@ print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrs
 """
 
 
-def build(url: str, n: int = N, *, judges: int = 1, humans: int = 0) -> None:
-    """A pointwise campaign of `n` verdicts by `judges` judges on n / judges items (repeats when
-    there are more verdicts than ITEMS per judge), and `humans` human scores per item."""
-    eng = make_engine(url)
-    upgrade(eng)
-    rng = random.Random(0)
-    n_items = min(ITEMS, n) if judges == 1 else n // judges
-    with eng.begin() as conn:
-        ds = conn.execute(insert(table_of(Dataset)).values(name="d", kind="items", source_hash="x", meta={}))
-        ds_id = ds.inserted_primary_key[0]
-        conn.execute(
-            insert(table_of(Item)),
-            [
-                {
-                    "dataset_id": ds_id,
-                    "external_id": f"i{k}",
-                    "position": k,
-                    "output": f"summary {k}",
-                    "meta": {},
-                }
-                for k in range(n_items)
-            ],
-        )
-        item_ids = [r[0] for r in conn.exec_driver_sql("select id from item order by id")]
-        judge_ids = [
-            conn.execute(
-                insert(table_of(Judge)).values(name=f"sim:j{j}", provider="sim", model=f"j{j}", params={})
-            ).inserted_primary_key[0]
-            for j in range(judges)
-        ]
-        camp = conn.execute(
-            insert(table_of(Campaign)).values(
-                name="bench",
-                dataset_id=ds_id,
-                protocol="pointwise",
-                condition="none",
-                dimension="coherence",
-                repeats=max(1, n // (n_items * judges)),
-                status="done",
-                spec={},
-            )
-        )
-        cid = camp.inserted_primary_key[0]
-        conn.execute(
-            insert(table_of(CampaignJudge)), [{"campaign_id": cid, "judge_id": j} for j in judge_ids]
-        )
-        truth = [rng.randint(1, 5) for _ in item_ids]
-        if humans:
-            ann = [
-                conn.execute(
-                    insert(table_of(Annotator)).values(
-                        dataset_id=ds_id, name=f"h{h}", kind="human", group="expert"
-                    )
-                ).inserted_primary_key[0]
-                for h in range(humans)
-            ]
-            conn.execute(
-                insert(table_of(Label)),
-                [
-                    {
-                        "item_id": i,
-                        "annotator_id": a,
-                        "dimension": "coherence",
-                        "value_num": float(v),
-                        "value_text": str(v),
-                    }
-                    for i, t in zip(item_ids, truth, strict=True)
-                    for a in ann
-                    for v in [min(5, max(1, t + rng.choice((-1, 0, 0, 1))))]
-                ],
-            )
-    step = 50_000
-    for start in range(0, n, step):
-        ids = range(start + 1, min(n, start + step) + 1)
-        with eng.begin() as conn:
-            conn.execute(
-                insert(table_of(Job)),
-                [
-                    {
-                        "id": k,
-                        "campaign_id": cid,
-                        "job_key": f"{k:064x}",
-                        "judge_id": judge_ids[k % judges],
-                        "item_id": item_ids[(k // judges) % n_items],
-                        "condition": "none",
-                        "dimension": "coherence",
-                        "repeat": k // (judges * n_items),
-                        "status": "done",
-                        "attempts": 1,
-                    }
-                    for k in ids
-                ],
-            )
-            conn.execute(
-                insert(table_of(Request)),
-                [
-                    {
-                        "id": k,
-                        "job_id": k,
-                        "attempt": 1,
-                        "request_hash": f"{k:064x}",
-                        "template_name": "pointwise",
-                        "template_hash": "t" * 64,
-                        "messages": [],
-                        "params": {},
-                    }
-                    for k in ids
-                ],
-            )
-            conn.execute(
-                insert(table_of(Response)),
-                [
-                    {
-                        "id": k,
-                        "request_id": k,
-                        "ok": True,
-                        "text": "{}",
-                        "model_returned": "sim/j",
-                        "input_tokens": 400,
-                        "output_tokens": 60,
-                        "latency_ms": rng.uniform(100, 900),
-                        "cost_usd": 1e-4,
-                    }
-                    for k in ids
-                ],
-            )
-            conn.execute(
-                insert(table_of(Verdict)),
-                [
-                    {
-                        "id": k,
-                        "job_id": k,
-                        "attempt": 1,
-                        "request_id": k,
-                        "parse_status": "ok",
-                        "parse_method": "structured",
-                        "value_presented": str(s),
-                        "value_canonical": str(s),
-                        "score": float(s),
-                        "rationale": "The summary states the main facts in order.",
-                    }
-                    for k in ids
-                    for s in [min(5, max(1, truth[(k // judges) % n_items] + rng.choice((-2, -1, 0, 0, 1))))]
-                ],
-            )
-    eng.dispose()
-
-
 def run(code: str, url: str, out: Path, fmt: str) -> tuple[float, float]:
     done = subprocess.run(
         [sys.executable, "-c", code, url, str(out), fmt], capture_output=True, text=True, check=True
@@ -230,7 +63,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/bench.db"
         t = time.perf_counter()
-        build(url)
+        build(url, N)
         print(f"built {N:,} verdicts in {time.perf_counter() - t:.1f} s")
         for fmt in ("parquet", "csv"):
             ours = run(OURS, url, Path(tmp) / f"ours.{fmt}", fmt)

@@ -25,7 +25,6 @@ Run: `python -m benchmarks million` (or `python -m benchmarks.bench_million`).
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -33,29 +32,13 @@ import time
 import uuid
 from pathlib import Path
 
-from sqlalchemy import create_engine, insert, text
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
-from judgepanel.store.models import (
-    Campaign,
-    CampaignJudge,
-    Dataset,
-    Item,
-    Job,
-    Judge,
-    Pair,
-    PairSet,
-    Request,
-    Response,
-    Verdict,
-    table_of,
-)
+from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_MILLION_N", "1000000"))
 JUDGES = 5
-STEP = 50_000
 
 # One CLI invocation, in-process, reporting its own wall time and peak RSS on the last line.
 MEASURE = """
@@ -77,162 +60,6 @@ except (OSError, StopIteration):
     pass
 print("\\nMEASURED", time.perf_counter() - t, ru.ru_utime + ru.ru_stime, peak)
 """
-
-
-def _flip(v: str) -> str:
-    return {"A": "B", "B": "A"}.get(v, v)
-
-
-def build(url: str, n: int = N, judges: int = JUDGES) -> int:
-    """A pairwise campaign `bench` over pair set `bench-pairs`: n verdicts (rounded down to whole
-    swapped pairs per judge). Returns the number of verdicts stored."""
-    eng = make_engine(url)
-    upgrade(eng)
-    rng = random.Random(0)
-    n_pairs = max(1, n // (2 * judges))
-    n_items = 2
-    while n_items * (n_items - 1) // 2 < n_pairs:
-        n_items *= 2
-    with eng.begin() as conn:
-        ds_id = conn.execute(
-            insert(table_of(Dataset)).values(name="d", kind="items", source_hash="x", meta={})
-        ).inserted_primary_key[0]
-        for start in range(0, n_items, STEP):
-            conn.execute(
-                insert(table_of(Item)),
-                [
-                    {
-                        "dataset_id": ds_id,
-                        "external_id": f"i{k}",
-                        "position": k,
-                        "output": f"summary {k}",
-                        "meta": {},
-                    }
-                    for k in range(start, min(n_items, start + STEP))
-                ],
-            )
-        item_ids = [r[0] for r in conn.exec_driver_sql("select id from item order by id")]
-        ps_id = conn.execute(
-            insert(table_of(PairSet)).values(
-                name="bench-pairs", dataset_id=ds_id, seed=0, sample=n_pairs, tie_eps=0.0, pairs_total=n_pairs
-            )
-        ).inserted_primary_key[0]
-        # pairs (a, b), a < b, walked row by row of the upper triangle
-        pairs: list[tuple[int, int]] = []
-        a = 0
-        while len(pairs) < n_pairs:
-            for b in range(a + 1, n_items):
-                pairs.append((a, b))
-                if len(pairs) == n_pairs:
-                    break
-            a += 1
-        for start in range(0, n_pairs, STEP):
-            conn.execute(
-                insert(table_of(Pair)),
-                [
-                    {
-                        "id": p + 1,
-                        "pair_set_id": ps_id,
-                        "position": p,
-                        "item_a_id": item_ids[pairs[p][0]],
-                        "item_b_id": item_ids[pairs[p][1]],
-                    }
-                    for p in range(start, min(n_pairs, start + STEP))
-                ],
-            )
-        judge_ids = [
-            conn.execute(
-                insert(table_of(Judge)).values(name=f"sim:j{j}", provider="sim", model=f"j{j}", params={})
-            ).inserted_primary_key[0]
-            for j in range(judges)
-        ]
-        cid = conn.execute(
-            insert(table_of(Campaign)).values(
-                name="bench",
-                dataset_id=ds_id,
-                pair_set_id=ps_id,
-                protocol="pairwise",
-                condition="none",
-                dimension=None,
-                repeats=1,
-                status="done",
-                spec={},
-            )
-        ).inserted_primary_key[0]
-        conn.execute(
-            insert(table_of(CampaignJudge)), [{"campaign_id": cid, "judge_id": j} for j in judge_ids]
-        )
-    truth = [rng.choice("AAABBBT") for _ in range(n_pairs)]
-    total = n_pairs * judges * 2
-    # job k (1-based): pair (k-1) // (2 * judges), judge ((k-1) // 2) % judges, order AB when k odd
-    for start in range(1, total + 1, STEP):
-        ids = range(start, min(total, start + STEP - 1) + 1)
-        jobs, requests, responses, verdicts = [], [], [], []
-        for k in ids:
-            p, j, ab = (k - 1) // (2 * judges), ((k - 1) // 2) % judges, k % 2 == 1
-            # a judge agrees with the truth 70 % of the time and prefers the front slot a little
-            canon = truth[p] if rng.random() < 0.7 else rng.choice("ABT")
-            if rng.random() < 0.05:
-                canon = "A" if ab else "B"  # answered "A" (front) whatever the order
-            presented = canon if ab else _flip(canon)
-            jobs.append(
-                {
-                    "id": k,
-                    "campaign_id": cid,
-                    "job_key": f"{k:064x}",
-                    "judge_id": judge_ids[j],
-                    "pair_id": p + 1,
-                    "order": "AB" if ab else "BA",
-                    "condition": "none",
-                    "dimension": None,
-                    "repeat": 0,
-                    "status": "done",
-                    "attempts": 1,
-                }
-            )
-            requests.append(
-                {
-                    "id": k,
-                    "job_id": k,
-                    "attempt": 1,
-                    "request_hash": f"{k:064x}",
-                    "template_name": "pairwise",
-                    "template_hash": "t" * 64,
-                    "messages": [],
-                    "params": {},
-                }
-            )
-            responses.append(
-                {
-                    "id": k,
-                    "request_id": k,
-                    "ok": True,
-                    "text": f'{{"verdict": "{presented}"}}',
-                    "model_returned": "sim/j",
-                    "input_tokens": 800,
-                    "output_tokens": 60,
-                    "latency_ms": 100 + 800 * rng.random(),
-                    "cost_usd": 2e-4,
-                }
-            )
-            verdicts.append(
-                {
-                    "id": k,
-                    "job_id": k,
-                    "attempt": 1,
-                    "request_id": k,
-                    "parse_status": "ok",
-                    "parse_method": "structured",
-                    "value_presented": presented,
-                    "value_canonical": canon,
-                    "rationale": "Response A states the main facts in order; B omits one.",
-                }
-            )
-        with eng.begin() as conn:
-            for model, rows in ((Job, jobs), (Request, requests), (Response, responses), (Verdict, verdicts)):
-                conn.execute(insert(table_of(model)), rows)
-    eng.dispose()
-    return total
 
 
 def measure(url: str, *args: str) -> tuple[float, float, float]:
@@ -259,7 +86,7 @@ def commands(tmp: Path) -> list[tuple[str, list[str]]]:
 
 def report(label: str, url: str, tmp: Path) -> dict[str, tuple[float, float, float]]:
     t = time.perf_counter()
-    stored = build(url)
+    stored = build(url, N, judges=JUDGES, pairwise=True)
     print(
         f"[{label}] built {stored:,} verdicts ({JUDGES} judges, AB + BA) in {time.perf_counter() - t:.1f} s"
     )

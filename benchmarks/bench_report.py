@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_export import build
+from benchmarks.bulk import build
 from judgepanel import api
 from judgepanel.report.render import write_report
 from judgepanel.store.engine import make_engine

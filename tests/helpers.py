@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgepanel.cli import main
+from judgepanel.resources import sample_path
 
 
 @dataclass
@@ -36,3 +37,16 @@ def cli(*args: str, db: str | None = None) -> CliResult:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def load_summeval_sample(db: str, name: str | None = "se", *, articles: bool = True) -> None:
+    """Migrate `db` and import the bundled SummEval sample (with its source articles unless told
+    not to) as dataset `name` (None: the importer's default name)."""
+    assert cli("db", "upgrade", db=db).code == 0
+    args = ["data", "import-summeval", str(sample_path("summeval_sample.jsonl.gz"))]
+    if articles:
+        args += ["--articles", str(sample_path("summeval_articles_sample.jsonl.gz"))]
+    if name is not None:
+        args += ["--name", name]
+    r = cli(*args, db=db)
+    assert r.code == 0, r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,7 @@ from judgepanel.cli.render import emit_json, table
 from judgepanel.errors import BadInput
 
 if TYPE_CHECKING:  # the library is imported inside each command, so `--help` stays fast
-    from judgepanel.store.imports import ImportResult
+    from judgepanel.datasets.records import ParsedDataset
 
 app = typer.Typer(help="Import datasets and derive pair sets.", no_args_is_help=True)
 
@@ -20,7 +21,15 @@ REPLACE = typer.Option(False, "--replace", help="Replace a dataset that holds a 
 JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
-def _report(result: ImportResult, json_: bool) -> None:
+def _import(
+    ctx: typer.Context, name: str, parse: Callable[[], ParsedDataset], replace: bool, json_: bool
+) -> None:
+    """Every import command's last step: open the database, parse, store the dataset under `name`,
+    and say what changed."""
+    from judgepanel.store.imports import import_parsed
+
+    engine = state(ctx).engine()
+    result = import_parsed(engine, name, parse(), replace=replace)
     if json_:
         emit_json(result.as_dict())
         return
@@ -45,10 +54,9 @@ def import_summeval(
 ) -> None:
     """Import SummEval rows: items grouped by article, 3 experts and 5 crowd workers."""
     from judgepanel.datasets.summeval import parse_summeval
-    from judgepanel.store.imports import import_parsed
 
-    parsed = parse_summeval(annotations, articles)
-    _report(import_parsed(state(ctx).engine(), name, parsed, replace=replace), json_)
+    parsed = parse_summeval(annotations, articles)  # read before the database is opened, as it always was
+    _import(ctx, name, lambda: parsed, replace, json_)
 
 
 @app.command("import-usr")
@@ -61,9 +69,8 @@ def import_usr(
 ) -> None:
     """Import USR dialogue responses: items grouped by dialogue context, three raters per context."""
     from judgepanel.datasets.usr import parse_usr
-    from judgepanel.store.imports import import_parsed
 
-    _report(import_parsed(state(ctx).engine(), name, parse_usr(path), replace=replace), json_)
+    _import(ctx, name, lambda: parse_usr(path), replace, json_)
 
 
 @app.command("import-alttest")
@@ -81,7 +88,7 @@ def import_alttest(
 ) -> None:
     """Import an alt-test panel: humans as human annotators, each LLM as a judge (kind llm)."""
     from judgepanel.datasets.alttest import parse_alttest, parse_llm_annotations
-    from judgepanel.store.imports import attach_llm_annotations, import_parsed
+    from judgepanel.store.imports import attach_llm_annotations
 
     if (name is None) == (into is None):
         raise BadInput("give either --name (a new dataset) or --into (an existing one)")
@@ -102,7 +109,7 @@ def import_alttest(
             )
         return
     assert name is not None
-    _report(import_parsed(state(ctx).engine(), name, parse_alttest(folder), replace=replace), json_)
+    _import(ctx, name, lambda: parse_alttest(folder), replace, json_)
 
 
 @app.command("import-labels")
@@ -122,9 +129,8 @@ def import_labels(
     A UTF-8 byte-order mark is ignored; NaN / Infinity values, NUL characters and lone surrogates
     are refused with the file and line."""
     from judgepanel.datasets.generic import parse_labels
-    from judgepanel.store.imports import import_parsed
 
-    _report(import_parsed(state(ctx).engine(), dataset, parse_labels(file), replace=replace), json_)
+    _import(ctx, dataset, lambda: parse_labels(file), replace, json_)
 
 
 @app.command("import-items")
@@ -139,9 +145,8 @@ def import_items(
 ) -> None:
     """Import the items of a dataset (what judges will see)."""
     from judgepanel.datasets.generic import parse_items
-    from judgepanel.store.imports import import_parsed
 
-    _report(import_parsed(state(ctx).engine(), dataset, parse_items(file), replace=replace), json_)
+    _import(ctx, dataset, lambda: parse_items(file), replace, json_)
 
 
 @app.command("pairs")

@@ -11,6 +11,7 @@ from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
+from judgepanel.metrics.names import LEVELS, METHODS, METRICS, WEIGHT_NAMES  # no numpy: `--help` stays light
 
 if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
     from judgepanel.metrics.agreement import WeightName
@@ -20,23 +21,6 @@ if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help
     from judgepanel.store.matrices import SelectedMatrix
 
 
-# The library's names, written out so that `--help` imports no numpy or scipy;
-# tests/cli/test_help.py checks them against judgepanel.metrics.agreement and .bootstrap.
-METRICS = (
-    "percent",
-    "cohen",
-    "cohen-linear",
-    "cohen-quadratic",
-    "fleiss",
-    "alpha",
-    "ac1",
-    "scott",
-    "spearman",
-    "kendall",
-)
-LEVELS = ("nominal", "ordinal", "interval", "ratio")
-WEIGHT_NAMES = ("identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar")
-METHODS = ("percentile", "bca")
 # judgepanel.metrics.prediction.MODELS (checked in tests/cli/test_help.py)
 PREDICTION_MODELS = tuple(f"{f}-{c}" for f in ("scores", "labels") for c in ("humans", "joint", "judges"))
 
@@ -140,6 +124,14 @@ def _selection(
 def _source(sel: SelectedMatrix, pairs: str | None) -> dict[str, Any]:
     """The `--json` keys that say where the labels came from."""
     return {"dataset": sel.dataset, "pairs": pairs, "dimension": sel.matrix.dimension}
+
+
+def _provenance(
+    sel: SelectedMatrix, pairs: str | None, raters: str | None, group: str | None, with_judges: str | None
+) -> dict[str, Any]:
+    """The `--json` keys `selection`, `dataset`, `pairs`, `dimension`, in that order: which raters
+    a figure is over and where their labels came from."""
+    return {"selection": _selection(sel.matrix, raters, group, with_judges), **_source(sel, pairs)}
 
 
 def _where(sel: SelectedMatrix, pairs: str | None) -> str:
@@ -258,8 +250,7 @@ def matrix_cmd(
         "clusters": found,
         "groups": groups,
         "kinds": dict(zip(m.rater_names, m.kinds, strict=True)),
-        "selection": _selection(m, raters, group, with_judges),
-        **_source(sel, pairs),
+        **_provenance(sel, pairs, raters, group, with_judges),
         "weights": weights,
         "excluded_items": sel.excluded_items,
     }
@@ -340,8 +331,7 @@ def truth_cmd(
         "agreement_with": {k.replace("_", "-"): v for k, v in body["agreement_with"].items()},
         "raters": list(m.rater_names),
         "groups": dict(zip(m.rater_names, m.rater_groups, strict=True)),
-        "selection": _selection(m, raters, group, with_judges),
-        **_source(sel, pairs),
+        **_provenance(sel, pairs, raters, group, with_judges),
         "seed": seed,
         "excluded_items": sel.excluded_items,
     }
@@ -478,8 +468,7 @@ def heldout_cmd(
             }
             for g in result.groups
         },
-        "selection": _selection(m, raters, group, with_judges),
-        **_source(sel, pairs),
+        **_provenance(sel, pairs, raters, group, with_judges),
         "seed": seed,
         "excluded_items": sel.excluded_items,
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import typer
 
@@ -51,6 +51,27 @@ def _scorer(name: str) -> str:
     return name.replace("_", "-")
 
 
+class _Labels(TypedDict):
+    dimension: str | None
+    label_map: dict[str, str]
+    campaign: str | None
+    condition: str | None
+
+
+def _labels(
+    dimension: str | None, map_: list[str] | None, campaign: str | None, condition: str | None
+) -> _Labels:
+    """Which labels every validation command reads: the options it shares, as the library's keywords."""
+    from judgepanel.store.validation import parse_label_map
+
+    return {
+        "dimension": dimension,
+        "label_map": parse_label_map(map_ or []),
+        "campaign": campaign,
+        "condition": condition,
+    }
+
+
 def _warn(warnings: list[str]) -> None:
     for w in warnings:
         warn(w)
@@ -85,7 +106,7 @@ def loo(
     json_: bool = JSON,
 ) -> None:
     """The leave-one-annotator-out rule: accept iff d_k ≥ −ε for at least half the humans."""
-    from judgepanel.store.validation import loo_dataset, parse_label_map
+    from judgepanel.store.validation import loo_dataset
 
     if level is not None and agreement != "alpha":
         raise BadInput(f"--level applies to --agreement alpha, not {agreement}")
@@ -96,10 +117,7 @@ def loo(
         epsilon=epsilon,
         agreement=agreement,
         level=level or "nominal",
-        dimension=dimension,
-        label_map=parse_label_map(map_ or []),
-        campaign=campaign,
-        condition=condition,
+        **_labels(dimension, map_, campaign, condition),
     )
     name = out.judges[0]
     if json_:
@@ -139,7 +157,7 @@ def alt_test(
     json_: bool = JSON,
 ) -> None:
     """The alternative annotator test (Calderon, Reichart & Dror, ACL 2025)."""
-    from judgepanel.store.validation import alt_test_dataset, parse_label_map
+    from judgepanel.store.validation import alt_test_dataset
 
     out = alt_test_dataset(
         state(ctx).engine(),
@@ -150,10 +168,7 @@ def alt_test(
         q=q,
         min_instances=min_instances,
         min_humans=min_humans,
-        dimension=dimension,
-        label_map=parse_label_map(map_ or []),
-        campaign=campaign,
-        condition=condition,
+        **_labels(dimension, map_, campaign, condition),
     )
     name = out.judges[0]
     if json_:
@@ -211,7 +226,7 @@ def rank(
     json_: bool = JSON,
 ) -> None:
     """Rank judges by the same score, with bootstrap top-1 and pairwise order probabilities."""
-    from judgepanel.store.validation import parse_label_map, rank_dataset
+    from judgepanel.store.validation import rank_dataset
 
     out = rank_dataset(
         state(ctx).engine(),
@@ -225,10 +240,7 @@ def rank(
         min_humans=min_humans,
         n_boot=bootstrap,
         seed=seed,
-        dimension=dimension,
-        label_map=parse_label_map(map_ or []),
-        campaign=campaign,
-        condition=condition,
+        **_labels(dimension, map_, campaign, condition),
     )
     if json_:
         emit_json(out.as_dict())

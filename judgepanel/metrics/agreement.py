@@ -57,35 +57,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from judgepanel.errors import BadInput
+from judgepanel.metrics.names import LEVELS, METRICS, WEIGHT_NAMES
 
 FloatArray = NDArray[np.float64]
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 WeightName = Literal["identity", "linear", "quadratic", "ordinal", "radical", "ratio", "circular", "bipolar"]
 Weights = WeightName | FloatArray | None
 
-LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
-WEIGHT_NAMES: tuple[str, ...] = (
-    "identity",
-    "linear",
-    "quadratic",
-    "ordinal",
-    "radical",
-    "ratio",
-    "circular",
-    "bipolar",
-)
-METRICS: tuple[str, ...] = (
-    "percent",
-    "cohen",
-    "cohen-linear",
-    "cohen-quadratic",
-    "fleiss",
-    "alpha",
-    "ac1",
-    "scott",
-    "spearman",
-    "kendall",
-)
 TWO_RATER_METRICS: tuple[str, ...] = (
     "cohen",
     "cohen-linear",

@@ -43,9 +43,9 @@ from judgepanel.metrics.agreement import (
     as_ratings,
     unit_statistic,
 )
+from judgepanel.metrics.names import METHODS
 
 Method = Literal["percentile", "bca"]
-METHODS: tuple[str, ...] = ("percentile", "bca")
 RANK_METRICS: tuple[str, ...] = ("spearman", "kendall")
 # metrics that read an order into the values, refused on label codes (A/B/T, text labels)
 ORDERED_METRICS: tuple[str, ...] = ("cohen-linear", "cohen-quadratic", "spearman", "kendall")

@@ -41,21 +41,24 @@ class WorkerSummary:
     elapsed_s: float
     warnings: tuple[str, ...] = ()
 
+    def _total(self, key: str) -> int:
+        return sum(c[key] for c in self.campaigns.values())
+
     @property
     def jobs(self) -> int:
-        return sum(c["jobs"] for c in self.campaigns.values())
+        return self._total("jobs")
 
     @property
     def done(self) -> int:
-        return sum(c["done"] for c in self.campaigns.values())
+        return self._total("done")
 
     @property
     def failed(self) -> int:
-        return sum(c["failed"] for c in self.campaigns.values())
+        return self._total("failed")
 
     @property
     def pending(self) -> int:
-        return sum(c["pending"] for c in self.campaigns.values())
+        return self._total("pending")
 
     @property
     def exit_code(self) -> int:

@@ -31,6 +31,7 @@ from judgepanel.metrics.conditions import (
 )
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import SCALE, RubricDoc
+from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     Annotator,
@@ -94,10 +95,7 @@ class ConditionData:
 
 
 def _campaign(s: Session, name: str) -> Campaign:
-    c = s.scalar(select(Campaign).where(Campaign.name == name))
-    if c is None:
-        known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
-        raise NotFound(f"no campaign named {name!r} (known: {known})")
+    c = campaign_by_name(s, name)
     if c.protocol != "pointwise":
         raise BadInput(f"campaign {name!r} is {c.protocol}; the condition study needs a pointwise campaign")
     return c

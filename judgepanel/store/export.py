@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import Engine, Select, case, func, literal, select
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
 
-from judgepanel.errors import NotFound
+from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.models import (
     Annotator,
-    Campaign,
     Clause,
     ClauseVerdict,
     Dataset,
@@ -117,13 +116,10 @@ COLUMNS: dict[What, list[Column]] = {
 
 
 def campaign_ids(engine: Engine, name: str) -> tuple[int, int]:
-    """(campaign id, dataset id), or NotFound naming the known campaigns."""
-    with engine.connect() as conn:
-        row = conn.execute(select(Campaign.id, Campaign.dataset_id).where(Campaign.name == name)).first()
-        if row is None:
-            known = ", ".join(conn.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
-            raise NotFound(f"no campaign named {name!r} (known: {known})")
-        return int(row[0]), (-1 if row[1] is None else int(row[1]))  # editor campaigns read no dataset
+    """(campaign id, dataset id), or NotFound naming the known campaigns (the store's one lookup)."""
+    with Session(engine) as s:
+        c = campaign_by_name(s, name)
+        return c.id, (-1 if c.dataset_id is None else c.dataset_id)  # editor campaigns read no dataset
 
 
 def _job_columns(campaign_name: str) -> tuple[list[Any], Callable[[Select[Any]], Select[Any]]]:
@@ -211,8 +207,8 @@ def _statement(what: What, campaign_id: int, dataset_id: int, campaign_name: str
         stmt = stmt.join(Request, Request.id == Verdict.request_id).outerjoin(
             Response, Response.request_id == Request.id
         )
-        return joins(stmt).where(Job.campaign_id == campaign_id).order_by(Job.id, Verdict.attempt)
-    if what == "attempts":
+        order: tuple[Any, ...] = (Verdict.attempt,)
+    elif what == "attempts":
         stmt = select(
             *job_cols,
             Request.attempt,
@@ -225,26 +221,25 @@ def _statement(what: What, campaign_id: int, dataset_id: int, campaign_name: str
             Request.created_at,
         ).select_from(Request)
         stmt = stmt.join(Job, Job.id == Request.job_id).outerjoin(Response, Response.request_id == Request.id)
-        return joins(stmt).where(Job.campaign_id == campaign_id).order_by(Job.id, Request.attempt)
-    stmt = select(
-        *job_cols,
-        Verdict.attempt,
-        Clause.clause_key,
-        Clause.text,
-        ClauseVerdict.met,
-        ClauseVerdict.rationale,
-        Verdict.parse_status,
-    ).select_from(ClauseVerdict)
-    stmt = (
-        stmt.join(Verdict, Verdict.id == ClauseVerdict.verdict_id)
-        .join(Job, Job.id == Verdict.job_id)
-        .join(Clause, Clause.id == ClauseVerdict.clause_id)
-    )
-    return (
-        joins(stmt)
-        .where(Job.campaign_id == campaign_id)
-        .order_by(Job.id, Verdict.attempt, Clause.dimension, Clause.position)
-    )
+        order = (Request.attempt,)
+    else:
+        stmt = select(
+            *job_cols,
+            Verdict.attempt,
+            Clause.clause_key,
+            Clause.text,
+            ClauseVerdict.met,
+            ClauseVerdict.rationale,
+            Verdict.parse_status,
+        ).select_from(ClauseVerdict)
+        stmt = (
+            stmt.join(Verdict, Verdict.id == ClauseVerdict.verdict_id)
+            .join(Job, Job.id == Verdict.job_id)
+            .join(Clause, Clause.id == ClauseVerdict.clause_id)
+        )
+        order = (Verdict.attempt, Clause.dimension, Clause.position)
+    # every job-level export reads one campaign's jobs in job order, then the export's own order
+    return joins(stmt).where(Job.campaign_id == campaign_id).order_by(Job.id, *order)
 
 
 def _dataset_name(dataset_id: int) -> Any:

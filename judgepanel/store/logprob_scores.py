@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, select
 
-from judgepanel.errors import BadInput, NotFound
+from judgepanel.errors import BadInput
 from judgepanel.protocol.logprobs import LogprobScore, logprob_score, score_scale
+from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Campaign, Job, Judge, Request, Response, Verdict
+from judgepanel.store.models import Job, Judge, Request, Response, Verdict
 
 NOT_REQUESTED = "scoring=logprobs was not requested for this judge: the argmax verdict stands"
 
@@ -39,9 +40,7 @@ def campaign_logprob_scores(
     """One row per job with a verdict (its last attempt), in job order."""
     scale = score_scale(low, high)
     with session_scope(engine) as s:
-        camp = s.scalar(select(Campaign).where(Campaign.name == campaign))
-        if camp is None:
-            raise NotFound(f"no campaign named {campaign!r}")
+        camp = campaign_by_name(s, campaign)
         if camp.protocol != "pointwise":
             raise BadInput(
                 f"campaign {campaign!r} is {camp.protocol}: logprob scores need a pointwise campaign"

@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.rubrics import RubricDoc
+from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     Annotator,
-    Campaign,
     Clause,
     ClauseVerdict,
     Dataset,
@@ -250,9 +250,7 @@ def clause_verdict_rows(engine: Engine, campaign: str) -> list[ClauseVerdictRow]
     """Every clause verdict with a met / not met value of a clause campaign's accepted replies
     (first repeat), in a stable order."""
     with session_scope(engine) as s:
-        cid = s.scalar(select(Campaign.id).where(Campaign.name == campaign))
-        if cid is None:
-            raise NotFound(f"no campaign named {campaign!r}")
+        cid = campaign_by_name(s, campaign).id
         rows = s.execute(
             select(
                 Job.item_id,

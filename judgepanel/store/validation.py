@@ -45,6 +45,7 @@ from judgepanel.metrics.validation import (
 )
 from judgepanel.protocol.pairs import as_label, combine_orders, to_canonical
 from judgepanel.providers.spec import parse_spec
+from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     Allocation,
@@ -290,14 +291,6 @@ def _assemble(
 # ---------------------------------------------------------------- campaign judges
 
 
-def _campaign(s: Session, name: str) -> Campaign:
-    c = s.scalar(select(Campaign).where(Campaign.name == name))
-    if c is None:
-        known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name))) or "none"
-        raise NotFound(f"no campaign named {name!r} (known: {known})")
-    return c
-
-
 def _campaign_judges(s: Session, c: Campaign, wanted: Sequence[str] | None) -> dict[str, int]:
     """Judge name → id for the named judges of the campaign (default: all, in id order). A spec is
     matched by its canonical name, so parameter order and operational settings do not matter."""
@@ -351,7 +344,7 @@ def read_campaign_panel(
 ) -> Panel:
     """The panel of a campaign's own judges against the humans of its dataset (see the module
     docstring). Only verdicts of done jobs that parsed, first sample (repeat 0)."""
-    c = _campaign(s, campaign)
+    c = campaign_by_name(s, campaign)
     ds = s.get(Dataset, c.dataset_id)
     assert ds is not None
     if dataset is not None and dataset != ds.name:

@@ -16,7 +16,7 @@ import pytest
 
 from judgepanel.config import DB_ENV
 from judgepanel.resources import sample_path
-from tests.helpers import CliResult, cli
+from tests.helpers import CliResult, cli, load_summeval_sample
 
 JUDGE_A = "sim:judge-a?position_bias=0.3"
 JUDGE_B = "sim:judge-b"
@@ -53,19 +53,7 @@ def _count(v: Any) -> bool:
 def db(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     url = module_db_url
     files = tmp_path_factory.mktemp("contract")
-    _ok(cli("db", "upgrade", db=url))
-    _ok(
-        cli(
-            "data",
-            "import-summeval",
-            str(sample_path("summeval_sample.jsonl.gz")),
-            "--articles",
-            str(sample_path("summeval_articles_sample.jsonl.gz")),
-            "--name",
-            "se",
-            db=url,
-        )
-    )
+    load_summeval_sample(url)
     items = files / "items.jsonl"
     items.write_text("".join(json.dumps(r) + "\n" for r in ITEMS))
     _ok(cli("data", "import-items", str(items), "--dataset", "qa", db=url))

@@ -4,7 +4,7 @@ The judges' rater columns come from a source that registers itself when
 `store.campaigns.readers` is imported. Since the CLI imports lazily, a fresh
 `judgepanel metrics agreement --pairs P --group judge` never imported that module and answered
 "no judges here" over a finished pairwise campaign; building a matrix now imports it. The campaign
-is the one `benchmarks/bench_million.py` bulk-generates (also checked here at a small N), and the
+is the one `benchmarks/bench_million.py` bulk-generates (`benchmarks.bulk.build`, pairwise) (also checked here at a small N), and the
 combined AB/BA labels are cross-checked against `krippendorff.alpha`.
 """
 
@@ -19,7 +19,8 @@ import krippendorff
 import numpy as np
 from sqlalchemy import select
 
-from benchmarks.bench_million import build, measure
+from benchmarks.bench_million import measure
+from benchmarks.bulk import build
 from judgepanel.protocol.pairs import as_label, combine_orders
 from judgepanel.store.engine import make_engine
 from judgepanel.store.models import Job, Judge, Verdict
@@ -58,7 +59,7 @@ def _reference_alpha(url: str) -> float:
 
 
 def test_fresh_agreement_sees_campaign_judges(db_url: str) -> None:
-    stored = build(db_url, 240, judges=3)
+    stored = build(db_url, 240, judges=3, pairwise=True)
     assert stored == 240
     got = _cli(
         db_url,
@@ -81,7 +82,7 @@ def test_fresh_agreement_sees_campaign_judges(db_url: str) -> None:
 
 def test_bench_measure_reports_own_peak(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    build(url, 40, judges=2)
+    build(url, 40, judges=2, pairwise=True)
     wall, cpu, peak = measure(
         url, "export", "bench", "--format", "csv", "--out", str(tmp_path / "v.csv"), "--json"
     )

@@ -134,22 +134,12 @@ def test_matrix_first_n_is_a_training_split(db: str, raw: Raw) -> None:
 
 
 def test_matrix_over_item_scores(db: str, raw: Raw) -> None:
-    out = _run(db, "matrix", "--dataset", "summeval", "--dimension", "fluency", "--group", "expert")
+    args = ("matrix", "--dataset", "summeval", "--dimension", "fluency", "--group", "expert")
+    out = _run(db, *args)
     m = raw.item_matrix("fluency", EXPERTS)
     expected = cohen_kappa_score(m[:, 0], m[:, 2], labels=[1, 2, 3, 4, 5])
     assert out["kappa"][0][2] == pytest.approx(expected, abs=1e-12)
-    w = _run(
-        db,
-        "matrix",
-        "--dataset",
-        "summeval",
-        "--dimension",
-        "fluency",
-        "--group",
-        "expert",
-        "--weights",
-        "linear",
-    )
+    w = _run(db, *args, "--weights", "linear")
     expected_w = cohen_kappa_score(m[:, 0], m[:, 2], labels=[1, 2, 3, 4, 5], weights="linear")
     assert w["kappa"][0][2] == pytest.approx(expected_w, abs=1e-12)
 
@@ -202,39 +192,12 @@ def test_agreement_over_item_scores_at_each_level(db: str, raw: Raw) -> None:
 
 def test_agreement_excluding_duplicated_items(db: str, raw: Raw) -> None:
     flagged = raw.duplicates(TURKERS)
-    out = _run(
-        db,
-        "agreement",
-        "--dataset",
-        "summeval",
-        "--dimension",
-        "relevance",
-        "--group",
-        "crowd",
-        "--metric",
-        "alpha",
-        "--level",
-        "interval",
-        "--exclude-duplicates",
-        "crowd",
-    )
+    args = ("agreement", "--dataset", "summeval", "--dimension", "relevance", "--group", "crowd")
+    out = _run(db, *args, "--metric", "alpha", "--level", "interval", "--exclude-duplicates", "crowd")
     m = raw.item_matrix("relevance", TURKERS, skip=flagged)
     assert out["excluded_items"] == len(flagged) > 0
     assert out["value"] == pytest.approx(krippendorff.alpha(m.T, level_of_measurement="interval"), abs=1e-10)
-    full = _run(
-        db,
-        "agreement",
-        "--dataset",
-        "summeval",
-        "--dimension",
-        "relevance",
-        "--group",
-        "crowd",
-        "--metric",
-        "alpha",
-        "--level",
-        "interval",
-    )
+    full = _run(db, *args, "--metric", "alpha", "--level", "interval")
     assert full["value"] > out["value"]  # identical rows inflate agreement
     assert full["excluded_items"] is None
 

@@ -16,8 +16,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from judgepanel.datasets.records import MAX_JSON_DEPTH
-from judgepanel.resources import sample_path
-from tests.helpers import CliResult, cli
+from tests.helpers import CliResult, cli, load_summeval_sample
 
 LABEL_HEADER = "item_id,annotator,group,dimension,value\n"
 
@@ -109,16 +108,7 @@ COMMANDS = {
 @pytest.fixture(scope="module")
 def baseline(module_db_url: str) -> str:
     """A database that already holds a dataset, so 'unchanged' means more than 'still empty'."""
-    assert cli("db", "upgrade", db=module_db_url).code == 0
-    r = cli(
-        "data",
-        "import-summeval",
-        str(sample_path("summeval_sample.jsonl.gz")),
-        "--name",
-        "se",
-        db=module_db_url,
-    )
-    assert r.code == 0, r.stderr
+    load_summeval_sample(module_db_url, articles=False)
     return module_db_url
 
 

@@ -9,23 +9,7 @@ from sqlalchemy import create_engine, text
 
 from judgepanel.datasets.splits import assign_splits, parse_fractions, split_counts
 from judgepanel.errors import BadInput
-from judgepanel.resources import sample_path
-from tests.helpers import cli
-
-
-def _import(db: str) -> None:
-    assert cli("db", "upgrade", db=db).code == 0
-    r = cli(
-        "data",
-        "import-summeval",
-        str(sample_path("summeval_sample.jsonl.gz")),
-        "--articles",
-        str(sample_path("summeval_articles_sample.jsonl.gz")),
-        "--name",
-        "se",
-        db=db,
-    )
-    assert r.code == 0, r.stderr
+from tests.helpers import cli, load_summeval_sample
 
 
 def _splits(db: str) -> list[tuple[str, str | None, str | None]]:
@@ -37,7 +21,7 @@ def _splits(db: str) -> list[tuple[str, str | None, str | None]]:
 
 
 def test_split_by_group_keeps_groups_whole_and_is_seeded(db_url: str) -> None:
-    _import(db_url)
+    load_summeval_sample(db_url)
     out = cli(
         "data",
         "split",
@@ -71,7 +55,7 @@ def test_split_by_group_keeps_groups_whole_and_is_seeded(db_url: str) -> None:
 
 
 def test_split_by_item_counts(sqlite_url: str) -> None:
-    _import(sqlite_url)
+    load_summeval_sample(sqlite_url)
     out = cli("data", "split", "se", "--fractions", "a=0.2,b=0.3,c=0.5", "--json", db=sqlite_url).json()
     n = len(_splits(sqlite_url))
     assert sum(out["splits"].values()) == n
@@ -82,7 +66,7 @@ def test_split_by_item_counts(sqlite_url: str) -> None:
     "fractions", ["dev=0.5", "dev=0.5,eval=0.6", "dev=-0.5,eval=1.5", "dev", "dev=x,eval=1", "a=0.5,a=0.5"]
 )
 def test_bad_fractions_exit_2_untouched(sqlite_url: str, fractions: str) -> None:
-    _import(sqlite_url)
+    load_summeval_sample(sqlite_url)
     before = _splits(sqlite_url)
     r = cli("data", "split", "se", "--fractions", fractions, db=sqlite_url)
     assert r.code == 2 and r.stderr.count("\n") == 1
@@ -90,7 +74,7 @@ def test_bad_fractions_exit_2_untouched(sqlite_url: str, fractions: str) -> None
 
 
 def test_unknown_dataset_and_bad_by(sqlite_url: str) -> None:
-    _import(sqlite_url)
+    load_summeval_sample(sqlite_url)
     assert cli("data", "split", "nope", db=sqlite_url).code == 2
     assert cli("data", "split", "se", "--by", "article", db=sqlite_url).code == 2
 

@@ -9,15 +9,13 @@ orders), and the raw counts against a direct count of the generated verdicts.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.stats import binomtest, norm
 
 from judgepanel.metrics.joint import joint_bias_batch, joint_dawid_skene, order_counts
 from judgepanel.metrics.truth import dawid_skene
-from tests.helpers import cli
+from tests.helpers import cli, load_summeval_sample
 
 A, B, T = 0, 1, 2
 
@@ -212,24 +210,13 @@ def test_without_judges_it_is_dawid_skene() -> None:
 
 # ---------------------------------------------------------------- the CLI on a simulated campaign
 
-SAMPLES = Path(__file__).resolve().parents[2] / "judgepanel" / "datasets" / "samples"
-
 
 def test_joint_command_on_a_simulated_campaign(sqlite_url: str) -> None:
     """The offline simulated judge picks the back slot with probability `position_bias` on top of
     its own judgement: the planted 0.3 (and 0 for the fair judge) must sit in the intervals, and
     the raw counts must be those of `metrics bias`."""
     db = sqlite_url
-    assert cli("db", "upgrade", db=db).code == 0
-    r = cli(
-        "data",
-        "import-summeval",
-        str(SAMPLES / "summeval_sample.jsonl.gz"),
-        "--articles",
-        str(SAMPLES / "summeval_articles_sample.jsonl.gz"),
-        db=db,
-    )
-    assert r.code == 0, r.stderr
+    load_summeval_sample(db, name=None)
     assert cli("data", "pairs", "summeval", "--name", "p", "--sample", "250", db=db).code == 0
     leaning, fair = "sim:leaning?position_bias=0.3", "sim:fair"
     made = cli(

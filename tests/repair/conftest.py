@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from judgepanel.resources import sample_path
-from tests.helpers import cli
+from tests.helpers import cli, load_summeval_sample
 
 PANEL_SIM = ("sim:judge-a", "sim:judge-b", "sim:judge-c")
 
 
 def prepare_db(db: str) -> None:
-    assert cli("db", "upgrade", db=db).code == 0
-    r = cli(
-        "data",
-        "import-summeval",
-        str(sample_path("summeval_sample.jsonl.gz")),
-        "--articles",
-        str(sample_path("summeval_articles_sample.jsonl.gz")),
-        "--name",
-        "se",
-        db=db,
-    )
-    assert r.code == 0, r.stderr
+    load_summeval_sample(db)
     assert (
         cli(
             "data", "split", "se", "--fractions", "dev=0.5,eval=0.5", "--seed", "1", "--by", "group", db=db

@@ -170,7 +170,7 @@ def test_rows_stream_in_chunks(db: str) -> None:
 def test_bad_input_is_one_line_and_writes_nothing(db: str, tmp_path: Path) -> None:
     out = tmp_path / "x.csv"
     for args, needle in [
-        (("nope", "--format", "csv"), "no campaign named 'nope'"),
+        (("nope", "--format", "csv"), "no campaign named 'nope' (known: cl, pt, pw)"),
         (("pw", "--format", "xlsx"), "--format must be one of"),
         (("pw", "--format", "csv", "--what", "everything"), "--what must be one of"),
     ]:

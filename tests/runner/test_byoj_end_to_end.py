@@ -14,7 +14,7 @@ from judgepanel.providers.fakeserver import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny
 
 KEYS = {
     "JP_TEST_HOST_ONE_KEY": "host-one-secret-0f1e2d3c4b5a69788796",
@@ -135,20 +135,7 @@ def test_a_missing_key_variable_is_one_line_before_any_call(
     one.reset()
     monkeypatch.delenv("JP_TEST_UNSET_KEY", raising=False)
     judge = f"openai:m?base_url={one.url}/v1&key_env=JP_TEST_UNSET_KEY"
-    made = cli(
-        "campaign",
-        "create",
-        "c",
-        "--dataset",
-        DATASET,
-        "--pairs",
-        PAIRS,
-        "--protocol",
-        "pairwise",
-        "--judge",
-        judge,
-        db=url,
-    )
+    made = cli(*create_argv("c", judge, protocol="pairwise", extra=("--pairs", PAIRS)), db=url)
     assert made.code == 0
     run = cli("campaign", "run", "c", db=url)
     assert run.code == 2

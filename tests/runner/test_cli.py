@@ -12,7 +12,7 @@ from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny
+from tests.runner.conftest import PAIRS, create_argv, load_tiny
 
 
 @pytest.fixture
@@ -25,25 +25,10 @@ def db(sqlite_url: str) -> tuple[str, Engine]:
 
 def test_contract_keys(db: tuple[str, Engine]) -> None:
     url, _ = db
-    made = cli(
-        "campaign",
-        "create",
-        "c",
-        "--dataset",
-        DATASET,
-        "--pairs",
-        PAIRS,
-        "--protocol",
-        "pairwise",
-        "--judge",
-        "sim:a",
-        "--judge",
-        "sim:b",
-        "--repeats",
-        "2",
-        "--json",
-        db=url,
-    ).json()
+    argv = create_argv(
+        "c", "sim:a", "sim:b", protocol="pairwise", extra=("--pairs", PAIRS, "--repeats", "2", "--json")
+    )
+    made = cli(*argv, db=url).json()
     assert made["jobs"] == made["added"] == 18 * 2 * 2 * 2
     plan = cli("campaign", "plan", "c", "--json", db=url).json()
     assert list(plan)[:5] == ["jobs", "calls", "input_tokens", "output_tokens", "cost_usd"]

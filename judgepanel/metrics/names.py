@@ -1,0 +1,30 @@
+"""The names the agreement statistics accept, in a module that imports nothing, so that the CLI
+can list them in `--help` without loading numpy or scipy (`judgepanel.metrics.agreement` and
+`.bootstrap` read them from here too: one list serves the library and the CLI)."""
+
+from __future__ import annotations
+
+LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+WEIGHT_NAMES: tuple[str, ...] = (
+    "identity",
+    "linear",
+    "quadratic",
+    "ordinal",
+    "radical",
+    "ratio",
+    "circular",
+    "bipolar",
+)
+METRICS: tuple[str, ...] = (
+    "percent",
+    "cohen",
+    "cohen-linear",
+    "cohen-quadratic",
+    "fleiss",
+    "alpha",
+    "ac1",
+    "scott",
+    "spearman",
+    "kendall",
+)
+METHODS: tuple[str, ...] = ("percentile", "bca")  # bootstrap interval methods
