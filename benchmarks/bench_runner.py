@@ -87,7 +87,9 @@ def _setup(n_items: int, judge: str, repeats: int = 1) -> tuple[Any, Path]:
 
 
 def _requests(engine: Any) -> list[dict[str, Any]]:
-    """The exact kwargs the runner's OpenAI provider sends for every job of the campaign."""
+    """The exact arguments the runner's provider (OpenAI or Anthropic, by the campaign's judge)
+    gives the SDK for every job of the campaign."""
+    from judgepanel.providers.anthropic_provider import AnthropicProvider
     from judgepanel.providers.openai_provider import OpenAIProvider
     from judgepanel.providers.spec import parse_spec
     from judgepanel.runner.prepare import CampaignContext, prepare
@@ -96,78 +98,47 @@ def _requests(engine: Any) -> list[dict[str, Any]]:
     spec, _ = store.campaign_spec(engine, "bench")
     js = parse_spec(spec.judge_specs[0])
     ctx = CampaignContext("pointwise", None, {}, {js.name: js})
-    provider = OpenAIProvider(js)
+    provider = AnthropicProvider(js) if js.provider == "anthropic" else OpenAIProvider(js)
     out = []
     for job in store.pending_jobs(engine, store.campaign_id(engine, "bench")):
         p = prepare(job, ctx)
         kwargs, _ = provider._arguments(p.request)
-        out.append({"model": js.model, "messages": p.request.messages, **kwargs})
+        extra = {} if js.provider == "anthropic" else {"messages": p.request.messages}
+        out.append({"model": js.model, **extra, **kwargs})
     return out
 
 
 async def _bare(
-    base_url: str, requests: list[dict[str, Any]], concurrency: int, max_retries: int = 0
+    base_url: str,
+    requests: list[dict[str, Any]],
+    concurrency: int,
+    max_retries: int = 0,
+    wire: str = "openai",
 ) -> Measured:
+    """The requests through the SDK's own `create` (`AsyncOpenAI` or `AsyncAnthropic`, a pool as
+    large as the concurrency, as the runner's) and a semaphore, storing nothing."""
+    import anthropic
     import openai
 
-    limits = openai.DEFAULT_CONNECTION_LIMITS.__class__(
-        max_connections=max(concurrency, 16), max_keepalive_connections=max(concurrency, 16)
-    )
-    client = openai.AsyncOpenAI(
+    sdk: Any = openai if wire == "openai" else anthropic
+    size = max(concurrency, 16)
+    limits = sdk.DEFAULT_CONNECTION_LIMITS.__class__(max_connections=size, max_keepalive_connections=size)
+    client = (openai.AsyncOpenAI if wire == "openai" else anthropic.AsyncAnthropic)(
         api_key=KEY,
         base_url=base_url,
         max_retries=max_retries,
-        http_client=openai.DefaultAsyncHttpxClient(limits=limits),
+        http_client=sdk.DefaultAsyncHttpxClient(limits=limits),
     )
+    create = client.chat.completions.create if wire == "openai" else client.messages.create
     sem = asyncio.Semaphore(concurrency)
     status: dict[str, int] = {}
 
     async def one(kwargs: dict[str, Any]) -> None:
         async with sem:
             try:
-                await client.chat.completions.create(**kwargs, timeout=60)
+                await create(**kwargs, timeout=60)
                 status["ok"] = status.get("ok", 0) + 1
-            except openai.APIStatusError as exc:
-                status[str(exc.status_code)] = status.get(str(exc.status_code), 0) + 1
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    await asyncio.gather(*(one(k) for k in requests))
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    await client.close()
-    return Measured(wall, cpu, len(requests), status)
-
-
-def _anthropic_requests(engine: Any) -> list[dict[str, Any]]:
-    """The exact arguments the runner's Anthropic provider gives `messages.create` for every job."""
-    from judgepanel.providers.anthropic_provider import AnthropicProvider
-    from judgepanel.providers.spec import parse_spec
-    from judgepanel.runner.prepare import CampaignContext, prepare
-    from judgepanel.store import campaigns as store
-
-    spec, _ = store.campaign_spec(engine, "bench")
-    js = parse_spec(spec.judge_specs[0])
-    ctx = CampaignContext("pointwise", None, {}, {js.name: js})
-    provider = AnthropicProvider(js)
-    out = []
-    for job in store.pending_jobs(engine, store.campaign_id(engine, "bench")):
-        kwargs, _tool = provider._arguments(prepare(job, ctx).request)
-        out.append({"model": js.model, **kwargs})
-    return out
-
-
-async def _bare_anthropic(base_url: str, requests: list[dict[str, Any]], concurrency: int) -> Measured:
-    import anthropic
-
-    client = anthropic.AsyncAnthropic(api_key=KEY, base_url=base_url, max_retries=0)
-    sem = asyncio.Semaphore(concurrency)
-    status: dict[str, int] = {}
-
-    async def one(kwargs: dict[str, Any]) -> None:
-        async with sem:
-            try:
-                await client.messages.create(**kwargs, timeout=60)
-                status["ok"] = status.get("ok", 0) + 1
-            except anthropic.APIStatusError as exc:
+            except sdk.APIStatusError as exc:
                 status[str(exc.status_code)] = status.get(str(exc.status_code), 0) + 1
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -238,20 +209,13 @@ def scenario_zero_latency(calls: int = 2000, conc: int = 64, wire: str = "openai
     from judgepanel.providers.fakeserver import FakeServerProcess
 
     with FakeServerProcess() as fake:
-        if wire == "openai":
-            judge = f"openai:bench-zero?base_url={fake.url}/v1"
-            engine, _ = _setup(calls, judge)
-            requests = _requests(engine)
+        url = f"{fake.url}/v1" if wire == "openai" else fake.url
+        judge = f"{wire}:bench-zero?base_url={url}"
+        engine, _ = _setup(calls, judge)
+        requests = _requests(engine)
 
-            def bare_loop(reqs: list[dict[str, Any]]) -> Measured:
-                return asyncio.run(_bare(fake.url + "/v1", reqs, conc))
-        else:
-            judge = f"anthropic:bench-zero?base_url={fake.url}"
-            engine, _ = _setup(calls, judge)
-            requests = _anthropic_requests(engine)
-
-            def bare_loop(reqs: list[dict[str, Any]]) -> Measured:
-                return asyncio.run(_bare_anthropic(fake.url, reqs, conc))
+        def bare_loop(reqs: list[dict[str, Any]]) -> Measured:
+            return asyncio.run(_bare(url, reqs, conc, wire=wire))
 
         bare_loop(requests[:100])  # warm the server and imports
         bares: list[Measured] = []

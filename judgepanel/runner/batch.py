@@ -52,7 +52,7 @@ from judgepanel.providers.base import ChatResult
 from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.runner.budget import Price, price_for
-from judgepanel.runner.executor import EXIT_INCOMPLETE, cached_answer, judged_reply, sent_row
+from judgepanel.runner.executor import EXIT_INCOMPLETE, answered_row, cached_answer, judged_reply, sent_row
 from judgepanel.runner.prepare import CampaignContext, Prepared, prepare
 from judgepanel.runner.served import served_models
 from judgepanel.store import campaigns as store
@@ -631,25 +631,8 @@ class BatchRunner:
         verdict, perr = judged_reply(p, self.ctx, result)
         if perr is not None:
             self.stats.errors["parse"] += 1
-        out.attempts.append(
-            replace(
-                row,
-                error_class="parse" if perr is not None else None,
-                http_status=result.http_status,
-                error_message=perr,
-                raw_body=result.raw_body,
-                text=result.text,
-                model_returned=result.model_returned,
-                system_fingerprint=result.system_fingerprint,
-                input_tokens=result.input_tokens,
-                output_tokens=result.output_tokens,
-                latency_ms=None,
-                cost_usd=cost,
-                finish_reason=result.finish_reason,
-                cache_read_tokens=result.cache_read_tokens,
-                cache_write_tokens=result.cache_write_tokens,
-            )
-        )
+        # a batch answer has no latency of its own (it waited in the batch)
+        out.attempts.append(answered_row(row, result, cost=cost, error=perr, latency_ms=None))
         if perr is None:
             out.outcomes.append(JobOutcome(job.id, "done", e.attempt, None, verdict))
         else:

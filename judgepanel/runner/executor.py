@@ -256,6 +256,30 @@ def sent_row(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
     )
 
 
+def answered_row(
+    row: AttemptRow, r: ChatResult, *, cost: float | None, error: str | None, latency_ms: float | None
+) -> AttemptRow:
+    """`row` (as sent) with a provider's reply: what it said, its tokens and cost, and the parse
+    error of its verdict (None when it was read)."""
+    return replace(
+        row,
+        error_class="parse" if error is not None else None,
+        http_status=r.http_status,
+        error_message=error,
+        raw_body=r.raw_body,
+        text=r.text,
+        model_returned=r.model_returned,
+        system_fingerprint=r.system_fingerprint,
+        input_tokens=r.input_tokens,
+        output_tokens=r.output_tokens,
+        latency_ms=latency_ms,
+        cost_usd=cost,
+        finish_reason=r.finish_reason,
+        cache_read_tokens=r.cache_read_tokens,
+        cache_write_tokens=r.cache_write_tokens,
+    )
+
+
 def cached_answer(p: Prepared, hit: CacheHit, ctx: CampaignContext) -> tuple[AttemptRow, JobOutcome]:
     """A job answered from the store's request cache: its attempt row (cost 0, `cached_from` the
     original response) and its `done` outcome."""
@@ -786,21 +810,5 @@ class Runner:
             self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
-            replace(
-                sent_row(p, n, ok=True),
-                error_class="parse" if error is not None else None,
-                http_status=r.http_status,
-                error_message=error,
-                raw_body=r.raw_body,
-                text=r.text,
-                model_returned=r.model_returned,
-                system_fingerprint=r.system_fingerprint,
-                input_tokens=r.input_tokens,
-                output_tokens=r.output_tokens,
-                latency_ms=r.latency_ms,
-                cost_usd=cost,
-                finish_reason=r.finish_reason,
-                cache_read_tokens=r.cache_read_tokens,
-                cache_write_tokens=r.cache_write_tokens,
-            )
+            answered_row(sent_row(p, n, ok=True), r, cost=cost, error=error, latency_ms=r.latency_ms)
         )
