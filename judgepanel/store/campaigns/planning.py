@@ -155,8 +155,8 @@ def create_campaign(
         if camp is not None:
             if _compared(camp.spec) != _compared(stored):
                 raise BadInput(
-                    f"campaign {spec.name!r} exists with another spec; choose another name "
-                    f"(see `judgepanel campaign list`)"
+                    f"campaign {spec.name!r} exists with another spec{_what_differs(camp.spec, stored)}; "
+                    f"choose another name (see `judgepanel campaign list`)"
                 )
         else:
             camp = Campaign(
@@ -207,9 +207,34 @@ def create_campaign(
         )
 
 
+# not part of what a campaign *is*: provenance, and what its runs learnt about the judges' servers
+_NOT_COMPARED = ("origin", "refused_params")
+
+
 def _compared(spec: dict[str, Any]) -> dict[str, Any]:
     """A stored spec without its provenance: the same campaign from a file or from flags is one campaign."""
-    return {k: v for k, v in spec.items() if k != "origin"}
+    return {k: v for k, v in spec.items() if k not in _NOT_COMPARED}
+
+
+def _what_differs(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """` (its pairwise template changed: …)`: why a re-create is refused, so an edited template
+    file is named as the reason instead of a bare "another spec"."""
+    a, b = _compared(old), _compared(new)
+    keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    notes: list[str] = []
+    other = [k for k in keys if k != "templates"]
+    if other:
+        notes.append(f"it differs in {', '.join(other)}")
+    for k in keys:
+        if k == "templates":
+            ta, tb = a.get(k) or {}, b.get(k) or {}
+            for proto in sorted(set(ta) | set(tb)):
+                sa, sb = (ta.get(proto) or {}).get("sha256"), (tb.get(proto) or {}).get("sha256")
+                if sa != sb:
+                    notes.append(
+                        f"its {proto} template changed: sha256 {str(sa)[:12]} stored, {str(sb)[:12]} now"
+                    )
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
