@@ -48,6 +48,8 @@ KEYS: Mapping[str, str] = {
     "templates": "templates",
     "judges": "judges",
     "max_cost": "number",
+    "turn": "int",
+    "reference_categories": "strings",
 }
 ORDER = tuple(KEYS)
 
@@ -196,6 +198,10 @@ def to_yaml(spec: Mapping[str, Any], name: str) -> str:
     out["judges"] = list(spec.get("judge_specs") or spec["judges"])
     if spec.get("max_cost") is not None:
         out["max_cost"] = spec["max_cost"]
+    if spec.get("turn") is not None:
+        out["turn"] = int(spec["turn"])
+    if spec.get("reference_categories"):
+        out["reference_categories"] = list(spec["reference_categories"])
     text = yaml.safe_dump(out, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
     notes = [f"# template {p}: sha256 {d['sha256']}" for p, d in templates.items()]
     return "\n".join([*notes, text.rstrip()]) + "\n"

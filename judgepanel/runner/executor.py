@@ -63,9 +63,9 @@ from judgepanel.runner.limits import JudgeLimiter, SharedBucket
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
+    context_options,
     prepare,
     read,
-    stored_templates,
     template_drift,
     verdict_from,
     with_logprob_score,
@@ -412,7 +412,7 @@ class Runner:
             store.campaign_clauses(self.engine, rv_id),
             specs,
             tasks=tasks,
-            templates=stored_templates(spec.templates),
+            **context_options(spec),
         )
         self.warnings += template_drift(self.name, spec.templates)
         if self.opts.max_cost is None and spec.max_cost is not None:

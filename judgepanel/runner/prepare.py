@@ -21,10 +21,12 @@ from judgepanel.protocol.custom import (
     from_stored,
     reference_of,
     render_custom,
+    reply_at_turn,
 )
 from judgepanel.protocol.editor import parse_editor, proposal_json, render_editor, task_from_dict
 from judgepanel.protocol.pairs import to_canonical
 from judgepanel.protocol.parse import parse_reply
+from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
 from judgepanel.providers.base import ChatRequest
 from judgepanel.providers.spec import JudgeSpec
@@ -75,11 +77,26 @@ class CampaignContext:
     # editor campaigns: task key (the job's `dimension`) -> the stored task (`protocol.editor`)
     tasks: Mapping[str, Any] = field(default_factory=dict)
     templates: Mapping[str, CustomTemplate] = field(default_factory=dict)  # protocol -> custom template
+    turn: int | None = None  # judge this assistant turn of each item's conversation (`CampaignSpec.turn`)
+    # items of these categories use `templates["reference"]` (`CampaignSpec.reference_categories`)
+    reference_categories: frozenset[str] = frozenset()
 
 
-def stored_templates(stored: Mapping[str, Mapping[str, Any]]) -> dict[str, CustomTemplate]:
-    """The templates a campaign was created with, exactly as stored (never re-read from the files)."""
-    return {p: from_stored(p, d) for p, d in stored.items()}
+def stored_templates(
+    stored: Mapping[str, Mapping[str, Any]], protocol: str | None = None
+) -> dict[str, CustomTemplate]:
+    """The templates a campaign was created with, exactly as stored (never re-read from the files).
+    The `reference` one is a template of the campaign's `protocol`."""
+    return {p: from_stored(protocol if p == REFERENCE and protocol else p, d) for p, d in stored.items()}
+
+
+def context_options(spec: CampaignSpec) -> dict[str, Any]:
+    """The `CampaignContext` fields that come from the stored spec: templates, turn, categories."""
+    return {
+        "templates": stored_templates(spec.templates, spec.protocol),
+        "turn": spec.turn,
+        "reference_categories": frozenset(spec.reference_categories),
+    }
 
 
 def template_drift(campaign: str, stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -102,11 +119,23 @@ def template_drift(campaign: str, stored: Mapping[str, Mapping[str, Any]]) -> li
     return out
 
 
-def _unit(t: Any) -> UnitText:
+def _unit(t: Any, turn: int | None = None) -> UnitText:
+    meta = getattr(t, "meta", None) or {}
+    if turn is not None:
+        context, reply = reply_at_turn(t.external_id, meta, t.output, turn)
+        return UnitText(t.external_id, reply, t.input, context or None, reference_of(meta))
     if t.output is None or not str(t.output).strip():
         raise BadInput(f"item {t.external_id!r} has no output text to judge")
-    meta = getattr(t, "meta", None) or {}
     return UnitText(t.external_id, t.output, t.input, conversation_of(meta, t.output), reference_of(meta))
+
+
+def _category(job: LeasedJob) -> str | None:
+    cats = {str((getattr(u, "meta", None) or {}).get("category")) for u in job.units}
+    if len(cats) > 1:
+        ids = " and ".join(repr(u.external_id) for u in job.units)
+        raise BadInput(f"items {ids} have different categories ({', '.join(sorted(cats))})")
+    (cat,) = cats
+    return None if cat == "None" else cat
 
 
 def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> Prompt:
@@ -118,7 +147,7 @@ def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> P
         dim = rubric.dimension(job.dimension)
     elif rubric is not None and len(rubric.dimensions) == 1:
         dim = rubric.dimensions[0]
-    units = [_unit(u) for u in job.units]
+    units = [_unit(u, ctx.turn) for u in job.units]
     # an item with a conversation is shown as its turns; its `input` (often the same dialogue as
     # text, with each candidate's own earlier answers) would differ within a pair and say it twice
     units = [replace(u, input=None) if u.conversation is not None else u for u in units]
@@ -142,6 +171,8 @@ def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
             raise BadInput(f"editor job {job.id} has no stored task {job.dimension!r}")
         return render_editor(task_from_dict(task))
     custom = ctx.templates.get(ctx.protocol)
+    if ctx.reference_categories and _category(job) in ctx.reference_categories:
+        custom = ctx.templates[REFERENCE]
     if custom is not None:
         return _render_custom(job, ctx, custom)
     if ctx.protocol == "pairwise":

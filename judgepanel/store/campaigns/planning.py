@@ -260,6 +260,8 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
                 templates=dict(d.get("templates") or {}),
                 max_cost=d.get("max_cost"),
                 origin=d.get("origin"),
+                turn=d.get("turn"),
+                reference_categories=tuple(d.get("reference_categories") or ()),
             ),
             rv,
         )
