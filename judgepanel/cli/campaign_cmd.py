@@ -110,6 +110,12 @@ def create(
         f"campaign {info.name}: {info.jobs} jobs ({verb}{f', {info.added} new' if 0 < info.added < info.jobs else ''}), "
         f"{info.protocol}, judges: {', '.join(j.name for j in info.judges)}"
     )
+    if info.skipped_no_turn:
+        typer.echo(
+            f"{info.skipped_no_turn} unit(s) left out: an item has no assistant reply at turn "
+            f"{info.spec.get('turn')}",
+            err=True,
+        )
 
 
 @app.command("plan")

@@ -172,12 +172,50 @@ def test_a_pointwise_turn_and_a_turn_an_item_does_not_have(
     rows = sorted(sent(eng, "p1"), key=lambda r: r[4])
     golden("turn1_single_q1_m1", rows[0][3])
     assert _between(rows[0][3], "candidate") == "17 * 3 is 51."
-    # a third turn does not exist: the jobs fail, each with one line naming the item
-    create(url, "p3", fake, "--template", "pointwise=@classic-single", "--turn", "3", protocol="pointwise")
-    run = cli("campaign", "run", "p3", "--json", db=url)
-    assert run.code == 3
+    # a third turn does not exist: refused in one line, nothing stored
+    with eng.connect() as c:
+        before = c.scalar(select(func.count()).select_from(Campaign))
+    got = cli(
+        "campaign", "create", "p3", "--dataset", "conv", "--protocol", "pointwise", "--judge", judge(fake),
+        "--template", "pointwise=@classic-single", "--turn", "3", db=url,
+    )  # fmt: skip
+    assert got.code == 2 and len(got.stderr.strip().splitlines()) == 1
+    assert "no item has an assistant reply at turn 3 (--turn)" in got.stderr
+    with eng.connect() as c:
+        assert c.scalar(select(func.count()).select_from(Campaign)) == before
+
+
+def test_units_without_the_turn_are_left_out_and_counted(
+    db: tuple[str, Engine], fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    """As with MT-Bench's items (one per question, model and turn), an item whose conversation
+    stops earlier has no reply at that turn: its units are not planned, and the count says so;
+    a job whose item lost the turn after planning fails with one line naming it."""
+    url, eng = db
+    one_turn = ItemRecord(
+        "q3-m1", 99, group_key="q3", output="Paris.", system="m1",
+        meta={"conversation": [{"role": "user", "content": "Capital of France?"}]},
+    )  # fmt: skip
+    parsed = ParsedDataset(
+        kind="items", source_hash="conv-2", items=[*items(), one_turn], annotators=[], labels=[]
+    )
+    import_parsed(eng, "conv2", parsed)
+    argv = (
+        "campaign", "create", "p2", "--dataset", "conv2", "--protocol", "pointwise", "--judge", judge(fake),
+        "--template", "pointwise=@classic-single", "--turn", "2", "--json",
+    )  # fmt: skip
+    made = cli(*argv, db=url).json()
+    assert made["jobs"] == 4 and made["skipped_no_turn"] == 1
+    assert cli(*argv[:-1], "--turn", "1", "--json", db=url).code == 2  # another spec: refused
+    with eng.begin() as c:  # the item loses its second reply after planning
+        c.execute(
+            Item.__table__.update()
+            .where(Item.external_id == "q1-m1")
+            .values(meta={"conversation": [{"role": "user", "content": "What is 17 * 3?"}]}, output="51")
+        )
+    run = cli("campaign", "run", "p2", "--json", db=url)
     warnings = run.json(code=3)["warnings"]
-    assert any("has 2 assistant replies; turn 3 was asked for (--turn)" in w for w in warnings)
+    assert any("item 'q1-m1' has 1 assistant reply; turn 2 was asked for (--turn)" in w for w in warnings)
 
 
 def test_a_turn_without_a_conversation_template_is_refused(

@@ -46,15 +46,45 @@ def campaign_by_name(s: Session, name: str) -> Campaign:
     return c
 
 
-def _units(s: Session, ds: Dataset, ps: PairSet | None, split: str | None, limit: int | None) -> list[Unit]:
+def _units(
+    s: Session,
+    ds: Dataset,
+    ps: PairSet | None,
+    split: str | None,
+    limit: int | None,
+    turn: int | None = None,
+) -> tuple[list[Unit], int]:
+    """The units to judge, in order, and how many were left out because an item has no assistant
+    reply at `turn` (`--limit` counts the units kept)."""
+    has_turn: dict[int, bool] = {}
+    if turn is not None:
+        from judgepanel.protocol.custom import reply_at_turn  # jinja2 is loaded only for --turn
+
+        for i, e, out, meta in s.execute(
+            select(Item.id, Item.external_id, Item.output, Item.meta).where(Item.dataset_id == ds.id)
+        ):
+            try:
+                reply_at_turn(e, meta or {}, out, turn)
+                has_turn[i] = True
+            except BadInput:
+                has_turn[i] = False
+    skipped = 0
     if ps is None:
         q = select(Item.id, Item.external_id).where(Item.dataset_id == ds.id)
         if split is not None:
             q = q.where(Item.split == split)
         q = q.order_by(Item.position)
-        if limit is not None:
+        if limit is not None and turn is None:
             q = q.limit(limit)
-        return [Unit(i, None, (e,)) for i, e in s.execute(q)]
+        units = []
+        for i, e in s.execute(q):
+            if turn is not None and not has_turn[i]:
+                skipped += 1
+                continue
+            units.append(Unit(i, None, (e,)))
+            if limit is not None and len(units) >= limit:
+                break
+        return units, skipped
     if ps.dataset_id != ds.id:
         raise BadInput(f"pair set {ps.name!r} belongs to another dataset than {ds.name!r}")
     ext = dict(s.execute(select(Item.id, Item.external_id).where(Item.dataset_id == ds.id)).all())
@@ -69,10 +99,13 @@ def _units(s: Session, ds: Dataset, ps: PairSet | None, split: str | None, limit
     ):
         if split is not None and not (splits.get(a) == split and splits.get(b) == split):
             continue
+        if turn is not None and not (has_turn[a] and has_turn[b]):
+            skipped += 1
+            continue
         units.append(Unit(None, pid, (ext[a], ext[b])))
         if limit is not None and len(units) >= limit:
             break
-    return units
+    return units, skipped
 
 
 def _judge_ids(s: Session, judges: Sequence[JudgeRecord]) -> dict[str, int]:
@@ -180,11 +213,13 @@ def create_campaign(
         for jid in ids.values():
             if jid not in linked:
                 s.add(CampaignJudge(campaign_id=camp.id, judge_id=jid))
-        units = _units(s, ds, ps, spec.split, spec.limit)
+        units, skipped = _units(s, ds, ps, spec.split, spec.limit, spec.turn)
         if not units:
             what = f"pair set {spec.pairs!r}" if ps else f"dataset {spec.dataset!r}"
             raise BadInput(
-                f"{what} has nothing to judge" + (f" in split {spec.split!r}" if spec.split else "")
+                f"{what} has nothing to judge"
+                + (f" in split {spec.split!r}" if spec.split else "")
+                + (f": no item has an assistant reply at turn {spec.turn} (--turn)" if spec.turn else "")
             )
         planned = plan_jobs(spec, units, dataset_key=ds.name, rubric_hash=rubric_hash)
         added = _insert_jobs(s, camp.id, planned, ids)
@@ -204,6 +239,7 @@ def create_campaign(
             stored,
             n,
             added,
+            skipped if spec.turn is not None else None,
         )
 
 
