@@ -231,6 +231,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         judges,
         served_models=served_models_now(judges) if use_cache else {},
         tasks=editor_tasks(engine, name) if spec.protocol == "editor" else {},
+        refused=store.learnt_refusals(engine, list(judges)),
         **context_options(spec),
     )
     counts = store.job_counts(engine, cid)

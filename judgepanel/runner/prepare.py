@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from judgepanel.errors import BadInput
 from judgepanel.protocol.custom import (
@@ -32,7 +32,10 @@ from judgepanel.providers.base import ChatRequest
 from judgepanel.providers.spec import JudgeSpec
 from judgepanel.rubrics import LEVELS, RubricDoc
 from judgepanel.runner.cache import request_hash
-from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow
+from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow, learnt_refusals
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 # Output caps sent when the judge spec names no `max_tokens`: room for a rationale and the JSON
 # verdict, and per clause for its id, verdict and a sentence; without a cap a local server
@@ -80,6 +83,9 @@ class CampaignContext:
     turn: int | None = None  # judge this assistant turn of each item's conversation (`CampaignSpec.turn`)
     # items of these categories use `templates["reference"]` (`CampaignSpec.reference_categories`)
     reference_categories: frozenset[str] = frozenset()
+    # judge -> parameters its server refused (learnt by the probe, remembered in the campaign
+    # spec): left out of the requests built here, so params and hash say what was sent
+    refused: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 def stored_templates(
@@ -214,23 +220,63 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
         schema_name=prompt.schema_name,
         cache_breaks=prompt.cache_breaks,
     )
+    max_out = params.get("max_tokens")
+    prep = Prepared(
+        job,
+        prompt,
+        request,
+        "",
+        sum(len(m["content"]) for m in messages),
+        int(max_out) if isinstance(max_out, int | float) else None,
+    )
+    return as_sent(prep, ctx, ctx.refused.get(job.judge, frozenset()), force=True)
+
+
+def assume_learnt_refusals(
+    engine: Engine, providers: Mapping[str, object], warnings: list[str]
+) -> dict[str, frozenset[str]]:
+    """judge -> the parameters its server refused in earlier runs (stored in campaign specs),
+    handed to each provider that can leave them out (`assume_refused`), one warning per judge."""
+    out: dict[str, frozenset[str]] = {}
+    for judge, names in learnt_refusals(engine, list(providers)).items():
+        assume = getattr(providers[judge], "assume_refused", None)
+        if assume is None or not names:
+            continue
+        assume(names)
+        out[judge] = names
+        warnings.append(
+            f"judge {judge}: leaving out {', '.join(repr(n) for n in sorted(names))}, "
+            "refused by its server in an earlier run"
+        )
+    return out
+
+
+def as_sent(p: Prepared, ctx: CampaignContext, refused: frozenset[str], *, force: bool = False) -> Prepared:
+    """`p` without the parameters the judge's server refused (`response_format`: without the
+    schema), its hash computed on what is left: the request stored, and the key the cache
+    answers from, are the body the server received. Unchanged (same object) when nothing that
+    `p` carries was refused, unless `force`."""
+    request = p.request
+    gone = refused & set(request.params)
+    drop_schema = "response_format" in refused and request.schema is not None
+    if not (gone or drop_schema or force):
+        return p
+    if gone or drop_schema:
+        request = replace(
+            request,
+            params={k: v for k, v in request.params.items() if k not in gone},
+            schema=None if drop_schema else request.schema,
+        )
+    spec = ctx.judges[p.job.judge]
     h = request_hash(
         provider=spec.provider,
         model=spec.model,
         base_url=spec.base_url,
         request=request,
-        repeat=job.repeat,
-        served_model=ctx.served_models.get(job.judge),
+        repeat=p.job.repeat,
+        served_model=ctx.served_models.get(p.job.judge),
     )
-    max_out = params.get("max_tokens")
-    return Prepared(
-        job,
-        prompt,
-        request,
-        h,
-        sum(len(m["content"]) for m in messages),
-        int(max_out) if isinstance(max_out, int | float) else None,
-    )
+    return replace(p, request=request, request_hash=h)
 
 
 def score_levels(prompt: Prompt) -> tuple[int, ...]:

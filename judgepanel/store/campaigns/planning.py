@@ -243,6 +243,35 @@ def create_campaign(
         )
 
 
+def learnt_refusals(engine: Engine, judges: Sequence[str]) -> dict[str, frozenset[str]]:
+    """judge name -> the parameters its server refused in any earlier run (`spec.refused_params`
+    of every campaign, since a judge's name includes its `base_url`: the same server)."""
+    wanted = set(judges)
+    out: dict[str, set[str]] = {}
+    with engine.connect() as conn:
+        for (spec,) in conn.execute(select(Campaign.spec)):
+            for judge, names in ((spec or {}).get("refused_params") or {}).items():
+                if judge in wanted:
+                    out.setdefault(judge, set()).update(str(n) for n in names)
+    return {j: frozenset(n) for j, n in out.items()}
+
+
+def remember_refusals(engine: Engine, campaign: str, judge: str, names: Sequence[str]) -> None:
+    """Record in the campaign's spec that `judge`'s server refuses `names` (see `learnt_refusals`)."""
+    with session_scope(engine) as s:
+        camp = s.scalar(select(Campaign).where(Campaign.name == campaign).with_for_update())
+        if camp is None:
+            return
+        spec = dict(camp.spec)
+        known = dict(spec.get("refused_params") or {})
+        merged = sorted(set(known.get(judge) or ()) | set(names))
+        if merged == known.get(judge):
+            return
+        known[judge] = merged
+        spec["refused_params"] = known
+        camp.spec = spec  # a new object, so the JSON column is written
+
+
 # not part of what a campaign *is*: provenance, and what its runs learnt about the judges' servers
 _NOT_COMPARED = ("origin", "refused_params")
 
