@@ -520,9 +520,16 @@ def reply_at_turn(
 ) -> tuple[tuple[Turn, ...], str]:
     """The turns before the `turn`-th assistant reply of an item's conversation (oldest first) and
     that reply. The conversation is `meta["conversation"]`, followed by the item's `output` as the
-    last assistant reply unless the conversation already ends with it."""
+    last assistant reply unless the conversation already ends with it (an MT-Bench item's output
+    without the earlier answers it repeats)."""
     raw = meta.get("conversation") or []
     turns = [(str(t["role"]), str(t["content"])) for t in raw]
+    if output is not None and isinstance(meta.get("turn"), int) and not isinstance(meta["turn"], bool):
+        # an MT-Bench item (`data import-mtbench`): its output repeats its earlier answers, which
+        # its conversation already holds
+        from judgepanel.datasets.mtbench import answer_to_judge
+
+        output = answer_to_judge(output, meta["turn"])
     ends_with_it = (
         bool(turns) and turns[-1][0] == "assistant" and turns[-1][1].strip() == (output or "").strip()
     )

@@ -129,7 +129,16 @@ def _unit(t: Any, turn: int | None = None) -> UnitText:
     meta = getattr(t, "meta", None) or {}
     if turn is not None:
         context, reply = reply_at_turn(t.external_id, meta, t.output, turn)
-        return UnitText(t.external_id, reply, t.input, context or None, reference_of(meta))
+        # an item that says which turn its reference answers (MT-Bench's) shows it only for that
+        # turn, or the judged turn's from its `references` (one per turn)
+        refs = meta.get("references")
+        if isinstance(refs, list) and len(refs) >= turn and isinstance(refs[turn - 1], str):
+            reference: str | None = refs[turn - 1] if refs[turn - 1].strip() else None
+        elif meta.get("turn") in (None, turn):
+            reference = reference_of(meta)
+        else:
+            reference = None
+        return UnitText(t.external_id, reply, t.input, context or None, reference)
     if t.output is None or not str(t.output).strip():
         raise BadInput(f"item {t.external_id!r} has no output text to judge")
     return UnitText(t.external_id, t.output, t.input, conversation_of(meta, t.output), reference_of(meta))

@@ -4,6 +4,7 @@ both database backends; the messages sent are compared with golden files."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -263,3 +264,52 @@ def test_reference_guided_template_chosen_per_item_category(
         "--judge", judge(fake), "--template", f"pairwise={plain}", "--reference-categories", "math", db=url,
     )  # fmt: skip
     assert got.code == 2 and "needs a reference-guided template" in got.stderr
+
+
+def _mtbench_folder(root: Path) -> Path:
+    """A FastChat-layout folder: one math question with two turns, two models, a reference, votes."""
+    folder = root / "mtbench"
+    (folder / "model_answer").mkdir(parents=True)
+    (folder / "reference_answer").mkdir()
+    q = {"question_id": 111, "category": "math", "turns": ["What is 17 * 3?", "Now divide that by 3."]}
+    (folder / "question.jsonl").write_text(json.dumps(q) + "\n", encoding="utf-8")
+    for model, by_q in ANSWERS.items():
+        row = {"question_id": 111, "model_id": model, "choices": [{"index": 0, "turns": by_q["q1"]}]}
+        (folder / "model_answer" / f"{model}.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    ref = {"question_id": 111, "model_id": "gpt-4", "choices": [{"index": 0, "turns": ["51.", "17."]}]}
+    (folder / "reference_answer" / "gpt-4.jsonl").write_text(json.dumps(ref) + "\n", encoding="utf-8")
+    votes = {"expert_1": {"111__m1__m2__1": "model_a", "111__m1__m2__2": "model_a"}}
+    (folder / "human_judgments.json").write_text(json.dumps(votes), encoding="utf-8")
+    return folder
+
+
+def test_mtbench_items_judged_at_a_turn_show_each_answer_once_and_the_reference_of_that_turn(
+    db_url: str, fake: FakeServerProcess, keys_env: dict[str, str], tmp_path: Path
+) -> None:
+    eng = make_engine(db_url)
+    try:
+        upgrade(eng)
+        assert cli("data", "import-mtbench", str(_mtbench_folder(tmp_path)), db=db_url).code == 0
+        for turn in ("1", "2"):
+            made = cli(
+                "campaign", "create", f"mt{turn}", "--dataset", "mtbench", "--pairs", "mtbench-human",
+                "--protocol", "pairwise", "--judge", judge(fake), "--template", "pairwise=@classic-pairwise",
+                "--reference-categories", "math", "--turn", turn, "--json", db=db_url,
+            ).json()  # fmt: skip
+            # turn 2: only the turn-2 unit has a second answer; turn 1: both units have a first one
+            assert (made["jobs"], made["skipped_no_turn"]) == ((4, 0) if turn == "1" else (2, 1))
+            assert cli("campaign", "run", f"mt{turn}", "--json", db=db_url).json()["done"] == made["jobs"]
+        t2 = sent(eng, "mt2")
+        ab = next(u for _, o, _, u, _ in t2 if o == "AB")
+        assert {r[2] for r in t2} == {"@classic-pairwise-ref"}
+        assert _between(ab, "candidate_a") == "51 / 3 is 17." and _between(ab, "reference") == "17."
+        assert "context only" not in ab and ab.count("17 * 3 is 51.") == 1
+        golden("mtbench_turn2_reference_ab", ab)
+        # turn 1 of the turn-2 unit: the first answers, with turn 1's reference
+        t1 = sent(eng, "mt1")
+        of_turn2 = [u for _, _, _, u, first in t1 if first.endswith("__2")]
+        assert len(of_turn2) == 2
+        assert all(_between(u, "candidate_a") in ("17 * 3 is 51.", "It is 41.") for u in of_turn2)
+        assert {_between(u, "reference") for u in of_turn2} == {"51."}
+    finally:
+        eng.dispose()
