@@ -145,12 +145,13 @@ def _unit(t: Any, turn: int | None = None) -> UnitText:
 
 
 def _category(job: LeasedJob) -> str | None:
-    cats = {str((getattr(u, "meta", None) or {}).get("category")) for u in job.units}
+    """The category (`meta.category`) of the job's item(s); the two items of a pair must share it."""
+    cats = {(getattr(u, "meta", None) or {}).get("category") for u in job.units}
     if len(cats) > 1:
         ids = " and ".join(repr(u.external_id) for u in job.units)
-        raise BadInput(f"items {ids} have different categories ({', '.join(sorted(cats))})")
+        raise BadInput(f"items {ids} have different categories ({', '.join(sorted(map(str, cats)))})")
     (cat,) = cats
-    return None if cat == "None" else cat
+    return None if cat is None else str(cat)
 
 
 def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> Prompt:
