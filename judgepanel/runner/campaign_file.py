@@ -13,6 +13,9 @@ flags or from a file is one campaign.
     protocol: pairwise
     templates:
       pairwise: my_pairwise.j2
+      reference: my_pairwise_ref.j2     # for the items of `reference_categories`
+    reference_categories: [math, reasoning, coding]
+    turn: 2                             # judge the 2nd assistant reply of each conversation
     judges:
       - "openai:gpt-4o-mini?temperature=0"
       - "openai:qwen2.5-7b?base_url=http://127.0.0.1:8000/v1&key_env=LOCAL_KEY"

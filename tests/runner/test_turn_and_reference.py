@@ -313,3 +313,26 @@ def test_mtbench_items_judged_at_a_turn_show_each_answer_once_and_the_reference_
         assert {_between(u, "reference") for u in of_turn2} == {"51."}
     finally:
         eng.dispose()
+
+
+def test_a_pair_whose_items_differ_in_category_fails_in_one_line(
+    db: tuple[str, Engine], fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    url, eng = db
+    odd = [
+        ItemRecord(f"x-{k}", k, group_key="x", output=f"answer {k}", meta={"category": cat})
+        for k, cat in enumerate(("math", "writing"))
+    ]
+    import_parsed(
+        eng, "mixed", ParsedDataset(kind="items", source_hash="mixed-1", items=odd, annotators=[], labels=[])
+    )
+    create_pair_set(eng, "mixed", "mixed-pairs", seed=1)
+    got = cli(
+        "campaign", "create", "m", "--dataset", "mixed", "--pairs", "mixed-pairs", "--protocol", "pairwise",
+        "--judge", judge(fake), "--template", "pairwise=@classic-pairwise", "--reference-categories", "math",
+        db=url,
+    )  # fmt: skip
+    assert got.code == 0, got.stderr
+    run = cli("campaign", "run", "m", "--json", db=url)
+    warnings = run.json(code=3)["warnings"]
+    assert any("items 'x-0' and 'x-1' have different categories (math, writing)" in w for w in warnings)
