@@ -57,7 +57,20 @@ def create(
         None,
         "--template",
         help="PROTOCOL=FILE (a Jinja template) or PROTOCOL=@classic-pairwise, @classic-pairwise-ref, "
-        "@classic-single, @classic-single-ref: the judge prompt to use instead of the bundled one.",
+        "@classic-single, @classic-single-ref: the judge prompt to use instead of the bundled one; "
+        "reference=FILE|@NAME: the reference-guided one for --reference-categories.",
+    ),
+    turn: int | None = typer.Option(
+        None,
+        "--turn",
+        help="Judge the assistant reply at turn N of each item's conversation, the earlier turns "
+        "shown as context (needs a --template that shows conversations, e.g. @classic-pairwise).",
+    ),
+    reference_categories: list[str] | None = typer.Option(
+        None,
+        "--reference-categories",
+        help="Item categories (meta.category; comma-separated or repeated) judged with the "
+        "reference-guided template, e.g. math,reasoning,coding; other items use the plain one.",
     ),
     max_cost: float | None = typer.Option(
         None, "--max-cost", help="Default budget in USD of `campaign run` for this campaign."
@@ -85,6 +98,8 @@ def create(
             "limit": limit,
             "templates": dict(parse_template_option(t) for t in template or []),
             "max_cost": max_cost,
+            "turn": turn,
+            "reference_categories": _split(reference_categories),
         },
     )
     if json_:
@@ -95,6 +110,12 @@ def create(
         f"campaign {info.name}: {info.jobs} jobs ({verb}{f', {info.added} new' if 0 < info.added < info.jobs else ''}), "
         f"{info.protocol}, judges: {', '.join(j.name for j in info.judges)}"
     )
+    if info.skipped_no_turn:
+        typer.echo(
+            f"{info.skipped_no_turn} unit(s) left out: an item has no assistant reply at turn "
+            f"{info.spec.get('turn')}",
+            err=True,
+        )
 
 
 @app.command("plan")

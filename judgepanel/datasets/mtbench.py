@@ -14,7 +14,7 @@ answer to that turn — for turn 2 preceded by its own turn-1 answer, marked as 
 later answer is judged in the conversation it continues — its group `<qid>__<turn>` (the unit two
 answers are compared on), its `system` the model; `meta` keeps the category, the conversation as
 role/content turns (with the model's own earlier answers) and the reference answer of that turn
-where there is one. Each human vote is a
+where there is one (and, as `references`, those of every turn). Each human vote is a
 pair label of its annotator on the pair (model_a's item, model_b's item) of that question and
 turn: model_a → A, model_b → B, tie → T. Turn 1 and turn 2 are separate units, as in the paper.
 Annotators are grouped by the prefix of their id (`author_0` → `author`, `expert_24` → `expert`).
@@ -38,6 +38,7 @@ from judgepanel.datasets.records import (
 from judgepanel.errors import BadInput
 
 WINNERS = {"model_a": "A", "model_b": "B", "tie": "T"}
+JUDGED_MARK = "[Assistant, turn {turn}: the answer to judge]"  # where a later turn's own answer begins
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,14 @@ def _answer(answers: list[str], turn: int) -> str:
     if turn == 1:
         return answers[0]
     earlier = "\n\n".join(f"[Assistant, turn {t + 1}, context only]\n{answers[t]}" for t in range(turn - 1))
-    return f"{earlier}\n\n[Assistant, turn {turn}: the answer to judge]\n{answers[turn - 1]}"
+    return f"{earlier}\n\n{JUDGED_MARK.format(turn=turn)}\n{answers[turn - 1]}"
+
+
+def answer_to_judge(output: str, turn: int) -> str:
+    """A turn-`turn` item's own answer without the earlier answers `_answer` put before it (for a
+    template that shows those answers as the conversation itself)."""
+    mark = JUDGED_MARK.format(turn=turn) + "\n"
+    return output.split(mark, 1)[1] if mark in output else output
 
 
 def _read_votes(path: Path, known: set[str], *, kind: str) -> tuple[list[AnnotatorRecord], list[Vote]]:
@@ -207,6 +215,8 @@ def parse_mtbench(
                             "turn": t,
                             "conversation": conv,
                             **({"reference": ref[t - 1]} if ref and len(ref) >= t else {}),
+                            # every turn's, for judging an earlier turn of this item (`--turn`)
+                            **({"references": list(ref)} if ref else {}),
                         },
                     )
                 )

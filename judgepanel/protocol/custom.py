@@ -72,6 +72,11 @@ CLASSIC: Mapping[str, tuple[str, str]] = {
     "classic-single": ("pointwise", "classic_single.v1"),
     "classic-single-ref": ("pointwise", "classic_single_ref.v1"),
 }
+# a classic template -> its reference-guided variant (the default `reference` template)
+CLASSIC_REF: Mapping[str, str] = {
+    "@classic-pairwise": "@classic-pairwise-ref",
+    "@classic-single": "@classic-single-ref",
+}
 COMMON_VARS = frozenset(
     {
         "source",
@@ -224,12 +229,13 @@ def from_source(protocol: str, name: str, source: str, *, path: str | None = Non
 
 
 def parse_template_option(value: str) -> tuple[str, str]:
-    """`PROTOCOL=FILE` (or `PROTOCOL=@classic-…`) -> (protocol, reference)."""
+    """`PROTOCOL=FILE` (or `PROTOCOL=@classic-…`, or `reference=…` for the reference-guided
+    template of `--reference-categories`) -> (protocol, reference)."""
     protocol, eq, ref = value.partition("=")
     protocol, ref = protocol.strip(), ref.strip()
     if not eq or not protocol or not ref:
         raise BadInput(f"--template must look like PROTOCOL=FILE or PROTOCOL=@NAME, got {value!r}")
-    if protocol not in PROTOCOL_NAMES:
+    if protocol not in (*PROTOCOL_NAMES, "reference"):
         raise BadInput(f"--template: unknown protocol {protocol!r}; use one of {', '.join(PROTOCOL_NAMES)}")
     return protocol, ref
 
@@ -507,6 +513,36 @@ def conversation_of(meta: Mapping[str, Any], output: str | None) -> tuple[Turn, 
     ):
         turns = turns[:-1]
     return turns or None
+
+
+def reply_at_turn(
+    external_id: str, meta: Mapping[str, Any], output: str | None, turn: int
+) -> tuple[tuple[Turn, ...], str]:
+    """The turns before the `turn`-th assistant reply of an item's conversation (oldest first) and
+    that reply. The conversation is `meta["conversation"]`, followed by the item's `output` as the
+    last assistant reply unless the conversation already ends with it (an MT-Bench item's output
+    without the earlier answers it repeats)."""
+    raw = meta.get("conversation") or []
+    turns = [(str(t["role"]), str(t["content"])) for t in raw]
+    if output is not None and isinstance(meta.get("turn"), int) and not isinstance(meta["turn"], bool):
+        # an MT-Bench item (`data import-mtbench`): its output repeats its earlier answers, which
+        # its conversation already holds
+        from judgepanel.datasets.mtbench import answer_to_judge
+
+        output = answer_to_judge(output, meta["turn"])
+    ends_with_it = (
+        bool(turns) and turns[-1][0] == "assistant" and turns[-1][1].strip() == (output or "").strip()
+    )
+    if output is not None and output.strip() and not ends_with_it:
+        turns.append(("assistant", output))
+    replies = [k for k, (role, _) in enumerate(turns) if role == "assistant"]
+    if len(replies) < turn:
+        has = f"{len(replies)} assistant repl{'y' if len(replies) == 1 else 'ies'}"
+        raise BadInput(f"item {external_id!r} has {has}; turn {turn} was asked for (--turn)")
+    k = replies[turn - 1]
+    if not turns[k][1].strip():
+        raise BadInput(f"item {external_id!r}: its assistant reply at turn {turn} is empty")
+    return tuple(turns[:k]), turns[k][1]
 
 
 def reference_of(meta: Mapping[str, Any]) -> str | None:

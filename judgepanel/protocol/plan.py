@@ -22,6 +22,7 @@ PROTOCOLS = ("pairwise", "pointwise", "clauses")
 CONDITIONS = ("none", "criteria", "rubric")
 ORDERS = ("AB", "BA")
 KEY_VERSION = 1
+REFERENCE = "reference"  # the `templates` key of the reference-guided template (`reference_categories`)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,12 @@ class CampaignSpec:
     # where the spec came from: {"file": path, "sha256": …} for `--from FILE`; provenance only,
     # left out when a re-create compares specs
     origin: Mapping[str, Any] | None = None
+    # judge the assistant reply at this turn (1-based) of each item's conversation, with the turns
+    # before it as context; None: the item's own reply (`output`)
+    turn: int | None = None
+    # items whose `meta.category` is one of these are judged with `templates["reference"]` (a
+    # reference-guided template), the others with `templates[protocol]`
+    reference_categories: tuple[str, ...] = ()
 
     def validate(self) -> None:
         if not self.name.strip():
@@ -79,8 +86,29 @@ class CampaignSpec:
         if self.protocol == "clauses" and not self.dimensions:
             raise BadInput("the clause protocol needs --dimension (whose clauses to ask)")
         for proto in self.templates:
-            if proto != self.protocol:
+            if proto not in (self.protocol, REFERENCE):
                 raise BadInput(f"a {proto} template was given for a {self.protocol} campaign")
+        if self.turn is not None:
+            if isinstance(self.turn, bool) or not isinstance(self.turn, int) or self.turn < 1:
+                raise BadInput(f"--turn must be a whole number from 1, got {self.turn!r}")
+            if self.protocol not in self.templates:
+                raise BadInput(
+                    f"--turn needs a {self.protocol} template that shows the conversation: add "
+                    f"--template {self.protocol}=@classic-{'pairwise' if self.protocol == 'pairwise' else 'single'}"
+                    " (or your own template)"
+                )
+        if self.reference_categories and REFERENCE not in self.templates:
+            raise BadInput(
+                "--reference-categories needs a reference-guided template: --template "
+                "reference=FILE, or a classic --template (its -ref variant is then used)"
+            )
+        if REFERENCE in self.templates and not self.reference_categories:
+            raise BadInput("--template reference=… is used only with --reference-categories CATEGORY,…")
+        if self.reference_categories and self.protocol not in self.templates:
+            raise BadInput(
+                f"--reference-categories needs a {self.protocol} template for the other items too "
+                f"(--template {self.protocol}=…)"
+            )
         if self.max_cost is not None and not self.max_cost > 0:
             raise BadInput(f"max_cost must be a positive number of USD, got {self.max_cost}")
 
@@ -101,6 +129,10 @@ class CampaignSpec:
             **({"templates": {k: dict(v) for k, v in self.templates.items()}} if self.templates else {}),
             **({"max_cost": self.max_cost} if self.max_cost is not None else {}),
             **({"origin": dict(self.origin)} if self.origin is not None else {}),
+            **({"turn": self.turn} if self.turn is not None else {}),
+            **(
+                {"reference_categories": list(self.reference_categories)} if self.reference_categories else {}
+            ),
         }
 
 
@@ -146,7 +178,12 @@ def plan_jobs(
     conditions: tuple[str | None, ...] = (None,) if spec.protocol == "clauses" else spec.conditions
     dims: tuple[str | None, ...] = spec.dimensions or (None,)
     template = spec.templates.get(spec.protocol)
-    extra = {"template": template["sha256"]} if template else {}  # old keys unchanged without one
+    extra: dict[str, Any] = {"template": template["sha256"]} if template else {}  # old keys unchanged
+    if spec.turn is not None:
+        extra["turn"] = spec.turn
+    if spec.reference_categories:
+        extra["reference_template"] = spec.templates[REFERENCE]["sha256"]
+        extra["reference_categories"] = sorted(spec.reference_categories)
     jobs: list[PlannedJob] = []
     for repeat in range(spec.repeats):
         for unit in units:

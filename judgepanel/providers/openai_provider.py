@@ -34,6 +34,7 @@ import importlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import openai
@@ -109,6 +110,19 @@ class OpenAIProvider:
 
     def __repr__(self) -> str:
         return f"OpenAIProvider({self.name!r})"
+
+    @property
+    def refused(self) -> frozenset[str]:
+        """The parameters this judge's server refused and that are left out of its calls, named as
+        in a request's `params` (`max_tokens`, `seed`, …; `response_format`: no schema is sent)."""
+        wire = {self.caps.max_tokens_param: "max_tokens"}
+        return frozenset(wire.get(n, n) for n in self._dropped)
+
+    def assume_refused(self, names: Iterable[str]) -> None:
+        """Leave out parameters the server refused in an earlier run (`refused`), without asking
+        again; the first call still goes alone and may learn more."""
+        for name in names:
+            self._dropped.add(self.caps.max_tokens_param if name == "max_tokens" else name)
 
     def _arguments(self, request: ChatRequest) -> tuple[dict[str, Any], bool]:
         params = {**self.spec.request_params(), **request.params}

@@ -53,7 +53,13 @@ from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.runner.budget import Price, price_for
 from judgepanel.runner.executor import EXIT_INCOMPLETE, answered_row, cached_answer, judged_reply, sent_row
-from judgepanel.runner.prepare import CampaignContext, Prepared, prepare
+from judgepanel.runner.prepare import (
+    CampaignContext,
+    Prepared,
+    assume_learnt_refusals,
+    context_options,
+    prepare,
+)
 from judgepanel.runner.served import served_models
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import Batch, JobOutcome, LeasedJob
@@ -201,7 +207,16 @@ class BatchRunner:
         rubric = store.rubric_doc(self.engine, rv_id) if rv_id is not None else None
         tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
         ctx = CampaignContext(
-            spec.protocol, rubric, store.campaign_clauses(self.engine, rv_id), specs, tasks=tasks
+            spec.protocol,
+            rubric,
+            store.campaign_clauses(self.engine, rv_id),
+            specs,
+            tasks=tasks,
+            # the batch bodies leave out what the servers refused in realtime runs, as the hashes do
+            refused=assume_learnt_refusals(
+                self.engine, {n: j.provider for n, j in judges.items()}, self.warnings
+            ),
+            **context_options(spec),
         )
         return cid, ctx, judges
 

@@ -21,16 +21,16 @@ from typing import Any
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput
-from judgepanel.protocol.custom import load_template
+from judgepanel.protocol.custom import CLASSIC_REF, load_template
 from judgepanel.protocol.custom import validate as validate_template
-from judgepanel.protocol.plan import CampaignSpec
+from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.providers.caching import CacheForecast
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
-from judgepanel.runner.prepare import CampaignContext, Prepared, prepare, stored_templates
+from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare
 from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
@@ -61,6 +61,8 @@ def create(
     template_base: Path | None = None,
     max_cost: float | None = None,
     origin: Mapping[str, Any] | None = None,
+    turn: int | None = None,
+    reference_categories: Sequence[str] = (),
 ) -> CampaignInfo:
     """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
 
@@ -84,9 +86,18 @@ def create(
         judge_specs=tuple(j.strip() for j in judges),
         max_cost=max_cost,
         origin=origin,
+        turn=turn,
+        reference_categories=tuple(dict.fromkeys(c.strip() for c in reference_categories if c.strip())),
     )
-    spec.validate()
-    loaded = {p: load_template(p, ref, base=template_base) for p, ref in (templates or {}).items()}
+    refs = dict(templates or {})
+    plain = refs.get(protocol)
+    if spec.reference_categories and REFERENCE not in refs and plain is not None and plain in CLASSIC_REF:
+        refs[REFERENCE] = CLASSIC_REF[plain]
+    # the reference-guided template is one of the campaign's protocol
+    loaded = {
+        p: load_template(protocol if p == REFERENCE else p, ref, base=template_base)
+        for p, ref in refs.items()
+    }
     spec = replace(spec, templates={p: t.stored() for p, t in loaded.items()})
     spec.validate()
     rv_id = None
@@ -140,6 +151,8 @@ def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> 
         template_base=base,
         max_cost=opts.get("max_cost"),
         origin=cf.origin() if cf is not None else None,
+        turn=opts.get("turn"),
+        reference_categories=list(opts.get("reference_categories") or []),
     )
 
 
@@ -218,7 +231,8 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         judges,
         served_models=served_models_now(judges) if use_cache else {},
         tasks=editor_tasks(engine, name) if spec.protocol == "editor" else {},
-        templates=stored_templates(spec.templates),
+        refused=store.learnt_refusals(engine, list(judges)),
+        **context_options(spec),
     )
     counts = store.job_counts(engine, cid)
     jobs = store.pending_jobs(engine, cid)

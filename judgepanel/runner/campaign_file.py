@@ -13,6 +13,9 @@ flags or from a file is one campaign.
     protocol: pairwise
     templates:
       pairwise: my_pairwise.j2
+      reference: my_pairwise_ref.j2     # for the items of `reference_categories`
+    reference_categories: [math, reasoning, coding]
+    turn: 2                             # judge the 2nd assistant reply of each conversation
     judges:
       - "openai:gpt-4o-mini?temperature=0"
       - "openai:qwen2.5-7b?base_url=http://127.0.0.1:8000/v1&key_env=LOCAL_KEY"
@@ -48,6 +51,8 @@ KEYS: Mapping[str, str] = {
     "templates": "templates",
     "judges": "judges",
     "max_cost": "number",
+    "turn": "int",
+    "reference_categories": "strings",
 }
 ORDER = tuple(KEYS)
 
@@ -196,6 +201,10 @@ def to_yaml(spec: Mapping[str, Any], name: str) -> str:
     out["judges"] = list(spec.get("judge_specs") or spec["judges"])
     if spec.get("max_cost") is not None:
         out["max_cost"] = spec["max_cost"]
+    if spec.get("turn") is not None:
+        out["turn"] = int(spec["turn"])
+    if spec.get("reference_categories"):
+        out["reference_categories"] = list(spec["reference_categories"])
     text = yaml.safe_dump(out, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
     notes = [f"# template {p}: sha256 {d['sha256']}" for p, d in templates.items()]
     return "\n".join([*notes, text.rstrip()]) + "\n"

@@ -63,9 +63,11 @@ from judgepanel.runner.limits import JudgeLimiter, SharedBucket
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
+    as_sent,
+    assume_learnt_refusals,
+    context_options,
     prepare,
     read,
-    stored_templates,
     template_drift,
     verdict_from,
     with_logprob_score,
@@ -366,6 +368,7 @@ class Runner:
         self._abandon = False
         self._workers: list[asyncio.Task[None]] = []
         self.warnings: list[str] = []
+        self._background: list[asyncio.Task[None]] = []  # writes of what probes learnt
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._expo = wait_exponential_jitter(
             multiplier=self.opts.retry.initial_wait,
@@ -430,13 +433,17 @@ class Runner:
                 conc,
             )
         tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
+        refused = assume_learnt_refusals(
+            self.engine, {n: j.provider for n, j in judges.items()}, self.warnings
+        )
         ctx = CampaignContext(
             spec.protocol,
             rubric,
             store.campaign_clauses(self.engine, rv_id),
             specs,
             tasks=tasks,
-            templates=stored_templates(spec.templates),
+            refused=refused,
+            **context_options(spec),
         )
         self.warnings += template_drift(self.name, spec.templates)
         if self.opts.max_cost is None and spec.max_cost is not None:
@@ -505,6 +512,7 @@ class Runner:
                     raise res
         finally:
             await self._stop_feeders(feeders)
+            await asyncio.gather(*self._background)
             if heart is not None:
                 heart.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -756,18 +764,35 @@ class Runner:
         except ProviderError as exc:
             if isinstance(exc, TimedOut):
                 state["timeouts"] += 1
-            self._failed_attempt(j, p, n, exc, time.perf_counter() - t0)
+            self._failed_attempt(j, self._as_sent(j, p), n, exc, time.perf_counter() - t0)
             raise
         except (asyncio.CancelledError, _Abandoned):
             raise
         except Exception as exc:  # a provider bug must not be retried forever, nor lost
             fatal = Fatal(f"{type(exc).__name__}: {exc}")
-            self._failed_attempt(j, p, n, fatal, time.perf_counter() - t0)
+            self._failed_attempt(j, self._as_sent(j, p), n, fatal, time.perf_counter() - t0)
             raise fatal from exc
         finally:
             self.stats.in_flight -= 1
             j.limiter.release()
-        self._succeeded(j, p, n, result, tokens, state)
+        self._succeeded(j, self._as_sent(j, p), n, result, tokens, state)
+
+    def _as_sent(self, j: _Judge, p: Prepared) -> Prepared:
+        """`p` as its judge's provider sent it: without what the server refused. What a probe learns
+        is remembered for the requests prepared from now on and, in the campaign's spec, for later
+        runs (so their requests hash as sent from the start, and the cache answers them)."""
+        learnt: frozenset[str] | None = getattr(j.provider, "refused", None)
+        if not learnt:
+            return p
+        judge = p.job.judge
+        if learnt != self.ctx.refused.get(judge, frozenset()):
+            self.ctx = replace(self.ctx, refused={**self.ctx.refused, judge: learnt})
+            self._background.append(
+                asyncio.create_task(
+                    asyncio.to_thread(store.remember_refusals, self.engine, self.name, judge, sorted(learnt))
+                )
+            )
+        return as_sent(p, self.ctx, learnt)
 
     def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, seconds: float) -> None:
         if isinstance(exc, RateLimited):

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from judgepanel.errors import BadInput
 from judgepanel.protocol.custom import (
@@ -21,16 +21,21 @@ from judgepanel.protocol.custom import (
     from_stored,
     reference_of,
     render_custom,
+    reply_at_turn,
 )
 from judgepanel.protocol.editor import parse_editor, proposal_json, render_editor, task_from_dict
 from judgepanel.protocol.pairs import to_canonical
 from judgepanel.protocol.parse import parse_reply
+from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
 from judgepanel.providers.base import ChatRequest
 from judgepanel.providers.spec import JudgeSpec
 from judgepanel.rubrics import LEVELS, RubricDoc
 from judgepanel.runner.cache import request_hash
-from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow
+from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow, learnt_refusals
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 # Output caps sent when the judge spec names no `max_tokens`: room for a rationale and the JSON
 # verdict, and per clause for its id, verdict and a sentence; without a cap a local server
@@ -75,11 +80,29 @@ class CampaignContext:
     # editor campaigns: task key (the job's `dimension`) -> the stored task (`protocol.editor`)
     tasks: Mapping[str, Any] = field(default_factory=dict)
     templates: Mapping[str, CustomTemplate] = field(default_factory=dict)  # protocol -> custom template
+    turn: int | None = None  # judge this assistant turn of each item's conversation (`CampaignSpec.turn`)
+    # items of these categories use `templates["reference"]` (`CampaignSpec.reference_categories`)
+    reference_categories: frozenset[str] = frozenset()
+    # judge -> parameters its server refused (learnt by the probe, remembered in the campaign
+    # spec): left out of the requests built here, so params and hash say what was sent
+    refused: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
-def stored_templates(stored: Mapping[str, Mapping[str, Any]]) -> dict[str, CustomTemplate]:
-    """The templates a campaign was created with, exactly as stored (never re-read from the files)."""
-    return {p: from_stored(p, d) for p, d in stored.items()}
+def stored_templates(
+    stored: Mapping[str, Mapping[str, Any]], protocol: str | None = None
+) -> dict[str, CustomTemplate]:
+    """The templates a campaign was created with, exactly as stored (never re-read from the files).
+    The `reference` one is a template of the campaign's `protocol`."""
+    return {p: from_stored(protocol if p == REFERENCE and protocol else p, d) for p, d in stored.items()}
+
+
+def context_options(spec: CampaignSpec) -> dict[str, Any]:
+    """The `CampaignContext` fields that come from the stored spec: templates, turn, categories."""
+    return {
+        "templates": stored_templates(spec.templates, spec.protocol),
+        "turn": spec.turn,
+        "reference_categories": frozenset(spec.reference_categories),
+    }
 
 
 def template_drift(campaign: str, stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -102,11 +125,33 @@ def template_drift(campaign: str, stored: Mapping[str, Mapping[str, Any]]) -> li
     return out
 
 
-def _unit(t: Any) -> UnitText:
+def _unit(t: Any, turn: int | None = None) -> UnitText:
+    meta = getattr(t, "meta", None) or {}
+    if turn is not None:
+        context, reply = reply_at_turn(t.external_id, meta, t.output, turn)
+        # an item that says which turn its reference answers (MT-Bench's) shows it only for that
+        # turn, or the judged turn's from its `references` (one per turn)
+        refs = meta.get("references")
+        if isinstance(refs, list) and len(refs) >= turn and isinstance(refs[turn - 1], str):
+            reference: str | None = refs[turn - 1] if refs[turn - 1].strip() else None
+        elif meta.get("turn") in (None, turn):
+            reference = reference_of(meta)
+        else:
+            reference = None
+        return UnitText(t.external_id, reply, t.input, context or None, reference)
     if t.output is None or not str(t.output).strip():
         raise BadInput(f"item {t.external_id!r} has no output text to judge")
-    meta = getattr(t, "meta", None) or {}
     return UnitText(t.external_id, t.output, t.input, conversation_of(meta, t.output), reference_of(meta))
+
+
+def _category(job: LeasedJob) -> str | None:
+    """The category (`meta.category`) of the job's item(s); the two items of a pair must share it."""
+    cats = {(getattr(u, "meta", None) or {}).get("category") for u in job.units}
+    if len(cats) > 1:
+        ids = " and ".join(repr(u.external_id) for u in job.units)
+        raise BadInput(f"items {ids} have different categories ({', '.join(sorted(map(str, cats)))})")
+    (cat,) = cats
+    return None if cat is None else str(cat)
 
 
 def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> Prompt:
@@ -118,7 +163,7 @@ def _render_custom(job: LeasedJob, ctx: CampaignContext, t: CustomTemplate) -> P
         dim = rubric.dimension(job.dimension)
     elif rubric is not None and len(rubric.dimensions) == 1:
         dim = rubric.dimensions[0]
-    units = [_unit(u) for u in job.units]
+    units = [_unit(u, ctx.turn) for u in job.units]
     # an item with a conversation is shown as its turns; its `input` (often the same dialogue as
     # text, with each candidate's own earlier answers) would differ within a pair and say it twice
     units = [replace(u, input=None) if u.conversation is not None else u for u in units]
@@ -142,6 +187,8 @@ def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
             raise BadInput(f"editor job {job.id} has no stored task {job.dimension!r}")
         return render_editor(task_from_dict(task))
     custom = ctx.templates.get(ctx.protocol)
+    if ctx.reference_categories and _category(job) in ctx.reference_categories:
+        custom = ctx.templates[REFERENCE]
     if custom is not None:
         return _render_custom(job, ctx, custom)
     if ctx.protocol == "pairwise":
@@ -183,23 +230,63 @@ def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = N
         schema_name=prompt.schema_name,
         cache_breaks=prompt.cache_breaks,
     )
+    max_out = params.get("max_tokens")
+    prep = Prepared(
+        job,
+        prompt,
+        request,
+        "",
+        sum(len(m["content"]) for m in messages),
+        int(max_out) if isinstance(max_out, int | float) else None,
+    )
+    return as_sent(prep, ctx, ctx.refused.get(job.judge, frozenset()), force=True)
+
+
+def assume_learnt_refusals(
+    engine: Engine, providers: Mapping[str, object], warnings: list[str]
+) -> dict[str, frozenset[str]]:
+    """judge -> the parameters its server refused in earlier runs (stored in campaign specs),
+    handed to each provider that can leave them out (`assume_refused`), one warning per judge."""
+    out: dict[str, frozenset[str]] = {}
+    for judge, names in learnt_refusals(engine, list(providers)).items():
+        assume = getattr(providers[judge], "assume_refused", None)
+        if assume is None or not names:
+            continue
+        assume(names)
+        out[judge] = names
+        warnings.append(
+            f"judge {judge}: leaving out {', '.join(repr(n) for n in sorted(names))}, "
+            "refused by its server in an earlier run"
+        )
+    return out
+
+
+def as_sent(p: Prepared, ctx: CampaignContext, refused: frozenset[str], *, force: bool = False) -> Prepared:
+    """`p` without the parameters the judge's server refused (`response_format`: without the
+    schema), its hash computed on what is left: the request stored, and the key the cache
+    answers from, are the body the server received. Unchanged (same object) when nothing that
+    `p` carries was refused, unless `force`."""
+    request = p.request
+    gone = refused & set(request.params)
+    drop_schema = "response_format" in refused and request.schema is not None
+    if not (gone or drop_schema or force):
+        return p
+    if gone or drop_schema:
+        request = replace(
+            request,
+            params={k: v for k, v in request.params.items() if k not in gone},
+            schema=None if drop_schema else request.schema,
+        )
+    spec = ctx.judges[p.job.judge]
     h = request_hash(
         provider=spec.provider,
         model=spec.model,
         base_url=spec.base_url,
         request=request,
-        repeat=job.repeat,
-        served_model=ctx.served_models.get(job.judge),
+        repeat=p.job.repeat,
+        served_model=ctx.served_models.get(p.job.judge),
     )
-    max_out = params.get("max_tokens")
-    return Prepared(
-        job,
-        prompt,
-        request,
-        h,
-        sum(len(m["content"]) for m in messages),
-        int(max_out) if isinstance(max_out, int | float) else None,
-    )
+    return replace(p, request=request, request_hash=h)
 
 
 def score_levels(prompt: Prompt) -> tuple[int, ...]:

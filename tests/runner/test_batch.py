@@ -326,3 +326,22 @@ def test_kill_9_while_a_batch_is_pending_then_resume_collects_without_resubmitti
     with eng.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(Verdict)) == 12
         assert conn.scalar(select(func.count()).select_from(Request)) == 12
+
+
+def test_a_batch_run_sends_the_campaigns_own_template(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    """A campaign created with --template is sent with that template through the batch API too
+    (batch runs used to render the bundled one)."""
+    url, eng = db
+    out = cli(
+        "campaign", "create", "t", "--dataset", DATASET, "--pairs", PAIRS, "--protocol", "pairwise",
+        "--judge", judge("openai", server.url), "--template", "pairwise=@classic-pairwise", "--limit", "2",
+        db=url,
+    )  # fmt: skip
+    assert out.code == 0, out.stderr
+    assert run_batch(url, "t")["done"] == 4
+    with eng.connect() as c:
+        sent = c.execute(select(Request.template_name, Request.messages)).all()
+    assert {name for name, _ in sent} == {"@classic-pairwise"}
+    assert all("[[A]] if Assistant A is better" in m[-1]["content"] for _, m in sent)

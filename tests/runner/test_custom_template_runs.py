@@ -4,6 +4,7 @@ recorded with every request, and never silently swapped for an edited file."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from sqlalchemy import Engine, func, select
 from judgepanel.protocol.templates import template_source
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
-from judgepanel.store.models import Campaign, Request, Verdict
+from judgepanel.store.models import Campaign, Job, Request, Verdict
 from tests.helpers import cli
 from tests.runner.conftest import PAIRS, create_argv, load_tiny
 
@@ -75,6 +76,10 @@ def test_a_custom_template_runs_and_every_request_records_its_hash(
     assert again.code == 0 and "changed since campaign c was created" in again.json()["warnings"][0]
     refused = cli(*argv, db=url)
     assert refused.code == 2 and "exists with another spec" in refused.stderr
+    # … and the refusal names the edited template as the reason, both versions by hash
+    new = hashlib.sha256(TEMPLATE.replace("Think briefly", "Think hard").encode()).hexdigest()
+    old = hashlib.sha256(TEMPLATE.encode()).hexdigest()
+    assert f"its pairwise template changed: sha256 {old[:12]} stored, {new[:12]} now" in refused.stderr
 
 
 def test_a_classic_template_needs_no_file(db: tuple[str, Engine]) -> None:
@@ -128,3 +133,56 @@ def test_a_spec_without_the_new_options_is_stored_as_before(db: tuple[str, Engin
     with eng.connect() as c:
         spec = c.scalar(select(Campaign.spec))
     assert "templates" not in spec and "max_cost" not in spec and "origin" not in spec
+
+
+@pytest.fixture
+def any_db(db_url: str) -> Iterator[tuple[str, Engine]]:
+    eng = make_engine(db_url)
+    upgrade(eng)
+    load_tiny(eng, pairs=4)
+    yield db_url, eng
+    eng.dispose()
+
+
+def test_a_file_edited_before_the_first_run_does_not_change_what_the_campaign_sends(
+    any_db: tuple[str, Engine], tmp_path: Path
+) -> None:
+    """Create, edit the file, then run: every request carries the text and hash the campaign was
+    created with; the edit is adopted only by a new campaign (`campaign show --yaml` re-reads the
+    file), and the old campaign's requests stay as they were."""
+    url, eng = any_db
+    path = tmp_path / "mine.j2"
+    path.write_text(TEMPLATE, encoding="utf-8")
+    argv = create_argv(
+        "c", "sim:a", protocol="pairwise", extra=("--pairs", PAIRS, "--template", f"pairwise={path}")
+    )
+    assert cli(*argv, db=url).code == 0
+    edited = TEMPLATE.replace("Think briefly", "Think hard")
+    path.write_text(edited, encoding="utf-8")
+    run = cli("campaign", "run", "c", "--json", db=url).json()
+    assert run["done"] == 8 and "changed since campaign c was created" in run["warnings"][0]
+    with eng.connect() as c:
+        sent = c.execute(select(Request.template_hash, Request.messages)).all()
+    assert {h for h, _ in sent} == {_expected_hash(TEMPLATE)}
+    assert all("Think briefly" in m[-1]["content"] and "Think hard" not in m[-1]["content"] for _, m in sent)
+
+    # adopting the edit: a new campaign from the old one's file, which names the template's path
+    lock = tmp_path / "c.yaml"
+    lock.write_text(cli("campaign", "show", "c", "--yaml", db=url).stdout, encoding="utf-8")
+    made = cli("campaign", "create", "c2", "--from", str(lock), "--json", db=url)
+    assert made.code == 0, made.stderr
+    assert cli("campaign", "run", "c2", "--json", db=url).json()["done"] == 8
+    with eng.connect() as c:
+        by_campaign = {
+            name: set(hashes)
+            for name, hashes in (
+                (
+                    n,
+                    c.scalars(
+                        select(Request.template_hash).join(Job).join(Campaign).where(Campaign.name == n)
+                    ),
+                )
+                for n in ("c", "c2")
+            )
+        }
+    assert by_campaign == {"c": {_expected_hash(TEMPLATE)}, "c2": {_expected_hash(edited)}}

@@ -46,15 +46,45 @@ def campaign_by_name(s: Session, name: str) -> Campaign:
     return c
 
 
-def _units(s: Session, ds: Dataset, ps: PairSet | None, split: str | None, limit: int | None) -> list[Unit]:
+def _units(
+    s: Session,
+    ds: Dataset,
+    ps: PairSet | None,
+    split: str | None,
+    limit: int | None,
+    turn: int | None = None,
+) -> tuple[list[Unit], int]:
+    """The units to judge, in order, and how many were left out because an item has no assistant
+    reply at `turn` (`--limit` counts the units kept)."""
+    has_turn: dict[int, bool] = {}
+    if turn is not None:
+        from judgepanel.protocol.custom import reply_at_turn  # jinja2 is loaded only for --turn
+
+        for i, e, out, meta in s.execute(
+            select(Item.id, Item.external_id, Item.output, Item.meta).where(Item.dataset_id == ds.id)
+        ):
+            try:
+                reply_at_turn(e, meta or {}, out, turn)
+                has_turn[i] = True
+            except BadInput:
+                has_turn[i] = False
+    skipped = 0
     if ps is None:
         q = select(Item.id, Item.external_id).where(Item.dataset_id == ds.id)
         if split is not None:
             q = q.where(Item.split == split)
         q = q.order_by(Item.position)
-        if limit is not None:
+        if limit is not None and turn is None:
             q = q.limit(limit)
-        return [Unit(i, None, (e,)) for i, e in s.execute(q)]
+        units = []
+        for i, e in s.execute(q):
+            if turn is not None and not has_turn[i]:
+                skipped += 1
+                continue
+            units.append(Unit(i, None, (e,)))
+            if limit is not None and len(units) >= limit:
+                break
+        return units, skipped
     if ps.dataset_id != ds.id:
         raise BadInput(f"pair set {ps.name!r} belongs to another dataset than {ds.name!r}")
     ext = dict(s.execute(select(Item.id, Item.external_id).where(Item.dataset_id == ds.id)).all())
@@ -69,10 +99,13 @@ def _units(s: Session, ds: Dataset, ps: PairSet | None, split: str | None, limit
     ):
         if split is not None and not (splits.get(a) == split and splits.get(b) == split):
             continue
+        if turn is not None and not (has_turn[a] and has_turn[b]):
+            skipped += 1
+            continue
         units.append(Unit(None, pid, (ext[a], ext[b])))
         if limit is not None and len(units) >= limit:
             break
-    return units
+    return units, skipped
 
 
 def _judge_ids(s: Session, judges: Sequence[JudgeRecord]) -> dict[str, int]:
@@ -155,8 +188,8 @@ def create_campaign(
         if camp is not None:
             if _compared(camp.spec) != _compared(stored):
                 raise BadInput(
-                    f"campaign {spec.name!r} exists with another spec; choose another name "
-                    f"(see `judgepanel campaign list`)"
+                    f"campaign {spec.name!r} exists with another spec{_what_differs(camp.spec, stored)}; "
+                    f"choose another name (see `judgepanel campaign list`)"
                 )
         else:
             camp = Campaign(
@@ -180,11 +213,13 @@ def create_campaign(
         for jid in ids.values():
             if jid not in linked:
                 s.add(CampaignJudge(campaign_id=camp.id, judge_id=jid))
-        units = _units(s, ds, ps, spec.split, spec.limit)
+        units, skipped = _units(s, ds, ps, spec.split, spec.limit, spec.turn)
         if not units:
             what = f"pair set {spec.pairs!r}" if ps else f"dataset {spec.dataset!r}"
             raise BadInput(
-                f"{what} has nothing to judge" + (f" in split {spec.split!r}" if spec.split else "")
+                f"{what} has nothing to judge"
+                + (f" in split {spec.split!r}" if spec.split else "")
+                + (f": no item has an assistant reply at turn {spec.turn} (--turn)" if spec.turn else "")
             )
         planned = plan_jobs(spec, units, dataset_key=ds.name, rubric_hash=rubric_hash)
         added = _insert_jobs(s, camp.id, planned, ids)
@@ -204,12 +239,67 @@ def create_campaign(
             stored,
             n,
             added,
+            skipped if spec.turn is not None else None,
         )
+
+
+def learnt_refusals(engine: Engine, judges: Sequence[str]) -> dict[str, frozenset[str]]:
+    """judge name -> the parameters its server refused in any earlier run (`spec.refused_params`
+    of every campaign, since a judge's name includes its `base_url`: the same server)."""
+    wanted = set(judges)
+    out: dict[str, set[str]] = {}
+    with engine.connect() as conn:
+        for (spec,) in conn.execute(select(Campaign.spec)):
+            for judge, names in ((spec or {}).get("refused_params") or {}).items():
+                if judge in wanted:
+                    out.setdefault(judge, set()).update(str(n) for n in names)
+    return {j: frozenset(n) for j, n in out.items()}
+
+
+def remember_refusals(engine: Engine, campaign: str, judge: str, names: Sequence[str]) -> None:
+    """Record in the campaign's spec that `judge`'s server refuses `names` (see `learnt_refusals`)."""
+    with session_scope(engine) as s:
+        camp = s.scalar(select(Campaign).where(Campaign.name == campaign).with_for_update())
+        if camp is None:
+            return
+        spec = dict(camp.spec)
+        known = dict(spec.get("refused_params") or {})
+        merged = sorted(set(known.get(judge) or ()) | set(names))
+        if merged == known.get(judge):
+            return
+        known[judge] = merged
+        spec["refused_params"] = known
+        camp.spec = spec  # a new object, so the JSON column is written
+
+
+# not part of what a campaign *is*: provenance, and what its runs learnt about the judges' servers
+_NOT_COMPARED = ("origin", "refused_params")
 
 
 def _compared(spec: dict[str, Any]) -> dict[str, Any]:
     """A stored spec without its provenance: the same campaign from a file or from flags is one campaign."""
-    return {k: v for k, v in spec.items() if k != "origin"}
+    return {k: v for k, v in spec.items() if k not in _NOT_COMPARED}
+
+
+def _what_differs(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """` (its pairwise template changed: …)`: why a re-create is refused, so an edited template
+    file is named as the reason instead of a bare "another spec"."""
+    a, b = _compared(old), _compared(new)
+    keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    notes: list[str] = []
+    other = [k for k in keys if k != "templates"]
+    if other:
+        notes.append(f"it differs in {', '.join(other)}")
+    for k in keys:
+        if k == "templates":
+            ta, tb = a.get(k) or {}, b.get(k) or {}
+            for proto in sorted(set(ta) | set(tb)):
+                sa, sb = (ta.get(proto) or {}).get("sha256"), (tb.get(proto) or {}).get("sha256")
+                if sa != sb:
+                    notes.append(
+                        f"its {proto} template changed: sha256 {str(sa)[:12]} stored, {str(sb)[:12]} now"
+                    )
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
@@ -235,6 +325,8 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
                 templates=dict(d.get("templates") or {}),
                 max_cost=d.get("max_cost"),
                 origin=d.get("origin"),
+                turn=d.get("turn"),
+                reference_categories=tuple(d.get("reference_categories") or ()),
             ),
             rv,
         )

@@ -33,6 +33,8 @@ class CampaignInfo:
     spec: dict[str, Any]
     jobs: int
     added: int  # jobs inserted by this call (0 when the campaign was already planned)
+    # `--turn` campaigns: units left out because an item has no assistant reply at that turn
+    skipped_no_turn: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +44,7 @@ class CampaignInfo:
             "judges": [j.name for j in self.judges],
             "jobs": self.jobs,
             "added": self.added,
+            **({"skipped_no_turn": self.skipped_no_turn} if self.skipped_no_turn is not None else {}),
         }
 
 
