@@ -52,7 +52,14 @@ from judgepanel.providers.base import ChatResult
 from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.runner.budget import Price, price_for
-from judgepanel.runner.executor import EXIT_INCOMPLETE, answered_row, cached_answer, judged_reply, sent_row
+from judgepanel.runner.executor import (
+    EXIT_INCOMPLETE,
+    answered_row,
+    cached_answer,
+    judged_reply,
+    prepare_leased,
+    sent_row,
+)
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
@@ -301,15 +308,7 @@ class BatchRunner:
     # ------------------------------------------------------------ submitting
 
     def _render(self, leased: list[LeasedJob]) -> tuple[list[Prepared], list[tuple[LeasedJob, str]]]:
-        reask = store.last_parse_errors(self.engine, [x.id for x in leased if x.attempts > 0])
-        preps: list[Prepared] = []
-        bad: list[tuple[LeasedJob, str]] = []
-        for job in leased:
-            try:
-                preps.append(prepare(job, self.ctx, reask_error=reask.get(job.id)))
-            except BadInput as exc:
-                bad.append((job, str(exc)))
-        return preps, bad
+        return prepare_leased(self.engine, self.ctx, leased)
 
     async def _submit(self, j: _Judge, leased: list[LeasedJob]) -> None:
         preps, bad = await asyncio.to_thread(self._render, leased)

@@ -258,6 +258,22 @@ def sent_row(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
     )
 
 
+def prepare_leased(
+    engine: Engine, ctx: CampaignContext, leased: list[LeasedJob]
+) -> tuple[list[Prepared], list[tuple[LeasedJob, str]]]:
+    """Render leased jobs (a job asked again carries its last parse error, to re-ask with); the
+    ones that cannot be rendered come back apart, with the reason."""
+    reask = store.last_parse_errors(engine, [x.id for x in leased if x.attempts > 0])
+    preps: list[Prepared] = []
+    bad: list[tuple[LeasedJob, str]] = []
+    for job in leased:
+        try:
+            preps.append(prepare(job, ctx, reask_error=reask.get(job.id)))
+        except BadInput as exc:
+            bad.append((job, str(exc)))
+    return preps, bad
+
+
 def answered_row(
     row: AttemptRow, r: ChatResult, *, cost: float | None, error: str | None, latency_ms: float | None
 ) -> AttemptRow:
@@ -594,14 +610,7 @@ class Runner:
         leased = store.lease_jobs(
             self.engine, self.cid, self.owner, n, lease_seconds=self.opts.lease_seconds, judge_id=j.id
         )
-        reask = store.last_parse_errors(self.engine, [x.id for x in leased if x.attempts > 0])
-        preps: list[Prepared] = []
-        bad: list[tuple[LeasedJob, str]] = []
-        for job in leased:
-            try:
-                preps.append(prepare(job, self.ctx, reask_error=reask.get(job.id)))
-            except BadInput as exc:
-                bad.append((job, str(exc)))
+        preps, bad = prepare_leased(self.engine, self.ctx, leased)
         hits = {} if self.opts.no_cache else store.cache_lookup(self.engine, [p.request_hash for p in preps])
         return preps, hits, bad
 
