@@ -16,6 +16,12 @@ parameters uses the SDK's default version.
 
 `max_tokens` is required by the API: 1024 unless the spec says otherwise.
 
+The call goes through the SDK's generic `post` with `cast_to` the SDK's own HTTP response class
+(as the OpenAI provider does), not `messages.with_raw_response.create`: the SDK still owns the
+wire (auth, `anthropic-version`, the connection pool, timeouts, status errors) and the body is the
+one `create` sends, while the raw-response wrapper, its tracing span and the per-call argument
+handling are skipped (a test compares what the server receives from both).
+
 Prompt caching. The system text goes as one text block marked `cache_control: {"type":
 "ephemeral"}`, and the final user message is cut at `ChatRequest.cache_breaks` (where the prompt's
 stable parts end: instructions and rubric, then the shared source) into text blocks, each stable
@@ -29,6 +35,7 @@ counts beside it.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -50,7 +57,18 @@ _SAMPLING = ("temperature", "top_p", "top_k")
 MAX_BREAKPOINTS = 4  # cache_control marks the Messages API accepts in one request
 _EPHEMERAL = {"type": "ephemeral"}
 
+_WIRE_RESPONSE = sdk.wire_response_class(anthropic.DefaultAsyncHttpxClient)
 _ERRORS = sdk.SdkErrors(anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.APIStatusError)
+
+
+def deprecated_models() -> dict[str, str]:
+    """The SDK's table of deprecated models and their end-of-life dates ({} if it has none)."""
+    try:
+        module = importlib.import_module("anthropic.resources.messages.messages")
+    except ImportError:  # pragma: no cover - another SDK layout
+        return {}
+    table = getattr(module, "DEPRECATED_MODELS", {})
+    return {str(k): str(v) for k, v in table.items()} if isinstance(table, dict) else {}
 
 
 class AnthropicProvider:
@@ -68,6 +86,12 @@ class AnthropicProvider:
             if base_url is None:
                 raise BadInput(f"judge {spec.name}: ANTHROPIC_API_KEY is not set")
             key = PLACEHOLDER_KEY
+        # what the SDK's `create` would have warned about, said once per judge in the run summary
+        self.warnings: list[str] = [
+            f"judge {spec.name}: Anthropic lists {spec.model!r} as deprecated, end of life {when}"
+            for when in [deprecated_models().get(spec.model)]
+            if when
+        ]
         self._secrets = tuple(s for s in (key, token) if s)
         self._custom_endpoint = base_url is not None
         http_client = None
@@ -135,12 +159,18 @@ class AnthropicProvider:
         kwargs, tool = self._arguments(request)
         started = time.perf_counter()
         failure: ProviderError | None = None
+        headers = kwargs.pop("extra_headers", None)
+        sent = {"model": self.model, **kwargs, **kwargs.pop("extra_body", {})}
+        sent.pop("extra_body", None)
         try:
-            raw = await self._client.messages.with_raw_response.create(
-                model=self.model, timeout=timeout, **kwargs
+            raw = await self._client.post(
+                "/v1/messages",
+                cast_to=_WIRE_RESPONSE,
+                body=sent,
+                options={"timeout": timeout, "headers": headers or {}},
             )
-            body = await raw.text()
-            status = raw.http_response.status_code
+            body = raw.text
+            status = raw.status_code
         except anthropic.AnthropicError as exc:
             failure = sdk.sdk_failure(
                 exc, _ERRORS, provider="anthropic", timeout=timeout, secrets=self._secrets

@@ -30,7 +30,6 @@ JSON (strings, numbers and the schema dict), which that transform passes through
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import time
@@ -47,16 +46,7 @@ from judgepanel.providers.capabilities import Capabilities, capabilities, refuse
 from judgepanel.providers.keys import api_key
 from judgepanel.providers.spec import JudgeSpec
 
-
-def _wire_response_class() -> type[Any]:
-    """The Response class of the HTTP library the SDK sends with (httpx2, or httpx in older SDKs)."""
-    for cls in openai.DefaultAsyncHttpxClient.__mro__:
-        if cls.__name__ == "AsyncClient" and not cls.__module__.startswith("openai"):
-            return importlib.import_module(cls.__module__.split(".")[0]).Response  # type: ignore[no-any-return]
-    raise RuntimeError("the OpenAI SDK's HTTP client class was not found")  # pragma: no cover
-
-
-_WIRE_RESPONSE = _wire_response_class()
+_WIRE_RESPONSE = sdk.wire_response_class(openai.DefaultAsyncHttpxClient)
 PLACEHOLDER_KEY = "no-key"  # what local OpenAI-compatible servers get when no key is configured
 _SENT = ("temperature", "top_p", "seed", "frequency_penalty", "presence_penalty", "reasoning_effort")
 

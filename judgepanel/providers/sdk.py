@@ -2,12 +2,14 @@
 pool connections, raise errors and hand back raw bodies the same way.
 
 - `connection_limits`: the httpx pool for as many calls as may be in flight.
+- `wire_response_class`: the SDK's own HTTP response class, the `cast_to` of its generic `post`.
 - `SdkErrors` + `sdk_failure`: an SDK exception → judgepanel's `ProviderError` (see `errors`).
 - `reply_object`, `int_or_none`: reading a 2xx body that may be malformed.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,6 +26,15 @@ def connection_limits(sdk_default: _Limits, max_connections: int) -> _Limits:
     connections alive as may be in flight (the SDKs keep 100)."""
     make = cast("Callable[..., _Limits]", type(sdk_default))
     return make(max_connections=max_connections, max_keepalive_connections=max_connections)
+
+
+def wire_response_class(default_client: type[Any]) -> type[Any]:
+    """The Response class of the HTTP library an SDK sends with (httpx2, or httpx in older SDKs),
+    found from the SDK's public `DefaultAsyncHttpxClient` so judgepanel never names that library."""
+    for cls in default_client.__mro__:
+        if cls.__name__ == "AsyncClient" and not cls.__module__.startswith(("openai", "anthropic")):
+            return importlib.import_module(cls.__module__.split(".")[0]).Response  # type: ignore[no-any-return]
+    raise RuntimeError(f"{default_client!r}: no HTTP client class among its bases")  # pragma: no cover
 
 
 @dataclass(frozen=True)

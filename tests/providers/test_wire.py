@@ -290,3 +290,53 @@ async def test_openai_fast_path_sends_what_create_sends(fake: FakeServer, struct
     varying = {"x-stainless-read-timeout", "x-stainless-retry-count", "content-length", "x-stainless-timeout"}
     assert set(ours.headers) - varying == set(theirs.headers) - varying
     assert ours.headers["content-type"] == theirs.headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize("extra", ["", "&temperature=0&top_p=0.9", "&structured=off&prompt_cache=off"])
+async def test_anthropic_fast_path_sends_what_create_sends(fake: FakeServer, extra: str) -> None:
+    """The Anthropic provider sends through the SDK's generic `post`, not
+    `messages.with_raw_response.create`: the server must see the same path, body, version
+    header, key and SDK headers as from `messages.create` with the provider's own arguments."""
+    import anthropic
+
+    spec = parse_spec(f"anthropic:claude-judge?base_url={fake.url}&max_tokens=300{extra}")
+    provider = make_provider(spec)
+    try:
+        await provider.complete(pairwise(params=spec.request_params(), schema=SCHEMA), timeout=10)
+        kwargs, _tool = provider._arguments(pairwise(params=spec.request_params(), schema=SCHEMA))  # type: ignore[attr-defined]
+    finally:
+        await provider.aclose()
+    (ours,) = fake.recent()
+    fake.reset()
+    client = anthropic.AsyncAnthropic(api_key=ANTHROPIC_KEY, base_url=fake.url, max_retries=0)
+    try:
+        await client.messages.create(model="claude-judge", timeout=10, **kwargs)
+    finally:
+        await client.close()
+    (theirs,) = fake.recent()
+    assert (ours.method, ours.path) == (theirs.method, theirs.path) == ("POST", "/v1/messages")
+    assert json.loads(ours.body) == json.loads(theirs.body)
+    for name in ("anthropic-version", "content-type"):
+        assert ours.headers[name] == theirs.headers[name]
+    auth = {k: v for k, v in ours.headers.items() if k in ("x-api-key", "authorization")}
+    assert auth == {k: v for k, v in theirs.headers.items() if k in ("x-api-key", "authorization")}
+    assert auth and all(ANTHROPIC_KEY in v for v in auth.values())
+    if "temperature" in extra:
+        assert ours.headers["anthropic-version"] == SAMPLING_API_VERSION
+        assert json.loads(ours.body)["temperature"] == 0
+    varying = {"x-stainless-read-timeout", "x-stainless-retry-count", "content-length", "x-stainless-timeout"}
+    assert set(ours.headers) - varying == set(theirs.headers) - varying
+
+
+def test_anthropic_deprecated_model_is_said_once_per_judge(fake: FakeServer) -> None:
+    """`messages.create` warned about a deprecated model on every call; the fast path does not
+    call it, so the provider says it once, in the warnings the run summary shows."""
+    from judgepanel.providers.anthropic_provider import deprecated_models
+
+    table = deprecated_models()
+    assert table, "the pinned SDK lists deprecated models"
+    model, when = next(iter(table.items()))
+    old = make_provider(parse_spec(f"anthropic:{model}?base_url={fake.url}"))
+    current = make_provider(parse_spec(f"anthropic:claude-judge?base_url={fake.url}"))
+    assert old.warnings == [f"judge {old.name}: Anthropic lists {model!r} as deprecated, end of life {when}"]  # type: ignore[attr-defined]
+    assert current.warnings == []  # type: ignore[attr-defined]
