@@ -237,3 +237,9 @@ print(sorted(m for m in ("scipy.stats", "pydantic", "sqlalchemy") if m in sys.mo
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[] True"
+
+
+def test_query_on_sqlite_does_not_import_the_postgresql_driver(finished_campaign: str) -> None:
+    """psycopg is loaded by a PostgreSQL engine only; `query` on SQLite reads without it."""
+    modules = _modules_after(finished_campaign, ["query", "select count(*) from job"])
+    assert _packages(modules, ("psycopg", "numpy", *NOT_FOR_READING)) == []
