@@ -33,18 +33,20 @@ names the file and the field.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.resources import resource_dir
+
+if TYPE_CHECKING:
+    import yaml
 
 SCALE = (1, 5)
 LEVELS = tuple(range(SCALE[0], SCALE[1] + 1))
@@ -161,28 +163,38 @@ def _dimension_dict(d: Dimension) -> dict[str, Any]:
 # ---------------------------------------------------------------- loading files
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML silently keeps the last of two equal keys; a rubric must not lose a dimension that way."""
+@functools.cache
+def _unique_key_loader() -> type[yaml.SafeLoader]:
+    """A SafeLoader that refuses duplicate keys: PyYAML silently keeps the last of two equal keys,
+    and a rubric must not lose a dimension that way. Built on first use, so that reading stored
+    rubrics (e.g. `campaign status`) does not import PyYAML."""
+    import yaml
 
+    def construct_mapping(
+        loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
+    ) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return loader.construct_mapping(node, deep=deep)
 
-def _construct_mapping(
-    loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False
-) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
+    class UniqueKeyLoader(yaml.SafeLoader):
+        pass
 
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return UniqueKeyLoader
 
 
 def load_rubric_text(text: str, *, origin: str = "<rubric>", name: str | None = None) -> RubricDoc:
+    import yaml
+
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
+        data = yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

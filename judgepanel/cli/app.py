@@ -16,6 +16,7 @@ import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
 
+from judgepanel.cli.coercion import use_plain_coercion
 from judgepanel.cli.context import AppState
 from judgepanel.config import DB_ENV, database_url
 from judgepanel.errors import EXIT_INTERRUPTED, Interrupted, JudgepanelError
@@ -64,7 +65,7 @@ def load_command(name: str) -> Any:
         single.command(name)(obj)
         cmd = typer.main.get_command(single)
     cmd.name = name
-    return _tidy(cmd)
+    return use_plain_coercion(_tidy(cmd))
 
 
 class LazyGroup(TyperGroup):
@@ -84,6 +85,11 @@ class LazyGroup(TyperGroup):
         if cmd_name not in self.commands:
             self.add_command(load_command(cmd_name), cmd_name)
         return self.commands[cmd_name]
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        self.get_help_option(ctx)  # created (and cached) before the conversions are set
+        use_plain_coercion(self)  # the root options (--db, --help)
+        return super().parse_args(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         _tidy(self)

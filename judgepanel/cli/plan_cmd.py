@@ -37,7 +37,6 @@ def overlap(
 ) -> None:
     """m*_cert and m*_rank, and the pairwise overlaps a coverage ρ yields (ρ²n, ρn)."""
     from judgepanel.metrics.design import plan_overlap
-    from judgepanel.store.validation import estimate_overlap_plan
 
     given = {"--sigma0": sigma0, "--mu-d": mu_d, "--delta-min": delta_min, "--epsilon": epsilon}
     for option, value in given.items():
@@ -52,6 +51,8 @@ def overlap(
     if dataset is not None:
         if sigma0 is not None or mu_d is not None or delta_min is not None:
             raise BadInput("give either --sigma0/--mu-d/--delta-min or --dataset with --judge, not both")
+        from judgepanel.store.validation import estimate_overlap_plan  # the store: only with --dataset
+
         plan = estimate_overlap_plan(
             state(ctx).engine(),
             dataset,

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import binomtest
 
 _FRONT = "A"
 _BACK = "B"
@@ -68,6 +67,8 @@ def position_bias(
     ab: Sequence[str] | np.ndarray[Any, np.dtype[Any]], ba: Sequence[str] | np.ndarray[Any, np.dtype[Any]]
 ) -> PositionBias:
     """`ab[i]`, `ba[i]`: the presented verdicts ("A", "B", "T"/"tie") of pair i in each order."""
+    from scipy.stats import binomtest  # on first use: SciPy is slow to import
+
     a = np.asarray(ab, dtype=object)
     b = np.asarray(ba, dtype=object)
     if a.shape != b.shape or a.ndim != 1:

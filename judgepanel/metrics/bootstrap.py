@@ -32,7 +32,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtr, ndtri
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics.agreement import (
@@ -155,6 +154,8 @@ def interval(
     jackknife_values: FloatArray | None = None,
 ) -> ConfidenceInterval:
     """The percentile or BCa interval from replicate values (see the module docstring)."""
+    from scipy.special import ndtr, ndtri  # on first use: SciPy is slow to import
+
     _check(max(1, replicates.size), confidence, method)
     n_boot = int(replicates.size)
     nan = ConfidenceInterval(float("nan"), float("nan"), confidence, method, n_boot)

@@ -59,8 +59,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
-from scipy.stats import chi2
 
 from judgepanel.metrics.truth import (
     FloatArray,
@@ -222,6 +220,8 @@ def _emissions(d: _Data, p: _Params) -> list[FloatArray]:
 
 def _e_step(d: _Data, p: _Params, pseudo: float) -> tuple[_Expected, FloatArray, FloatArray]:
     """Expected counts, log-likelihood and penalised objective (one per batch member)."""
+    from scipy.special import logsumexp  # on first use: SciPy is slow to import
+
     k, h = d.k, d.n_humans
     r, n = d.judged.shape[:2]
     log_joint = np.broadcast_to(_safe_log(p.priors)[:, None, :], (r, n, k)).copy()
@@ -359,6 +359,8 @@ def _profile_intervals(
 ) -> tuple[FloatArray, FloatArray]:
     """Profile-likelihood interval of judge j's signed bias for every batch member: both ends of
     every member bisected side by side (``steps`` halvings of [ŝ, ±bound], width 2⁻¹⁶·2 ≈ 3e-5)."""
+    from scipy.stats import chi2  # on first use: SciPy is slow to import
+
     r = obj_max.shape[0]
     drop = chi2.ppf(confidence, df=1) / 2.0
     idx = np.concatenate([np.arange(r), np.arange(r)])

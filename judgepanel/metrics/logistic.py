@@ -21,8 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import minimize
-from scipy.special import log_softmax
 
 FloatArray = NDArray[np.float64]
 
@@ -35,6 +33,8 @@ class MultinomialFit:
     converged: bool
 
     def log_proba(self, x: ArrayLike) -> FloatArray:
+        from scipy.special import log_softmax  # on first use: SciPy is slow to import
+
         z = np.asarray(x, dtype=np.float64) @ self.coef.T + self.intercept
         return np.asarray(log_softmax(z, axis=1))
 
@@ -68,6 +68,8 @@ def fit_multinomial_many(
     minimiser is each model's own; one L-BFGS run replaces R (the per-call overhead dominates
     these small fits, though the joint problem needs as many iterations as its slowest member).
     ``tol`` bounds the largest gradient component relative to C · n."""
+    from scipy.optimize import minimize  # on first use: SciPy is slow to import
+
     xs = np.asarray(x, dtype=np.float64)
     ys = np.asarray(y, dtype=np.int64)
     if xs.ndim != 3 or ys.shape != xs.shape[:2]:

@@ -27,8 +27,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.cluster.hierarchy import linkage
-from scipy.spatial.distance import squareform
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics.agreement import (
@@ -120,6 +118,9 @@ def cluster_raters(
     are listed by their first member in ``names`` order, members in ``names`` order. NaN κ counts
     as ``nan_distance`` (default 1.0, i.e. κ = 0). ``k`` larger than the number of raters gives
     singletons; average linkage can merge ties so that fewer than ``k`` clusters come out."""
+    from scipy.cluster.hierarchy import linkage  # on first use: SciPy is slow to import
+    from scipy.spatial.distance import squareform  # on first use: SciPy is slow to import
+
     if isinstance(kappa, KappaMatrix):
         labels = list(names) if names is not None else list(kappa.names)
         mat = kappa.kappa

@@ -33,7 +33,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import digamma, logsumexp
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -247,6 +246,8 @@ def dawid_skene(
 
     Dawid & Skene (1979), doi:10.2307/2346806.
     """
+    from scipy.special import logsumexp  # on first use: SciPy is slow to import
+
     if pseudo_count < 0:
         raise ValueError("pseudo_count must be >= 0")
     if max_iter < 1:
@@ -327,6 +328,8 @@ def _mace_e_step(
 ) -> tuple[FloatArray, float, FloatArray, FloatArray]:
     """Posterior over the truth, log marginal likelihood, and the expected counts
     (knowing per rater, spamming per rater × label)."""
+    from scipy.special import logsumexp  # on first use: SciPy is slow to import
+
     n, r = codes.shape
     k = xi.shape[1]
     observed = codes >= 0
@@ -403,6 +406,8 @@ def mace(
     rng = np.random.default_rng(seed)
 
     def m_step(know: FloatArray, strat: FloatArray) -> tuple[FloatArray, FloatArray]:
+        from scipy.special import digamma  # on first use: SciPy is slow to import
+
         if method == "em":
             kn = _normalise_rows(know + smooth)
             return kn[:, 0], _normalise_rows(strat + smooth)

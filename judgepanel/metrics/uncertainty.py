@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import kendalltau, spearmanr
 
 from judgepanel.metrics.truth import FloatArray, IntArray, as_codes, vote_counts
 
@@ -76,6 +75,8 @@ class RankCorrelation:
 
 
 def rank_correlation(x: ArrayLike, y: ArrayLike) -> RankCorrelation:
+    from scipy.stats import kendalltau, spearmanr  # on first use: SciPy is slow to import
+
     a = np.asarray(x, dtype=np.float64).ravel()
     b = np.asarray(y, dtype=np.float64).ravel()
     if a.shape != b.shape:

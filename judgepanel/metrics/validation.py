@@ -62,7 +62,6 @@ from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import t as student_t
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics import agreement as agr
@@ -250,6 +249,8 @@ def _alignment(h: FloatArray, j: FloatArray, scorer: Scorer, min_humans: int) ->
 
 def one_sided_t(x: FloatArray, mu0: float) -> tuple[float, float]:
     """(t, p) of a one-sample t-test of H1: mean(x) < mu0; degenerate samples as documented above."""
+    from scipy.stats import t as student_t  # on first use: SciPy is slow to import
+
     n = x.size
     if n < 2:
         raise BadInput("a t-test needs at least 2 observations")

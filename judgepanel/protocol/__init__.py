@@ -9,27 +9,63 @@
 
 from __future__ import annotations
 
-from judgepanel.protocol.pairs import (
-    COMBINATION_TABLE,
-    PairOutcome,
-    as_label,
-    combine_orders,
-    pair_outcome,
-    to_canonical,
-)
-from judgepanel.protocol.parse import ParsedVerdict, parse_reply
-from judgepanel.protocol.schemas import SCHEMA_NAMES, clauses_schema, pairwise_schema, pointwise_schema
-from judgepanel.protocol.templates import (
-    CONDITIONS,
-    ORDERS,
-    Prompt,
-    UnitText,
-    neutralise,
-    render_clauses,
-    render_pairwise,
-    render_pointwise,
-    template_hash,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judgepanel.protocol.pairs import (
+        COMBINATION_TABLE,
+        PairOutcome,
+        as_label,
+        combine_orders,
+        pair_outcome,
+        to_canonical,
+    )
+    from judgepanel.protocol.parse import ParsedVerdict, parse_reply
+    from judgepanel.protocol.schemas import SCHEMA_NAMES, clauses_schema, pairwise_schema, pointwise_schema
+    from judgepanel.protocol.templates import (
+        CONDITIONS,
+        ORDERS,
+        Prompt,
+        UnitText,
+        neutralise,
+        render_clauses,
+        render_pairwise,
+        render_pointwise,
+        template_hash,
+    )
+
+# Imported on first use: the readers of stored verdicts need `pairs` (plain Python), not the
+# template engine (Jinja) that `templates` loads, so `campaign status` starts faster.
+_HOME = {
+    **dict.fromkeys(
+        ("COMBINATION_TABLE", "PairOutcome", "as_label", "combine_orders", "pair_outcome", "to_canonical"),
+        "pairs",
+    ),
+    **dict.fromkeys(("ParsedVerdict", "parse_reply"), "parse"),
+    **dict.fromkeys(("SCHEMA_NAMES", "clauses_schema", "pairwise_schema", "pointwise_schema"), "schemas"),
+    **dict.fromkeys(
+        (
+            "CONDITIONS",
+            "ORDERS",
+            "Prompt",
+            "UnitText",
+            "neutralise",
+            "render_clauses",
+            "render_pairwise",
+            "render_pointwise",
+            "template_hash",
+        ),
+        "templates",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"judgepanel.protocol.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'judgepanel.protocol' has no attribute {name!r}")
+
 
 __all__ = [
     "COMBINATION_TABLE",

@@ -52,8 +52,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from judgepanel.errors import BadInput
 from judgepanel.providers.spec import JudgeSpec
 
@@ -184,16 +182,21 @@ def load_prices(path: str | Path) -> dict[str, Price]:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"cannot read price file {file}: {exc.strerror or exc}") from None
+    # PyYAML is imported for YAML price files only; its error class joins the caught ones then
+    caught: tuple[type[Exception], ...] = (tomllib.TOMLDecodeError, ValueError)
     try:
         if file.suffix.lower() == ".toml":
             data: Any = tomllib.loads(text)
         elif file.suffix.lower() == ".json":
             data = json.loads(text)
         elif file.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            caught = (*caught, yaml.YAMLError)
             data = yaml.safe_load(text)
         else:
             raise BadInput(f"price file {file} must end in .toml, .json, .yaml or .yml")
-    except (tomllib.TOMLDecodeError, ValueError, yaml.YAMLError) as exc:
+    except caught as exc:
         raise BadInput(f"price file {file} is not valid: {str(exc).splitlines()[0]}") from None
     if isinstance(data, dict) and isinstance(data.get("models"), dict):
         data = data["models"]

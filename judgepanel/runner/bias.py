@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
+from typing import TYPE_CHECKING
 
-from judgepanel.metrics.bias import PositionBias, position_bias
 from judgepanel.store.campaigns import swapped_verdicts
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from judgepanel.metrics.bias import PositionBias
 
 
 def campaign_bias(engine: Engine, campaign: str) -> dict[str, PositionBias]:
-    return {judge: position_bias(sv.ab, sv.ba) for judge, sv in swapped_verdicts(engine, campaign).items()}
+    verdicts = swapped_verdicts(engine, campaign)
+    from judgepanel.metrics.bias import position_bias  # numpy and SciPy: once there is data to test
+
+    return {judge: position_bias(sv.ab, sv.ba) for judge, sv in verdicts.items()}

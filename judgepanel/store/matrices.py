@@ -32,7 +32,7 @@ built matrix.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,37 +61,19 @@ from judgepanel.store.queries import (
     pair_set_by_name,
     resolve_dimension,
 )
+from judgepanel.store.rater_sources import (
+    RATER_SOURCES,
+    MatrixScope,
+    RaterSource,
+    register_rater_source,
+    unregister_rater_source,
+)
 
 PAIR_CODES: dict[str, float] = {label: float(i) for i, label in enumerate(LABELS)}  # A 0, B 1, T 2
 
 
-@dataclass(frozen=True)
-class MatrixScope:
-    """What a matrix is being built over, for rater sources."""
-
-    kind: MatrixKind
-    dataset_id: int
-    pair_set_id: int | None
-    dimension: str | None
-    unit_ids: tuple[int, ...]
-
-
-RaterSource = Callable[[Session, MatrixScope], Sequence[RaterColumn]]
-_RATER_SOURCES: list[RaterSource] = []
-
-
-def register_rater_source(source: RaterSource) -> RaterSource:
-    """Register a function that contributes extra rater columns (e.g. campaign judges' verdicts)
-    to every matrix built from the store; usable as a decorator. Registering twice is a no-op."""
-    if source not in _RATER_SOURCES:
-        _RATER_SOURCES.append(source)
-    return source
-
-
-def unregister_rater_source(source: RaterSource) -> None:
-    if source in _RATER_SOURCES:
-        _RATER_SOURCES.remove(source)
-
+# The registry lives in a numpy-free module (see there); these are the same objects.
+_RATER_SOURCES = RATER_SOURCES
 
 __all__ = [
     "PAIR_CODES",

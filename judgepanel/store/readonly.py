@@ -31,25 +31,42 @@ from __future__ import annotations
 
 import signal
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
-from psycopg import sql as pgsql
 from sqlalchemy.exc import DBAPIError
 
 from judgepanel.errors import BadInput, Interrupted, JudgepanelError
 from judgepanel.store.engine import ensure_reachable, is_sqlite, make_engine
 from judgepanel.store.migrate import READER_ROLE, SET_CONFIG
 
+if TYPE_CHECKING:
+    import psycopg
+
 DEFAULT_TIMEOUT = 30.0
 _WRITE_HINTS = ("readonly", "read-only", "read only", "query_only", "attempt to write")
+
+
 # Default roles that make a session dangerous to hand a user's SQL to, like a superuser.
+def _psycopg() -> Any:
+    """psycopg, when a PostgreSQL engine has loaded it; None on SQLite, where no psycopg error can
+    arise (so `query` on SQLite does not import the PostgreSQL driver)."""
+    return sys.modules.get("psycopg")
+
+
+def _driver_errors() -> tuple[type[Exception], ...]:
+    """The errors a statement can raise: SQLite's, SQLAlchemy's, and psycopg's once it is loaded
+    (an `except` clause is evaluated when the exception is raised, so after the engine loaded it)."""
+    pg = _psycopg()
+    return (sqlite3.Error, DBAPIError) if pg is None else (sqlite3.Error, pg.Error, DBAPIError)
+
+
 _PRIVILEGED_ROLES = (
     "pg_execute_server_program",
     "pg_read_server_files",
@@ -134,6 +151,8 @@ def run_read_only(
                     with _on_sigint(stop, raw.interrupt):
                         cur: Any = _sqlite_execute(raw, sql, stop)
                         return _fetch(cur, max_rows)
+                import psycopg
+
                 assert isinstance(raw, psycopg.Connection)
                 _pg_enter(raw, timeout, reader_role)
                 with _on_sigint(stop, raw.cancel_safe):
@@ -142,7 +161,7 @@ def run_read_only(
                     return _fetch(cur, max_rows)
             finally:
                 raw.rollback()
-    except (sqlite3.Error, psycopg.Error, DBAPIError) as exc:
+    except _driver_errors() as exc:
         orig = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
         raise _explain(orig, stop) from None
     finally:
@@ -163,7 +182,8 @@ def _explain(orig: BaseException, stop: _Stop) -> JudgepanelError:
         return Interrupted("interrupted: the query was cancelled in the database; nothing was changed")
     message = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
     lowered = message.lower()
-    if isinstance(orig, psycopg.errors.QueryCanceled) or (
+    pg = _psycopg()
+    if (pg is not None and isinstance(orig, pg.errors.QueryCanceled)) or (
         isinstance(orig, sqlite3.OperationalError) and lowered == "interrupted" and stop.expired()
     ):
         return JudgepanelError(
@@ -180,7 +200,7 @@ def _explain(orig: BaseException, stop: _Stop) -> JudgepanelError:
         return BadInput("refused: `query` reads only the results database (no ATTACH)")
     if any(h in lowered for h in _WRITE_HINTS):
         return BadInput(f"refused: `query` is read-only ({message})")
-    if isinstance(orig, psycopg.errors.InsufficientPrivilege):
+    if pg is not None and isinstance(orig, pg.errors.InsufficientPrivilege):
         return BadInput(f"refused: `query` only reads the judgepanel tables ({message})")
     return BadInput(f"query failed: {message}")
 
@@ -271,6 +291,8 @@ _ACTION_NAMES = {
 
 def _pg_enter(raw: psycopg.Connection[Any], timeout: float, reader: str) -> None:
     """Open the read-only transaction with its time limit and become the reader role, or refuse."""
+    from psycopg import sql as pgsql
+
     raw.execute("SET TRANSACTION READ ONLY")
     raw.execute(
         pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(max(1, round(timeout * 1000))))

@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterable
+
+import pytest
 
 from judgepanel.cli.app import COMMANDS
 
@@ -99,3 +102,144 @@ def test_migration_files_read_as_text_agree_with_alembic(sqlite_url: str) -> Non
         assert migrate._quick_head() == script.get_current_head()
     finally:
         eng.dispose()
+
+
+# ---------------------------------------------------------------- commands that open a database
+
+# Never needed to read the store or print a status: the SDKs, the template engine, YAML, Alembic,
+# pydantic (Typer's option conversion, see `cli.coercion`), the data-frame libraries
+NOT_FOR_READING = (
+    "alembic",
+    "anthropic",
+    "httpx",
+    "jinja2",
+    "matplotlib",
+    "openai",
+    "pandas",
+    "pyarrow",
+    "pydantic",
+    "yaml",
+)
+
+
+@pytest.fixture(scope="module")
+def finished_campaign(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A database with a finished pairwise campaign `c` of two simulated judges over `tiny-pairs`."""
+    from judgepanel.store.engine import make_engine
+    from judgepanel.store.migrate import upgrade
+    from tests.helpers import cli
+    from tests.runner.conftest import PAIRS, create_argv, load_tiny
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('startup') / 'j.db'}"
+    eng = make_engine(url)
+    upgrade(eng)
+    load_tiny(eng)
+    eng.dispose()
+    create = create_argv("c", "sim:a", "sim:b", protocol="pairwise", extra=("--pairs", PAIRS))
+    assert cli(*create, db=url).code == 0
+    assert cli("campaign", "run", "c", "--json", db=url).code == 0
+    return url
+
+
+def _modules_after(url: str, *argvs: list[str]) -> set[str]:
+    """Every module a fresh interpreter holds after running the command lines (each must exit 0
+    and print something)."""
+    probe = f"""
+import contextlib, io, json, sys
+from judgepanel.cli import main
+for argv in {[["--db", url, *a] for a in argvs]!r}:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            assert exc.code == 0, (argv, exc.code)
+    assert out.getvalue().strip(), argv
+print(json.dumps(sorted(sys.modules)))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    found: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return set(found)
+
+
+def _packages(modules: set[str], names: Iterable[str]) -> list[str]:
+    return sorted(n for n in names if any(m == n or m.startswith(n + ".") for m in modules))
+
+
+def test_campaign_status_and_listings_import_no_statistics_sdk_or_template_engine(
+    finished_campaign: str,
+) -> None:
+    """`campaign status` (table and JSON), `campaign list` and `data list` read the store only."""
+    modules = _modules_after(
+        finished_campaign,
+        ["campaign", "status", "c"],
+        ["campaign", "status", "c", "--json"],
+        ["campaign", "list"],
+        ["data", "list"],
+    )
+    assert _packages(modules, ("numpy", "scipy", *NOT_FOR_READING)) == []
+    assert "judgepanel.runner" not in modules  # nor the executor, the SDK glue, the templates
+    assert "sqlalchemy" in modules  # it did read the store
+
+
+def test_statistics_commands_import_only_the_scipy_they_use(finished_campaign: str) -> None:
+    """`metrics bias` needs the sign test (scipy.stats); `metrics agreement` without a bootstrap
+    needs numpy only: no scipy.stats, and none of the libraries a reading command never needs."""
+    bias = _modules_after(finished_campaign, ["metrics", "bias", "--campaign", "c"])
+    assert _packages(bias, NOT_FOR_READING) == []
+    assert "scipy.stats" in bias  # it did test
+    agreement = _modules_after(
+        finished_campaign,
+        [
+            "metrics",
+            "agreement",
+            "--pairs",
+            "tiny-pairs",
+            "--with-judges",
+            "all",
+            "--metric",
+            "alpha",
+            "--json",
+        ],
+    )
+    assert _packages(agreement, ("scipy.stats", "scipy.optimize", *NOT_FOR_READING)) == []
+    assert "numpy" in agreement
+
+
+def test_a_missing_campaign_is_reported_before_numpy_is_imported(finished_campaign: str) -> None:
+    """`metrics bias` looks the campaign up before it loads the statistics."""
+    probe = f"""
+import contextlib, io, sys
+from judgepanel.cli import main
+with contextlib.redirect_stderr(io.StringIO()):
+    try:
+        main(["--db", {finished_campaign!r}, "metrics", "bias", "--campaign", "nope"])
+    except SystemExit as exc:
+        assert exc.code == 2, exc.code
+print(sorted(m for m in ("numpy", "scipy", "pydantic") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_plan_overlap_does_not_import_scipy_stats() -> None:
+    """The planner's normal quantile comes from scipy.special (see `metrics.design.z_quantile`)."""
+    probe = """
+import contextlib, io, sys
+from judgepanel.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(["plan", "overlap", "--sigma0", "0.5", "--mu-d", "0.1", "--json"])
+    except SystemExit as exc:
+        assert exc.code == 0, exc.code
+print(sorted(m for m in ("scipy.stats", "pydantic", "sqlalchemy") if m in sys.modules), "scipy.special" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[] True"
+
+
+def test_query_on_sqlite_does_not_import_the_postgresql_driver(finished_campaign: str) -> None:
+    """psycopg is loaded by a PostgreSQL engine only; `query` on SQLite reads without it."""
+    modules = _modules_after(finished_campaign, ["query", "select count(*) from job"])
+    assert _packages(modules, ("psycopg", "numpy", *NOT_FOR_READING)) == []

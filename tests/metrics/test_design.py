@@ -21,6 +21,7 @@ from judgepanel.metrics.design import (
     pilot_inputs,
     plan_overlap,
     stratified_pick,
+    z_quantile,
 )
 
 # ---------------------------------------------------------------- planner
@@ -33,6 +34,16 @@ from judgepanel.metrics.design import (
 def test_m_cert_is_the_formula(sigma0: float, mu_d: float, eps: float, alpha: float) -> None:
     z = norm.ppf(1 - alpha / 2)
     assert m_cert(sigma0, mu_d, eps, alpha) == max(1, math.ceil(z * z * sigma0**2 / (mu_d + eps) ** 2))
+
+
+def test_z_quantile_is_scipy_norm_ppf_to_the_bit() -> None:
+    """z_quantile calls scipy.special.ndtri (norm.ppf without importing scipy.stats): the same
+    float64 everywhere, the ends of the scale and a negative-zero-free median included."""
+    grid = [*np.linspace(0.0, 1.0, 2001).tolist(), 1e-300, 5e-324, 1 - 1e-16, 0.5, 0.975, 0.995, 0.95]
+    for p in grid:
+        expected = float(norm.ppf(p))
+        assert z_quantile(p) == expected and math.copysign(1, z_quantile(p)) == math.copysign(1, expected), p
+    assert math.isnan(z_quantile(1.5)) and math.isnan(norm.ppf(1.5))
 
 
 def test_m_cert_textbook_value() -> None:

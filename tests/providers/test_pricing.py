@@ -69,6 +69,8 @@ def test_price_files_in_three_formats(
         ("p.json", "{not json", "not valid"),
         ("p.txt", "", "must end in"),
         ("p.yaml", "m: {input: -1, output: 1}\n", "negative"),
+        ("p.yaml", "m: {input: [1, output: 1}\n", "price file .* is not valid: "),  # a YAML syntax error
+        ("p.toml", "[models.m\n", "price file .* is not valid: "),
     ],
 )
 def test_bad_price_files(tmp_path: Path, name: str, text: str, fragment: str) -> None:

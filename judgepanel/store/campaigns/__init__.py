@@ -22,62 +22,143 @@ Invariants kept here, on SQLite and PostgreSQL alike:
 
 from __future__ import annotations
 
-from judgepanel.store.campaigns.leases import (
-    job_counts,
-    last_parse_errors,
-    lease_jobs,
-    lease_owner_id,
-    pending_jobs,
-    reclaim_dead_leases,
-    release_leases,
-    renew_leases,
-    requeue,
-    work_left,
-)
-from judgepanel.store.campaigns.planning import (
-    CHUNK,
-    campaign_by_name,
-    campaign_clauses,
-    campaign_id,
-    campaign_judges,
-    campaign_spec,
-    create_campaign,
-    learnt_refusals,
-    remember_refusals,
-    rubric_doc,
-    set_campaign_status,
-)
-from judgepanel.store.campaigns.readers import (
-    CampaignStatus,
-    JudgeRatings,
-    SwappedVerdicts,
-    campaign_spend,
-    campaign_status,
-    judge_rater_columns,
-    judge_verdict_rows,
-    list_campaigns,
-    mean_output_tokens,
-    output_token_samples,
-    partial_jobs,
-    swapped_verdicts,
-)
-from judgepanel.store.campaigns.records import (
-    AttemptRow,
-    Batch,
-    BatchResult,
-    CacheHit,
-    CampaignInfo,
-    ClauseRow,
-    ItemText,
-    JobOutcome,
-    JudgeRecord,
-    LeasedJob,
-    VerdictRow,
-)
-from judgepanel.store.campaigns.results import (
-    cache_lookup,
-    write_batch,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judgepanel.store.campaigns.leases import (
+        job_counts,
+        last_parse_errors,
+        lease_jobs,
+        lease_owner_id,
+        pending_jobs,
+        reclaim_dead_leases,
+        release_leases,
+        renew_leases,
+        requeue,
+        work_left,
+    )
+    from judgepanel.store.campaigns.planning import (
+        CHUNK,
+        campaign_by_name,
+        campaign_clauses,
+        campaign_id,
+        campaign_judges,
+        campaign_spec,
+        create_campaign,
+        learnt_refusals,
+        remember_refusals,
+        rubric_doc,
+        set_campaign_status,
+    )
+    from judgepanel.store.campaigns.readers import (
+        CampaignStatus,
+        JudgeRatings,
+        SwappedVerdicts,
+        campaign_spend,
+        campaign_status,
+        judge_rater_columns,
+        judge_verdict_rows,
+        list_campaigns,
+        mean_output_tokens,
+        output_token_samples,
+        partial_jobs,
+        swapped_verdicts,
+    )
+    from judgepanel.store.campaigns.records import (
+        AttemptRow,
+        Batch,
+        BatchResult,
+        CacheHit,
+        CampaignInfo,
+        ClauseRow,
+        ItemText,
+        JobOutcome,
+        JudgeRecord,
+        LeasedJob,
+        VerdictRow,
+    )
+    from judgepanel.store.campaigns.results import (
+        cache_lookup,
+        write_batch,
+    )
+
+# Imported on first use, so `campaign status` loads the readers and not the planning of jobs, the
+# leases or the writers (nor, through them, numpy and the template engine).
+_HOME: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "job_counts",
+            "last_parse_errors",
+            "lease_jobs",
+            "lease_owner_id",
+            "pending_jobs",
+            "reclaim_dead_leases",
+            "release_leases",
+            "renew_leases",
+            "requeue",
+            "work_left",
+        ),
+        "leases",
+    ),
+    **dict.fromkeys(
+        (
+            "CHUNK",
+            "campaign_by_name",
+            "campaign_clauses",
+            "campaign_id",
+            "campaign_judges",
+            "campaign_spec",
+            "create_campaign",
+            "learnt_refusals",
+            "remember_refusals",
+            "rubric_doc",
+            "set_campaign_status",
+        ),
+        "planning",
+    ),
+    **dict.fromkeys(
+        (
+            "CampaignStatus",
+            "JudgeRatings",
+            "SwappedVerdicts",
+            "campaign_spend",
+            "campaign_status",
+            "judge_rater_columns",
+            "judge_verdict_rows",
+            "list_campaigns",
+            "mean_output_tokens",
+            "output_token_samples",
+            "partial_jobs",
+            "swapped_verdicts",
+        ),
+        "readers",
+    ),
+    **dict.fromkeys(
+        (
+            "AttemptRow",
+            "Batch",
+            "BatchResult",
+            "CacheHit",
+            "CampaignInfo",
+            "ClauseRow",
+            "ItemText",
+            "JobOutcome",
+            "JudgeRecord",
+            "LeasedJob",
+            "VerdictRow",
+        ),
+        "records",
+    ),
+    **dict.fromkeys(("cache_lookup", "write_batch"), "results"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"judgepanel.store.campaigns.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'judgepanel.store.campaigns' has no attribute {name!r}")
+
 
 __all__ = [
     "CHUNK",

@@ -14,7 +14,6 @@ from judgepanel.errors import BadInput
 from judgepanel.protocol.pairs import as_label, combine_orders
 from judgepanel.store.campaigns.planning import campaign_by_name
 from judgepanel.store.engine import session_scope
-from judgepanel.store.matrices import MatrixScope, RaterColumn, register_rater_source
 from judgepanel.store.models import (
     Campaign,
     CampaignJudge,
@@ -26,8 +25,10 @@ from judgepanel.store.models import (
     Response,
     Verdict,
 )
+from judgepanel.store.rater_sources import MatrixScope, register_rater_source
 
 if TYPE_CHECKING:
+    from judgepanel.metrics.matrix import RaterColumn
     from judgepanel.providers.pricing import Price
 
 # ---------------------------------------------------------------- status and listing
@@ -553,6 +554,8 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
     as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
     missing an order has no label). Columns are named `JUDGE@CAMPAIGN` (plus `/CONDITION` or
     `/DIMENSION` when the campaign asked several), in group `judge`."""
+    from judgepanel.metrics.matrix import RaterColumn  # numpy: not for `campaign status`
+
     protocol = "pairwise" if scope.kind == "pair" else "pointwise"
     where = (
         Campaign.pair_set_id == scope.pair_set_id
