@@ -29,7 +29,9 @@ JOBS = 240
 
 @pytest.fixture(scope="module")
 def slow_fake() -> Iterator[FakeServerProcess]:
-    with FakeServerProcess("--latency", "0.03", "--jitter", "0.01") as server:
+    # slow enough that a run cannot finish between the "done" count reaching its target and the
+    # kill (at 0.03 s the faster runner sometimes finished all 240 jobs before the third kill)
+    with FakeServerProcess("--latency", "0.1", "--jitter", "0.03") as server:
         yield server
 
 
