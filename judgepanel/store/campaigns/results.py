@@ -140,10 +140,9 @@ def _insert_attempts(
         }
         for a in attempts
     ]
-    returned = conn.execute(
-        insert(_REQ).returning(_REQ.c.id, _REQ.c.job_id, _REQ.c.attempt, sort_by_parameter_order=True),
-        req_rows,
-    ).all()
+    # the rows name their own (job, attempt), so their order does not matter; asking for
+    # `sort_by_parameter_order` made SQLite insert (and round-trip) one row per statement
+    returned = conn.execute(insert(_REQ).returning(_REQ.c.id, _REQ.c.job_id, _REQ.c.attempt), req_rows).all()
     ids = {(job, att): rid for rid, job, att in returned}
     conn.execute(
         insert(_RESP),
