@@ -53,11 +53,11 @@ from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.runner.budget import Price, price_for
 from judgepanel.runner.executor import (
-    EXIT_INCOMPLETE,
     answered_row,
     cached_answer,
     judged_reply,
     prepare_leased,
+    run_exit_code,
     sent_row,
 )
 from judgepanel.runner.prepare import (
@@ -114,7 +114,7 @@ class BatchSummary:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.done == self.jobs else EXIT_INCOMPLETE
+        return run_exit_code(self.status, self.done, self.jobs)
 
     def as_dict(self) -> dict[str, Any]:
         return {

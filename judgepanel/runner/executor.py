@@ -91,6 +91,14 @@ TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exc
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
 
 
+def run_exit_code(status: str, done: int, jobs: int) -> int:
+    """The CLI contract of `campaign run` (realtime or batch) and `worker`: 0 when every job has a
+    verdict, 130 when interrupted, else 3 (jobs failed, unscheduled by --max-cost, or pending)."""
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
+    return 0 if done == jobs else EXIT_INCOMPLETE
+
+
 class _Abandoned(Exception):
     """A job given back unfinished (stop requested during its back-off)."""
 
@@ -188,11 +196,7 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
-        """The CLI contract: 0 when every job has a verdict, 130 when interrupted, else 3 (the run
-        ended normally with jobs failed, or unscheduled by --max-cost, or still pending)."""
-        if self.status == "interrupted":
-            return EXIT_INTERRUPTED
-        return 0 if self.done == self.jobs else EXIT_INCOMPLETE
+        return run_exit_code(self.status, self.done, self.jobs)
 
     def as_dict(self) -> dict[str, Any]:
         return {

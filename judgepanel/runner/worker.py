@@ -25,8 +25,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from judgepanel.errors import EXIT_INTERRUPTED, BadInput, NotFound
-from judgepanel.runner.executor import EXIT_INCOMPLETE, ProviderFactory, Runner, RunOptions, RunSummary
+from judgepanel.errors import BadInput, NotFound
+from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary, run_exit_code
 from judgepanel.store import campaigns as store
 
 
@@ -62,11 +62,7 @@ class WorkerSummary:
 
     @property
     def exit_code(self) -> int:
-        """As `campaign run`: 0 when every job of its campaigns has a verdict, 130 when stopped,
-        else 3."""
-        if self.status == "interrupted":
-            return EXIT_INTERRUPTED
-        return 0 if self.done == self.jobs else EXIT_INCOMPLETE
+        return run_exit_code(self.status, self.done, self.jobs)
 
     def as_dict(self) -> dict[str, Any]:
         return {
