@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from judgepanel.cli.context import state
+from judgepanel.cli.context import interrupt_on_signals, state
 from judgepanel.cli.render import emit_json, err_console, table, warn
 from judgepanel.errors import BadInput, Interrupted
 
@@ -200,17 +198,9 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
 
     async def main() -> RunSummary:
         runner = Runner(engine, name, options, reask_parse_failures=reask)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
-                loop.add_signal_handler(sig, runner.interrupt)
-        try:
+        with interrupt_on_signals(runner.interrupt):
             async with live_progress(runner.stats, show=enabled(json_)):
                 return await runner.run()
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(sig)
 
     summary = asyncio.run(main())
     if json_:
@@ -325,11 +315,8 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
 
     async def main() -> BatchSummary:
         runner = BatchRunner(engine, name, options)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, runner.interrupt)
-        return await runner.run()
+        with interrupt_on_signals(runner.interrupt):
+            return await runner.run()
 
     summary = asyncio.run(main())
     if json_:

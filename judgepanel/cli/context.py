@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,3 +49,22 @@ def state(ctx: typer.Context) -> AppState:
     obj = ctx.find_root().obj
     assert isinstance(obj, AppState)
     return obj
+
+
+@contextlib.contextmanager
+def interrupt_on_signals(interrupt: Callable[[], None]) -> Iterator[None]:
+    """Inside a running event loop: SIGINT and SIGTERM call `interrupt` (a run stops cleanly and
+    keeps what it finished) until the block ends. A no-op where the loop cannot take signal
+    handlers (not the main thread)."""
+    import asyncio  # not at import time: every command, `--help` too, imports this module
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, interrupt)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)

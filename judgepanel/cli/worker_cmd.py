@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from typing import TYPE_CHECKING
 
 import typer
 
 from judgepanel.cli.campaign_cmd import CONCURRENCY, MAX_ATTEMPTS, RPM, TIMEOUT, TPM, _split
-from judgepanel.cli.context import state
+from judgepanel.cli.context import interrupt_on_signals, state
 from judgepanel.cli.render import emit_json, err_console, warn
 from judgepanel.errors import BadInput, Interrupted
 
@@ -61,16 +59,8 @@ def worker(
     w = Worker(engine, opts, campaigns=_split(campaign), follow=follow, poll_seconds=poll_seconds)
 
     async def main() -> WorkerSummary:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, w.interrupt)
-        try:
+        with interrupt_on_signals(w.interrupt):
             return await w.run()
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(sig)
 
     with single_worker_on_sqlite(engine):
         summary = asyncio.run(main())
