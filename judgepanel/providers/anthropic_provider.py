@@ -253,12 +253,9 @@ class AnthropicProvider:
         """What a custom endpoint says it serves; None for api.anthropic.com or when it does not say."""
         if not self._custom_endpoint:
             return None
-        try:
-            page = await self._client.models.list(timeout=timeout)
-            ids = [getattr(m, "id", None) for m in page.data]
-        except (anthropic.AnthropicError, ValueError, TypeError, AttributeError):
-            return None
-        return sdk.pick_served(self.model, ids, secrets=self._secrets)
+        return await sdk.served_model(
+            self._client, self.model, anthropic.AnthropicError, timeout=timeout, secrets=self._secrets
+        )
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -5,6 +5,7 @@ pool connections, raise errors and hand back raw bodies the same way.
 - `wire_response_class`: the SDK's own HTTP response class, the `cast_to` of its generic `post`.
 - `SdkErrors` + `sdk_failure`: an SDK exception → judgepanel's `ProviderError` (see `errors`).
 - `reply_object`, `int_or_none`: reading a 2xx body that may be malformed.
+- `served_model` + `pick_served`: what a custom endpoint says it serves (`/v1/models`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,19 @@ def reply_object(provider: str, body: str, *, status: int, secrets: Iterable[str
     if not isinstance(payload, dict):
         raise errors.malformed(provider, body, "not a JSON object", status=status, secrets=secrets)
     return payload
+
+
+async def served_model(
+    client: Any, requested: str, sdk_error: type[Exception], *, timeout: float, secrets: Iterable[str] = ()
+) -> str | None:
+    """What a custom endpoint says it serves, from the SDK client's `models.list`; None when the
+    listing fails or says nothing usable."""
+    try:
+        page = await client.models.list(timeout=timeout)
+        ids = [getattr(m, "id", None) for m in page.data]
+    except (sdk_error, ValueError, TypeError, AttributeError):
+        return None
+    return pick_served(requested, ids, secrets=secrets)
 
 
 def pick_served(requested: str, ids: Iterable[Any], *, secrets: Iterable[str] = ()) -> str | None:
