@@ -8,7 +8,7 @@ the fake, their prices are the built-in table's):
 1. realtime without prompt caching (`--no-prompt-cache` on the server: every prompt token billed
    at the input rate);
 2. realtime with prompt caching (the server imitates both providers' caches, see
-   `providers.fakecache`): the costs the runner stored per call, cache reads and writes at their
+   `judgepanel.fake.cache`): the costs the runner stored per call, cache reads and writes at their
    own rates;
 3. batch + cached: `campaign run --batch` through the fake server's OpenAI Batch and Anthropic
    Message Batches endpoints (the same cache imitation answers a batch's entries in order), costs
@@ -72,7 +72,7 @@ def _store(fake_url: str) -> tuple[Any, list[str]]:
 def _run(*server_args: str, batch: bool = False) -> dict[str, Any]:
     import asyncio
 
-    from judgepanel.providers.fakeserver import FakeServerProcess
+    from judgepanel.fake.server import FakeServerProcess
     from judgepanel.runner import campaign as api
     from judgepanel.runner.batch import BatchOptions, BatchRunner
     from judgepanel.runner.executor import RunOptions

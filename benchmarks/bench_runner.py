@@ -53,7 +53,7 @@ class Measured:
 
 def _dataset(engine: Any, n: int) -> None:
     from judgepanel.datasets.records import ItemRecord, ParsedDataset
-    from judgepanel.providers.fakeserver import SAMPLE_WORDS
+    from judgepanel.fake.server import SAMPLE_WORDS
     from judgepanel.store.imports import import_parsed
 
     rng = random.Random(0)
@@ -173,7 +173,7 @@ def _stored(engine: Any) -> tuple[int, int]:
 
 
 def scenario_latency() -> dict[str, Any]:
-    from judgepanel.providers.fakeserver import FakeServerProcess
+    from judgepanel.fake.server import FakeServerProcess
 
     calls, conc, latency = 1600, 64, 1.0
     ideal = calls * latency / conc
@@ -206,7 +206,7 @@ def scenario_zero_latency(calls: int = 2000, conc: int = 64, wire: str = "openai
     is of the two sums."""
     import statistics
 
-    from judgepanel.providers.fakeserver import FakeServerProcess
+    from judgepanel.fake.server import FakeServerProcess
 
     with FakeServerProcess() as fake:
         url = f"{fake.url}/v1" if wire == "openai" else fake.url
@@ -251,7 +251,7 @@ def scenario_zero_latency(calls: int = 2000, conc: int = 64, wire: str = "openai
 
 
 def scenario_rpm(calls: int = 2000, rpm: int = 3000) -> dict[str, Any]:
-    from judgepanel.providers.fakeserver import FakeServerProcess
+    from judgepanel.fake.server import FakeServerProcess
 
     ideal = calls / (rpm / 60)
     with FakeServerProcess("--rpm", str(rpm)) as fake:

@@ -67,7 +67,7 @@ def _campaign(url: str, judge: str, jobs: int) -> None:
 def run_once(admin: str, workers: int, jobs: int) -> dict[str, Any]:
     from sqlalchemy import text
 
-    from judgepanel.providers.fakeserver import FakeServerProcess
+    from judgepanel.fake.server import FakeServerProcess
     from judgepanel.store.engine import make_engine
 
     with (

@@ -1,6 +1,6 @@
 """How fast the fake provider server answers, and what the provider layer costs on top of the SDK.
 
-Starts `python -m judgepanel.providers.fakeserver` as its own process (zero latency by default) and
+Starts `python -m judgepanel.fake.server` as its own process (zero latency by default) and
 drives it three ways from this process, each with `--concurrency` calls in flight:
 
 * raw:      hand-written HTTP/1.1 over asyncio sockets (the server's own ceiling on this machine);
@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable
 
 import openai
 
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
-from judgepanel.providers.fakeserver import FakeServerProcess
 
 PROMPT = (
     "<source>The city council approved a new budget on Monday that raises spending on public transport "

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from tests.conftest import REPO
 from tests.helpers import cli
 

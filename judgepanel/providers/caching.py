@@ -1,6 +1,6 @@
 """Prompt-cache rules of the providers, and a forecast of what a sequence of calls would hit.
 
-What the providers document (and `providers.fakecache` imitates):
+What the providers document (and `judgepanel.fake.cache` imitates):
 
 * OpenAI caches every prompt prefix of at least 1,024 tokens by itself, for a few minutes after
   last use; a later prompt with the same start reads the longest cached prefix, counted in steps of

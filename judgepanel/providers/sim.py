@@ -2,7 +2,7 @@
 
 Everything it produces is labelled simulated: `model_returned` is `sim/<model>`, the fingerprint
 is `judgepanel-sim-v1`, and every rationale starts with `[simulated]`. The same brain answers for
-the in-process `sim` provider and for the fake OpenAI/Anthropic server (`fakeserver.py`).
+the in-process `sim` provider and for the fake OpenAI/Anthropic server (`judgepanel.fake.server`).
 
 How it reads a prompt. The prompt templates guarantee these tags in the final user message, and
 the LAST occurrence of each is the real one (an item may quote the tags itself)::

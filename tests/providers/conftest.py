@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from judgepanel.providers.fakeserver import FakeServer
+from judgepanel.fake.server import FakeServer
 
 OPENAI_KEY = "sk-test-OPENAI0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-test-ANTHROPIC0123456789abcdef"

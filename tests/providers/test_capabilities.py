@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from judgepanel.errors import BadInput, Fatal
+from judgepanel.fake.server import FakeServer
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
 from judgepanel.providers.capabilities import TABLE, capabilities, refused_parameter
-from judgepanel.providers.fakeserver import FakeServer
 from tests.providers.test_wire import SCHEMA, pairwise
 
 

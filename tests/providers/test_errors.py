@@ -8,10 +8,10 @@ from email.utils import format_datetime
 import pytest
 
 from judgepanel.errors import Fatal, ProviderError, RateLimited, Transient
+from judgepanel.fake.server import FakeServer
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
 from judgepanel.providers.base import Provider
 from judgepanel.providers.errors import classify_status, parse_retry_after, redact
-from judgepanel.providers.fakeserver import FakeServer
 
 REQUEST = ChatRequest(
     messages=[{"role": "user", "content": "<candidate>The council approved the budget.</candidate>"}],

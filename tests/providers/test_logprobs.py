@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from judgepanel.errors import BadInput
+from judgepanel.fake.logprobs import fake_logprobs, tokens
+from judgepanel.fake.server import FakeServer
 from judgepanel.protocol.logprobs import (
     NO_LOGPROBS,
     NO_POSITION,
@@ -22,8 +24,6 @@ from judgepanel.protocol.logprobs import (
     score_scale,
 )
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
-from judgepanel.providers.fake_logprobs import fake_logprobs, tokens
-from judgepanel.providers.fakeserver import FakeServer
 
 SCALE = score_scale()
 

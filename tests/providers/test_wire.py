@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from judgepanel.errors import BadInput, Fatal
+from judgepanel.fake.server import FakeServer
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
 from judgepanel.providers.anthropic_provider import SAMPLING_API_VERSION
-from judgepanel.providers.fakeserver import FakeServer
 from judgepanel.providers.sim import SIM_FINGERPRINT
 from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
 

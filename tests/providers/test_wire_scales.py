@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from judgepanel.fake.server import FakeServer
 from judgepanel.protocol import UnitText, parse_reply, render_pointwise
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
-from judgepanel.providers.fakeserver import FakeServer
 from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner.prepare import score_levels
 

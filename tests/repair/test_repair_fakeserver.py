@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from tests.helpers import cli
 from tests.repair.conftest import prepare_db, run_args
 from tests.runner.conftest import FAKE_KEYS

@@ -13,8 +13,8 @@ from sqlalchemy import Engine
 
 from judgepanel.datasets.records import ItemRecord, ParsedDataset
 from judgepanel.errors import ProviderError
+from judgepanel.fake.server import SAMPLE_WORDS, FakeServerProcess
 from judgepanel.providers.base import ChatRequest, ChatResult
-from judgepanel.providers.fakeserver import SAMPLE_WORDS, FakeServerProcess
 from judgepanel.store.imports import import_parsed
 from judgepanel.store.queries import create_pair_set
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from judgepanel.providers.fakeserver import FakeServer
+from judgepanel.fake.server import FakeServer
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job, ProviderBatch, ProviderBatchJob, Request, Response, Verdict

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from tests.helpers import cli

@@ -7,7 +7,7 @@ import json
 import pytest
 from sqlalchemy import Engine, select
 
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Request, Response

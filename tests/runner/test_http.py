@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner import campaign as api
 from judgepanel.runner.bias import campaign_bias

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.runner import campaign as api
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade

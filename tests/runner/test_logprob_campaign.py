@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.protocol.logprobs import NO_LOGPROBS
-from judgepanel.providers.fakeserver import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.logprob_scores import NOT_REQUESTED, campaign_logprob_scores
 from tests.helpers import cli

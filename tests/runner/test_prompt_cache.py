@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from judgepanel.datasets.records import ItemRecord, ParsedDataset
-from judgepanel.providers.fakeserver import SAMPLE_WORDS, FakeServerProcess
+from judgepanel.fake.server import SAMPLE_WORDS, FakeServerProcess
 from judgepanel.store.engine import make_engine, session_scope
 from judgepanel.store.imports import import_parsed
 from judgepanel.store.migrate import upgrade

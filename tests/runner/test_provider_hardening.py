@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from judgepanel.errors import BadInput
-from judgepanel.providers.fakeserver import FakeServer
+from judgepanel.fake.server import FakeServer
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunSummary

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.engine import make_url
 
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Response, Verdict

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from judgepanel.fake.server import FakeServer
 from judgepanel.providers.base import ChatRequest
-from judgepanel.providers.fakeserver import FakeServer
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner.cache import request_hash
 from judgepanel.runner.served import served_models_now

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import Engine, select
 
 from judgepanel.errors import ProviderError
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.protocol.schemas import clauses_schema, pairwise_schema
 from judgepanel.providers.base import ChatRequest, ChatResult
-from judgepanel.providers.fakeserver import FakeServerProcess
 from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import RetryPolicy, RunOptions

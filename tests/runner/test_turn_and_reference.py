@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from judgepanel.datasets.records import ItemRecord, ParsedDataset
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed
 from judgepanel.store.migrate import upgrade

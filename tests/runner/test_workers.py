@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from judgepanel.datasets.records import ParsedDataset
-from judgepanel.providers.fakeserver import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.runner import campaign as api
 from judgepanel.store import ratebucket
 from judgepanel.store.engine import make_engine

@@ -14,7 +14,7 @@ connections, no framework) that answers
   else `sim`,
 * the batch APIs: OpenAI Batch (`/v1/files`, `/v1/batches`) and Anthropic Message Batches
   (`/v1/messages/batches`), with processing time, expiry, per-entry errors and lost creates
-  (see `judgepanel.providers.fakebatch`),
+  (see `judgepanel.fake.batch`),
 * `GET /_fake/stats`, `GET /_fake/requests?limit=N`, `POST /_fake/reset`: what it received;
   `POST /_fake/batch?seconds=S&expire=0|1&lost_creates=N` changes the batch behaviour.
 
@@ -58,7 +58,7 @@ windows); a request finding it empty gets 429 with Retry-After / retry-after-ms 
 token comes, and is not otherwise processed. Latency is uniform in [latency − jitter, latency +
 jitter]; `x-fake-latency: SECONDS` overrides it for one request.
 
-Prompt caching is imitated (`judgepanel.providers.fakecache`): per model, prefixes seen in the
+Prompt caching is imitated (`judgepanel.fake.cache`): per model, prefixes seen in the
 last `cache_ttl` seconds are reported as cached tokens, automatically on the OpenAI wire
 (`usage.prompt_tokens_details.cached_tokens`, from 1,024 tokens in 128-token steps) and on the
 Anthropic wire only up to content blocks marked `cache_control` (`cache_read_input_tokens`,
@@ -72,7 +72,7 @@ and what parameters were.
 
 Run it as a process (the first stdout line is its URL)::
 
-    python -m judgepanel.providers.fakeserver --port 0 --latency 1.0 --jitter 0.2 --rpm 3000
+    python -m judgepanel.fake.server --port 0 --latency 1.0 --jitter 0.2 --rpm 3000
 
 or in-process: `with FakeServer(latency=0.1) as fake: fake.url`, or `async with FakeServer() as fake`.
 The OpenAI base_url is `fake.url + "/v1"`, the Anthropic one `fake.url`.
@@ -102,9 +102,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from judgepanel.providers.fake_logprobs import fake_logprobs
-from judgepanel.providers.fakebatch import FakeBatches, LostReply
-from judgepanel.providers.fakecache import DEFAULT_TTL, PromptCache
+from judgepanel.fake.batch import FakeBatches, LostReply
+from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
+from judgepanel.fake.logprobs import fake_logprobs
 from judgepanel.providers.sim import SIM_FINGERPRINT, content_text, simulate
 
 FAULTS = (
@@ -992,7 +992,7 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 
 
 class FakeServerProcess:
-    """`python -m judgepanel.providers.fakeserver …` as a child process (its own CPU, its own event
+    """`python -m judgepanel.fake.server …` as a child process (its own CPU, its own event
     loop), for benchmarks and tests that must not share a loop with the client.
 
         with FakeServerProcess("--latency", "1.0", "--rpm", "3000") as fake:
@@ -1005,7 +1005,7 @@ class FakeServerProcess:
         self._proc: subprocess.Popen[str] | None = None
 
     def start(self) -> str:
-        cmd = [sys.executable, "-m", "judgepanel.providers.fakeserver", "--port", "0", *self.args]
+        cmd = [sys.executable, "-m", "judgepanel.fake.server", "--port", "0", *self.args]
         self._proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
         )
@@ -1056,9 +1056,7 @@ class FakeServerProcess:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m judgepanel.providers.fakeserver", description=__doc__.split("\n")[0]
-    )
+    p = argparse.ArgumentParser(prog="python -m judgepanel.fake.server", description=__doc__.split("\n")[0])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument(
         "--port", type=int, default=0, help="0 picks a free port; the URL is the first stdout line"

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from judgepanel.providers.fakeserver import FakeServer, FakeServerProcess, running
+from judgepanel.fake.server import FakeServer, FakeServerProcess, running
 
 
 def chat(model: str = "m", text: str = "hello") -> dict[str, Any]:

@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, urlsplit
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from judgepanel.providers.fakeserver import FakeServer
+    from judgepanel.fake.server import FakeServer
 
 
 class LostReply(Exception):
@@ -441,7 +441,7 @@ class FakeBatches:
         return f.id
 
     def _answer(self, b: _Batch, line: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        from judgepanel.providers.fakeserver import _parse_model
+        from judgepanel.fake.server import _parse_model
 
         payload = line["body"] if isinstance(line["body"], dict) else {}
         model, faults, knobs = _parse_model(str(payload.get("model", "")))

@@ -10,7 +10,7 @@ import anthropic
 import openai
 import pytest
 
-from judgepanel.providers.fakeserver import FakeServer
+from judgepanel.fake.server import FakeServer
 
 MESSAGES = [{"role": "user", "content": "Rate this summary from 1 to 5. Answer as JSON."}]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from judgepanel.fake.cache import PromptCache
 from judgepanel.providers.caching import CacheForecast, anthropic_min_tokens
-from judgepanel.providers.fakecache import PromptCache
 
 
 class Clock:
