@@ -348,6 +348,30 @@ def test_every_page_is_in_the_tour() -> None:
     assert runnable["README.md"] >= 8, runnable
 
 
+_LINK = re.compile(r"\]\((?!https?://|mailto:)([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6} (.+)$", re.M)
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in _HEADING.findall(text)}
+
+
+def test_links_between_pages_resolve() -> None:
+    broken = []
+    for page in TOUR:
+        path = REPO / page
+        for target in _LINK.findall(path.read_text(encoding="utf-8")):
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
+            if not dest.exists():
+                broken.append(f"{page}: {target}")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest.read_text(encoding="utf-8")):
+                broken.append(f"{page}: {target} (no such heading)")
+    assert broken == []
+
+
 SUMMEVAL_FILES = ("model_annotations.reconstructed.jsonl.gz", "articles.jsonl.gz")
 
 
