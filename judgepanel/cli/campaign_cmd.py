@@ -117,14 +117,29 @@ def create(
 
 
 @app.command("plan")
-def plan(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
-    """Estimate what running the rest of a campaign takes: calls, tokens and cost."""
+def plan(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    probe: bool = typer.Option(
+        False,
+        "--probe",
+        help="Ask each base_url judge's server which model it runs (GET /v1/models) instead of "
+        "using the one the campaign's last run recorded; the only network call plan makes.",
+    ),
+    json_: bool = JSON,
+) -> None:
+    """Estimate what running the rest of a campaign takes: calls, tokens and cost (offline unless --probe)."""
     from judgepanel.runner import campaign as api
 
-    est = api.estimate(state(ctx).engine(), name)
+    est = api.estimate(state(ctx).engine(), name, probe=probe)
     if json_:
         emit_json(est.as_dict())
         return
+    for judge in est.unprobed:
+        warn(
+            f"judge {judge}: no run has recorded which model its server runs, so its cached count "
+            "assumes the spec's key; --probe asks the server"
+        )
     costs = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_usd")
     rows = [
         [n, d["calls"], d["cached"], d["input_tokens"], d["output_tokens"], *(_usd(d[k]) for k in costs)]

@@ -238,6 +238,7 @@ class BatchRunner:
         try:
             served, warnings = await served_models({n: (j.spec, j.provider) for n, j in judges.items()})
             self.warnings += warnings
+            await asyncio.to_thread(store.remember_served_models, self.engine, self.name, served)
             self.ctx = replace(ctx, served_models=served)
             if self.opts.retry_failed:
                 await asyncio.to_thread(store.requeue, self.engine, cid, ("rate_limit", "transient"))

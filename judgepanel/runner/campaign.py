@@ -24,6 +24,7 @@ from judgepanel.errors import BadInput
 from judgepanel.protocol.custom import CLASSIC_REF, load_template
 from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
+from judgepanel.protocol.templates import Prompt
 from judgepanel.providers.caching import CacheForecast
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
@@ -31,7 +32,6 @@ from judgepanel.runner.budget import Price, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare
-from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
 from judgepanel.store.editor import editor_tasks
@@ -196,6 +196,9 @@ class Estimate:
     cost_batch_cached_usd: float | None = None
     cache_read_tokens: int = 0  # forecast: prompt tokens read from the providers' caches
     cache_write_tokens: int = 0  # … and written to them
+    # `base_url` judges whose served model is neither recorded by a run nor probed: their cached
+    # count assumes the spec's key (see `runner.served`); `--probe` asks their servers
+    unprobed: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -211,32 +214,50 @@ class Estimate:
             "cache_write_tokens": self.cache_write_tokens,
             "cached": self.cached,
             "by_judge": self.by_judge,
+            "served_model_unknown": list(self.unprobed),
         }
 
 
-def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
+def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool = False) -> Estimate:
     """What running the rest of the campaign would take: every pending job's prompt is rendered
     and counted (≈ 4 characters a token); output tokens are the judge's mean so far, else
     `OUTPUT_ESTIMATE`, capped by its `max_tokens`; cost from the judge's prices (None if unknown).
     `cost_usd` is every input token at the input rate; `cost_cached_usd` prices the prompt-cache
     reads and writes that `providers.caching.CacheForecast` expects of the calls in order, and the
-    batch figures apply the judge's batch discount to each."""
+    batch figures apply the judge's batch discount to each.
+
+    The model a `base_url` judge's server runs enters the cache key (`runner.served`): the estimate
+    takes the one the campaign's last run recorded, and asks the servers (`GET /v1/models`, the
+    provider SDKs loaded) only with `probe=True`; a judge with neither is listed in `unprobed`."""
     spec, rv_id = store.campaign_spec(engine, name)
     cid = store.campaign_id(engine, name)
     judges = {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))}
+    served: dict[str, str] = {}
+    unprobed: tuple[str, ...] = ()
+    if use_cache:
+        wanted = [n for n, js in judges.items() if js.base_url is not None and js.provider != "sim"]
+        if probe and wanted:
+            from judgepanel.runner.served import served_models_now  # loads the provider SDKs
+
+            served = served_models_now(judges)
+        elif wanted:
+            served = store.learnt_served_models(engine, name, wanted)
+        if not probe:
+            unprobed = tuple(n for n in wanted if n not in served)
     ctx = CampaignContext(
         spec.protocol,
         store.rubric_doc(engine, rv_id) if rv_id is not None else None,
         store.campaign_clauses(engine, rv_id),
         judges,
-        served_models=served_models_now(judges) if use_cache else {},
+        served_models=served,
         tasks=editor_tasks(engine, name) if spec.protocol == "editor" else {},
         refused=store.learnt_refusals(engine, list(judges)),
         **context_options(spec),
     )
     counts = store.job_counts(engine, cid)
     jobs = store.pending_jobs(engine, cid)
-    preps = [prepare(j, ctx) for j in jobs]
+    prompts: dict[tuple[Any, ...], Prompt] = {}  # one rendering per prompt, whichever judges see it
+    preps = [prepare(j, ctx, prompts=prompts) for j in jobs]
     hits = store.cache_lookup(engine, [p.request_hash for p in preps]) if use_cache else {}
     mean_out = store.mean_output_tokens(engine, list(ctx.judges))
     by_judge: dict[str, dict[str, Any]] = {
@@ -306,6 +327,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         cost_batch_cached_usd=rounded["cost_batch_cached_usd"],
         cache_read_tokens=sum(d["cache_read_tokens"] for d in by_judge.values()),
         cache_write_tokens=sum(d["cache_write_tokens"] for d in by_judge.values()),
+        unprobed=unprobed,
     )
 
 

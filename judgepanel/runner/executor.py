@@ -474,6 +474,8 @@ class Runner:
         """Ask each `base_url` judge's server once which model it runs (see `runner.served`)."""
         served, warnings = await served_models({n: (j.spec, j.provider) for n, j in judges.items()})
         self.warnings += warnings
+        # kept with the campaign, so that `campaign plan` keys the cache alike without asking again
+        await asyncio.to_thread(store.remember_served_models, self.engine, self.name, served)
         return served
 
     # ------------------------------------------------------------ main

@@ -208,12 +208,29 @@ def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
     return render_clauses(_unit(job.units[0]), dimension=job.dimension, rubric=ctx.rubric)
 
 
-def prepare(job: LeasedJob, ctx: CampaignContext, *, reask_error: str | None = None) -> Prepared:
+def render_key(job: LeasedJob) -> tuple[Any, ...]:
+    """What a job's prompt depends on besides the campaign (`render` reads nothing else of the
+    job): jobs that differ only in judge or repeat are shown the same prompt."""
+    return (job.item_id, job.pair_id, job.order, job.condition, job.dimension)
+
+
+def prepare(
+    job: LeasedJob,
+    ctx: CampaignContext,
+    *,
+    reask_error: str | None = None,
+    prompts: dict[tuple[Any, ...], Prompt] | None = None,
+) -> Prepared:
     """Render the job's prompt and build the exact request (and its hash) the judge is sent.
     `reask_error` re-asks after an unreadable reply: the same prompt with a short note appended,
-    which is a new request (so the cache cannot answer it with the unreadable reply)."""
+    which is a new request (so the cache cannot answer it with the unreadable reply). `prompts`:
+    a memo by `render_key` for preparing many jobs of one campaign (`campaign plan`)."""
     spec = ctx.judges[job.judge]
-    prompt = render(job, ctx)
+    if prompts is None:
+        prompt = render(job, ctx)
+    else:
+        key = render_key(job)
+        prompt = prompts.get(key) or prompts.setdefault(key, render(job, ctx))
     messages = prompt.messages
     if reask_error is not None:
         last = dict(messages[-1])

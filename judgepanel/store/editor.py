@@ -62,7 +62,8 @@ def create_editor_campaign(
     with session_scope(engine) as s:
         camp = s.scalar(select(Campaign).where(Campaign.name == name))
         if camp is not None:
-            stored = {k: v for k, v in camp.spec.items() if k != "refused_params"}  # learnt by runs
+            learnt = ("refused_params", "served_models")  # learnt by runs
+            stored = {k: v for k, v in camp.spec.items() if k not in learnt}
             if stored != json.loads(json.dumps(spec)):
                 raise BadInput(f"campaign {name!r} exists with another spec; choose another name")
         else:

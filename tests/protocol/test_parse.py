@@ -342,11 +342,13 @@ WALLS = {
 
 @pytest.mark.parametrize("wall", list(WALLS), ids=list(WALLS))
 def test_an_echoed_wall_is_parsed_quickly_and_the_real_answer_wins(wall: str) -> None:
-    # the first parser scanned quadratically (over a minute on the first wall); now well under a second
-    start = time.perf_counter()
+    # the first parser scanned quadratically (over a minute of CPU on the first wall); now well under
+    # a second. CPU time of this thread, not wall time: on a loaded machine the wall clock counts
+    # other processes' turns too, while a quadratic scan still costs tens of CPU seconds here.
+    start = time.thread_time()
     p = parse_reply(PW, WALLS[wall] + '\n{"rationale": "r", "verdict": "B",}', None)
     q = parse_reply(PW, WALLS[wall] + "\nVerdict: tie", None)
     r = parse_reply(PW, WALLS[wall], None)
-    assert time.perf_counter() - start < 5
+    assert time.thread_time() - start < 5
     assert (p.value, p.method, q.value, q.method) == ("B", "json_tail", "tie", "line_tail")
     assert r.ok == (wall == "verdict lines")

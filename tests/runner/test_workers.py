@@ -209,8 +209,13 @@ def test_four_workers_share_one_rpm_limit(pg_url: str) -> None:
     assert limited / answered < 0.01, stats
     assert buckets == [(f"rpm:{judge}", rpm / 60)]
     # and the limit was used, not starved: 600 calls at 50/s take 12 s (stored from first to last;
-    # the workers' start-up is not counted)
-    assert (last - first).total_seconds() < jobs / (rpm / 60) * 1.5 + 2
+    # the workers' start-up is not counted). The bound is 2.5x the ideal + 2 s, not tighter: the
+    # five processes share the machine's cores, and at load 24 on 2 cores the same run stored its
+    # calls over 22 s (1.8x) with a correct limiter. A limiter far too slow still fails: one that
+    # gives each of the four workers its own quarter of the limit takes 48 s, one that refills per
+    # minute instead of per second never finishes within the workers' timeout.
+    ideal = jobs / (rpm / 60)
+    assert (last - first).total_seconds() < ideal * 2.5 + 2
 
 
 def test_shared_bucket_take_is_atomic_and_refills(engine: Engine) -> None:

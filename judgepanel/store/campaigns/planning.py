@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, func, insert, select, update
@@ -272,8 +272,45 @@ def remember_refusals(engine: Engine, campaign: str, judge: str, names: Sequence
         camp.spec = spec  # a new object, so the JSON column is written
 
 
+def learnt_served_models(engine: Engine, campaign: str, judges: Sequence[str]) -> dict[str, str]:
+    """judge name -> the model its server said it runs (`spec.served_models`, written by
+    `remember_served_models`): what `campaign plan` keys the request cache on without asking the
+    servers again. This campaign's record first; for a judge it has none for (it never ran), the
+    record of the newest campaign that has one, since a judge's name includes its `base_url`."""
+    wanted = set(judges)
+    out: dict[str, str] = {}
+    with engine.connect() as conn:
+        rows = conn.execute(select(Campaign.name, Campaign.spec).order_by(Campaign.id.desc())).all()
+    for own in (True, False):
+        for name, spec in rows:
+            if (name == campaign) != own:
+                continue
+            for judge, model in ((spec or {}).get("served_models") or {}).items():
+                if judge in wanted and judge not in out:
+                    out[str(judge)] = str(model)
+    return out
+
+
+def remember_served_models(engine: Engine, campaign: str, served: Mapping[str, str]) -> None:
+    """Record in the campaign's spec which model each `base_url` judge's server said it runs (see
+    `runner.served`); the latest answer replaces an older one."""
+    if not served:
+        return
+    with session_scope(engine) as s:
+        camp = s.scalar(select(Campaign).where(Campaign.name == campaign).with_for_update())
+        if camp is None:
+            return
+        spec = dict(camp.spec)
+        known = dict(spec.get("served_models") or {})
+        merged = {**known, **served}
+        if merged == known:
+            return
+        spec["served_models"] = merged
+        camp.spec = spec  # a new object, so the JSON column is written
+
+
 # not part of what a campaign *is*: provenance, and what its runs learnt about the judges' servers
-_NOT_COMPARED = ("origin", "refused_params")
+_NOT_COMPARED = ("origin", "refused_params", "served_models")
 
 
 def _compared(spec: dict[str, Any]) -> dict[str, Any]:
