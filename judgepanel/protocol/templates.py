@@ -158,12 +158,49 @@ def _article(noun: str) -> str:
     return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
 
+@lru_cache(maxsize=32)
+def _reads(folder: Path, name: str) -> tuple[str, ...] | None:
+    """The variables a template reads, or None when it may read more than its own text shows (it
+    includes, imports or extends another template)."""
+    import jinja2.meta
+
+    env = _environment(folder)
+    ast = env.parse(_load(folder, name).source)
+    if any(True for _ in jinja2.meta.find_referenced_templates(ast)):
+        return None
+    return tuple(sorted(jinja2.meta.find_undeclared_variables(ast)))
+
+
+_MISSING = object()  # a variable the context lacks (rendering raises: StrictUndefined)
+_RENDERED: dict[tuple[Any, ...], str] = {}  # (folder, template, variables read) -> text, bounded
+
+
+def _render_once(folder: Path, name: str, context: Mapping[str, Any]) -> str:
+    """`name` rendered with `context`, remembered by the values of the variables it reads: the
+    system prompt reads none, so it is rendered once, not once per job."""
+    reads = _reads(folder, name)
+    template = _load(folder, name).compiled
+    if reads is None:
+        return template.render(**context).strip()
+    key = (folder, name, *(context.get(k, _MISSING) for k in reads))
+    try:
+        return _RENDERED[key]
+    except TypeError:  # a value that cannot be a key: render every time
+        return template.render(**context).strip()
+    except KeyError:
+        pass
+    text = template.render(**context).strip()
+    if len(_RENDERED) >= 1024:
+        _RENDERED.clear()
+    _RENDERED[key] = text
+    return text
+
+
 def _render(name: str, schema: dict[str, Any], schema_name: str, context: dict[str, Any]) -> Prompt:
     folder = resource_dir("prompts")
-    system = _load(folder, SYSTEM_TEMPLATE)
     user = _load(folder, name)
     messages = [
-        {"role": "system", "content": system.compiled.render(**context).strip()},
+        {"role": "system", "content": _render_once(folder, SYSTEM_TEMPLATE, context)},
         {"role": "user", "content": user.compiled.render(**context).strip()},
     ]
     shown = [context.get(k) for k in ("source", "candidate", "candidate_a", "candidate_b")]
