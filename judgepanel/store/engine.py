@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.url import URL
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session, sessionmaker
 
 from judgepanel.errors import BadInput, JudgepanelError
+
+if TYPE_CHECKING:  # the ORM is loaded by the commands that write, not by the readers (store.tables)
+    from sqlalchemy.orm import Session
 
 BUSY_TIMEOUT_MS = 30_000
 # The URL as the user typed it (password masked), per engine: messages name that, not the driver
@@ -128,6 +130,8 @@ def _make_engine(url: str, *, read_only: bool, create: bool) -> Engine:
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
     """One transaction: commit on success, roll back on any exception (imports are all-or-nothing)."""
+    from sqlalchemy.orm import sessionmaker
+
     factory = sessionmaker(engine, expire_on_commit=False)
     with factory() as session, session.begin():
         yield session

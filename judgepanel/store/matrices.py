@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Engine, select
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics.matrix import (
@@ -51,14 +50,13 @@ from judgepanel.metrics.matrix import (
     numeric_scale,
     with_categories,
 )
-from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Annotator, Dataset, Item, Label, Pair, PairLabel
-from judgepanel.store.queries import (
+
+# Core tables and look-ups, not the ORM: `metrics …` commands read without loading `sqlalchemy.orm`
+from judgepanel.store.lookups import (
     LABELS,
     check_pair_set_current,
-    dataset_by_name,
-    find_duplicates,
-    pair_set_by_name,
+    dataset_row,
+    pair_set_row,
     resolve_dimension,
 )
 from judgepanel.store.rater_sources import (
@@ -68,6 +66,7 @@ from judgepanel.store.rater_sources import (
     register_rater_source,
     unregister_rater_source,
 )
+from judgepanel.store.tables import Annotator, Dataset, Item, Label, Pair, PairLabel
 
 PAIR_CODES: dict[str, float] = {label: float(i) for i, label in enumerate(LABELS)}  # A 0, B 1, T 2
 
@@ -109,7 +108,7 @@ def declared_scale(meta: Any, dimension: str | None) -> list[object] | None:
 
 
 def _finish(
-    s: Session,
+    s: Connection,
     base: RatingMatrix,
     scope: MatrixScope,
     raters: Sequence[str] | None,
@@ -142,8 +141,8 @@ def item_matrix(
     """The labels of one dimension of ``dataset`` (see the module docstring); ``dimension`` may be
     omitted when the dataset has only one. ``exclude_items`` drops those item ids."""
     excluded = set(exclude_items or ())
-    with session_scope(engine) as s:
-        ds = dataset_by_name(s, dataset)
+    with engine.connect() as s:
+        ds = dataset_row(s, dataset)
         dim = resolve_dimension(s, ds, dimension)
         scale = declared_scale(ds.meta, dim)
         annotators = s.execute(
@@ -207,8 +206,8 @@ def pair_matrix(
     """The A/B/T preferences over a pair set (see the module docstring). ``exclude_items`` drops
     every pair that involves one of those item ids."""
     excluded = set(exclude_items or ())
-    with session_scope(engine) as s:
-        ps = pair_set_by_name(s, pair_set)
+    with engine.connect() as s:
+        ps = pair_set_row(s, pair_set)
         check_pair_set_current(s, ps)
         pairs = [
             p.id
@@ -255,6 +254,8 @@ def pair_matrix(
 def flagged_duplicates(engine: Engine, dataset: str, group: str) -> list[int]:
     """Item ids that ``data duplicates`` flags for ``group`` (every annotator of the group gave the
     identical full score vector)."""
+    from judgepanel.store.queries import find_duplicates  # the ORM: only with --exclude-duplicates
+
     d = find_duplicates(engine, dataset)
     if group not in d.flagged:
         raise BadInput(
@@ -264,11 +265,11 @@ def flagged_duplicates(engine: Engine, dataset: str, group: str) -> list[int]:
 
 
 def pair_set_dataset(engine: Engine, pair_set: str) -> str:
-    with session_scope(engine) as s:
-        ps = pair_set_by_name(s, pair_set)
+    with engine.connect() as s:
+        ps = pair_set_row(s, pair_set)
         name = s.scalar(select(Dataset.name).where(Dataset.id == ps.dataset_id))
         assert name is not None
-        return name
+        return str(name)
 
 
 @dataclass(frozen=True)

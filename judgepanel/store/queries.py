@@ -14,9 +14,8 @@ from sqlalchemy.orm import Session
 from judgepanel.datasets.pairs import identical_vectors, preference, sample_pairs
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.store.engine import session_scope
+from judgepanel.store.lookups import LABELS
 from judgepanel.store.models import Annotator, Dataset, Item, Label, Pair, PairLabel, PairSet, table_of
-
-LABELS = ("A", "B", "T")
 
 
 def dataset_by_name(s: Session, name: str) -> Dataset:

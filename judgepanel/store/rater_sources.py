@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from judgepanel.metrics.matrix import MatrixKind, RaterColumn
 
 
@@ -27,7 +25,8 @@ class MatrixScope:
     unit_ids: tuple[int, ...]
 
 
-RaterSource = Callable[["Session", MatrixScope], Sequence["RaterColumn"]]
+# called with an open Connection (Core statements only: the matrices are read without the ORM)
+RaterSource = Callable[[Any, MatrixScope], Sequence["RaterColumn"]]
 RATER_SOURCES: list[RaterSource] = []
 
 

@@ -243,3 +243,41 @@ def test_query_on_sqlite_does_not_import_the_postgresql_driver(finished_campaign
     """psycopg is loaded by a PostgreSQL engine only; `query` on SQLite reads without it."""
     modules = _modules_after(finished_campaign, ["query", "select count(*) from job"])
     assert _packages(modules, ("psycopg", "numpy", *NOT_FOR_READING)) == []
+
+
+# The ORM (importing `sqlalchemy.orm` and mapping `store.models`: ~0.45 s of CPU at each start,
+# issue 20) is for the commands that write; these read through Core (`store.tables`).
+ORM = ("sqlalchemy.orm", "judgepanel.store.models")
+
+
+def test_read_commands_load_no_orm(finished_campaign: str) -> None:
+    """`campaign list`, `campaign status` (table and JSON) and `metrics agreement` (with and
+    without the judges' columns) read the store through SQLAlchemy Core."""
+    for argvs in (
+        [["campaign", "list"]],
+        [["campaign", "list", "--json"]],
+        [["campaign", "status", "c"], ["campaign", "status", "c", "--json"]],
+        [["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"]],
+        [
+            [
+                "metrics",
+                "agreement",
+                "--pairs",
+                "tiny-pairs",
+                "--with-judges",
+                "all",
+                "--metric",
+                "alpha",
+                "--json",
+            ]
+        ],
+    ):
+        modules = _modules_after(finished_campaign, *argvs)
+        assert _packages(modules, ORM) == [], argvs
+        assert "sqlalchemy" in modules  # it did read the store
+
+
+def test_campaign_plan_of_simulated_judges_loads_no_provider_sdk(finished_campaign: str) -> None:
+    """`campaign plan` asks no server (see tests/runner/test_plan_offline.py for base_url judges)."""
+    modules = _modules_after(finished_campaign, ["campaign", "plan", "c", "--json"])
+    assert _packages(modules, ("openai", "anthropic", "httpx")) == []

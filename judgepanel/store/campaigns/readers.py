@@ -7,14 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, Select, and_, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Engine, Row, Select, and_, func, select
 
-from judgepanel.errors import BadInput
+from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.pairs import as_label, combine_orders
-from judgepanel.store.campaigns.planning import campaign_by_name
-from judgepanel.store.engine import session_scope
-from judgepanel.store.models import (
+from judgepanel.store.rater_sources import MatrixScope, register_rater_source
+
+# Core tables, not the ORM models: `campaign status`, `campaign list` and the rating matrices read
+# without loading `sqlalchemy.orm` (see `store.tables`)
+from judgepanel.store.tables import (
     Campaign,
     CampaignJudge,
     Dataset,
@@ -25,13 +26,23 @@ from judgepanel.store.models import (
     Response,
     Verdict,
 )
-from judgepanel.store.rater_sources import MatrixScope, register_rater_source
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from judgepanel.metrics.matrix import RaterColumn
     from judgepanel.providers.pricing import Price
 
 # ---------------------------------------------------------------- status and listing
+
+
+def _campaign(s: Connection, name: str) -> Row[Any]:
+    """The campaign's row (`planning.campaign_by_name` without the ORM)."""
+    c = s.execute(select(Campaign).where(Campaign.name == name)).one_or_none()
+    if c is None:
+        known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
+        raise NotFound(f"no campaign named {name!r} (known: {known})")
+    return c
 
 
 @dataclass(frozen=True)
@@ -92,8 +103,8 @@ class CampaignStatus:
 
 
 def campaign_status(engine: Engine, name: str) -> CampaignStatus:
-    with session_scope(engine) as s:
-        c = campaign_by_name(s, name)
+    with engine.connect() as s:
+        c = _campaign(s, name)
         by_judge: dict[str, dict[str, Any]] = {}
         counts: Counter[str] = Counter()
         for jname, status, n in s.execute(
@@ -321,7 +332,7 @@ def _saved(price: Price | None, read: int, written: int) -> float | None:
     )
 
 
-def _partial_jobs(s: Session, campaign_id: int) -> int:
+def _partial_jobs(s: Connection, campaign_id: int) -> int:
     """Failed jobs whose latest reply answered only some clauses (verdict parse_status partial)."""
     return int(
         s.scalar(
@@ -335,7 +346,7 @@ def _partial_jobs(s: Session, campaign_id: int) -> int:
 
 
 def partial_jobs(engine: Engine, campaign_id: int) -> int:
-    with session_scope(engine) as s:
+    with engine.connect() as s:
         return _partial_jobs(s, campaign_id)
 
 
@@ -347,7 +358,7 @@ def output_token_samples(
     if not judges:
         return {}
     out: dict[tuple[str, str], list[int]] = defaultdict(list)
-    with session_scope(engine) as s:
+    with engine.connect() as s:
         rows = s.execute(
             select(Judge.name, Request.template_name, Response.output_tokens)
             .join(Job, Job.judge_id == Judge.id)
@@ -370,7 +381,7 @@ def output_token_samples(
 
 def campaign_spend(engine: Engine, campaign_id: int) -> float:
     """Money already spent by a campaign's calls (known prices only)."""
-    with session_scope(engine) as s:
+    with engine.connect() as s:
         v = s.scalar(
             select(func.sum(Response.cost_usd))
             .join(Request, Request.id == Response.request_id)
@@ -384,7 +395,7 @@ def mean_output_tokens(engine: Engine, judges: Sequence[str]) -> dict[str, float
     """Each judge's mean output tokens over its successful calls so far, in any campaign."""
     if not judges:
         return {}
-    with session_scope(engine) as s:
+    with engine.connect() as s:
         rows = s.execute(
             select(Judge.name, func.avg(Response.output_tokens))
             .join(Job, Job.judge_id == Judge.id)
@@ -397,8 +408,8 @@ def mean_output_tokens(engine: Engine, judges: Sequence[str]) -> dict[str, float
 
 
 def list_campaigns(engine: Engine) -> list[dict[str, Any]]:
-    with session_scope(engine) as s:
-        camps = s.scalars(select(Campaign).order_by(Campaign.id)).all()
+    with engine.connect() as s:
+        camps = s.execute(select(Campaign).order_by(Campaign.id)).all()
         counts: dict[int, Counter[str]] = defaultdict(Counter)
         for cid, status, k in s.execute(
             select(Job.campaign_id, Job.status, func.count()).group_by(Job.campaign_id, Job.status)
@@ -458,8 +469,8 @@ def _done_verdicts(campaign_id: int, *columns: Any) -> Select[Any]:
 
 
 def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
-    with session_scope(engine) as s:
-        c = campaign_by_name(s, name)
+    with engine.connect() as s:
+        c = _campaign(s, name)
         if c.protocol != "pairwise":
             raise BadInput(f"campaign {name!r} is {c.protocol}; position bias needs a pairwise campaign")
         got: dict[tuple[str, int, int, str | None, str | None], dict[str, str]] = defaultdict(dict)
@@ -508,8 +519,8 @@ class JudgeRatings:
 
 def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
     """Every accepted verdict of a campaign, one dict per job (the raw material of rating columns)."""
-    with session_scope(engine) as s:
-        c = campaign_by_name(s, name)
+    with engine.connect() as s:
+        c = _campaign(s, name)
         rows = s.execute(
             _done_verdicts(
                 c.id,
@@ -545,7 +556,7 @@ def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- judges as rater columns
 
 
-def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
+def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[RaterColumn]:
     """Campaign judges as extra columns of the store's rating matrices (see `store.matrices`).
 
     Item matrices get one column per (pointwise campaign over the dataset, judge, condition) whose
