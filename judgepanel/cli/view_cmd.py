@@ -60,6 +60,7 @@ def view(
     except OSError as exc:
         sock.close()
         raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(128)  # connections wait in the backlog from now on, before the server starts
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
     url = f"http://{shown}:{bound}/"

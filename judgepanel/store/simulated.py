@@ -45,3 +45,12 @@ def simulated_campaigns(engine: Engine, names: list[str]) -> dict[str, bool]:
             ).first()
             out[name] = hit is not None
     return out
+
+
+def iteration_simulated(engine: Engine, inputs: dict[str, Any], campaigns: dict[str, str | None]) -> bool:
+    """Whether a repair iteration rests on simulated answers: a `sim:` judge or editor in its
+    inputs, or any of its campaigns (dev, editor, original, contested, control) simulated."""
+    specs = [*(inputs.get("judges") or []), inputs.get("editor") or ""]
+    if any(str(s).startswith("sim:") for s in specs):
+        return True
+    return any(simulated_campaigns(engine, [c for c in campaigns.values() if c]).values())

@@ -338,6 +338,8 @@ def rubric(engine: Engine, name: str) -> dict[str, Any]:
         "versions": versions,
         "document": latest.doc.to_dict(),
         "history": history,
+        # a version written by a simulated editor
+        "simulated": any(str(h.get("editor") or "").startswith("sim:") for h in history),
     }
 
 
@@ -345,18 +347,18 @@ def iterations(engine: Engine) -> dict[str, Any]:
     """`repair list --json`: `iterations`."""
     from judgepanel.store.repair import list_iterations
 
-    return {"iterations": list_iterations(engine)}
+    rows = list_iterations(engine)
+    return {"iterations": rows, "simulated": any(r["simulated"] for r in rows)}
 
 
 def iteration(engine: Engine, name: str) -> dict[str, Any]:
     """`repair status --json` with `comparison` (`repair compare --json`, None until compared),
     `selection`, `rewrites` (clause id -> old, new, reason) and `simulated`."""
     from judgepanel.store.repair import get_iteration
-    from judgepanel.store.simulated import simulated_campaigns
+    from judgepanel.store.simulated import iteration_simulated
 
     rec = get_iteration(engine, name)
-    names = [c for c in rec.campaigns.values() if c]
-    sim = any(simulated_campaigns(engine, names).values())
+    sim = iteration_simulated(engine, rec.inputs, rec.campaigns)
     return {
         **rec.status_dict(),
         "simulated": sim,

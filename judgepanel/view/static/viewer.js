@@ -41,6 +41,15 @@
       setText(row, "failed_by_class", kinds.length ? kinds.join(", ") : "\u2014");
       setText(row, "cost_usd", usd(c.cost_usd));
       setText(row, "status", c.progress.active ? "running" : c.status);
+      if (c.simulated && !row.querySelector('[data-field="simulated"]')) {
+        var badge = document.createElement("span");
+        badge.className = "badge sim";
+        badge.setAttribute("data-field", "simulated");
+        badge.textContent = "simulated";
+        var first = row.querySelector("td");
+        first.insertBefore(badge, first.querySelector("br"));
+        first.insertBefore(document.createTextNode(" "), badge);
+      }
     });
     document.body.setAttribute("data-polled", String(Number(document.body.getAttribute("data-polled") || "0") + 1));
     var state = document.getElementById("poll-state");
