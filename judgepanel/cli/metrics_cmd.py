@@ -9,7 +9,7 @@ import typer
 
 from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, table
+from judgepanel.cli.render import console, emit_json, sim_title, simulated, table
 from judgepanel.errors import BadInput
 from judgepanel.metrics.names import LEVELS, METHODS, METRICS, WEIGHT_NAMES  # no numpy: `--help` stays light
 
@@ -646,14 +646,16 @@ def bias_cmd(
     """Position bias per judge: back/front slot wins over inconsistent swapped pairs, exact sign test."""
     from judgepanel.runner.bias import campaign_bias
 
-    result = campaign_bias(state(ctx).engine(), campaign)
+    engine = state(ctx).engine()
+    result = campaign_bias(engine, campaign)
+    sim = simulated(engine, [campaign])
     if json_:
-        emit_json({"judges": {name: b.as_dict() for name, b in result.items()}})
+        emit_json({"judges": {name: b.as_dict() for name, b in result.items()}, "simulated": sim})
         return
     # the columns are the JSON keys, in their order, so the table and `--json` read alike
     keys = list(next(iter(result.values())).as_dict()) if result else []
     table(
-        f"position bias in {campaign} (swapped pairs; p_value: exact sign test)",
+        sim_title(f"position bias in {campaign} (swapped pairs; p_value: exact sign test)", sim),
         ["judge", *keys],
         [[n, *b.as_dict().values()] for n, b in result.items()],
     )
@@ -677,7 +679,8 @@ def joint_cmd(
 
     if not 0 < confidence < 1:
         raise BadInput(f"--confidence must lie between 0 and 1, got {confidence}")
-    inputs = campaign_joint_inputs(state(ctx).engine(), campaign)
+    engine = state(ctx).engine()
+    inputs = campaign_joint_inputs(engine, campaign)
     if not inputs.judge_names or np.isnan(inputs.judges_ab).all():
         raise BadInput(f"campaign {campaign!r} has no pair judged in both orders yet; run it first")
     rep = position_bias_report(
@@ -694,13 +697,17 @@ def joint_cmd(
         "units": len(inputs.pair_ids),
         "humans": list(inputs.human_names),
         **rep.as_dict(),
+        "simulated": simulated(engine, [campaign]),
     }
     if json_:
         emit_json(out)
         return
     d = rep.as_dict()
     table(
-        f"position bias in {campaign}: joint model, {d['interval']} interval (+ back slot, − front slot)",
+        sim_title(
+            f"position bias in {campaign}: joint model, {d['interval']} interval (+ back slot, − front slot)",
+            out["simulated"],
+        ),
         ["judge", "bias", "interval", "back wins", "front wins", "back verdicts", "front verdicts"],
         [
             [

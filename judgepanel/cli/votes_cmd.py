@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, table
+from judgepanel.cli.render import emit_json, sim_title, simulated, table
 
 
 def import_mtbench(
@@ -52,7 +52,8 @@ def votes(
     each campaign judge (its AB/BA verdicts combined, inconsistent as a tie) against the humans."""
     from judgepanel.store.votes import vote_agreement
 
-    out = vote_agreement(state(ctx).engine(), pairs, campaign)
+    engine = state(ctx).engine()
+    out = {**vote_agreement(engine, pairs, campaign), "simulated": simulated(engine, campaign)}
     if json_:
         emit_json(out)
         return
@@ -67,7 +68,11 @@ def votes(
             rows.append(
                 [setting.replace("_", " "), f"{judge} – human", f"{a['agree']}/{a['n']}", _rate(a["rate"])]
             )
-    table(f"agreement of votes on {pairs}", ["setting", "voters", "agree / shared", "agreement"], rows)
+    table(
+        sim_title(f"agreement of votes on {pairs}", out["simulated"]),
+        ["setting", "voters", "agree / shared", "agreement"],
+        rows,
+    )
 
 
 def _rate(r: float | None) -> str:

@@ -37,6 +37,7 @@ class RenderedCampaign:
     cases: Any
     notes: Any
     plots: dict[str, Any] = field(default_factory=dict)
+    simulated: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class ReportResult:
     plots: int
     bytes: int
     files: list[str]
+    simulated: bool = False
 
 
 def fmt(v: float | None, digits: int = 3) -> str:
@@ -85,7 +87,7 @@ def _plots(r: CampaignReport) -> dict[str, Any]:
     return out
 
 
-def _rendered(reports: list[CampaignReport]) -> list[RenderedCampaign]:
+def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list[RenderedCampaign]:
     return [
         RenderedCampaign(
             anchor=f"c{i}-{re.sub(r'[^A-Za-z0-9_-]', '-', r.facts.name)}",
@@ -98,6 +100,7 @@ def _rendered(reports: list[CampaignReport]) -> list[RenderedCampaign]:
             cases=r.cases,
             notes=r.notes,
             plots=_plots(r),
+            simulated=simulated.get(r.facts.name, False),
         )
         for i, r in enumerate(reports, 1)
     ]
@@ -149,8 +152,11 @@ def write_report(
 
         section = iteration_section(engine, iteration)
     reports = [campaign_report(engine, c, n_boot=n_boot, seed=seed, cases=cases) for c in campaigns]
-    rendered = _rendered(reports)
-    simulated = any(j.startswith("sim:") for r in reports for j in r.facts.judges)
+    from judgepanel.store.simulated import simulated_campaigns
+
+    sims = simulated_campaigns(engine, campaigns)
+    rendered = _rendered(reports, sims)
+    simulated = any(sims.values()) or bool(section and section["simulated"])
     context = {
         "title": ", ".join([*campaigns, *([f"repair {iteration}"] if iteration else [])]),
         "campaigns": rendered,
@@ -197,4 +203,5 @@ def write_report(
         plots=n_plots,
         bytes=path.stat().st_size,
         files=files,
+        simulated=simulated,
     )

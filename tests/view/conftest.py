@@ -21,15 +21,6 @@ from tests.helpers import cli
 TOKEN = "t0ken-for-the-viewer-tests-0123456789"
 
 
-@pytest.fixture(scope="session")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("view-demo")
-    url = f"sqlite:///{folder / 'demo.db'}"
-    r = cli("demo", "--json", db=url)
-    assert r.code == 0, r.stderr
-    return url
-
-
 def inject_payloads(url: str) -> None:
     """Hostile text in every kind of stored text a page shows."""
     eng = create_engine(url)
