@@ -53,7 +53,9 @@ def report(label: str, url: str) -> None:
 
     t = time.perf_counter()
     stored = build(url, N, judges=JUDGES, pairwise=True)
-    print(f"[{label}] built {stored:,} verdicts ({JUDGES} judges, AB + BA) in {time.perf_counter() - t:.1f} s")
+    print(
+        f"[{label}] built {stored:,} verdicts ({JUDGES} judges, AB + BA) in {time.perf_counter() - t:.1f} s"
+    )
     eng = read_only_engine(url)
     with eng.connect() as conn:
         ids = [r[0] for r in conn.execute(text("SELECT id FROM verdict ORDER BY id"))]
@@ -69,12 +71,16 @@ def report(label: str, url: str) -> None:
         rows: dict[str, float] = {
             "first page (JSON)": _median(lambda: get("/api/campaigns/bench/verdicts")),
             "first page (HTML)": _median(lambda: get("/campaigns/bench/verdicts")),
-            "page at 90 % by keyset": _median(lambda: get(f"/api/campaigns/bench/verdicts?after={ids[deep - 1]}")),
+            "page at 90 % by keyset": _median(
+                lambda: get(f"/api/campaigns/bench/verdicts?after={ids[deep - 1]}")
+            ),
             "first page, one judge, BA": _median(
                 lambda: get(f"/api/campaigns/bench/verdicts?judge={judge}&order=BA")
             ),
         }
-        keyset = _median(lambda: browse.verdict_page(eng, "bench", browse.VerdictFilter(), after=ids[deep - 1]))
+        keyset = _median(
+            lambda: browse.verdict_page(eng, "bench", browse.VerdictFilter(), after=ids[deep - 1])
+        )
         offset = _median(lambda: browse.verdict_page_offset(eng, "bench", offset=deep))
         assert browse.verdict_page_offset(eng, "bench", offset=deep) == ids[deep : deep + 50]
     eng.dispose()

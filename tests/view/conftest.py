@@ -16,7 +16,6 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests import xss
-from tests.helpers import cli
 
 TOKEN = "t0ken-for-the-viewer-tests-0123456789"
 
