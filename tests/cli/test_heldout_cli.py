@@ -56,7 +56,14 @@ def test_humans_only_runs_the_human_models_and_keeps_todays_keys(db: str) -> Non
     out = cli(
         "metrics", "heldout", "--pairs", "p", "--train", "60", "--bootstrap", "100", "--json", db=db
     ).json()
-    assert list(out["methods"]) == ["majority", "cluster", "dawid-skene", "scores-humans", "labels-humans"]
+    assert list(out["methods"]) == [
+        "majority",
+        "cluster",
+        "dawid-skene",
+        "mace",
+        "scores-humans",
+        "labels-humans",
+    ]
     assert out["train"] == 60 and out["test"] == 24 and out["folds"]["k"] == 1
     for g, v in out["groups"].items():  # the existing keys, and `cluster` computed as before
         assert out["methods"]["cluster"]["accuracy"][g] == v["micro"]["cluster"]
@@ -75,7 +82,7 @@ def test_judges_joint_model_and_folds(db: str) -> None:
         "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all",
         "--method", "scores-joint,scores-judges", "--folds", "3", "--bootstrap", "50", "--json", db=db,
     ).json()  # fmt: skip
-    assert list(out["methods"])[3:] == ["scores-joint", "scores-judges"]
+    assert list(out["methods"])[4:] == ["scores-joint", "scores-judges"]
     assert out["folds"]["k"] == 3 and out["folds"]["split"] == "random permutations"
     assert "llm" in out["methods"]["scores-joint"]["accuracy"]
     spread = out["folds"]["accuracy"]["scores-joint"]["expert"]
@@ -116,7 +123,7 @@ def test_item_labels_get_label_models_only(db: str) -> None:
         "metrics", "heldout", "--dataset", "summeval", "--dimension", "coherence", "--train", "16",
         "--bootstrap", "20", "--json", db=db,
     ).json()  # fmt: skip
-    assert list(out["methods"])[3:] == ["labels-humans"]
+    assert list(out["methods"])[4:] == ["labels-humans"]
     r = cli(
         "metrics", "heldout", "--dataset", "summeval", "--dimension", "coherence", "--train", "16",
         "--method", "scores-humans", db=db,
@@ -141,3 +148,20 @@ def test_score_differences_agree_with_the_stored_labels(db: str) -> None:
     want = np.where(d > 1e-6, 0.0, np.where(d < -1e-6, 1.0, 2.0))
     assert np.array_equal(want[ok], m.values[ok])
     assert np.isnan(d[:, m.rater_names.index("turker_1")]).any()  # turkers skipped half the rows
+
+
+def test_dims_method_with_inner_cv_through_the_cli(db: str) -> None:
+    out = cli(
+        "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all", "--folds", "3",
+        "--method", "dims-humans,dims-joint", "--bootstrap", "50", "--json", db=db,
+    ).json()  # fmt: skip
+    assert list(out["methods"]) == ["majority", "cluster", "dawid-skene", "mace", "dims-humans", "dims-joint"]
+    assert out["ci_method"] == "nadeau-bengio corrected resampled t over 3 splits"
+    chosen = out["methods"]["dims-joint"]["chosen_c"]
+    assert set(chosen) >= {"expert_1", "m1"} and all(len(v) == 3 for v in chosen.values())
+    assert all(c in out["c_grid"] for v in chosen.values() for c in v if c is not None)
+    ja = out["judges_add"]["dims"]["expert"]
+    assert (
+        ja["with_judges"] == "dims-joint" and ja["humans_only"] == "dims-humans" and len(ja["per_split"]) == 3
+    )
+    assert ja["verdict"] in {"adds >= 1 point", "adds < 1 point", "inconclusive"}
