@@ -400,8 +400,8 @@ def heldout_cmd(
     method: str = typer.Option(
         "all",
         "--method",
-        help="Fitted models beside the baselines: all, or comma-separated from "
-        + ", ".join(PREDICTION_MODELS),
+        help="Fitted models beside the baselines: all (the scores-* and labels-* models), or "
+        "comma-separated from " + ", ".join(PREDICTION_MODELS) + "; add mace for a MACE baseline",
     ),
     folds: int = typer.Option(1, "--folds", help="K random train/test splits (1: the first N units train)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Replicates for the CIs of accuracy − cluster."),
@@ -451,6 +451,7 @@ def heldout_cmd(
         n_bootstrap=bootstrap,
         seed=seed,
         dimension_differences=dims,
+        mace_baseline="mace" in requested,
     )
     names = m.rater_names
     out: dict[str, Any] = {

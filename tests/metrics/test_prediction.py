@@ -185,7 +185,7 @@ def test_folds_report_mean_and_spread() -> None:
     # distinct splits, each of 80 train units
     trains = {tuple(sorted(f.train)) for f in bat.folds}
     assert len(trains) == 3 and all(f.train.size == 80 for f in bat.folds)
-    assert set(out["methods"]) == {"majority", "cluster", "dawid-skene", "mace", "labels-joint"}
+    assert set(out["methods"]) == {"majority", "cluster", "dawid-skene", "labels-joint"}
     for v in out["methods"].values():
         assert set(v) == {"accuracy", "log_loss", "ece", "delta_vs_cluster"}
         assert set(v["delta_vs_cluster"]["all"]) == {"value", "ci", "ci_bootstrap"}
@@ -363,7 +363,7 @@ def test_mace_baseline_is_the_mace_argmax_on_the_other_raters() -> None:
     from judgepanel.metrics.truth import mace
 
     m, d = _panel(n=100, seed=8)
-    bat = heldout_battery(m, d, train=70, methods=("labels-humans",), n_bootstrap=10)
+    bat = heldout_battery(m, d, train=70, methods=("labels-humans",), n_bootstrap=10, mace_baseline=True)
     fold = bat.folds[0]
     codes = np.where(np.isnan(m.values), -1, m.values).astype(np.int64)
     r = 1
