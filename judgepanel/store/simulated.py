@@ -11,7 +11,14 @@ from typing import Any
 from sqlalchemy import Engine, or_, select
 
 from judgepanel.providers.sim import SIM_FINGERPRINT
-from judgepanel.store.models import Campaign, CampaignJudge, Job, Judge, Request, Response
+from judgepanel.store.tables import (
+    Campaign,
+    CampaignJudge,
+    Job,
+    Judge,
+    Request,
+    Response,
+)  # Core: read without the ORM
 
 
 def simulated_reply() -> Any:
