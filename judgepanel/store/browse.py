@@ -516,7 +516,7 @@ def spend_since(engine: Engine, after_response_id: int) -> list[tuple[int, int, 
                     func.count(),
                     func.sum(Response.cost_usd),
                     func.count(Response.cost_usd),
-                    func.max(case((simulated_reply(), 1), else_=0)),
+                    func.max(case((simulated_reply(Response), 1), else_=0)),
                 )
                 .select_from(Response)
                 .join(Request, Request.id == Response.request_id)

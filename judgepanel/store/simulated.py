@@ -21,9 +21,10 @@ from judgepanel.store.tables import (
 )  # Core: read without the ORM
 
 
-def simulated_reply() -> Any:
-    """A condition on `response`: the reply came from the simulator."""
-    return or_(Response.system_fingerprint == SIM_FINGERPRINT, Response.model_returned.like("sim/%"))
+def simulated_reply(response: Any = Response) -> Any:
+    """A condition on `response`: the reply came from the simulator. A query over the ORM models
+    passes `models.Response` (a Core column of `store.tables` in it would be another table)."""
+    return or_(response.system_fingerprint == SIM_FINGERPRINT, response.model_returned.like("sim/%"))
 
 
 def simulated_campaigns(engine: Engine, names: list[str]) -> dict[str, bool]:
