@@ -78,6 +78,22 @@ def _check(n_boot: int, confidence: float, method: str) -> None:
         raise BadInput(f"unknown interval method {method!r}; use one of {', '.join(METHODS)}")
 
 
+def _index_blocks(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[NDArray[np.int64]]:
+    block = max(1, min(n_boot, _BLOCK_CELLS // max(1, n_units)))
+    done = 0
+    while done < n_boot:
+        b = min(block, n_boot - done)
+        yield rng.integers(0, n_units, size=(b, n_units))
+        done += b
+
+
+def counts_of(draws: NDArray[np.int64], n_units: int) -> FloatArray:
+    """Multinomial counts (replicates × units) of index draws (replicates × draws)."""
+    b = draws.shape[0]
+    flat = draws + (np.arange(b) * n_units)[:, None]
+    return np.bincount(flat.ravel(), minlength=b * n_units).reshape(b, n_units).astype(np.float64)
+
+
 def resample_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[FloatArray]:
     """Blocks of multinomial counts (replicates × units): row ``b`` says how often each unit was
     drawn in replicate ``b`` (each row sums to ``n_units``)."""
@@ -85,14 +101,17 @@ def resample_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> Iter
         for _ in range(n_boot):
             yield np.zeros((1, 0))
         return
-    block = max(1, min(n_boot, _BLOCK_CELLS // n_units))
-    done = 0
-    while done < n_boot:
-        b = min(block, n_boot - done)
-        draws = rng.integers(0, n_units, size=(b, n_units))
-        flat = draws + (np.arange(b) * n_units)[:, None]
-        yield np.bincount(flat.ravel(), minlength=b * n_units).reshape(b, n_units).astype(np.float64)
-        done += b
+    for draws in _index_blocks(n_units, n_boot, rng):
+        yield counts_of(draws, n_units)
+
+
+def resample_indices(n_units: int, n_boot: int, seed: int) -> NDArray[np.int64]:
+    """(n_boot, n_units) unit indices drawn with replacement: the very draws that
+    :func:`count_matrix` counts for this seed (for direct-loop cross-checks and for callers that
+    index their own arrays)."""
+    if n_units == 0:
+        return np.zeros((n_boot, 0), dtype=np.int64)
+    return np.vstack(list(_index_blocks(n_units, n_boot, np.random.default_rng(seed))))
 
 
 def bootstrap_replicates(
@@ -327,8 +346,23 @@ def paired_bootstrap_ci(
 def count_matrix(n_units: int, n_boot: int, seed: int) -> NDArray[np.float64]:
     """All resample counts at once (replicates × units), the same draws :func:`bootstrap_replicates`
     makes for this seed; for tests and for callers that resample their own statistics alongside."""
+    if n_units == 0:
+        return np.zeros((n_boot, 0))
     blocks = list(resample_counts(n_units, n_boot, np.random.default_rng(seed)))
     return np.vstack(blocks) if blocks else np.zeros((0, n_units))
+
+
+def percentile_bounds(replicates: FloatArray, confidence: float = 0.95) -> tuple[float, float] | None:
+    """The percentile interval of the defined replicates (NaN dropped), or None when fewer than two
+    are defined. Unlike :func:`interval` it asks no point estimate and no majority of defined
+    replicates: the repair comparison reports an interval for differences whose ends are NaN in
+    a few resamples."""
+    ok = replicates[~np.isnan(replicates)]
+    if ok.size < 2:
+        return None
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    lo, hi = np.percentile(ok, [tail, 100.0 - tail])
+    return float(lo), float(hi)
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,26 @@
-"""Before/after comparison of rubric versions on the same evaluation items (pure numpy).
+"""Before/after comparison of rubric versions on the same evaluation items.
 
 Inputs: for each version a met tensor `met[item, judge, clause]` (1.0 met, 0.0 not met, NaN no
 verdict) over the same items, judges and clause ids (rewrites keep ids), each clause's dimension,
 and the human ratings `human[item, dimension]` (the mean over the chosen human annotators).
 
-Inter-judge agreement: Krippendorff's α, nominal, with (item, clause) as units and judges as
-coders. For binary values, per unit u with m_u ≥ 2 verdicts of which n1_u are met,
+This module only shapes the data and calls the statistics in `judgepanel.metrics`:
 
-    α = 1 − (n − 1) · Σ_u 2·n1_u·n0_u/(m_u − 1)  /  (2 · n1 · n0)
+- inter-judge agreement: Krippendorff's α, nominal (`metrics.agreement.unit_statistic`), with
+  (item, clause) as units and judges as coders; the units' contributions are summed per item
+  (`UnitStatistic.summed_by`), so a bootstrap that resamples items is a matrix product of per-item
+  sums with the replicate's item counts;
+- agreement with humans: per item and dimension the judge ensemble's score is the mean over judges
+  of the share of the dimension's clauses met; against the human rating of that dimension over the
+  pooled (item, dimension) units: Spearman's ρ (`metrics.agreement.spearman_weighted`, weighted by
+  each unit's item count in a replicate) and Krippendorff's α at the interval level
+  (`metrics.agreement.interval_alpha_stat`, two coders per unit) with the score mapped to the
+  rating scale as 1 + 4·share, rounded to 1e-9 so equal scores tie. Items lacking a human rating
+  or an ensemble score of some dimension in some version are left out.
 
-with n = Σ m_u, n1 = Σ n1_u, n0 = n − n1 over pairable units (Krippendorff 2011, "Computing
-Krippendorff's alpha-reliability"). The three sums add over items, so a bootstrap that resamples
-items is a matrix product of per-item sums with the replicate's item counts.
-
-Agreement with humans: per item and dimension the judge ensemble's score is the mean over judges
-of the share of the dimension's clauses met; against the human rating of that dimension over the
-pooled (item, dimension) units: Spearman's ρ and Krippendorff's α (interval) with the score mapped
-to the rating scale as 1 + 4·share, rounded to 1e-9 so equal scores tie (two coders per unit:
-α = 1 − (n − 1)·Σ_u (a_u − b_u)² / (n · Σ_v (v − v̄)²), n = 2·units).
-Items lacking a human rating or an ensemble score of some dimension in some version are left out.
-
-Confidence intervals: a percentile bootstrap over items; the same replicates for every version, so
-the differences (contested − original, contested − control) are paired.
+Confidence intervals: a percentile bootstrap over items (`metrics.bootstrap.count_matrix`,
+`percentile_bounds`); the same replicates for every version, so the differences (contested −
+original, contested − control) are paired.
 """
 
 from __future__ import annotations
@@ -35,9 +34,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import rankdata
 
 from judgepanel.errors import BadInput
+from judgepanel.metrics.agreement import UnitStatistic, interval_alpha_stat, spearman_weighted, unit_statistic
+from judgepanel.metrics.bootstrap import count_matrix, percentile_bounds
 
 VERSIONS = ("original", "contested", "control")
 DIFFERENCES = {
@@ -45,52 +45,17 @@ DIFFERENCES = {
     "contested_vs_control": ("contested", "control"),
 }
 DEFAULT_CRITERION = "delta>=0.03,ci_low>0"
+_BINARY = np.array([0.0, 1.0])
 
 FloatArray = NDArray[np.float64]
 
 
-def bootstrap_indices(n_items: int, n_boot: int, seed: int) -> NDArray[np.int64]:
-    """(n_boot, n_items) item indices drawn with replacement; the draws every statistic shares."""
-    return np.random.default_rng(seed).integers(0, n_items, size=(n_boot, n_items))
-
-
-def _counts(idx: NDArray[np.int64], n_items: int) -> FloatArray:
-    b = idx.shape[0]
-    flat = (idx + np.arange(b)[:, None] * n_items).ravel()
-    return np.bincount(flat, minlength=b * n_items).reshape(b, n_items).astype(np.float64)
-
-
-# ---------------------------------------------------------------- inter-judge α (nominal, binary)
-
-
-def alpha_parts(met: FloatArray) -> FloatArray:
-    """Per item: (Σ 2·n1·n0/(m−1), Σ m, Σ n1) over its pairable (item, clause) units; (n_items, 3)."""
-    present = ~np.isnan(met)
-    m = present.sum(axis=1).astype(np.float64)  # (items, clauses)
-    n1 = np.where(present, met, 0.0).sum(axis=1)
-    pairable = m >= 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.where(pairable, 2.0 * n1 * (m - n1) / np.where(pairable, m - 1.0, 1.0), 0.0)
-    return np.stack(
-        [d.sum(axis=1), np.where(pairable, m, 0.0).sum(axis=1), np.where(pairable, n1, 0.0).sum(axis=1)],
-        axis=1,
-    )
-
-
-def alpha_from_parts(parts: FloatArray) -> FloatArray:
-    """α from summed parts (…, 3); NaN where the expected disagreement is 0."""
-    d, n, n1 = parts[..., 0], parts[..., 1], parts[..., 2]
-    denom = 2.0 * n1 * (n - n1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = 1.0 - (n - 1.0) * d / denom
-    return np.where(denom > 0, out, np.nan)
-
-
-def nominal_alpha(met: FloatArray) -> float:
-    return float(alpha_from_parts(alpha_parts(met).sum(axis=0)))
-
-
-# ---------------------------------------------------------------- ensemble vs humans
+def clause_alpha_by_item(met: FloatArray) -> UnitStatistic:
+    """Nominal α of the judges over (item, clause) units, its contributions summed per item."""
+    n_items, n_judges, n_clauses = met.shape
+    units = met.transpose(0, 2, 1).reshape(n_items * n_clauses, n_judges)
+    stat = unit_statistic("alpha", units, _BINARY, "nominal")
+    return stat.summed_by(np.repeat(np.arange(n_items), n_clauses), n_items)
 
 
 def ensemble_scores(met: FloatArray, clause_dims: Sequence[int], n_dims: int) -> FloatArray:
@@ -108,35 +73,12 @@ def ensemble_scores(met: FloatArray, clause_dims: Sequence[int], n_dims: int) ->
         return np.where(k > 0, np.where(have, share, 0.0).sum(axis=1) / np.where(k > 0, k, 1), np.nan)
 
 
-def spearman_rows(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Spearman's ρ of each row pair (ties: average ranks); NaN for a constant row."""
-    ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
-    ra = ra - ra.mean(axis=-1, keepdims=True)
-    rb = rb - rb.mean(axis=-1, keepdims=True)
-    den = np.sqrt((ra * ra).sum(axis=-1) * (rb * rb).sum(axis=-1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, (ra * rb).sum(axis=-1) / den, np.nan)
-
-
-def interval_alpha_rows(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Krippendorff's α (interval) for two coders on every unit, row-wise."""
-    n = 2.0 * a.shape[-1]
-    v = np.concatenate([a, b], axis=-1)
-    ss = ((v - v.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = 1.0 - (n - 1.0) * ((a - b) ** 2).sum(axis=-1) / (n * ss)
-    return np.where(ss > 0, out, np.nan)
-
-
 # ---------------------------------------------------------------- the comparison
 
 
 def _ci(reps: FloatArray) -> list[float] | None:
-    ok = reps[~np.isnan(reps)]
-    if ok.size < 2:
-        return None
-    lo, hi = np.percentile(ok, [2.5, 97.5])
-    return [round(float(lo), 6), round(float(hi), 6)]
+    b = percentile_bounds(reps)
+    return None if b is None else [round(b[0], 6), round(b[1], 6)]
 
 
 def _num(x: float) -> float | None:
@@ -167,6 +109,22 @@ class Comparison:
         }
 
 
+def _human_agreement(
+    scores: FloatArray, human: FloatArray, w: FloatArray
+) -> tuple[float, float, FloatArray, FloatArray]:
+    """ρ and interval α of pooled (item, dimension) units, and their replicates under item counts
+    `w` (replicates × items)."""
+    n_items, n_dims = human.shape
+    s, h = scores.ravel(), human.ravel()
+    unit_item = np.repeat(np.arange(n_items), n_dims)
+    rho = float(spearman_weighted(s, h, np.ones(s.size))[0]) if n_items > 1 else float("nan")
+    stat = interval_alpha_stat(np.column_stack([s, h])).summed_by(unit_item, n_items)
+    alpha = stat.value() if n_items else float("nan")
+    rho_reps = spearman_weighted(s, h, w[:, unit_item])
+    alpha_reps = stat.finish(w @ stat.contributions)
+    return rho, alpha, rho_reps, alpha_reps
+
+
 def compare_versions(
     met: Mapping[str, FloatArray],
     clause_dims: Sequence[int],
@@ -183,14 +141,13 @@ def compare_versions(
     n_items = met["original"].shape[0]
     if any(met[v].shape != met["original"].shape for v in VERSIONS):
         raise BadInput("every version must cover the same items, judges and clauses")
-    idx = bootstrap_indices(n_items, n_boot, seed) if n_items else np.zeros((n_boot, 0), dtype=np.int64)
-    w = _counts(idx, n_items)
+    w = count_matrix(n_items, n_boot, seed)
     alpha: dict[str, dict[str, Any]] = {}
     reps: dict[str, FloatArray] = {}
     for v in VERSIONS:
-        parts = alpha_parts(met[v])
-        reps[v] = alpha_from_parts(w @ parts)
-        alpha[v] = {"value": _num(float(alpha_from_parts(parts.sum(axis=0)))), "ci": _ci(reps[v])}
+        stat = clause_alpha_by_item(met[v])
+        reps[v] = stat.finish(w @ stat.contributions)
+        alpha[v] = {"value": _num(stat.value()), "ci": _ci(reps[v])}
     delta = {}
     for name, (a, b) in DIFFERENCES.items():
         value = (
@@ -210,30 +167,25 @@ def compare_versions(
     keep = np.flatnonzero(complete)
     hum_items = int(keep.size)
     h = human[keep]
-    hidx = (
-        bootstrap_indices(hum_items, n_boot, seed + 1) if hum_items else np.zeros((n_boot, 0), dtype=np.int64)
-    )
+    hw = count_matrix(hum_items, n_boot, seed + 1)
     human_out: dict[str, dict[str, Any]] = {}
     hreps: dict[str, dict[str, FloatArray]] = {}
     for v in VERSIONS:
-        s = scores[v][keep]
-        point_rho = spearman_rows(s.reshape(1, -1), h.reshape(1, -1))[0] if hum_items > 1 else np.nan
-        point_a = interval_alpha_rows(s.reshape(1, -1), h.reshape(1, -1))[0] if hum_items else np.nan
-        bs, bh = s[hidx].reshape(n_boot, -1), h[hidx].reshape(n_boot, -1)
-        hreps[v] = {"spearman": spearman_rows(bs, bh), "alpha": interval_alpha_rows(bs, bh)}
+        rho, alp, rho_reps, alpha_reps = _human_agreement(scores[v][keep], h, hw)
+        hreps[v] = {"spearman": rho_reps, "alpha": alpha_reps}
         human_out[v] = {
-            "spearman": _num(float(point_rho)),
-            "alpha": _num(float(point_a)),
-            "ci": {"spearman": _ci(hreps[v]["spearman"]), "alpha": _ci(hreps[v]["alpha"])},
+            "spearman": _num(rho),
+            "alpha": _num(alp),
+            "ci": {"spearman": _ci(rho_reps), "alpha": _ci(alpha_reps)},
         }
     human_delta: dict[str, dict[str, Any]] = {}
     for name, (a, b) in DIFFERENCES.items():
         human_delta[name] = {}
-        for stat in ("spearman", "alpha"):
-            va, vb = human_out[a][stat], human_out[b][stat]
-            human_delta[name][stat] = {
+        for stat_name in ("spearman", "alpha"):
+            va, vb = human_out[a][stat_name], human_out[b][stat_name]
+            human_delta[name][stat_name] = {
                 "value": _num(va - vb) if va is not None and vb is not None else None,
-                "ci": _ci(hreps[a][stat] - hreps[b][stat]),
+                "ci": _ci(hreps[a][stat_name] - hreps[b][stat_name]),
             }
     return Comparison(alpha, delta, human_out, human_delta, n_items, hum_items, n_boot, seed)
 

@@ -8,11 +8,11 @@ import pytest
 from scipy.stats import spearmanr
 
 from judgepanel.errors import BadInput
+from judgepanel.metrics.bootstrap import resample_indices
 from judgepanel.repair.compare import (
-    bootstrap_indices,
+    clause_alpha_by_item,
     compare_versions,
     ensemble_scores,
-    nominal_alpha,
     parse_criterion,
     verdicts,
 )
@@ -35,7 +35,7 @@ def test_alpha_matches_krippendorff_package() -> None:
     rng = np.random.default_rng(1)
     for flip in (0.05, 0.2, 0.4):
         met = _met(rng, 40, flip)
-        assert nominal_alpha(met) == pytest.approx(_kripp_nominal(met), abs=1e-10)
+        assert clause_alpha_by_item(met).value() == pytest.approx(_kripp_nominal(met), abs=1e-10)
 
 
 def test_cis_match_a_direct_bootstrap() -> None:
@@ -46,7 +46,7 @@ def test_cis_match_a_direct_bootstrap() -> None:
     human = rng.integers(1, 6, size=(n, 2)).astype(float) + rng.random((n, 2))
     human[3, 1] = np.nan  # one item without a human rating: left out of the human figures
     c = compare_versions(met, dims, human, n_boot=200, seed=9)
-    idx = bootstrap_indices(n, 200, 9)
+    idx = resample_indices(n, 200, 9)
     reps = {v: np.array([_kripp_nominal(met[v][row]) for row in idx]) for v in met}
     for v in met:
         assert c.alpha[v]["value"] == pytest.approx(_kripp_nominal(met[v]), abs=1e-6)
@@ -61,7 +61,7 @@ def test_cis_match_a_direct_bootstrap() -> None:
     )
     # human agreement, the same way by hand
     keep = [i for i in range(n) if i != 3]
-    hidx = bootstrap_indices(len(keep), 200, 10)
+    hidx = resample_indices(len(keep), 200, 10)
     h = human[keep]
     rho, alp = {}, {}
     for v in met:
