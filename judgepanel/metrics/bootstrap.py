@@ -26,7 +26,7 @@ the same interval.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,7 +42,7 @@ from judgepanel.metrics.agreement import (
     as_ratings,
     unit_statistic,
 )
-from judgepanel.metrics.names import METHODS
+from judgepanel.metrics.names import METHODS, RESAMPLE_MODES
 
 Method = Literal["percentile", "bca"]
 RANK_METRICS: tuple[str, ...] = ("spearman", "kendall")
@@ -350,6 +350,60 @@ def count_matrix(n_units: int, n_boot: int, seed: int) -> NDArray[np.float64]:
         return np.zeros((n_boot, 0))
     blocks = list(resample_counts(n_units, n_boot, np.random.default_rng(seed)))
     return np.vstack(blocks) if blocks else np.zeros((0, n_units))
+
+
+# ---------------------------------------------------------------- clustered resampling
+
+
+def group_codes(groups: Sequence[Hashable | None]) -> tuple[NDArray[np.intp], int]:
+    """Codes 0 … G−1 of each unit's group, in order of first appearance, and G. A unit whose group
+    is None is a group of its own (an item without an article resamples alone)."""
+    seen: dict[Hashable, int] = {}
+    codes = np.empty(len(groups), dtype=np.intp)
+    for u, g in enumerate(groups):
+        key: Hashable = ("\0own", u) if g is None else g
+        codes[u] = seen.setdefault(key, len(seen))
+    return codes, len(seen)
+
+
+def resample_mode(mode: str | None, groups: Sequence[Hashable | None]) -> str:
+    """`groups` or `items`: the mode asked for, or by default `groups` when the units fall into
+    fewer groups than units (a dataset with articles, dialogues), else `items`. `groups` with no
+    shared group is refused: it would silently be the item bootstrap."""
+    if mode is not None and mode not in RESAMPLE_MODES:
+        raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {mode!r}")
+    _codes, n_groups = group_codes(groups)
+    clustered = 0 < n_groups < len(groups)
+    if mode is None:
+        return "groups" if clustered else "items"
+    if mode == "groups" and groups and not clustered and all(g is None for g in groups):
+        raise BadInput(
+            "--resample groups: these items carry no group (article, dialogue); use --resample items"
+        )
+    return mode
+
+
+def cluster_count_matrix(codes: ArrayLike, n_groups: int, n_boot: int, seed: int) -> FloatArray:
+    """(n_boot, n_units) counts of the cluster bootstrap: each replicate draws ``n_groups`` groups
+    with replacement (:func:`count_matrix` over groups, the same draws for the same seed) and a
+    unit enters as often as its group was drawn, so a group's units always move together and the
+    replicate's size varies with the sizes of the groups drawn (Davison & Hinkley 1997, §3.8,
+    resampling clusters at the top stage). With one unit per group this is :func:`count_matrix`."""
+    idx = np.asarray(codes, dtype=np.intp).ravel()
+    return count_matrix(n_groups, n_boot, seed)[:, idx]
+
+
+def resample_weights(
+    groups: Sequence[Hashable | None] | None, n_units: int, n_boot: int, seed: int, mode: str = "items"
+) -> FloatArray:
+    """Replicate counts over units for `mode` `items` (:func:`count_matrix`) or `groups`
+    (:func:`cluster_count_matrix` on the units' groups)."""
+    if mode == "items" or groups is None:
+        return count_matrix(n_units, n_boot, seed)
+    if len(groups) != n_units:
+        raise BadInput(f"{len(groups)} group keys for {n_units} units")
+    codes, n_groups = group_codes(groups)
+    return cluster_count_matrix(codes, n_groups, n_boot, seed)
 
 
 def percentile_bounds(replicates: FloatArray, confidence: float = 0.95) -> tuple[float, float] | None:
