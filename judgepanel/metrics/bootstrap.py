@@ -421,19 +421,17 @@ def group_codes(groups: Sequence[Hashable | None]) -> tuple[NDArray[np.intp], in
 
 
 def resample_mode(mode: str | None, groups: Sequence[Hashable | None]) -> str:
-    """`groups` or `items`: the mode asked for, or by default `groups` when the units fall into
-    fewer groups than units (a dataset with articles, dialogues), else `items`. `groups` with no
-    shared group is refused: it would silently be the item bootstrap."""
+    """`groups` or `items`: the mode asked for, or by default `groups` when the units carry group
+    keys (a dataset with articles, dialogues), else `items`. With one unit per group the two draw
+    exactly the same replicates. `groups` where no unit has a group is refused: it would silently
+    be the item bootstrap."""
     if mode is not None and mode not in RESAMPLE_MODES:
         raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {mode!r}")
-    _codes, n_groups = group_codes(groups)
-    clustered = 0 < n_groups < len(groups)
+    grouped = any(g is not None for g in groups)
     if mode is None:
-        return "groups" if clustered else "items"
-    if mode == "groups" and groups and not clustered and all(g is None for g in groups):
-        raise BadInput(
-            "--resample groups: these items carry no group (article, dialogue); use --resample items"
-        )
+        return "groups" if grouped else "items"
+    if mode == "groups" and groups and not grouped:
+        raise BadInput("--resample groups: these items carry no group (article, dialogue); use --resample items")
     return mode
 
 

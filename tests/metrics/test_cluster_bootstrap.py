@@ -34,7 +34,7 @@ def test_cluster_counts_equal_a_direct_loop_over_drawn_groups() -> None:
 
 def test_resample_mode_defaults_to_groups_where_items_share_them() -> None:
     assert resample_mode(None, ["a", "a", "b"]) == "groups"
-    assert resample_mode(None, ["a", "b", "c"]) == "items"
+    assert resample_mode(None, ["a", "b", "c"]) == "groups"  # one unit per group: the same draws as items
     assert resample_mode(None, [None, None]) == "items"
     assert resample_mode("items", ["a", "a"]) == "items"
     with pytest.raises(BadInput):
