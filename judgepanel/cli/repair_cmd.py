@@ -136,7 +136,7 @@ def print_comparison(c: dict[str, Any], title: str) -> None:
             f"humans: {too_small} ({c['n_human_items']} rated items per dimension; ρ and α not shown)"
         )
     dims = list(c["human"]["original"].get("by_dimension", {}))
-    if dims and not too_small:
+    if len(dims) > 1 and not too_small:  # one dimension: the pooled rows above say it all
         drows = []
         for d in dims:
             row = [d]

@@ -431,7 +431,9 @@ def resample_mode(mode: str | None, groups: Sequence[Hashable | None]) -> str:
     if mode is None:
         return "groups" if grouped else "items"
     if mode == "groups" and groups and not grouped:
-        raise BadInput("--resample groups: these items carry no group (article, dialogue); use --resample items")
+        raise BadInput(
+            "--resample groups: these items carry no group (article, dialogue); use --resample items"
+        )
     return mode
 
 
