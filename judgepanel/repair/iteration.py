@@ -441,13 +441,13 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
         rewrites: dict[str, Any] = {}
         for c in sorted(sets):
             p = proposals[c]
-            new = p["clause"]
+            unchanged = " ".join(p["clause"].split()) == " ".join(text_of[c].split())
             rewrites[c] = {
                 "old": text_of[c],
-                "new": new,
+                "new": text_of[c] if unchanged else p["clause"],
                 "reason": p.get("reason", ""),
                 "sets": sets[c],
-                "unchanged": new.strip() == text_of[c].strip(),
+                "unchanged": unchanged,
             }
         contested = _with_texts(doc, {c: r["new"] for c, r in rewrites.items() if "contested" in r["sets"]})
         control = _with_texts(doc, {c: r["new"] for c, r in rewrites.items() if "control" in r["sets"]})

@@ -158,3 +158,22 @@ def test_a_chain_stops_when_no_clause_is_disputed(sqlite_url: str) -> None:
         json.loads(cli("repair", "status", "q2", "--json", db=sqlite_url).stdout)["chain"][0]["iteration"]
         == "q1"
     )
+
+
+def test_an_editor_that_returns_clauses_unchanged_is_reported(sqlite_url: str) -> None:
+    """Issue 18: an unchanged clause is said to be unchanged (not an empty edited-clauses table
+    without a word), and the versions equal to the original are not evaluated again."""
+    prepare_db(sqlite_url)
+    r = cli(*run_args("k1", PANEL_SIM, "sim:editor?keep_rate=1"), "--json", db=sqlite_url)
+    assert r.code == 0, r.stderr
+    cmp_ = r.json()["comparison"]
+    rw = cli("repair", "rewrite", "k1", "--json", db=sqlite_url).json()["rewrites"]
+    assert rw and all(x["unchanged"] and x["new"] == x["old"] and "kept" in x["reason"] for x in rw.values())
+    assert cmp_["clauses_edited"] == {"contested": 0, "control": 0}
+    assert sorted(cmp_["clauses_unchanged"]["contested"]) == sorted(
+        c for c, x in rw.items() if "contested" in x["sets"]
+    )
+    assert cmp_["same_as_original"] == ["contested", "control"]
+    shown = cli("repair", "compare", "k1", db=sqlite_url).stdout
+    assert "returned unchanged by the editor: contested" in shown
+    assert "contested-edited equals the original rubric" in shown
