@@ -22,7 +22,7 @@ connections, no framework) that answers
 `model`: when set, `/v1/models` lists only it, replies report it as `model`, and the sim brain
 answers as that model whatever the request names. Change it between runs to swap "the weights".
 
-Answers come from `judgepanel.providers.sim` (model returned as `sim/<model>`, fingerprint
+Answers come from the simulated judge, `judgepanel.simjudge` (model returned as `sim/<model>`, fingerprint
 `judgepanel-sim-v1`), so they are deterministic per request.
 
 Injected behaviour
@@ -105,7 +105,7 @@ from urllib.parse import parse_qs, urlsplit
 from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
 from judgepanel.fake.logprobs import fake_logprobs
-from judgepanel.providers.sim import SIM_FINGERPRINT, content_text, simulate
+from judgepanel.simjudge import SIM_FINGERPRINT, content_text, simulate
 
 FAULTS = (
     "429",
@@ -457,7 +457,7 @@ class FakeServer:
                 keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
                 path = urlsplit(target).path
                 if path.startswith("/_fake/"):  # control requests are answered, not recorded
-                    writer.write(_encode(self._control(method, target), keep_alive, self._next_id()))
+                    writer.write(_encode(self._control(method, target), keep_alive, self.next_id()))
                     continue
                 text = body[:8192].decode("utf-8", "replace")
                 record = RequestRecord(method, path, None, None, None, headers, text, time.time())
@@ -474,9 +474,9 @@ class FakeServer:
                 record.seconds = time.time() - record.arrived
                 self.counts[(record.path, reply.status)] += 1
                 if reply.drip > 0:
-                    await _drip(writer, _encode(reply, keep_alive, self._next_id()), reply)
+                    await _drip(writer, _encode(reply, keep_alive, self.next_id()), reply)
                     continue
-                writer.write(_encode(reply, keep_alive, self._next_id()))
+                writer.write(_encode(reply, keep_alive, self.next_id()))
                 if writer.transport.get_write_buffer_size() > 65536:
                     await writer.drain()
                 if not keep_alive:
@@ -505,7 +505,7 @@ class FakeServer:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, ConnectionError):
             return None
 
-    def _next_id(self) -> str:
+    def next_id(self) -> str:
         self._counter += 1
         return f"{self.port:x}{self._counter:08x}"
 
@@ -591,6 +591,25 @@ class FakeServer:
         if fault == "echo":
             return _echo(reply, _caller_key(headers))
         return _malformed(fault, reply)
+
+    def answer_entry(self, wire: str, payload: dict[str, Any], version: str) -> tuple[int, bytes]:
+        """One batch entry's answer (`fake.batch.BatchHost`): as a direct call would get it, with
+        the model-name faults drawn per distinct body; error faults become error entries."""
+        model, faults, knobs = _parse_model(str(payload.get("model", "")))
+        if self.served_model:
+            model = self.served_model
+        raw = json.dumps(payload, sort_keys=True).encode()
+        digest = hashlib.blake2b(raw, digest_size=16, key=str(self.seed).encode()[:64]).digest()
+        attempt = self._seen.get(digest, 0)
+        self._seen[digest] = attempt + 1
+        fault = self._choose_fault({}, faults, digest, attempt)
+        if fault is not None and fault.rstrip("s").isdigit():
+            reply = self._error(wire, int(fault.rstrip("s")), None)
+        elif wire == "openai":
+            reply = self._openai(payload, model, knobs)
+        else:
+            reply = self._anthropic(payload, model, knobs, version)
+        return reply.status, reply.body
 
     def _choose_fault(
         self, headers: Mapping[str, str], model_faults: Sequence[str], digest: bytes, attempt: int
@@ -702,11 +721,11 @@ class FakeServer:
             body: dict[str, Any] = {
                 "error": {"message": message or default, "type": kind, "param": param, "code": code}
             }
-            headers = [("x-request-id", f"req_{self._next_id()}")]
+            headers = [("x-request-id", f"req_{self.next_id()}")]
         else:
             kind, default = _ANTHROPIC_ERRORS.get(status, ("api_error", "Error."))
             body = {"type": "error", "error": {"type": kind, "message": message or default}}
-            headers = [("request-id", f"req_{self._next_id()}")]
+            headers = [("request-id", f"req_{self.next_id()}")]
         return _Reply(status, json.dumps(body).encode(), headers)
 
     def _brain_params(self, payload: Mapping[str, Any], knobs: Mapping[str, float]) -> dict[str, Any]:
@@ -742,7 +761,7 @@ class FakeServer:
             params=self._brain_params(payload, knobs),
             structured=structured,
         )
-        ident = self._next_id()
+        ident = self.next_id()
         cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
         body = {
             "id": f"chatcmpl-fake{ident}",
@@ -810,7 +829,7 @@ class FakeServer:
             params=self._brain_params(payload, knobs),
             structured=tool_name is not None,
         )
-        ident = self._next_id()
+        ident = self.next_id()
         usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
         read = min(usage.read, reply.input_tokens) if usage else 0
         written = min(usage.written, reply.input_tokens - read) if usage else 0

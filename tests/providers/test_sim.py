@@ -7,7 +7,7 @@ import pytest
 
 from judgepanel.errors import Transient
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
-from judgepanel.providers.sim import (
+from judgepanel.simjudge import (
     CLAUSES,
     PAIRWISE,
     POINTWISE,
