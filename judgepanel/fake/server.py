@@ -70,7 +70,7 @@ Every request is recorded (path, status, fault, model, headers, body, arrival ti
 `record_limit` in full and all of them in counters, so tests can prove a key was sent over the wire
 and what parameters were.
 
-Run it as a process (the first stdout line is its URL)::
+Run it as a process (the first stdout line is its URL), as `judgepanel fake-server` or::
 
     python -m judgepanel.fake.server --port 0 --latency 1.0 --jitter 0.2 --rpm 3000
 
@@ -99,7 +99,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import parse_qs, urlsplit
 
 from judgepanel.fake.batch import FakeBatches, LostReply
@@ -1074,8 +1074,26 @@ class FakeServerProcess:
         self.stop()
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m judgepanel.fake.server", description=__doc__.split("\n")[0])
+class _Usage(argparse.HelpFormatter):
+    def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options end in one line on stderr and exit 2, as every judgepanel command does."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
+def _parser(prog: str = "python -m judgepanel.fake.server") -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=prog,
+        description="Fake OpenAI and Anthropic APIs on this machine (real HTTP, real wire formats), "
+        "answered by simulated judges. The first stdout line is its URL (the OpenAI base_url is URL/v1, the Anthropic one URL);"
+        " Ctrl-C stops it.",
+        formatter_class=_Usage,
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument(
         "--port", type=int, default=0, help="0 picks a free port; the URL is the first stdout line"
@@ -1086,6 +1104,13 @@ def _parser() -> argparse.ArgumentParser:
         "--rpm", type=float, default=None, help="server-side requests-per-minute limit (429 above it)"
     )
     p.add_argument("--burst", type=float, default=None, help="token bucket size for --rpm (default rpm/60)")
+    p.add_argument(
+        "--fail-rate",
+        type=float,
+        default=None,
+        metavar="P",
+        help="share of calls answered with a retryable 503 (shorthand for --fault 503=P)",
+    )
     p.add_argument(
         "--fault",
         action="append",
@@ -1120,10 +1145,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = _parser()
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
+    """Serve until SIGINT or SIGTERM; the first stdout line is the URL."""
+    parser = _parser(prog) if prog else _parser()
     args = parser.parse_args(argv)
     faults: dict[str, float] = {}
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be 0 (any free port) or a port number up to 65535, got {args.port}")
+    if args.fail_rate is not None:
+        if not 0.0 <= args.fail_rate <= 1.0:
+            parser.error(f"--fail-rate must be in [0, 1], got {args.fail_rate:g}")
+        faults["503"] = args.fail_rate
     for item in args.fault:
         name, _, rate = item.partition("=")
         try:
@@ -1158,7 +1190,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(str(exc))
 
     async def serve() -> None:
-        print(await server.start(), flush=True)
+        try:
+            url = await server.start()
+        except OSError as exc:
+            print(
+                f"{parser.prog}: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            raise SystemExit(1) from None
+        print(url, flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
