@@ -5,9 +5,9 @@ protocol. The system message is the shared `system.v2`, which names only the tag
 itself shows (`material_tags`: "source and candidate", or none, when it shows none of them);
 campaigns created before it keep `system.v1` (their stored template has no `system` key).
 
-A template is checked before any call (`validate`): it must compile; use only the variables below; show the candidates (pairwise:
-`candidate_a` and `candidate_b`, in the presented order, so the AB/BA swap cannot be undone by the
-template); render against sample units with `StrictUndefined`; and ask for an answer the parser
+A template is checked before any call (`validate`): it must compile; use only the variables
+below; show the candidates (pairwise: `candidate_a` and `candidate_b`, in the presented order, so
+the AB/BA swap cannot be undone by the template); render against sample units with `StrictUndefined`; and ask for an answer the parser
 can read (a `"verdict"` / `"score"` JSON key, a `Verdict:` / `Score:` line, `[[A]]`/`[[B]]`/`[[C]]`,
 `[[7]]`), or declare its own `verdict_pattern`.
 
