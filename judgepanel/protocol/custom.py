@@ -7,9 +7,10 @@ campaigns created before it keep `system.v1` (their stored template has no `syst
 
 A template is checked before any call (`validate`): it must compile; use only the variables
 below; show the candidates (pairwise: `candidate_a` and `candidate_b`, in the presented order, so
-the AB/BA swap cannot be undone by the template); render against sample units with `StrictUndefined`; and ask for an answer the parser
-can read (a `"verdict"` / `"score"` JSON key, a `Verdict:` / `Score:` line, `[[A]]`/`[[B]]`/`[[C]]`,
-`[[7]]`), or declare its own `verdict_pattern`.
+the AB/BA swap cannot be undone by the template); render against sample units with
+`StrictUndefined`; and ask for an answer the parser can read (a `"verdict"` / `"score"` JSON key,
+a `Verdict:` / `Score:` line, `[[A]]`/`[[B]]`/`[[C]]`, `[[7]]`), or declare its own
+`verdict_pattern`.
 
 Declarations go in a Jinja comment opening the file, read as YAML::
 
