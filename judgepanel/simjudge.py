@@ -295,9 +295,7 @@ def clauses_in(text: str) -> list[tuple[str, str]]:
 
 _SLOT = {"a": "A", "b": "B", "1": "A", "2": "B"}
 # `<summary_a>`, `<response-2>`, `<answer1>`: a tag whose name ends in a slot
-_SLOT_TAG = re.compile(
-    r"<(?P<stem>[A-Za-z][\w-]*?)[_-]?(?P<slot>[ab12])>(?P<body>.*?)</(?P=stem)[_-]?(?P=slot)>", re.S | re.I
-)
+_SLOT_NAME = re.compile(r"(?P<stem>[a-z][\w-]*?)[_-]?(?P<slot>[ab12])")
 # a label line: up to four words, the slot, a short tail (`'s Answer`), then a colon, a closing
 # bracket or the end of the line; `rest` is any text after the colon on the same line
 _HEAD = re.compile(
@@ -397,16 +395,28 @@ def _pair_from_heads(text: str) -> tuple[str, str] | None:
     return None
 
 
-_OWN_TAG = re.compile(r"<(?P<name>[A-Za-z][\w-]*)>(?P<body>.*?)</(?P=name)>", re.S)
+_ANY_TAG = re.compile(r"<(/?)([A-Za-z][\w-]*)>")
+
+
+def _own_tags(text: str) -> list[tuple[str, str]]:
+    """(lower-cased name, body) of every `<name>…</name>`, in the order they close: an opening tag
+    pairs with the first closing tag of its name after it. One pass over the tags, so an item full
+    of unclosed `<br>`s costs no more than its length."""
+    opened: dict[str, int] = {}
+    found: list[tuple[str, str]] = []
+    for m in _ANY_TAG.finditer(text):
+        name = m.group(2).lower()
+        if not m.group(1):
+            opened.setdefault(name, m.end())
+        elif name in opened:
+            found.append((name, text[opened.pop(name) : m.start()].strip()))
+    return found
 
 
 def _own_tag(text: str, words: Sequence[str]) -> str | None:
     """The body of the LAST `<name>…</name>` whose name (split at `_` and `-`) has one of `words`."""
-    found = None
-    for m in _OWN_TAG.finditer(text):
-        if any(w in re.split(r"[_-]", m.group("name").lower()) for w in words):
-            found = m.group("body").strip()
-    return found or None
+    found = [body for name, body in _own_tags(text) if any(w in re.split(r"[_-]", name) for w in words)]
+    return found[-1] if found and found[-1] else None
 
 
 def _labelled(text: str, words: Sequence[str]) -> str | None:
@@ -438,10 +448,10 @@ def read_layout(text: str, pairwise: bool) -> Layout:
         cand = _own_tag(text, _CANDIDATE_WORDS) or _labelled(text, _CANDIDATE_WORDS)
         return Layout((cand,) if cand else (), source)
     slots: dict[str, dict[str, str]] = {}
-    for m in _SLOT_TAG.finditer(text):
-        slots.setdefault(m.group("stem").lower(), {})[_SLOT[m.group("slot").lower()]] = m.group(
-            "body"
-        ).strip()
+    for name, body in _own_tags(text):
+        m = _SLOT_NAME.fullmatch(name)
+        if m is not None:
+            slots.setdefault(m.group("stem"), {})[_SLOT[m.group("slot")]] = body
     pair = next(((t["A"], t["B"]) for t in reversed(slots.values()) if "A" in t and "B" in t), None)
     pair = pair or _pair_from_heads(text)
     return Layout(pair if pair is not None else (), source)
