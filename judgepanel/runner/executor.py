@@ -27,7 +27,9 @@ finished and the unfinished leases are released, so a later `run` picks up exact
 
 Every attempt has a deadline: the judge's `timeout` bounds the whole call (connect, queueing in the
 HTTP pool, every byte of the body), not each read, so a server that drips a byte a second cannot
-keep a call alive. Time spent waiting for the judge's limiter is not part of it.
+keep a call alive. It starts when the request leaves for the server (`providers.base.CallClock`):
+time spent waiting for the judge's limiter, or inside the provider behind an OpenAI-compatible
+judge's probing first call, is not part of it and is stored apart as `queued_ms`.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from judgepanel.errors import (
     TimedOut,
     Transient,
 )
-from judgepanel.providers.base import ChatResult, Provider
+from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
 from judgepanel.providers.errors import redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
@@ -765,11 +767,10 @@ class Runner:
         state["attempt"] += 1
         n = state["attempt"]
         self.stats.in_flight += 1
-        t0 = time.perf_counter()
+        clock = CallClock()
         try:
             try:
-                async with asyncio.timeout(j.timeout):
-                    result = redact_result(await j.provider.complete(p.request, timeout=j.timeout))
+                result = await self._timed_call(j, p, clock)
             except TimeoutError:
                 raise TimedOut(
                     f"{j.spec.provider}: no complete answer within {j.timeout:g} s (per-attempt deadline)"
@@ -777,18 +778,36 @@ class Runner:
         except ProviderError as exc:
             if isinstance(exc, TimedOut):
                 state["timeouts"] += 1
-            self._failed_attempt(j, self._as_sent(j, p), n, exc, time.perf_counter() - t0)
+            self._failed_attempt(j, self._as_sent(j, p), n, exc, clock)
             raise
         except (asyncio.CancelledError, _Abandoned):
             raise
         except Exception as exc:  # a provider bug must not be retried forever, nor lost
             fatal = Fatal(f"{type(exc).__name__}: {exc}")
-            self._failed_attempt(j, self._as_sent(j, p), n, fatal, time.perf_counter() - t0)
+            self._failed_attempt(j, self._as_sent(j, p), n, fatal, clock)
             raise fatal from exc
         finally:
             self.stats.in_flight -= 1
             j.limiter.release()
-        self._succeeded(j, self._as_sent(j, p), n, result, tokens, state)
+        self._succeeded(j, self._as_sent(j, p), n, result, tokens, state, clock.queued_ms)
+
+    async def _timed_call(self, j: _Judge, p: Prepared, clock: CallClock) -> ChatResult:
+        """One provider call under the per-attempt deadline, which runs from the moment the request
+        leaves (`CallClock.sent`): while the call waits inside the provider (behind an
+        OpenAI-compatible judge's probing first call) the deadline is paused."""
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(j.timeout) as deadline:
+
+            def move(when: float | None) -> None:
+                with contextlib.suppress(RuntimeError):  # the deadline has already fired
+                    deadline.reschedule(when)
+
+            clock.bind(on_waiting=lambda: move(None), on_sent=lambda: move(loop.time() + j.timeout))
+            token = CURRENT_CLOCK.set(clock)
+            try:
+                return redact_result(await j.provider.complete(p.request, timeout=j.timeout))
+            finally:
+                CURRENT_CLOCK.reset(token)
 
     def _as_sent(self, j: _Judge, p: Prepared) -> Prepared:
         """`p` as its judge's provider sent it: without what the server refused. What a probe learns
@@ -807,7 +826,7 @@ class Runner:
             )
         return as_sent(p, self.ctx, learnt)
 
-    def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, seconds: float) -> None:
+    def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, clock: CallClock) -> None:
         if isinstance(exc, RateLimited):
             j.limiter.on_rate_limited(exc.retry_after)
         elif isinstance(exc, TimedOut):
@@ -821,12 +840,20 @@ class Runner:
                 http_status=exc.status,
                 error_message=str(exc)[:2000],
                 raw_body=exc.raw_body,
-                latency_ms=seconds * 1000,
+                latency_ms=clock.since_sent_ms(),
+                queued_ms=clock.queued_ms,
             )
         )
 
     def _succeeded(
-        self, j: _Judge, p: Prepared, n: int, r: ChatResult, tokens_reserved: int, state: dict[str, Any]
+        self,
+        j: _Judge,
+        p: Prepared,
+        n: int,
+        r: ChatResult,
+        tokens_reserved: int,
+        state: dict[str, Any],
+        queued_ms: float | None = None,
     ) -> None:
         real_tokens = (r.input_tokens or 0) + (r.output_tokens or 0)
         j.limiter.on_success(real_tokens - tokens_reserved if tokens_reserved and real_tokens else 0.0)
@@ -848,5 +875,8 @@ class Runner:
             self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
-            answered_row(sent_row(p, n, ok=True), r, cost=cost, error=error, latency_ms=r.latency_ms)
+            replace(
+                answered_row(sent_row(p, n, ok=True), r, cost=cost, error=error, latency_ms=r.latency_ms),
+                queued_ms=queued_ms,
+            )
         )

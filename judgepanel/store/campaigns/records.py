@@ -118,6 +118,7 @@ class AttemptRow:
     output_schema: dict[str, Any] | None = None  # the JSON schema sent for structured output
     finish_reason: str | None = None  # finish_reason / stop_reason as the provider returned it
     cache_read_tokens: int | None = None  # part of input_tokens read from the provider's prompt cache
+    queued_ms: float | None = None  # from the start of the attempt until its request left (not latency)
     cache_write_tokens: int | None = None  # part of input_tokens written to it (Anthropic)
 
 
