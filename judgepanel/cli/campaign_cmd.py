@@ -267,7 +267,7 @@ def run(
     timeout: float = TIMEOUT,
     max_attempts: int = MAX_ATTEMPTS,
     retry_failed: bool = typer.Option(
-        False, "--retry-failed", help="Also retry jobs that failed on rate limits or transient errors."
+        False, "--retry-failed", help="Also retry jobs that failed on rate limits, transient errors or an oversize reply."
     ),
     batch: bool = typer.Option(
         False,

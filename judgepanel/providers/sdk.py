@@ -107,7 +107,7 @@ def _capped_stream(lib: Any) -> type[Any]:
     if lib in _CAPPED:
         return _CAPPED[lib]
 
-    class CappedStream(lib.AsyncByteStream):  # type: ignore[misc,name-defined]
+    class CappedStream(lib.AsyncByteStream):  # type: ignore[misc]
         def __init__(self, inner: Any, cap: int, status: int, encoding: str, announced: int | None) -> None:
             self._inner, self._cap, self._status, self._announced = inner, cap, status, announced
             self._hash = hashlib.sha256()
@@ -116,7 +116,11 @@ def _capped_stream(lib: Any) -> type[Any]:
             # a compressed body is counted as it will be decoded too: 8 MB of gzip may be 8 GB of JSON
             enc = encoding.strip().lower()
             self._inflate = (
-                zlib.decompressobj(47) if enc in ("gzip", "x-gzip") else zlib.decompressobj() if enc == "deflate" else None
+                zlib.decompressobj(47)
+                if enc in ("gzip", "x-gzip")
+                else zlib.decompressobj()
+                if enc == "deflate"
+                else None
             )
 
         def _count(self, chunk: bytes) -> None:
@@ -170,7 +174,11 @@ def http_client(default_client: type[Any], sdk_limits: Any, max_connections: int
         length = response.headers.get("content-length")
         announced = int(length) if length is not None and length.strip().isdigit() else None
         response.stream = capped(
-            response.stream, cap, response.status_code, response.headers.get("content-encoding", ""), announced
+            response.stream,
+            cap,
+            response.status_code,
+            response.headers.get("content-encoding", ""),
+            announced,
         )
 
     limits = connection_limits(sdk_limits, max_connections) if max_connections else sdk_limits
@@ -196,6 +204,8 @@ def sdk_failure(
 ) -> ProviderError:
     """The `ProviderError` for what the SDK raised. Raise it outside the SDK's `except` block, so that
     not even `__context__` points at the SDK's request (which holds the key)."""
+    if isinstance(exc.__cause__, ReplyTooLarge):  # an SDK that wraps what the body reader raised
+        return oversize(provider, exc.__cause__)
     if isinstance(exc, kinds.timeout):
         cause = type(exc.__cause__).__name__
         if cause in ("ConnectTimeout", "PoolTimeout"):

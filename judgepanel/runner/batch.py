@@ -53,6 +53,7 @@ from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.runner.budget import Price, price_for
 from judgepanel.runner.executor import (
+    RETRY_FAILED,
     answered_row,
     cached_answer,
     judged_reply,
@@ -240,7 +241,7 @@ class BatchRunner:
             self.warnings += warnings
             self.ctx = replace(ctx, served_models=served)
             if self.opts.retry_failed:
-                await asyncio.to_thread(store.requeue, self.engine, cid, ("rate_limit", "transient"))
+                await asyncio.to_thread(store.requeue, self.engine, cid, RETRY_FAILED)
             await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
             await asyncio.to_thread(store.set_campaign_status, self.engine, cid, "running")
             for b in await asyncio.to_thread(pb.open_batches, self.engine, cid):

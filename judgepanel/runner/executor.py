@@ -89,6 +89,9 @@ from judgepanel.store.campaigns import (
 from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
 from judgepanel.store.editor import editor_tasks
 
+# what `--retry-failed` puts back: failures that another try may cure (an `oversize` reply is not
+# retried by itself, as the same question tends to get the same huge answer, paid again)
+RETRY_FAILED = ("rate_limit", "transient", "oversize")
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
 
@@ -124,7 +127,7 @@ class RunOptions:
     no_cache: bool = False
     timeout: float = 120.0  # per call, unless the spec says `timeout=`
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    retry_failed: bool = False  # put jobs that failed rate_limit/transient back first
+    retry_failed: bool = False  # put jobs that failed rate_limit/transient/oversize back first
     batch_size: int = 500
     flush_ms: float = 100.0
     lease_seconds: float = 120.0
@@ -489,7 +492,7 @@ class Runner:
         try:
             check_prices(self.opts.max_cost, {j.spec.name: j.price for j in judges.values()})
             if self.opts.retry_failed:
-                await asyncio.to_thread(store.requeue, self.engine, cid, ("rate_limit", "transient"))
+                await asyncio.to_thread(store.requeue, self.engine, cid, RETRY_FAILED)
             if self.reask:
                 await asyncio.to_thread(store.requeue, self.engine, cid, ("parse",))
             await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
