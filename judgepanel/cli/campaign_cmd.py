@@ -108,6 +108,7 @@ def create(
         f"campaign {info.name}: {info.jobs} jobs ({verb}{f', {info.added} new' if 0 < info.added < info.jobs else ''}), "
         f"{info.protocol}, judges: {', '.join(j.name for j in info.judges)}"
     )
+    _echo_keys(info.judge_keys)
     if info.skipped_no_turn:
         typer.echo(
             f"{info.skipped_no_turn} unit(s) left out: an item has no assistant reply at turn "
@@ -156,6 +157,14 @@ def plan(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON
         ],
         rows,
     )
+    _echo_keys(est.judge_keys)
+
+
+def _echo_keys(keys: Any) -> None:
+    """Each judge's key source (a variable's name, never its value) and destination host."""
+    for k in keys:
+        source = f"key from ${k['key_env']}" if k["key_env"] else "no key"
+        typer.echo(f"  {k['judge']}: {source} -> {k['host']}")
 
 
 def _usd(v: float | None) -> str:
@@ -267,7 +276,9 @@ def run(
     timeout: float = TIMEOUT,
     max_attempts: int = MAX_ATTEMPTS,
     retry_failed: bool = typer.Option(
-        False, "--retry-failed", help="Also retry jobs that failed on rate limits, transient errors or an oversize reply."
+        False,
+        "--retry-failed",
+        help="Also retry jobs that failed on rate limits, transient errors or an oversize reply.",
     ),
     batch: bool = typer.Option(
         False,

@@ -38,6 +38,7 @@ messages name the offending parameter, never its value.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from judgepanel.errors import BadInput
 from judgepanel.providers.capabilities import capabilities
 from judgepanel.providers.errors import configured_secrets
+from judgepanel.providers.keys import key_env_refusal, key_value_refusal
 
 ParamValue = str | int | float | bool
 
@@ -165,9 +167,17 @@ def _revision(raw: str) -> str:
 
 
 def _env_name(raw: str) -> str:
-    # upper-case letters, digits and _ only: a name such as OPENAI_API_KEY, never a key itself
+    # upper-case letters, digits and _ only: a name such as OPENAI_API_KEY, never a key itself; and
+    # a model-server credential, never judgepanel's own settings, a database URL, a cloud key …
+    # (the rule is in `providers.keys`)
     if not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,63}", raw):
         raise ValueError("must name an environment variable (A-Z, 0-9 and _), e.g. TOGETHER_API_KEY")
+    why = key_env_refusal(raw)
+    if why is None:
+        value = os.environ.get(raw)
+        why = key_value_refusal(raw, value) if value else None
+    if why is not None:
+        raise ValueError(why)
     return raw
 
 

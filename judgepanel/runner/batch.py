@@ -620,16 +620,16 @@ class BatchRunner:
             err = error or Transient("no result")
             cls = "fatal" if isinstance(err, Fatal) else "transient"
             self.stats.errors[cls] += 1
+            keys = (*perrors.configured_secrets(), *getattr(j.provider, "secrets", ()))
+            body = err.raw_body if err.raw_body is not None else (json.dumps(line) if line else None)
             out.attempts.append(
                 replace(
                     row,
                     ok=False,
                     error_class=cls,
                     http_status=err.status,
-                    error_message=str(err)[:2000],
-                    raw_body=err.raw_body
-                    if err.raw_body is not None
-                    else (json.dumps(line) if line else None),
+                    error_message=perrors.redact(str(err), keys)[:2000],
+                    raw_body=None if body is None else perrors.redact(body, keys),
                 )
             )
             out.outcomes.append(JobOutcome(job.id, "failed", e.attempt, cls))

@@ -57,7 +57,7 @@ from judgepanel.errors import (
     Transient,
 )
 from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
-from judgepanel.providers.errors import redact_result
+from judgepanel.providers.errors import configured_secrets, redact, redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
@@ -836,13 +836,15 @@ class Runner:
             j.limiter.on_timeout(j.timeout)
         self.stats.calls += 1
         self.stats.errors[exc.error_class] += 1
+        # what the provider raised is redacted already; a provider bug's message may not be
+        keys = (*configured_secrets(), *getattr(j.provider, "secrets", ()))
         self.writer.attempt(
             replace(
                 sent_row(p, n, ok=False),
                 error_class=exc.error_class,
                 http_status=exc.status,
-                error_message=str(exc)[:2000],
-                raw_body=exc.raw_body,
+                error_message=redact(str(exc), keys)[:2000],
+                raw_body=None if exc.raw_body is None else redact(exc.raw_body, keys),
                 latency_ms=clock.since_sent_ms(),
                 queued_ms=clock.queued_ms,
             )
