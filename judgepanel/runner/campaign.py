@@ -319,6 +319,8 @@ _COSTS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_us
 
 
 def _batch(price: Price | None, cost: float | None) -> float | None:
+    if cost == 0:
+        return 0.0  # a free judge is free through a batch too
     if price is None or cost is None or price.batch_discount is None:
         return None
     return cost * (1.0 - price.batch_discount)
