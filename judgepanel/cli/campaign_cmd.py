@@ -199,14 +199,16 @@ def _options(
     )
 
 
-def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *, reask: bool) -> None:
+def _execute(
+    ctx: typer.Context, name: str, options: RunOptions, json_: bool, *, reask: bool, truncated: bool = False
+) -> None:
     from judgepanel.runner.executor import Runner, RunSummary
     from judgepanel.runner.progress import enabled, live_progress
 
     engine = state(ctx).engine()
 
     async def main() -> RunSummary:
-        runner = Runner(engine, name, options, reask_parse_failures=reask)
+        runner = Runner(engine, name, options, reask_parse_failures=reask, reask_truncated=truncated)
         with interrupt_on_signals(runner.interrupt):
             async with live_progress(runner.stats, show=enabled(json_)):
                 return await runner.run()
@@ -360,12 +362,18 @@ def retry_parse_failures(
     max_cost: float | None = MAX_COST,
     timeout: float = TIMEOUT,
     max_attempts: int = MAX_ATTEMPTS,
+    truncated: bool = typer.Option(
+        False,
+        "--truncated",
+        help="Also re-ask replies cut at the output cap (each re-ask pays for the whole cap again).",
+    ),
     json_: bool = JSON,
 ) -> None:
     """Re-ask the jobs whose reply could not be read or left clauses unanswered (with a note
-    asking for the full JSON answer). Exit codes as for `campaign run`."""
+    asking for the full JSON answer); replies cut at the output cap only with --truncated.
+    Exit codes as for `campaign run`."""
     opts = _options(concurrency, rpm, tpm, max_cost, False, timeout, max_attempts, False)
-    _execute(ctx, name, opts, json_, reask=True)
+    _execute(ctx, name, opts, json_, reask=True, truncated=truncated)
 
 
 @app.command("status")

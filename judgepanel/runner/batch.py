@@ -56,6 +56,7 @@ from judgepanel.runner.executor import (
     RETRY_FAILED,
     answered_row,
     cached_answer,
+    failed_class,
     judged_reply,
     prepare_leased,
     run_exit_code,
@@ -651,7 +652,7 @@ class BatchRunner:
         if perr is None:
             out.outcomes.append(JobOutcome(job.id, "done", e.attempt, None, verdict))
         else:
-            out.outcomes.append(JobOutcome(job.id, "failed", e.attempt, "parse", verdict))
+            out.outcomes.append(JobOutcome(job.id, "failed", e.attempt, failed_class(verdict), verdict))
 
 
 def _jsonl(text: str) -> list[dict[str, Any]]:

@@ -331,11 +331,19 @@ def cached_answer(p: Prepared, hit: CacheHit, ctx: CampaignContext) -> tuple[Att
     return row, JobOutcome(job.id, "done", attempt, None, verdict)
 
 
+def failed_class(verdict: VerdictRow | None) -> str:
+    """The job's error class for a reply that was read but held no verdict: `truncated` when it
+    was cut at the output cap (re-asking it costs the whole cap again, and a rambling model
+    rambles again: `retry-parse-failures` leaves these unless told `--truncated`), else `parse`."""
+    return "truncated" if verdict is not None and verdict.failure_kind == "truncated" else "parse"
+
+
 def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[VerdictRow, str | None]:
     """The verdict read from a reply and the parse error (None when it parsed). A failure is
     classified from what the provider said, not from the text: a reply cut at the output cap
-    (`finish_reason` length / max_tokens) is `truncated` and needs a larger max_tokens, not a
-    re-ask; a partial clause reply keeps its own kind, `missing_clauses`."""
+    (`finish_reason` length / max_tokens) is `truncated` — not re-asked by default, and not cured by
+    a larger cap when the model loops inside its rationale —; a partial clause reply keeps its own
+    kind, `missing_clauses`."""
     verdict, error = read(p, ctx, r.text, r.structured)
     verdict = with_logprob_score(p, ctx, r.raw_body, verdict)
     if error is None:
@@ -344,6 +352,20 @@ def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[Verd
     if kind == "truncated":
         error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
     return replace(verdict, failure_kind=kind), error
+
+
+def truncation_advice(cut: int) -> str:
+    """What to do about replies cut at the output cap. A small model looping inside its rationale
+    hits any cap, and a larger one only makes each failure slower and dearer."""
+    replies = "reply was" if cut == 1 else "replies were"
+    return (
+        f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored as "
+        "failures of kind 'truncated'. A larger max_tokens= rarely helps a model that rambles or "
+        "loops (each failure only gets slower and dearer): lower the cap (max_tokens=), ask for a "
+        "shorter rationale (a --template that asks for one or two sentences), or lower the "
+        "temperature (temperature=0), as a new judge spec. `campaign retry-parse-failures` does not "
+        "re-ask truncated jobs (each re-ask pays for the whole cap again) unless given --truncated"
+    )
 
 
 def _share_limits(engine: Engine, limiter: JudgeLimiter, judge: str, rpm: Any, tpm: Any) -> None:
@@ -379,6 +401,7 @@ class Runner:
         *,
         provider_factory: ProviderFactory | None = None,
         reask_parse_failures: bool = False,
+        reask_truncated: bool = False,
     ) -> None:
         self.engine = engine
         self.name = campaign
@@ -386,6 +409,7 @@ class Runner:
         self.opts.validate()
         self.factory = provider_factory or _default_factory
         self.reask = reask_parse_failures
+        self.reask_truncated = reask_truncated
         self.owner = store.lease_owner_id()
         self.stats = RunStats()
         self._stopping = asyncio.Event()
@@ -494,7 +518,8 @@ class Runner:
             if self.opts.retry_failed:
                 await asyncio.to_thread(store.requeue, self.engine, cid, RETRY_FAILED)
             if self.reask:
-                await asyncio.to_thread(store.requeue, self.engine, cid, ("parse",))
+                classes = ("parse", "truncated") if self.reask_truncated else ("parse",)
+                await asyncio.to_thread(store.requeue, self.engine, cid, classes)
             await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
             counts = await asyncio.to_thread(store.job_counts, self.engine, cid)
             self.stats.total = sum(counts.values())
@@ -585,12 +610,7 @@ class Runner:
         warnings = [*learnt, *self.warnings][:20]
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
-            replies = "reply was" if cut == 1 else "replies were"
-            warnings = [
-                f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored "
-                "as parse failures of kind 'truncated': give the judge a larger max_tokens= in its spec",
-                *warnings,
-            ]
+            warnings = [truncation_advice(cut), *warnings]
         return warnings
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
@@ -754,7 +774,9 @@ class Runner:
             self.writer.outcome(JobOutcome(job.id, "done", state["attempt"], None, verdict))
             self.stats.done += 1
         else:
-            self.writer.outcome(JobOutcome(job.id, "failed", state["attempt"], "parse", verdict))
+            self.writer.outcome(
+                JobOutcome(job.id, "failed", state["attempt"], failed_class(verdict), verdict)
+            )
             self.stats.failed += 1
 
     async def _call(self, j: _Judge, p: Prepared, state: dict[str, Any]) -> None:
