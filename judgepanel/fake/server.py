@@ -43,7 +43,8 @@ base64url, hex, reversed, upper- and lower-case, `-` → `_`, split by a space, 
 `/`, with `...` inserted; `model` carries the base64 form), `huge` (a valid 200 answer padded to
 `huge` bytes, default 64 MB, sent with its Content-Length in 64 KB writes, never held in memory
 whole), `endless` (a 200 whose chunked body never ends: spaces, 64 KB a chunk, until the client
-hangs up), `echo401` (a 401 whose error message carries the key in those forms).
+hangs up), `gzipbomb` (the `huge` answer gzip-compressed: a few hundred KB on the wire that
+decode to `huge` bytes, chunked, `content-encoding: gzip`), `echo401` (a 401 whose error message carries the key in those forms).
 
 Choosing a fault, first match wins:
 
@@ -102,6 +103,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -142,6 +144,7 @@ FAULTS = (
     "endless",
     "echoforms",
     "echo401",
+    "gzipbomb",
 )
 # Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
 # sim brain scores a summary by its word overlap with the article.
@@ -247,6 +250,7 @@ class _Reply:
     drip: float = 0.0  # seconds between body bytes (0: all at once)
     pad: int = 0  # `huge`: the body is padded to this many bytes
     endless: bool = False  # `endless`: a chunked body that never ends
+    gzip: bool = False  # `gzipbomb`: the padded body gzip-compressed, chunked
 
 
 class _NoReply(Exception):
@@ -491,7 +495,12 @@ class FakeServer:
                     await _drip(writer, _encode(reply, keep_alive, self._next_id()), reply)
                     continue
                 if reply.pad or reply.endless:
-                    sent = await (_endless(writer) if reply.endless else _huge(writer, reply, keep_alive))
+                    if reply.endless:
+                        sent = await _endless(writer)
+                    elif reply.gzip:
+                        sent = await _gzip_bomb(writer, reply)
+                    else:
+                        sent = await _huge(writer, reply, keep_alive)
                     if not sent:
                         return
                     continue
@@ -616,6 +625,10 @@ class FakeServer:
             return reply
         if fault == "endless":
             reply.endless = True
+            return reply
+        if fault == "gzipbomb":
+            reply.pad = int(knobs.get("huge", self.huge))
+            reply.gzip = True
             return reply
         return _malformed(fault, reply)
 
@@ -920,6 +933,7 @@ _AFTER_ANSWER = (
     "echoforms",
     "huge",
     "endless",
+    "gzipbomb",
 )  # faults applied to a real answer
 
 
@@ -978,6 +992,37 @@ async def _huge(writer: asyncio.StreamWriter, reply: _Reply, keep_alive: bool) -
     except (ConnectionError, OSError):
         return False
     return keep_alive
+
+
+async def _gzip_bomb(writer: asyncio.StreamWriter, reply: _Reply) -> bool:
+    """`_huge`'s body gzip-compressed as it is produced, sent chunked with content-encoding gzip:
+    small on the wire, `reply.pad` bytes once decoded."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
+        b"transfer-encoding: chunked\r\nconnection: close\r\nserver: judgepanel-fakeserver\r\n\r\n"
+    )
+
+    def chunk(data: bytes) -> bytes:
+        return f"{len(data):x}\r\n".encode() + data + b"\r\n" if data else b""
+
+    rest = b'",' + reply.body[1:]
+    n = max(0, reply.pad - len(rest) - 12)
+    block = b"x" * _BLOCK
+    try:
+        writer.write(head + chunk(packer.compress(b'{"padding":"')))
+        while n > 0:
+            if writer.is_closing():
+                return False
+            writer.write(chunk(packer.compress(block[: min(n, _BLOCK)])))
+            n -= min(n, _BLOCK)
+            await writer.drain()
+            await asyncio.sleep(0)  # the compressed pieces are small: drain alone would not yield
+        writer.write(chunk(packer.compress(rest) + packer.flush()) + b"0\r\n\r\n")
+        await writer.drain()
+    except (ConnectionError, OSError):
+        return False
+    return False  # connection: close
 
 
 async def _endless(writer: asyncio.StreamWriter) -> bool:

@@ -90,8 +90,8 @@ def oversize(provider: str, exc: ReplyTooLarge) -> Oversize:
     decoded = f", over {exc.decoded:,} once decompressed" if exc.decoded is not None else ""
     return Oversize(
         f"{provider} HTTP {exc.status}: the reply went over max_reply_bytes={exc.cap:,} "
-        f"({exc.received:,} bytes read{decoded}{announced}; sha256 of the first {exc.cap + 1:,} bytes "
-        f"{exc.sha256}); not retried: raise the judge's max_reply_bytes= or re-ask with "
+        f"({exc.received:,} bytes read{decoded}{announced}; sha256 of the first "
+        f"{min(exc.received, exc.cap + 1):,} bytes {exc.sha256}); not retried: raise the judge's max_reply_bytes= or re-ask with "
         "`campaign run --retry-failed`",
         status=exc.status,
     )

@@ -112,3 +112,25 @@ def test_a_reply_under_the_cap_is_read_whole(
 def test_max_reply_bytes_must_be_a_size(db: tuple[str, Engine]) -> None:
     r = cli(*create_argv("x", "openai:m?max_reply_bytes=lots"), db=db[0])
     assert r.code == 2 and "max_reply_bytes" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_compressed_reply_is_capped_by_its_decoded_size(
+    db: tuple[str, Engine], fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    """A few KB of gzip on the wire that would decode to 200 MB: counted as it is decoded."""
+    url, eng = db
+    judges = [
+        f"openai:bomb!gzipbomb,huge=200000000?base_url={fake.url}/v1&max_reply_bytes=256k",
+        f"anthropic:bomb!gzipbomb,huge=200000000?base_url={fake.url}&max_reply_bytes=256k",
+    ]
+    assert cli(*create_argv("bomb", *judges, extra=("--limit", "2")), db=url).code == 0
+    summary = cli("campaign", "run", "bomb", "--json", db=url).json(code=3)
+    assert summary["errors"] == {"oversize": 4} and summary["calls"] == 4
+    with eng.connect() as conn:
+        messages = conn.execute(select(Response.error_message)).scalars().all()
+    assert len(messages) == 4
+    for m in messages:
+        got = re.search(r"\(([\d,]+) bytes read, over ([\d,]+) once decompressed", m)
+        assert got is not None, m
+        wire, decoded = (int(g.replace(",", "")) for g in got.groups())
+        assert wire < CAP < decoded
