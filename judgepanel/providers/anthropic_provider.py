@@ -167,7 +167,10 @@ class AnthropicProvider:
                     "/v1/messages",
                     cast_to=_WIRE_RESPONSE,
                     body=sent,
-                    options={"timeout": timeout, "headers": headers or {}},
+                    options={
+                        "timeout": sdk.request_timeout(anthropic.DefaultAsyncHttpxClient, timeout),
+                        "headers": headers or {},
+                    },
                 )
             body = raw.text
             status = raw.status_code

@@ -184,7 +184,10 @@ class OpenAIProvider:
                     "/chat/completions",
                     cast_to=_WIRE_RESPONSE,
                     body={"model": self.model, "messages": request.messages, **kwargs},
-                    options={"timeout": timeout, "security": {"bearer_auth": True}},
+                    options={
+                        "timeout": sdk.request_timeout(openai.DefaultAsyncHttpxClient, timeout),
+                        "security": {"bearer_auth": True},
+                    },
                 )
             body = raw.text
             status = raw.status_code

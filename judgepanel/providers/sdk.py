@@ -156,6 +156,18 @@ def _capped_stream(lib: Any) -> type[Any]:
     return CappedStream
 
 
+CONNECT_TIMEOUT = 10.0
+
+
+def request_timeout(default_client: type[Any], timeout: float) -> Any:
+    """The SDK call's timeout: `timeout` for the answer, but connecting (and waiting for a pooled
+    connection) may take at most half of it, at most `CONNECT_TIMEOUT`: so a server that cannot be
+    reached fails as a connection error, apart from one that was reached and did not answer in time
+    (the runner's deadline on the whole call would otherwise fire first and call it a timeout)."""
+    first = min(timeout / 2, CONNECT_TIMEOUT)
+    return _http_library(default_client).Timeout(timeout, connect=first, pool=first)
+
+
 def http_client(default_client: type[Any], sdk_limits: Any, max_connections: int | None) -> Any:
     """The SDK's default HTTP client (its timeouts, redirects and pool; the pool sized for
     `max_connections` when given) with judgepanel's two hooks: the clock and the reply cap."""

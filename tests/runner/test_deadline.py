@@ -5,6 +5,9 @@ that wait 1.2 s for the probe and then take 1.2 s themselves must not time out."
 
 from __future__ import annotations
 
+import contextlib
+import socket
+
 from sqlalchemy import select
 
 from judgepanel.fake.server import FakeServerProcess
@@ -40,3 +43,39 @@ def test_calls_waiting_for_the_probe_are_timed_from_when_they_are_sent(
         assert r.queued_ms is not None and r.queued_ms > 900, rows
         assert 900 < r.latency_ms < 2000, rows
     eng.dispose()
+
+
+def test_a_call_that_never_reached_the_server_is_not_a_timeout(
+    sqlite_url: str, keys_env: dict[str, str]
+) -> None:
+    """A server whose listen queue is full never completes the TCP handshake: the call fails as a
+    connection error (never sent), not as an answer that took too long."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    queued = []
+    for _ in range(8):  # fill the backlog: later handshakes are never answered
+        c = socket.socket()
+        c.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            c.connect(("127.0.0.1", port))
+        queued.append(c)
+    try:
+        eng = make_engine(sqlite_url)
+        upgrade(eng)
+        load_tiny(eng, n_groups=1, per_group=2)
+        judge = f"openai:unreachable?base_url=http://127.0.0.1:{port}/v1&timeout=1"
+        assert cli(*create_argv("unreachable", judge), db=sqlite_url).code == 0
+        ran = cli("campaign", "run", "unreachable", "--json", "--max-attempts", "1", db=sqlite_url).json(
+            code=3
+        )
+        assert ran["errors"] == {"transient": 2}
+        with eng.connect() as conn:
+            messages = conn.execute(select(Response.error_message)).scalars().all()
+        assert messages == ["openai: connection failed (ConnectTimeout)"] * 2, messages
+        eng.dispose()
+    finally:
+        for c in queued:
+            c.close()
+        server.close()
