@@ -161,8 +161,11 @@ def plan(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON
 
 
 def _echo_keys(keys: Any) -> None:
-    """Each judge's key source (a variable's name, never its value) and destination host."""
+    """Each networked judge's key source (a variable's name, never its value) and destination host
+    (simulated judges send nothing anywhere; `--json` lists them too)."""
     for k in keys:
+        if str(k["judge"]).startswith("sim:"):
+            continue
         source = f"key from ${k['key_env']}" if k["key_env"] else "no key"
         typer.echo(f"  {k['judge']}: {source} -> {k['host']}")
 
