@@ -418,6 +418,7 @@ class Runner:
         self._workers: list[asyncio.Task[None]] = []
         self.warnings: list[str] = []
         self._background: list[asyncio.Task[None]] = []  # writes of what probes learnt
+        self._redact_keys: dict[int, tuple[str, ...]] = {}
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._expo = wait_exponential_jitter(
             multiplier=self.opts.retry.initial_wait,
@@ -830,9 +831,17 @@ class Runner:
             clock.bind(on_waiting=lambda: move(None), on_sent=lambda: move(loop.time() + j.timeout))
             token = CURRENT_CLOCK.set(clock)
             try:
-                return redact_result(await j.provider.complete(p.request, timeout=j.timeout))
+                return redact_result(await j.provider.complete(p.request, timeout=j.timeout), self._keys(j))
             finally:
                 CURRENT_CLOCK.reset(token)
+
+    def _keys(self, j: _Judge) -> tuple[str, ...]:
+        """Every configured key and this judge's own (read once per run: the environment does not
+        change under a running campaign), to redact replies and errors against."""
+        keys = self._redact_keys.get(j.id)
+        if keys is None:
+            keys = self._redact_keys[j.id] = (*configured_secrets(), *getattr(j.provider, "secrets", ()))
+        return keys
 
     def _as_sent(self, j: _Judge, p: Prepared) -> Prepared:
         """`p` as its judge's provider sent it: without what the server refused. What a probe learns
@@ -859,7 +868,7 @@ class Runner:
         self.stats.calls += 1
         self.stats.errors[exc.error_class] += 1
         # what the provider raised is redacted already; a provider bug's message may not be
-        keys = (*configured_secrets(), *getattr(j.provider, "secrets", ()))
+        keys = self._keys(j)
         self.writer.attempt(
             replace(
                 sent_row(p, n, ok=False),
