@@ -110,64 +110,79 @@ def _base64_cores(raw: bytes) -> set[str]:
 @dataclass(frozen=True)
 class _Redactor:
     pattern: re.Pattern[str]
-    folded: tuple[str, ...]  # letters and digits of each fuzzy form, lower-cased
-    exact: tuple[str, ...]  # letters and digits of each base64 core, as they are
+    folded: re.Pattern[bytes]  # letters and digits of each fuzzy form, lower-cased
+    exact: re.Pattern[bytes] | None  # letters and digits of each base64 core, as they are
+    shortest: int  # no text with fewer letters and digits than this can hold a key
 
 
 # what is left of a text for the quick test: its ASCII letters and digits, JSON escapes dropped whole
 _JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
-_DROP = str.maketrans("", "", "".join(chr(c) for c in range(128) if not chr(c).isalnum()))
+_DROP = bytes(c for c in range(128) if not chr(c).isalnum())
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=64)
 def _redactor(secrets: tuple[str, ...]) -> _Redactor | None:
     """One pattern matching every configured key in every reversible form a server may echo it
     in: as is, upper- or lower-cased, reversed, as hex, as base64 or base64url (also inside a
     longer encoded blob), and with whitespace or punctuation put in or changed between its
     characters (split at a space or a newline, `-` → `_`, `...` inserted, `/` every 8 characters);
-    and, for speed, what each form leaves once punctuation and whitespace are dropped."""
+    and, for speed, what each form leaves once punctuation and whitespace are dropped. Secrets
+    shorter than `_MIN_SECRET` are ignored."""
     branches: list[str] = []
-    folded: list[str] = []
-    exact: list[str] = []
-    for secret in secrets:
+    folded: list[bytes] = []
+    exact: list[bytes] = []
+    for secret in sorted({s.strip() for s in secrets if s and len(s.strip()) >= _MIN_SECRET}):
         alnum = "".join(c for c in secret if c.isascii() and c.isalnum())
         if len(alnum) < _MIN_FUZZY:
             branches.append(re.escape(secret))
-            exact.append(alnum)
+            exact.append(alnum.encode())
             continue
         raw = secret.encode()
         for form in (alnum, alnum[::-1], raw.hex()):
             branches.append("(?i:" + _spaced(form, _GAP) + ")")
-            folded.append(form.lower())
+            folded.append(form.lower().encode())
         for core in sorted(_base64_cores(raw)):
             if len(core) >= _MIN_FUZZY:
                 branches.append(_spaced(core, _B64_GAP))
-                exact.append("".join(c for c in core if c.isalnum()))
+                exact.append("".join(c for c in core if c.isalnum()).encode())
     if not branches:
         return None
-    return _Redactor(re.compile("|".join(branches)), tuple(folded), tuple(exact))
+
+    def either(needles: list[bytes]) -> re.Pattern[bytes] | None:
+        return re.compile(b"|".join(re.escape(n) for n in needles)) if needles else None
+
+    return _Redactor(
+        re.compile("|".join(branches)),
+        either(folded) or re.compile(b"(?!)"),
+        either(exact),
+        min(len(n) for n in (*folded, *exact)),
+    )
 
 
 def _holds(r: _Redactor, text: str) -> bool:
+    if len(text) < r.shortest:
+        return False
     if "\\" in text:
         text = _JSON_ESCAPE.sub("", text)
-    bare = text.encode("ascii", "ignore").decode("ascii").translate(_DROP)
-    if any(e in bare for e in r.exact):
+    bare = text.encode("ascii", "ignore").translate(None, _DROP)
+    if len(bare) < r.shortest:
+        return False
+    if r.exact is not None and r.exact.search(bare):
         return True
-    lowered = bare.lower()
-    return any(f in lowered for f in r.folded)
+    return r.folded.search(bare.lower()) is not None
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """Remove configured secrets (in every form `_redactor` knows) and key-shaped strings from
     text that may be shown or stored. A text that still holds a key's letters and digits in
     order after the cut (spread wider than the pattern allows) is withheld whole."""
-    keys = tuple(sorted({s.strip() for s in secrets if s and len(s.strip()) >= _MIN_SECRET}))
-    r = _redactor(keys) if keys else None
+    r = _redactor(secrets if isinstance(secrets, tuple) else tuple(secrets))
     if r is not None and _holds(r, text):
         text = r.pattern.sub("[redacted]", text)
         if _holds(r, text):
             text = "[redacted: held a configured key in a form that could not be cut out]"
+    if "sk-" not in text:  # what `_KEYISH` needs, found far faster than the pattern finds nothing
+        return text
     return _KEYISH.sub(r"\1…[redacted]", text)
 
 
