@@ -77,7 +77,9 @@ def emit_json(obj: Mapping[str, Any]) -> None:
 def warn(message: str) -> None:
     """One warning, one stderr line: no wrapping at the terminal width, no rich markup (names and
     messages may hold brackets)."""
-    err_console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+    from judgepanel.providers.errors import scrubber  # no configured key in any form, ever
+
+    err_console.print(f"warning: {scrubber()(message)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def fmt_number(value: Any, digits: int = 3) -> str:

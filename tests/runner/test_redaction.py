@@ -164,3 +164,14 @@ def test_every_reversible_form_of_an_echoed_key_is_cut_everywhere(
         _assert_no_key(f"output {i} stdout", r.stdout, keys)
         _assert_no_key(f"output {i} stderr", r.stderr, keys)
     _assert_no_key("database", _dump(url, eng).decode("latin-1"), keys)
+
+
+def test_error_lines_never_show_a_configured_key(db: tuple[str, Engine], keys_env: dict[str, str]) -> None:
+    """Whatever a one-line error quotes (here a dataset name the user pasted a reversed, base64'd
+    key into) passes the same redaction as everything stored."""
+    url, _ = db
+    key = keys_env["OPENAI_API_KEY"]
+    for form in key_forms(key)[:5]:
+        r = cli(*create_argv("x", "sim:a", dataset=f"data-{form}"), db=url)
+        assert r.code == 2 and "[redacted]" in r.stderr, r.stderr
+        _assert_no_key("stderr", r.stderr, [key])
