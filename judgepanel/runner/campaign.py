@@ -26,6 +26,7 @@ from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.protocol.templates import Prompt
 from judgepanel.providers.caching import CacheForecast
+from judgepanel.providers.keys import key_source
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
@@ -63,6 +64,7 @@ def create(
     origin: Mapping[str, Any] | None = None,
     turn: int | None = None,
     reference_categories: Sequence[str] = (),
+    items: Sequence[str] = (),
 ) -> CampaignInfo:
     """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
 
@@ -88,6 +90,7 @@ def create(
         origin=origin,
         turn=turn,
         reference_categories=tuple(dict.fromkeys(c.strip() for c in reference_categories if c.strip())),
+        items=tuple(items),
     )
     refs = dict(templates or {})
     plain = refs.get(protocol)
@@ -112,7 +115,8 @@ def create(
             dim = doc.dimension(dimensions[0]) if dimensions else doc.dimensions[0]
         validate_template(t, dimension=dim, dimension_name=dimensions[0] if dimensions else None)
     records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
-    return store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+    info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+    return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs))
 
 
 def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> CampaignInfo:
@@ -199,6 +203,8 @@ class Estimate:
     # `base_url` judges whose served model is neither recorded by a run nor probed: their cached
     # count assumes the spec's key (see `runner.served`); `--probe` asks their servers
     unprobed: tuple[str, ...] = ()
+    # per judge: the variable its key comes from (never the value) and the host it goes to
+    judge_keys: tuple[dict[str, str | None], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -215,6 +221,7 @@ class Estimate:
             "cached": self.cached,
             "by_judge": self.by_judge,
             "served_model_unknown": list(self.unprobed),
+            "judge_keys": list(self.judge_keys),
         }
 
 
@@ -328,6 +335,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
         cache_read_tokens=sum(d["cache_read_tokens"] for d in by_judge.values()),
         cache_write_tokens=sum(d["cache_write_tokens"] for d in by_judge.values()),
         unprobed=unprobed,
+        judge_keys=tuple(key_source(js).as_dict() for js in ctx.judges.values()),
     )
 
 
@@ -335,6 +343,8 @@ _COSTS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_us
 
 
 def _batch(price: Price | None, cost: float | None) -> float | None:
+    if cost == 0:
+        return 0.0  # a free judge is free through a batch too
     if price is None or cost is None or price.batch_discount is None:
         return None
     return cost * (1.0 - price.batch_discount)

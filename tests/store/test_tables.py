@@ -39,6 +39,7 @@ def test_the_same_defaults_and_constraint_names() -> None:
         core = tables.metadata.tables[name]
         for col in orm_table.columns:
             mine = core.c[col.name]
+            assert repr(mine.type) == repr(col.type), (name, col.name)  # e.g. JSON(none_as_null=True)
             assert (mine.default is None) == (col.default is None), (name, col.name)
             if col.default is not None and mine.default is not None:
                 ours, theirs = mine.default.arg, col.default.arg  # type: ignore[attr-defined]
