@@ -122,7 +122,9 @@ def _root(
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    print(f"judgepanel: {' '.join(message.split())}", file=sys.stderr)
+    from judgepanel.cli.render import printable  # messages may quote stored names
+
+    print(f"judgepanel: {printable(' '.join(message.split()))}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -80,6 +80,7 @@ def test_defaults_written_out_for_help_match_the_library() -> None:
 
     assert repair_cmd.DEFAULT_CRITERION == compare.DEFAULT_CRITERION
     assert query_cmd.DEFAULT_TIMEOUT == readonly.DEFAULT_TIMEOUT
+    assert query_cmd.DEFAULT_MAX_BYTES == readonly.DEFAULT_MAX_BYTES
 
 
 def test_new_commands_are_in_the_lazy_table_and_the_root_help() -> None:
