@@ -45,7 +45,8 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   editor appends to a vague clause the property its dimension's name points to (source support
   for consistency, else the source's main points), restates a specific clause unchanged in
   effect, and splits a dimension into one clause per property; every reason starts with
-  `[simulated editor]`.
+  `[simulated editor]`. `editor_sprawl=N` makes it an editor that does not stop: a rewrite N
+  characters long, a split into N clauses (to test the bounds of `protocol.editor`).
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
 probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
@@ -186,6 +187,9 @@ class SimSettings:
     error_rate: float = 0.0
     latency: float = 0.0
     jitter: float = 0.0
+    editor_sprawl: float = (
+        0.0  # editor replies: a rewrite this many characters long, a split this many clauses
+    )
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SimSettings:
@@ -488,6 +492,16 @@ def _split(text: str) -> dict[str, Any]:
     }
 
 
+def _sprawl(answer: dict[str, Any], n: int) -> dict[str, Any]:
+    """An editor that does not stop: the rewrite padded to `n` characters, or `n` split clauses."""
+    if "clause" in answer:
+        filler = " Also, the text reads well in every respect."
+        text = answer["clause"]
+        return {**answer, "clause": (text + filler * (1 + n // len(filler)))[:n]}
+    clauses = answer["clauses"]
+    return {**answer, "clauses": [f"{clauses[i % len(clauses)]} (variant {i + 1})" for i in range(n)]}
+
+
 _GARBLED = (
     "I'm sorry, but I can't determine an answer from the text provided.",
     "Both texts have strengths and weaknesses; it depends on what the reader values.",
@@ -512,6 +526,8 @@ def simulate(
     source = last_tag(text, "source")
     if kind in (REWRITE, SPLIT):
         answer = _rewrite(text) if kind == REWRITE else _split(text)
+        if settings.editor_sprawl >= 1:
+            answer = _sprawl(answer, int(settings.editor_sprawl))
     else:
         answer = {PAIRWISE: _pairwise, POINTWISE: _pointwise, CLAUSES: _clauses}[kind](
             model, text, source, rng, settings

@@ -34,7 +34,7 @@ from judgepanel.runner import RunOptions, create, run
 from judgepanel.runner.budget import check_prices, price_for
 from judgepanel.runner.executor import ProviderFactory, RunSummary
 from judgepanel.store import repair as store
-from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_proposals
+from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_failures, editor_proposals
 from judgepanel.store.repair import STEPS, IterationRecord
 from judgepanel.store.rubrics import add_rubric, get_rubric
 
@@ -324,17 +324,22 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
             for c in sorted(sets)
         }
         proposals: dict[str, dict[str, Any]] = {}
+        failures: dict[str, str] = {}
         if tasks:
             create_editor_campaign(
                 engine, rec.campaigns["editor"], _editor_record(inp.editor), tasks, dataset=inp.dataset
             )
             _run(ctx, rec.campaigns["editor"])
             proposals = editor_proposals(engine, rec.campaigns["editor"])
+            failures = editor_failures(engine, rec.campaigns["editor"])
         rewrites: dict[str, Any] = {}
         for c in sorted(sets):
             p = proposals.get(c)
             new = p["clause"] if p else text_of[c]
-            reason = p.get("reason", "") if p else "no readable editor reply: the clause is kept as it was"
+            why = f" ({failures[c]})" if not p and c in failures else ""
+            reason = (
+                p.get("reason", "") if p else f"no readable editor reply{why}: the clause is kept as it was"
+            )
             rewrites[c] = {"old": text_of[c], "new": new, "reason": reason, "sets": sets[c]}
         contested = _with_texts(doc, {c: r["new"] for c, r in rewrites.items() if "contested" in r["sets"]})
         control = _with_texts(doc, {c: r["new"] for c, r in rewrites.items() if "control" in r["sets"]})
@@ -533,6 +538,12 @@ def split_rubric(
     create_editor_campaign(engine, camp, record, tasks)
     _run(_Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), camp)
     proposals = editor_proposals(engine, camp)
+    if not proposals:  # nothing to store: say why instead of "created": false
+        failures = editor_failures(engine, camp)
+        first = next(iter(failures.values()), "no reply")
+        raise JudgepanelError(
+            f"the editor gave no usable split for {', '.join(d.name for d in dims)}: {first}; no rubric version was made"
+        )
     body = doc.to_dict()
     out: dict[str, list[str]] = {}
     for d in body["dimensions"]:
@@ -561,9 +572,12 @@ def split_rubric(
         parent=stored.ref,
         editor=record.name,
     )
+    failures = editor_failures(engine, camp)
     return {
         "rubric": added.rubric.name,
         "version": added.rubric.version,
         "clauses": out,
         "created": added.created,
+        # dimensions whose reply was unusable keep their clauses: task key -> why
+        "failed": {k.removeprefix("split:"): v for k, v in failures.items()},
     }
