@@ -349,6 +349,10 @@ def _pg_fetch(raw: psycopg.Connection[Any], sql: str, max_rows: int | None, stop
             if kept.full():
                 break
             kept.add(row)
+    except raw.ProgrammingError as exc:  # `commit`, `set …`: a command that returns no result set
+        if "didn't produce a result" not in str(exc):
+            raise
+        raise BadInput("the statement returned no rows; `query` only reads") from None
     finally:
         gen.close()  # psycopg cancels the statement if rows are still coming, and drops them
     if cur.description is None:
