@@ -82,6 +82,7 @@ def _rows(cols: Sequence[Column], chunk: Sequence[tuple[Any, ...]]) -> Sequence[
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FIRST = frozenset(FORMULA_START)
 _PLAIN_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
@@ -98,18 +99,22 @@ class _Neutraliser:
         self.text = [i for i, c in enumerate(cols) if c.kind == "str"]
         self.changed = 0
 
-    def rows(self, rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
-        out = []
+    def rows(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+        """`rows` with risky cells neutralised; a row without one is passed on as it is (the check
+        is one dictionary lookup per text cell, so a million-row export stays fast)."""
+        out: list[Sequence[Any]] = []
+        text, first = self.text, _FIRST
         for row in rows:
-            r = list(row)
-            for i in self.text:
-                v = r[i]
-                if isinstance(v, str) and v.startswith(FORMULA_START):
-                    safe = neutralise(v)
-                    if safe is not v:
+            hits = [i for i in text if (v := row[i]).__class__ is str and v[:1] in first]
+            if hits:
+                r = list(row)
+                for i in hits:
+                    safe = neutralise(r[i])
+                    if safe != r[i]:
                         r[i] = safe
                         self.changed += 1
-            out.append(r)
+                row = r
+            out.append(row)
         return out
 
 
