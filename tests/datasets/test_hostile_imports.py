@@ -93,6 +93,8 @@ CASES: list[Case] = [
     ("k1.jsonl", '{"id": "q1", "output": "a"}\n{"id": "q2", "output": "b", "output": "c"}\n', "items", "k1.jsonl:2: not JSON we accept: the key 'output' appears twice"),
     ("k2.jsonl", '{"id": "q1", "output": "o", "meta": {"k": 1, "k": 2}}\n', "items", "k2.jsonl:1: not JSON we accept: the key 'k' appears twice"),
     ("k3.jsonl", '{"item_id": "x1", "annotator": "a", "annotator": "b", "group": "g", "dimension": "d", "value": "1"}\n', "labels", "k3.jsonl:1: not JSON we accept: the key 'annotator'"),
+    ("k5.csv", "id,output,output\nq1,a,b\n", "items", "k5.csv:1: the column(s) 'output' appear twice in the header"),
+    ("k6.csv", LABEL_HEADER.replace("annotator", "annotator,annotator") + "x1,a,b,g,d,1\n", "labels", "k6.csv:1: the column(s) 'annotator' appear twice"),
     ("k4.jsonl", _jsonl(_summeval_row()).replace('"M1"', '"M1", "model_id": "M2"'), "summeval", "k4.jsonl:1: not JSON we accept: the key 'model_id' appears twice"),
 ]  # fmt: skip
 
