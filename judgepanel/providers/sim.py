@@ -45,8 +45,9 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   editor appends to a vague clause the property its dimension's name points to (source support
   for consistency, else the source's main points), restates a specific clause unchanged in
   effect, and splits a dimension into one clause per property; every reason starts with
-  `[simulated editor]`. `editor_sprawl=N` makes it an editor that does not stop: a rewrite N
-  characters long, a split into N clauses (to test the bounds of `protocol.editor`).
+  `[simulated editor]`. With probability `keep_rate` it returns the clause unchanged.
+  `editor_sprawl=N` makes it an editor that does not stop: a rewrite N characters long, a split
+  into N clauses (to test the bounds of `protocol.editor`).
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
 probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
@@ -61,6 +62,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import html
 import json
 import math
 import random
@@ -185,11 +187,11 @@ class SimSettings:
     q_low: float = 0.70  # pointwise: the q̃ at which the lowest level is reached
     q_span: float = 0.28  # … and how much more q̃ the highest level needs
     error_rate: float = 0.0
+    keep_rate: float = 0.0  # editor: the share of rewrite requests answered with the clause as it was
     latency: float = 0.0
     jitter: float = 0.0
-    editor_sprawl: float = (
-        0.0  # editor replies: a rewrite this many characters long, a split this many clauses
-    )
+    # editor replies: a rewrite this many characters long, a split into this many clauses
+    editor_sprawl: float = 0.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SimSettings:
@@ -477,6 +479,13 @@ def _rewrite(text: str) -> dict[str, Any]:
     return {"reason": reason, "clause": f"{clause}; concretely, {_PROPERTY_TEXT[feature]}."}
 
 
+def _keep(text: str) -> dict[str, Any]:
+    """An editor that finds nothing to fix: the clause comes back as it was."""
+    found = _TAG_ATTR.findall(text)
+    clause = html.unescape(" ".join(found[-1][2].split())) if found else "The text is acceptable."
+    return {"reason": "[simulated editor] the clause is clear as it stands; kept.", "clause": clause}
+
+
 def _split(text: str) -> dict[str, Any]:
     found = _SPLIT_ATTR.findall(text)
     dimension = found[-1][0] if found else "the dimension"
@@ -526,6 +535,9 @@ def simulate(
     source = last_tag(text, "source")
     if kind in (REWRITE, SPLIT):
         answer = _rewrite(text) if kind == REWRITE else _split(text)
+        # drawn only when asked for, so the other replies' random stream stays as it was
+        if kind == REWRITE and settings.keep_rate > 0 and rng.random() < settings.keep_rate:
+            answer = _keep(text)
         if settings.editor_sprawl >= 1:
             answer = _sprawl(answer, int(settings.editor_sprawl))
     else:

@@ -88,16 +88,21 @@ def test_a_reasonable_split_still_makes_a_version(db_url: str, fake: FakeServerP
     assert out["created"] and len(out["clauses"]["coherence"]) == 12
 
 
-def test_an_80000_character_rewrite_keeps_the_old_clause(sqlite_url: str, fake: FakeServerProcess) -> None:
+def test_an_80000_character_rewrite_is_a_failed_step_not_a_version(
+    sqlite_url: str, fake: FakeServerProcess
+) -> None:
     prepare_db(sqlite_url)
+    before = _versions(sqlite_url)
     out = cli(
         *run_args("big", PANEL_SIM, _editor(fake, 80_202)), "--stop-after", "rewrite", "--json", db=sqlite_url
     )
-    assert out.code == 0, out.stderr
-    rw = cli("repair", "rewrite", "big", "--json", db=sqlite_url).json()
-    assert rw["rewrites"] and all(r["new"] == r["old"] for r in rw["rewrites"].values())
-    assert all(f"limit of {MAX_CLAUSE_CHARS:,}" in r["reason"] for r in rw["rewrites"].values())
-    assert rw["contested"] == rw["original"] == "summeval@1"
+    # a failed editor call leaves the rewrite step undone (exit 3), and the line says which bound
+    assert out.code == 3, out.stderr
+    assert "the editor gave no usable rewrite" in out.stderr
+    assert f"80,202 characters, more than the limit of {MAX_CLAUSE_CHARS:,}" in out.stderr
+    status = cli("repair", "status", "big", "--json", db=sqlite_url).json()
+    assert status["steps"]["rewrite"] == "pending" and status["rubrics"]["contested"] is None
+    assert _versions(sqlite_url) == before
     longest = max(int(str(v["longest"])) for v in _versions(sqlite_url))
     assert longest <= MAX_CLAUSE_CHARS
 
