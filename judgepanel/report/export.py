@@ -25,7 +25,7 @@ import importlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +33,7 @@ from typing import Any, Literal
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.errors import scrubber
 from judgepanel.store.engine import sqlite_file
 from judgepanel.store.export import COLUMNS, WHATS, Column, export_rows
 
@@ -190,6 +191,24 @@ def _write_parquet(path: Path, cols: Sequence[Column], chunks: Iterable[Sequence
     return n
 
 
+def _scrubbed(
+    cols: Sequence[Column], chunks: Iterable[Sequence[tuple[Any, ...]]]
+) -> Iterator[Sequence[tuple[Any, ...]]]:
+    """The rows with every configured key cut from their text cells (`providers.errors.redact`):
+    the store never holds one, and an export is written where anyone may read it."""
+    scrub = scrubber()
+    texts = [i for i, c in enumerate(cols) if c.kind == "str"]
+    for chunk in chunks:
+        out = []
+        for row in chunk:
+            r = list(row)
+            for i in texts:
+                if isinstance(r[i], str):
+                    r[i] = scrub(r[i])
+            out.append(tuple(r))
+        yield out
+
+
 WRITERS = {"jsonl": _write_jsonl, "parquet": _write_parquet}
 # SQLite keeps a database in up to four files; none of them may be written over
 _SQLITE_COMPANIONS = ("", "-wal", "-shm", "-journal")
@@ -242,7 +261,7 @@ def export_campaign(
     path = check_out_path(engine, out, force=force)
     kind = next(w for w in WHATS if w == what)
     cols = COLUMNS[kind]
-    chunks = export_rows(engine, campaign, kind)
+    chunks = _scrubbed(cols, export_rows(engine, campaign, kind))
     guard = _Neutraliser(cols) if fmt == "csv" and not raw else None
     tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
     try:

@@ -406,8 +406,10 @@ class Request(Base):
     params: Mapped[dict[str, Any]] = mapped_column(
         default=dict, doc="the request parameters sent (temperature, max_tokens, seed …), as JSON"
     )
+    # SQL NULL (not JSON null) when the reply is free text, so `output_schema IS NULL` finds those
     output_schema: Mapped[dict[str, Any] | None] = mapped_column(
-        JSON, doc="the JSON schema / tool definition sent for structured output; null for free text"
+        JSON(none_as_null=True),
+        doc="the JSON schema / tool definition sent for structured output; SQL NULL for free text",
     )
     created_at: Mapped[datetime] = mapped_column(
         DateTime, default=utcnow, doc="when the request was sent (UTC)"
@@ -441,7 +443,14 @@ class Response(Base):
     )
     input_tokens: Mapped[int | None] = mapped_column(Integer, doc="prompt tokens as reported")
     output_tokens: Mapped[int | None] = mapped_column(Integer, doc="completion tokens as reported")
-    latency_ms: Mapped[float | None] = mapped_column(Float, doc="wall time of the call in milliseconds")
+    latency_ms: Mapped[float | None] = mapped_column(
+        Float, doc="milliseconds from the request leaving to the whole answer"
+    )
+    queued_ms: Mapped[float | None] = mapped_column(
+        Float,
+        doc="milliseconds from the start of the attempt until its request left (waiting inside the "
+        "provider, e.g. behind a probing first call); null when the provider does not say",
+    )
     cost_usd: Mapped[float | None] = mapped_column(
         Float, doc="cost of this call in USD; null when the price is unknown"
     )
