@@ -207,21 +207,27 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
         emit_json(summary.as_dict())
     else:
         errs = ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"
-        cap = "" if summary.max_cost_usd is None else f" of --max-cost {summary.max_cost_usd:g}"
+        cap = (
+            ""
+            if summary.max_cost_usd is None
+            else f" (campaign total {_usd(summary.campaign_spent_usd)} of its cap {summary.max_cost_usd:g})"
+        )
         typer.echo(
             f"campaign {name}: {summary.status}; {summary.done}/{summary.jobs} done, {summary.failed} failed, "
             f"{summary.pending} pending; {summary.calls} calls, {summary.cached} from cache, "
-            f"errors: {errs}; spent {_usd(summary.spent_usd)}{cap} USD in {summary.elapsed_s:.1f} s"
+            f"errors: {errs}; spent {_usd(summary.spent_usd)} USD{cap} in {summary.elapsed_s:.1f} s"
         )
     for warning in summary.warnings:
         warn(warning)
     if summary.status == "interrupted":
         raise Interrupted("interrupted; finished calls are stored, run again to resume")
     if summary.status == "budget":
+        limit = summary.max_cost_usd or 0.0
         err_console.print(
-            f"stopped by --max-cost {summary.max_cost_usd:g}: spent {_usd(summary.spent_usd)} USD, "
-            f"and the next call did not fit under the cap; {summary.unscheduled} job(s) unscheduled "
-            "(run again with a larger --max-cost to continue)",
+            f"stopped by the campaign's cap of {limit:g} USD (max_cost, across all its runs): it has spent "
+            f"{_usd(summary.campaign_spent_usd)} USD ({_usd(summary.spent_usd)} in this run) and the next "
+            f"call did not fit; {summary.unscheduled} job(s) unscheduled. Running again does not help: "
+            f"raise the cap with `campaign run {name} --max-cost USD` (a total above {limit:g})",
             soft_wrap=True,
         )
     if summary.exit_code != 0:
@@ -230,7 +236,7 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
             kinds = f" (partial clause replies: {summary.partial})" if summary.partial else ""
             left.append(f"{summary.failed} failed{kinds}")
         if summary.unscheduled:
-            left.append(f"{summary.unscheduled} unscheduled by --max-cost")
+            left.append(f"{summary.unscheduled} unscheduled by the campaign's max_cost")
         other = summary.pending - summary.unscheduled
         if other > 0:
             left.append(f"{other} pending")
@@ -245,7 +251,12 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
 CONCURRENCY = typer.Option(16, "--concurrency", help="Calls in flight per judge.")
 RPM = typer.Option(None, "--rpm", help="Requests per minute per judge (client-side limit).")
 TPM = typer.Option(None, "--tpm", help="Tokens per minute per judge (client-side limit).")
-MAX_COST = typer.Option(None, "--max-cost", help="Stop scheduling before this many USD would be spent.")
+MAX_COST = typer.Option(
+    None,
+    "--max-cost",
+    help="Cap on the campaign's TOTAL spend in USD (every run, worker and batch), recorded on the "
+    "campaign for later runs; stop scheduling before it would be exceeded.",
+)
 NO_CACHE = typer.Option(
     False, "--no-cache", help="Call the judge even when the store has the identical request."
 )
@@ -371,6 +382,12 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         f"{st.calls} calls ({st.cached} from cache), {st.input_tokens} in / {st.output_tokens} out tokens, "
         f"spent {_usd(st.cost_usd)} USD"
     )
+    if st.max_cost_usd is not None:
+        held = f", {_usd(st.reserved_usd)} reserved by runs in progress" if st.reserved_usd else ""
+        typer.echo(
+            f"budget: {_usd(st.spent_usd)} of max_cost {st.max_cost_usd:g} USD spent{held}; "
+            f"{_usd(st.left_usd)} left"
+        )
     if st.cache_read_tokens or st.cache_write_tokens:
         typer.echo(
             f"prompt cache: {st.cache_read_tokens} tokens read, {st.cache_write_tokens} written, "

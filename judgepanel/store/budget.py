@@ -1,0 +1,125 @@
+"""A campaign's spending cap, shared by every run, worker and batch submission through the database.
+
+What counts against the cap (`campaign.max_cost_usd`) is what the campaign's stored replies cost
+(`response.cost_usd`) plus what its live owners have reserved for calls in flight or replies not yet
+stored (`budget_hold`, one row per campaign and lease owner). A reservation is granted in one
+transaction that first takes the campaign row's write lock (a row lock on PostgreSQL, the database
+write lock on SQLite), so two processes can never both be granted the last dollar. A reservation
+is released (`release`) in the same transaction that stores the reply it was made for, so at every
+moment the stored cost plus the holds covers every call sent. A hold whose owner stopped renewing
+it (`expires` passed: the owner died) no longer counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import Connection, Engine, delete, func, insert, or_, select, update
+
+from judgepanel.store.engine import session_scope
+from judgepanel.store.models import BudgetHold, Campaign, Job, Request, Response, utcnow
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    max_cost_usd: float | None
+    spent_usd: float  # what the campaign's stored replies cost (known prices)
+    reserved_usd: float  # held by live owners for calls in flight or not yet stored
+
+    @property
+    def left_usd(self) -> float | None:
+        if self.max_cost_usd is None:
+            return None
+        return max(0.0, self.max_cost_usd - self.spent_usd - self.reserved_usd)
+
+
+def spent_in(conn: Connection, campaign_id: int) -> float:
+    v = conn.execute(
+        select(func.sum(Response.cost_usd))
+        .join(Request, Request.id == Response.request_id)
+        .join(Job, Job.id == Request.job_id)
+        .where(Job.campaign_id == campaign_id)
+    ).scalar()
+    return float(v or 0.0)
+
+
+def held_in(conn: Connection, campaign_id: int) -> float:
+    now = utcnow()
+    v = conn.execute(
+        select(func.sum(BudgetHold.amount_usd)).where(
+            BudgetHold.campaign_id == campaign_id,
+            or_(BudgetHold.expires.is_(None), BudgetHold.expires > now),
+        )
+    ).scalar()
+    return max(0.0, float(v or 0.0))
+
+
+def budget_state(engine: Engine, campaign_id: int) -> BudgetState:
+    with session_scope(engine) as s:
+        conn = s.connection()
+        cap = conn.execute(select(Campaign.max_cost_usd).where(Campaign.id == campaign_id)).scalar()
+        return BudgetState(cap, spent_in(conn, campaign_id), held_in(conn, campaign_id))
+
+
+def set_cap(engine: Engine, campaign_id: int, max_cost_usd: float | None) -> None:
+    """Record the campaign's cap (`campaign run --max-cost` sets or raises it for every later run)."""
+    with session_scope(engine) as s:
+        s.execute(update(Campaign).where(Campaign.id == campaign_id).values(max_cost_usd=max_cost_usd))
+
+
+def reserve(
+    engine: Engine, campaign_id: int, owner: str, need: float, extra: float, lease_seconds: float
+) -> float:
+    """Add to `owner`'s hold `need` USD plus up to `extra` more (what still fits), if `need` fits
+    under the cap with what is spent and held; returns what was added (0.0: `need` does not fit).
+    Without a cap everything fits."""
+    with engine.begin() as conn:
+        # the write lock first: reservations of one campaign are granted one at a time
+        cap = conn.execute(
+            update(Campaign)
+            .where(Campaign.id == campaign_id)
+            .values(max_cost_usd=Campaign.max_cost_usd)
+            .returning(Campaign.max_cost_usd)
+        ).scalar_one()
+        if cap is None:
+            grant = need + extra
+        else:
+            left = cap - spent_in(conn, campaign_id) - held_in(conn, campaign_id)
+            if need > left:
+                return 0.0
+            grant = need + max(0.0, min(extra, left - need))
+        expires = utcnow() + timedelta(seconds=lease_seconds)
+        where = (BudgetHold.campaign_id == campaign_id, BudgetHold.owner == owner)
+        res = conn.execute(
+            update(BudgetHold).where(*where).values(amount_usd=BudgetHold.amount_usd + grant, expires=expires)
+        )
+        if not res.rowcount:
+            conn.execute(
+                insert(BudgetHold).values(
+                    campaign_id=campaign_id, owner=owner, amount_usd=grant, expires=expires
+                )
+            )
+        return grant
+
+
+def release(conn: Connection, owner: str, amounts: Sequence[tuple[int, float]]) -> None:
+    """Take `amounts` ((campaign id, USD) per call) off `owner`'s holds, inside the caller's
+    transaction (the one that stores the replies they were reserved for)."""
+    totals: dict[int, float] = {}
+    for campaign_id, amount in amounts:
+        totals[campaign_id] = totals.get(campaign_id, 0.0) + amount
+    for campaign_id, amount in sorted(totals.items()):
+        if amount:
+            conn.execute(
+                update(BudgetHold)
+                .where(BudgetHold.campaign_id == campaign_id, BudgetHold.owner == owner)
+                .values(amount_usd=BudgetHold.amount_usd - amount)
+            )
+
+
+def drop_hold(engine: Engine, campaign_id: int, owner: str) -> None:
+    """The owner is done with the campaign: whatever it still holds is free again."""
+    with session_scope(engine) as s:
+        s.execute(delete(BudgetHold).where(BudgetHold.campaign_id == campaign_id, BudgetHold.owner == owner))
