@@ -9,7 +9,10 @@ and by `SAFETY`) plus an output allowance, at the judge's prices. The allowance 
 `max_tokens` (or `DEFAULT_OUTPUT_ALLOWANCE` without one) until real usage is known. Once replies
 of the same judge to the same template have been seen (in this run, or stored from earlier runs),
 it is `FEW_MARGIN` (1.5) times the longest of them while there are fewer than `MIN_OBSERVED` (20),
-then the `OUTPUT_QUANTILE` (p95) of their output tokens; never more than `max_tokens`. A call is
+then `TAIL_MARGIN` (1.25) times the longest of them (`OUTPUT_QUANTILE` = 1.0 of the last
+`KEEP_OBSERVED`); never more than `max_tokens`. (It was their p95 while the cap was per run; a cap
+users read as the campaign's total must not be overshot by the one reply in twenty longer than
+that.) A call is
 sent only once its estimate is reserved in the database (`store.budget`), where
 
     stored cost of the campaign's replies + every live owner's reservations + estimate ≤ max_cost
@@ -20,9 +23,11 @@ and a call's reservation goes back in the transaction that stores its reply (wit
 A call that does not fit while this run has calls in flight or replies not yet stored waits for
 them (their real cost is usually far below their reservation); the run stops on the budget only
 when a call does not fit with nothing of its own outstanding. So the campaign spends close to the
-cap, and exceeds it only when replies in flight turn out longer than their reservation (the p95 of
-their judge's replies, at most their `max_tokens` allowance): by at most the difference between
-`max_tokens` and the reserved output allowance, at the output price, per call in flight. Calls
+cap — it stops once the next call's reservation no longer fits, so typically within one call's
+reservation of it — and exceeds it only when a reply turns out longer than every reply of its
+judge seen before (and than the slack left by the other calls in flight, which cost less than
+they reserved): by at most the difference between `max_tokens` and the reserved output
+allowance, at the output price, per call in flight. Calls
 answered from the cache cost nothing.
 
 Unknown prices are explicit: a budget cannot be enforced for a judge whose price is unknown, so
@@ -43,9 +48,10 @@ CHARS_PER_TOKEN = 4.0
 SAFETY = 1.25
 DEFAULT_OUTPUT_ALLOWANCE = 1024
 SLICE_CALLS = 4  # a run's reservation grows by about this many calls' estimates at a time
-MIN_OBSERVED = 20  # replies of a judge to a template before their p95 is trusted
+MIN_OBSERVED = 20  # replies of a judge to a template before their longest is trusted
 FEW_MARGIN = 1.5  # with fewer: this many times the longest reply seen
-OUTPUT_QUANTILE = 0.95
+OUTPUT_QUANTILE = 1.0  # the longest reply seen…
+TAIL_MARGIN = 1.25  # …times this, once MIN_OBSERVED replies are known
 KEEP_OBSERVED = 1000  # most recent output-token counts kept per judge and template
 
 ReplyKind = tuple[str, str]  # (judge name, template name): whose replies to which prompt
@@ -137,14 +143,15 @@ class Budget:
     def output_allowance(self, max_output: int | None, key: ReplyKind | None = None) -> int:
         """Output tokens to reserve for a call: `max_output` while no reply of this judge to this
         template is known; then `FEW_MARGIN` × the longest seen until MIN_OBSERVED replies are
-        known, and from then on their OUTPUT_QUANTILE (p95); never more than `max_output`."""
+        known, and from then on TAIL_MARGIN × their OUTPUT_QUANTILE (the longest); never more than
+        `max_output`."""
         cap = max_output or DEFAULT_OUTPUT_ALLOWANCE
         seen = self._out.get(key) if key is not None else None
         if not seen:
             return cap
         if len(seen) < MIN_OBSERVED:
             return max(1, min(cap, math.ceil(FEW_MARGIN * max(seen))))
-        return max(1, min(cap, upper_quantile(seen, OUTPUT_QUANTILE)))
+        return max(1, min(cap, math.ceil(TAIL_MARGIN * upper_quantile(seen, OUTPUT_QUANTILE))))
 
     def estimate(
         self, price: Price | None, prompt_chars: int, max_output: int | None, key: ReplyKind | None = None

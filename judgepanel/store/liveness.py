@@ -31,6 +31,9 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 _BOOT_CHARS = 12
+# PostgreSQL: an owner's lock must be free twice this far apart before its leases are taken; a live
+# owner checks its lock every second (`Runner._heartbeat`) and takes it again after a restart
+GRACE_S = 3.0
 
 
 def _pid_namespace() -> str:
@@ -159,14 +162,29 @@ class Presence:
             return True
 
     def _ensure(self) -> None:
-        if self._conn is None:
+        if self._conn is not None:
+            return
+        error: Exception | None = None
+        for _ in range(12):  # the pool may hold connections a database restart broke: skip those
             fairy = self.engine.raw_connection()
+            try:
+                cur = fairy.cursor()
+                cur.execute("SELECT 1")
+                cur.fetchall()
+                cur.close()
+                fairy.rollback()
+            except Exception as exc:
+                error = exc
+                fairy.invalidate(exc)
+                continue
             fairy.detach()  # never back into the pool: its locks belong to this process's owners
             conn = fairy.dbapi_connection
             assert conn is not None
-            conn.rollback()
             conn.autocommit = True
             self._conn, self._fairy = conn, fairy  # the fairy too: collecting it closes the connection
+            return
+        assert error is not None
+        raise error
 
     def _take(self, owner: str) -> None:
         # blocking: a peer that is giving this owner's jobs back holds the lock for that transaction

@@ -113,6 +113,8 @@ def test_reservations_use_max_tokens_until_replies_are_known() -> None:
         DEFAULT_OUTPUT_ALLOWANCE,
         FEW_MARGIN,
         MIN_OBSERVED,
+        OUTPUT_QUANTILE,
+        TAIL_MARGIN,
         Budget,
         Price,
         upper_quantile,
@@ -130,12 +132,15 @@ def test_reservations_use_max_tokens_until_replies_are_known() -> None:
         b.observe_output(key, n)
     assert b.output_allowance(250, key) == 250  # 1.5 × 200 = 300, capped by max_tokens
     b.observe_output(key, lengths[-1])
-    p95 = upper_quantile(lengths, 0.95)
-    assert p95 == sorted(lengths)[18] == 62  # 19 of 20 replies at or below it
-    assert b.output_allowance(300, key) == p95 and b.output_allowance(50, key) == 50
+    assert upper_quantile(lengths, 0.95) == sorted(lengths)[18] == 62  # 19 of 20 replies at or below it
+    # 1.25 × the longest reply seen (issue 17: the p95 let the one reply in twenty overshoot the
+    # campaign's cap)
+    allowance = round(TAIL_MARGIN * upper_quantile(lengths, OUTPUT_QUANTILE))
+    assert allowance == 1.25 * max(lengths) == 250
+    assert b.output_allowance(300, key) == allowance and b.output_allowance(50, key) == 50
     assert b.output_allowance(300, ("judge", "other.v1")) == 300  # another template: unknown
     price = Price(1.0, 10.0)
-    assert b.estimate(price, 400, 300, key) == pytest.approx(price.cost(125, p95))
+    assert b.estimate(price, 400, 300, key) == pytest.approx(price.cost(125, allowance))
     b.granted(1.0)  # what the database granted this run under the campaign's cap
     assert b.take(0.6) and not b.take(0.6)  # 1.2 > 1.0 while the first is reserved
     assert b.shortfall(0.6) == pytest.approx(0.2)
@@ -152,7 +157,7 @@ def test_reservations_use_max_tokens_until_replies_are_known() -> None:
     drift.released([0.1, 0.2, 0.7, 0.3])
     assert (drift.holding, drift.unreleased, drift.reserved) == (0, 0, 0.0)
     primed = Budget(1.0, observed={key: lengths})  # lengths stored by earlier runs count too
-    assert primed.output_allowance(300, key) == p95
+    assert primed.output_allowance(300, key) == allowance
 
 
 # ---------------------------------------------------------------- unknown cost, the schema sent

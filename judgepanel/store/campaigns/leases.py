@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -64,18 +65,29 @@ def lease_owner_id() -> str:
 
 def reclaim_dead_leases(engine: Engine, campaign_id: int) -> int:
     """Give back to `pending` the jobs leased by owners that are certainly dead (see
-    `store.liveness`: on PostgreSQL an owner whose advisory lock is free, on SQLite a process of
-    this host, boot and PID namespace that no longer exists), and drop their budget holds; every
-    other owner's leases wait for their expiry."""
+    `store.liveness`: on PostgreSQL an owner whose advisory lock is free — twice, `GRACE_S` apart,
+    so a live owner re-connecting after a database restart has time to take its lock again —, on
+    SQLite a process of this host, boot and PID namespace that no longer exists), and drop their
+    budget holds; every other owner's leases wait for their expiry."""
+
+    def candidates() -> list[str]:
+        with session_scope(engine) as s:
+            owners = s.scalars(
+                select(Job.lease_owner)
+                .where(Job.campaign_id == campaign_id, Job.status == "running", Job.lease_owner.is_not(None))
+                .distinct()
+            ).all()
+            holders = s.scalars(select(BudgetHold.owner).where(BudgetHold.campaign_id == campaign_id)).all()
+            found = sorted({o for o in (*owners, *holders) if o and not o.startswith("batch:")})
+            return liveness.dead_owners(s.connection(), found)  # the locks end with this transaction
+
+    suspects = candidates()
+    if not suspects:
+        return 0
+    if engine.dialect.name == "postgresql":
+        time.sleep(liveness.GRACE_S)
     with session_scope(engine) as s:
-        owners = s.scalars(
-            select(Job.lease_owner)
-            .where(Job.campaign_id == campaign_id, Job.status == "running", Job.lease_owner.is_not(None))
-            .distinct()
-        ).all()
-        holders = s.scalars(select(BudgetHold.owner).where(BudgetHold.campaign_id == campaign_id)).all()
-        candidates = sorted({o for o in (*owners, *holders) if o and not o.startswith("batch:")})
-        dead = liveness.dead_owners(s.connection(), candidates)
+        dead = liveness.dead_owners(s.connection(), suspects)
         if not dead:
             return 0
         s.execute(delete(BudgetHold).where(BudgetHold.campaign_id == campaign_id, BudgetHold.owner.in_(dead)))
