@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, or_, select, update
 
@@ -35,32 +36,48 @@ class BudgetState:
         return max(0.0, self.max_cost_usd - self.spent_usd - self.reserved_usd)
 
 
-def spent_in(conn: Connection, campaign_id: int) -> float:
-    v = conn.execute(
-        select(func.sum(Response.cost_usd))
+def _spent_q(campaign_id: int) -> Any:
+    return (
+        select(func.coalesce(func.sum(Response.cost_usd), 0.0))
         .join(Request, Request.id == Response.request_id)
         .join(Job, Job.id == Request.job_id)
         .where(Job.campaign_id == campaign_id)
-    ).scalar()
-    return float(v or 0.0)
+        .scalar_subquery()
+    )
+
+
+def _held_q(campaign_id: int) -> Any:
+    return (
+        select(func.coalesce(func.sum(BudgetHold.amount_usd), 0.0))
+        .where(
+            BudgetHold.campaign_id == campaign_id,
+            or_(BudgetHold.expires.is_(None), BudgetHold.expires > utcnow()),
+        )
+        .scalar_subquery()
+    )
+
+
+def spent_and_held(conn: Connection, campaign_id: int) -> tuple[float, float]:
+    """What the campaign's stored replies cost and what live owners hold, read in ONE statement:
+    on PostgreSQL (READ COMMITTED) two statements could straddle a commit that moves money from
+    held to spent, and count it in neither."""
+    spent, held = conn.execute(select(_spent_q(campaign_id), _held_q(campaign_id))).one()
+    return float(spent or 0.0), max(0.0, float(held or 0.0))
+
+
+def spent_in(conn: Connection, campaign_id: int) -> float:
+    return spent_and_held(conn, campaign_id)[0]
 
 
 def held_in(conn: Connection, campaign_id: int) -> float:
-    now = utcnow()
-    v = conn.execute(
-        select(func.sum(BudgetHold.amount_usd)).where(
-            BudgetHold.campaign_id == campaign_id,
-            or_(BudgetHold.expires.is_(None), BudgetHold.expires > now),
-        )
-    ).scalar()
-    return max(0.0, float(v or 0.0))
+    return spent_and_held(conn, campaign_id)[1]
 
 
 def budget_state(engine: Engine, campaign_id: int) -> BudgetState:
     with session_scope(engine) as s:
         conn = s.connection()
         cap = conn.execute(select(Campaign.max_cost_usd).where(Campaign.id == campaign_id)).scalar()
-        return BudgetState(cap, spent_in(conn, campaign_id), held_in(conn, campaign_id))
+        return BudgetState(cap, *spent_and_held(conn, campaign_id))
 
 
 def set_cap(engine: Engine, campaign_id: int, max_cost_usd: float | None) -> None:
@@ -86,7 +103,8 @@ def reserve(
         if cap is None:
             grant = need + extra
         else:
-            left = cap - spent_in(conn, campaign_id) - held_in(conn, campaign_id)
+            spent, held = spent_and_held(conn, campaign_id)
+            left = cap - spent - held
             if need > left:
                 return 0.0
             grant = need + max(0.0, min(extra, left - need))

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput
 from judgepanel.protocol.pairs import as_label, combine_orders
-from judgepanel.store.budget import held_in, spent_in
+from judgepanel.store.budget import spent_and_held
 from judgepanel.store.campaigns.planning import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
@@ -278,8 +278,7 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             None if saved_batch is None else round(saved_batch, 6),
             None if cost_list is None else round(cost_list, 6),
             c.max_cost_usd if c.max_cost_usd is not None else c.spec.get("max_cost"),
-            round(spent_in(s.connection(), c.id), 6),
-            round(held_in(s.connection(), c.id), 6),
+            *(round(v, 6) for v in spent_and_held(s.connection(), c.id)),
         )
 
 
