@@ -242,14 +242,14 @@ def test_a_run_in_another_pid_namespace_keeps_its_leases_on_sqlite(tmp_path: Pat
     eng = make_engine(url)
     upgrade(eng)
     load_tiny(eng, n_groups=4, per_group=10)
-    with FakeServerProcess("--latency", "0.1", "--seed", "19") as fake:
+    with FakeServerProcess("--latency", "0.3", "--seed", "19") as fake:
         api.create(
             eng,
             "ns",
             dataset=DATASET,
             protocol="pointwise",
             judges=[f"openai:ns?base_url={fake.url}/v1"],
-            repeats=3,
+            repeats=4,
         )
         run = [
             sys.executable,
@@ -282,11 +282,11 @@ def test_a_run_in_another_pid_namespace_keeps_its_leases_on_sqlite(tmp_path: Pat
                     p.kill()
                     p.communicate()
         served = settled_chat_requests(fake)
-    assert counts(eng) == {"done": 120}
+    assert counts(eng) == {"done": 160}
     with eng.connect() as c:
         stored = int(c.execute(text("SELECT count(*) FROM request")).scalar_one())
     eng.dispose()
-    assert served == stored == 120, (served, stored)
+    assert served == stored == 160, (served, stored)
 
 
 def counts_done(url: str) -> int:
