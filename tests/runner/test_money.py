@@ -306,3 +306,31 @@ def _wait_for(cond: Any, procs: list[subprocess.Popen[bytes]], limit: float = 12
                 _, err = p.communicate()
                 raise AssertionError(f"a process ended early ({p.returncode}): {err.decode()[-2000:]}")
         time.sleep(0.05)
+
+
+@pytest.mark.postgres
+def test_postgres_liveness_is_the_owners_advisory_lock(pg_url: str) -> None:
+    """A live owner's leases are never taken, whatever its PID says; once it is gone (its lock
+    free), another run takes them back at once, and its budget hold with them."""
+    from judgepanel.store import campaigns as store
+    from judgepanel.store.budget import budget_state, reserve
+
+    eng = make_engine(pg_url)
+    upgrade(eng)
+    load_tiny(eng, n_groups=1, per_group=4)
+    info = api.create(eng, "live", dataset=DATASET, protocol="pointwise", judges=["sim:x"], max_cost=1.0)
+    host, _pid, _nonce, ns, boot = liveness.owner_id().split(":")
+    owner = f"{host}:{_absent_pid()}:feedbeef:{ns}:{boot}"  # its PID names no process at all
+    presence = liveness.Presence(eng)
+    presence.hold(owner)
+    assert len(store.lease_jobs(eng, info.id, owner, 3, lease_seconds=600)) == 3
+    assert reserve(eng, info.id, owner, 0.25, 0.0, 600) == 0.25
+    other = make_engine(pg_url)  # another process's view
+    assert store.reclaim_dead_leases(other, info.id) == 0
+    assert budget_state(other, info.id).reserved_usd == pytest.approx(0.25)
+    presence.drop(owner)  # the owner ends without giving anything back (as a SIGKILL would)
+    assert store.reclaim_dead_leases(other, info.id) == 3
+    assert budget_state(other, info.id).reserved_usd == 0.0
+    assert counts(other) == {"pending": 4}
+    other.dispose()
+    eng.dispose()
