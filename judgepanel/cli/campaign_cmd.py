@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -301,8 +302,8 @@ def run(
     --max-cost (or, with --batch, still waiting in open batches); 130 on Ctrl-C; 2 on bad input;
     1 otherwise."""
     if batch:
-        if max_cost is not None:
-            raise BadInput("--max-cost is not supported with --batch (a batch is priced when it ends)")
+        if max_cost is not None and not (max_cost >= 0 and math.isfinite(max_cost)):
+            raise BadInput(f"--max-cost must be a non-negative number of USD, got {max_cost}")
         from judgepanel.runner.batch import BatchOptions
 
         bopts = BatchOptions(
@@ -311,6 +312,7 @@ def run(
             no_cache=no_cache,
             wait=not no_wait,
             retry_failed=retry_failed,
+            max_cost=max_cost,
         )
         bopts.validate()
         _execute_batch(ctx, name, bopts, json_)

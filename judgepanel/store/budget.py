@@ -137,6 +137,19 @@ def release(conn: Connection, owner: str, amounts: Sequence[tuple[int, float]]) 
             )
 
 
+def move_hold(conn: Connection, campaign_id: int, from_owner: str, to_owner: str, amount: float) -> None:
+    """Hand `amount` of one owner's hold to another that never expires (a provider batch, until it
+    is closed), inside the caller's transaction."""
+    conn.execute(
+        update(BudgetHold)
+        .where(BudgetHold.campaign_id == campaign_id, BudgetHold.owner == from_owner)
+        .values(amount_usd=BudgetHold.amount_usd - amount)
+    )
+    conn.execute(
+        insert(BudgetHold).values(campaign_id=campaign_id, owner=to_owner, amount_usd=amount, expires=None)
+    )
+
+
 def drop_hold(engine: Engine, campaign_id: int, owner: str) -> None:
     """The owner is done with the campaign: whatever it still holds is free again."""
     with session_scope(engine) as s:

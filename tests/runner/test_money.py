@@ -334,3 +334,35 @@ def test_postgres_liveness_is_the_owners_advisory_lock(pg_url: str) -> None:
     assert counts(other) == {"pending": 4}
     other.dispose()
     eng.dispose()
+
+
+def test_batch_submissions_stay_under_the_campaign_cap(db_url: str, keys_env: dict[str, str]) -> None:
+    """`campaign run --batch --max-cost`: a batch is submitted only with what its estimated cost
+    (at the batch discount) leaves under the campaign's cap, reserved until the batch is closed;
+    three batch runs together stay under the one cap."""
+    from judgepanel.fake.server import FakeServer
+    from tests.runner.test_batch import create, judge, run_batch
+
+    eng = make_engine(db_url)
+    upgrade(eng)
+    load_tiny(eng)
+    fake = FakeServer(batch_seconds=0.2, seed=5)
+    fake.start_in_thread()
+    try:
+        create(db_url, "bprobe", judge("openai", fake.url, "bprobe"), limit=4)
+        probe = run_batch(db_url, "bprobe")
+        per_call = probe["cost_usd"] / probe["collected"]
+        cap = 10 * per_call
+        create(db_url, "bcap", judge("openai", fake.url, "bcap"), limit=20)
+        first = run_batch(db_url, "bcap", "--max-cost", f"{cap:.10f}", code=3)
+        assert first["status"] == "budget" and 0 < first["submitted"] < first["jobs"], first
+        for _ in range(2):
+            again = run_batch(db_url, "bcap", code=3)  # the recorded cap holds for later runs
+            assert again["status"] == "budget", again
+        status = as_json(cli("campaign", "status", "bcap", "--json", db=db_url), 0)
+    finally:
+        fake.stop()
+        eng.dispose()
+    assert status["max_cost_usd"] == pytest.approx(cap)
+    assert 0 < status["spent_usd"] <= cap * (1 + 1e-9), (status["spent_usd"], cap)
+    assert status["done"] < status["jobs"] and status["reserved_usd"] == 0.0
