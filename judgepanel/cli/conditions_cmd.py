@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json
+from judgepanel.cli.render import SIMULATED_WORD, emit_json, simulated
 
 
 def conditions(
@@ -39,8 +39,9 @@ def conditions(
     from judgepanel.metrics.conditions import STATISTICS
     from judgepanel.store.conditions import condition_report
 
+    engine = state(ctx).engine()
     report = condition_report(
-        state(ctx).engine(),
+        engine,
         campaign,
         human_group,
         dimension=dimension,
@@ -50,7 +51,7 @@ def conditions(
         n_boot=bootstrap,
         seed=seed,
     )
-    out = report.as_dict()
+    out = {**report.as_dict(), "simulated": simulated(engine, [campaign])}
     if json_:
         emit_json(out)
         return
@@ -68,6 +69,8 @@ def conditions(
         return f"{num(v)} [{num(ci[0])}, {num(ci[1])}]"
 
     where = f"{out['campaign']} / {out['dimension'] or '(no dimension)'} / {out['judge']}"
+    if out["simulated"]:
+        where = f"{SIMULATED_WORD} · {where}"
     typer.echo(
         f"{where} vs {out['human_group']} ({out['reference']}), scale {out['scale'][0]:g}..{out['scale'][1]:g}; "
         f"95 % CI over {out['bootstrap']} item resamples (seed {out['seed']})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, table, warn
+from judgepanel.cli.render import emit_json, sim_title, simulated, table, warn
 
 
 def prevalence(
@@ -26,8 +26,9 @@ def prevalence(
     from judgepanel.metrics.prevalence import corrected_prevalence
     from judgepanel.store.outcomes import pass_fail
 
+    engine = state(ctx).engine()
     pf = pass_fail(
-        state(ctx).engine(),
+        engine,
         campaign,
         human_group=human_group,
         threshold=threshold,
@@ -43,6 +44,7 @@ def prevalence(
         "dimension": pf.dimension,
         "threshold": pf.threshold,
         "human_group": pf.human_group,
+        "simulated": simulated(engine, [campaign]),
     }
     if json_:
         emit_json(out)
@@ -56,7 +58,10 @@ def prevalence(
 
     ci = "—" if d["ci"] is None else f"[{d['ci'][0]:.3f}, {d['ci'][1]:.3f}]"
     table(
-        f"{pf.judge}: pass = score ≥ {threshold:g} on {pf.dimension or 'the task'}, truth = {human_group} mean",
+        sim_title(
+            f"{pf.judge}: pass = score ≥ {threshold:g} on {pf.dimension or 'the task'}, truth = {human_group} mean",
+            bool(out["simulated"]),
+        ),
         ["raw rate", "corrected rate", "95 % CI", "TPR", "TNR", "labelled", "unlabelled"],
         [
             [

@@ -44,10 +44,21 @@ def _say(json_: bool) -> Any:
     return (lambda _m: None) if json_ else (lambda m: console.print(f"• {m}"))
 
 
-def _status_out(rec: IterationRecord, json_: bool) -> None:
+def _simulated(engine: Any, rec: IterationRecord) -> bool:
+    from judgepanel.store.simulated import iteration_simulated
+
+    return iteration_simulated(engine, rec.inputs, rec.campaigns)
+
+
+SIM_NOTE = "SIMULATED: these figures rest on simulated judges or a simulated editor, not real models"
+
+
+def _status_out(rec: IterationRecord, json_: bool, simulated: bool) -> None:
     if json_:
-        emit_json(rec.status_dict())
+        emit_json({**rec.status_dict(), "simulated": simulated})
         return
+    if simulated:
+        typer.echo(SIM_NOTE)
     typer.echo(f"iteration {rec.name} on {rec.dataset}; criterion: {rec.criterion or '(not declared)'}")
     table(
         None,
@@ -171,16 +182,19 @@ def run(
         stop_after=stop_after,
         say=_say(json_),
     )
+    simulated = _simulated(engine, rec)
     if json_:
-        out = rec.status_dict()
+        out = {**rec.status_dict(), "simulated": simulated}
         if rec.comparison is not None:
-            out["comparison"] = rec.comparison
+            out["comparison"] = {**rec.comparison, "simulated": simulated}
         emit_json(out)
         return
     if rec.comparison is not None:
+        if simulated:
+            typer.echo(SIM_NOTE)
         print_comparison(rec.comparison, f"repair {name}: before/after on the evaluation split")
     else:
-        _status_out(rec, False)
+        _status_out(rec, False, simulated)
 
 
 @app.command("select")
@@ -245,19 +259,25 @@ def evaluate(
     """The panel under the original and both edited versions, on the evaluation split only."""
     from judgepanel.repair import iteration as rep
 
-    rec = rep.evaluate(state(ctx).engine(), name, _opts(concurrency, max_cost), criterion=criterion)
-    _status_out(rec, json_)
+    engine = state(ctx).engine()
+    rec = rep.evaluate(engine, name, _opts(concurrency, max_cost), criterion=criterion)
+    _status_out(rec, json_, _simulated(engine, rec))
 
 
 @app.command("compare")
 def compare(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Inter-judge α and agreement with humans per version, paired CIs, the criterion's verdict."""
     from judgepanel.repair import iteration as rep
+    from judgepanel.store import repair as store
 
-    c = rep.compare(state(ctx).engine(), name)
+    engine = state(ctx).engine()
+    c = rep.compare(engine, name)
+    simulated = _simulated(engine, store.get_iteration(engine, name))
     if json_:
-        emit_json(c)
+        emit_json({**c, "simulated": simulated})
         return
+    if simulated:
+        typer.echo(SIM_NOTE)
     print_comparison(c, f"repair {name}: before/after on the evaluation split")
 
 
@@ -266,7 +286,9 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
     """Steps done / pending, the campaigns and rubric versions of an iteration, its criterion."""
     from judgepanel.store import repair as store
 
-    _status_out(store.get_iteration(state(ctx).engine(), name), json_)
+    engine = state(ctx).engine()
+    rec = store.get_iteration(engine, name)
+    _status_out(rec, json_, _simulated(engine, rec))
 
 
 @app.command("list")
@@ -283,7 +305,7 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
         ["name", "dataset", "rubric", "steps done", "next", "verdict"],
         [
             [
-                r["name"],
+                r["name"] + (" (simulated)" if r["simulated"] else ""),
                 r["dataset"],
                 r["rubric"],
                 r["steps_done"],

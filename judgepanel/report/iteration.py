@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 
 from judgepanel.report import plots
 from judgepanel.store.repair import get_iteration
+from judgepanel.store.simulated import iteration_simulated
 
 VERSIONS = ("original", "contested", "control")
 
@@ -49,20 +50,33 @@ def word_diff(old: str, new: str) -> tuple[str, str]:
 
 
 def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
-    """`{"name", "html", "markdown", "plots"}` for the report templates."""
+    """`{"name", "html", "markdown", "plots", "simulated", "judges", "editor"}` for the report
+    templates."""
     rec = get_iteration(engine, name)
     comp = rec.comparison
+    simulated = iteration_simulated(engine, rec.inputs, rec.campaigns)
+    judges = [str(j) for j in rec.inputs.get("judges") or []]
+    editor = str(rec.inputs.get("editor") or "")
+    badge = " <span class='badge'>simulated</span>" if simulated else ""
     head = (
         f"<p>Dataset {html.escape(rec.dataset)} · rubric versions: "
         + " · ".join(f"{v} <code>{html.escape(str(rec.rubrics.get(v)))}</code>" for v in VERSIONS)
         + f" · control seed {rec.control_seed}</p>"
+        + "<p>Judges: "
+        + ", ".join(f"<code>{html.escape(j)}</code>" for j in judges)
+        + f" · editor <code>{html.escape(editor)}</code>{badge}</p>"
     )
     md = [
         f"Dataset {rec.dataset}; rubric versions: "
         + ", ".join(f"{v} `{rec.rubrics.get(v)}`" for v in VERSIONS)
         + f"; control seed {rec.control_seed}.",
         "",
+        f"Judges: {', '.join(f'`{j}`' for j in judges)}; editor `{editor}`"
+        + (" (**simulated**)" if simulated else "")
+        + ".",
+        "",
     ]
+    extra = {"simulated": simulated, "judges": judges, "editor": editor}
     if comp is None:
         pending = [s for s, state in rec.steps.items() if state != "done"]
         note = f"The iteration is not compared yet (pending steps: {', '.join(pending)})."
@@ -71,6 +85,7 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
             "html": head + f"<p class='muted'>{html.escape(note)}</p>",
             "markdown": "\n".join([*md, note]),
             "plots": 0,
+            **extra,
         }
     alpha = comp["alpha"]
     human = comp["human"]
@@ -155,4 +170,4 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         "|---|---|---|---|---|",
         *md_rewrites,
     ]
-    return {"name": name, "html": body, "markdown": "\n".join(md), "plots": 2}
+    return {"name": name, "html": body, "markdown": "\n".join(md), "plots": 2, **extra}

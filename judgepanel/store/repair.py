@@ -36,6 +36,7 @@ from judgepanel.store.models import (
 )
 from judgepanel.store.queries import dataset_by_name
 from judgepanel.store.rubrics import _add, load_rubric_version, rubric_version
+from judgepanel.store.simulated import iteration_simulated
 
 STEPS = ("dev", "select", "rewrite", "evaluate", "compare")
 
@@ -178,6 +179,7 @@ def list_iterations(engine: Engine) -> list[dict[str, Any]]:
                     "criterion": r.criterion,
                     "verdict": (r.comparison or {}).get("verdict"),
                     "created_at": it.created_at.isoformat(timespec="seconds"),
+                    "simulated": iteration_simulated(engine, r.inputs, r.campaigns),
                 }
             )
         return out
