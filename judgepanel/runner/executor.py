@@ -405,7 +405,7 @@ class Runner:
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._growing = asyncio.Lock()  # one database reservation at a time per run
         self._record_cap = False
-        self.presence = liveness.presence(engine)
+        self.presence = liveness.Presence(engine)  # its own connection, closed when the run ends
         self._expo = wait_exponential_jitter(
             multiplier=self.opts.retry.initial_wait,
             max=self.opts.retry.max_wait,

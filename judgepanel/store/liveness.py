@@ -107,9 +107,9 @@ def dead_owners(conn: Connection, owners: Iterable[str]) -> list[str]:
 
 
 class Presence:
-    """The advisory locks that say this process's owners are alive (PostgreSQL; a no-op on SQLite).
+    """The advisory locks that say a run's owners are alive (PostgreSQL; a no-op on SQLite).
 
-    One connection of its own per engine, outside the pool (a pooled connection would carry the
+    One connection of its own, outside the pool (a pooled connection would carry the
     locks to its next user). `check()` re-connects and takes the locks again after the connection
     was lost (a database restart drops every session's locks)."""
 
@@ -203,16 +203,3 @@ class Presence:
             with contextlib.suppress(Exception):
                 self._conn.close()
         self._conn = self._fairy = None
-
-
-_PRESENCE: dict[int, Presence] = {}
-_PRESENCE_LOCK = threading.Lock()
-
-
-def presence(engine: Engine) -> Presence:
-    """This process's `Presence` for `engine` (one per engine)."""
-    with _PRESENCE_LOCK:
-        p = _PRESENCE.get(id(engine))
-        if p is None or p.engine is not engine:
-            p = _PRESENCE[id(engine)] = Presence(engine)
-        return p
