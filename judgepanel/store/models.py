@@ -231,6 +231,8 @@ class Campaign(Base):
     status: Mapped[str] = mapped_column(String(20), default="planned")
     spec: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # the cap on the campaign's total spend (every run, worker and batch); None = no cap
+    max_cost_usd: Mapped[float | None] = mapped_column(Float)
 
 
 class CampaignJudge(Base):
@@ -410,6 +412,19 @@ class RateBucket(Base):
     refill_per_s: Mapped[float] = mapped_column(Float)
     tokens: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
+
+
+class BudgetHold(Base):
+    """Money one lease owner (a run or a worker) has reserved under its campaign's cap for calls in
+    flight or replies not yet stored; `expires` is renewed with the owner's leases."""
+
+    __tablename__ = "budget_hold"
+    __table_args__ = (UniqueConstraint("campaign_id", "owner"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id", ondelete="CASCADE"))
+    owner: Mapped[str] = mapped_column(String(300))
+    amount_usd: Mapped[float] = mapped_column(Float)
+    expires: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class ProviderBatch(Base):
