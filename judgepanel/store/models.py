@@ -332,6 +332,9 @@ class Campaign(Base):
     created_at: Mapped[datetime] = mapped_column(
         DateTime, default=utcnow, doc="when the campaign was created (UTC)"
     )
+    max_cost_usd: Mapped[float | None] = mapped_column(
+        Float, doc="the cap on the campaign's total spend (every run, worker and batch) in USD; null = no cap"
+    )
 
 
 class CampaignJudge(Base):
@@ -621,6 +624,25 @@ class RateBucket(Base):
     refill_per_s: Mapped[float] = mapped_column(Float, doc="tokens added per second")
     tokens: Mapped[float] = mapped_column(Float, doc="tokens left at updated_at")
     updated_at: Mapped[float] = mapped_column(Float, doc="when tokens was last computed (epoch seconds)")
+
+
+class BudgetHold(Base):
+    """Money one lease owner (a run or a worker) has reserved under its campaign's cap for calls in
+    flight or replies not yet stored; `expires` is renewed with the owner's leases."""
+
+    __tablename__ = "budget_hold"
+    __table_args__ = (UniqueConstraint("campaign_id", "owner"),)
+    id: Mapped[int] = mapped_column(primary_key=True, doc="row id")
+    campaign_id: Mapped[int] = mapped_column(
+        ForeignKey("campaign.id", ondelete="CASCADE"), doc="the campaign whose cap the money is held under"
+    )
+    owner: Mapped[str] = mapped_column(String(300), doc="the lease owner (run or worker) holding it")
+    amount_usd: Mapped[float] = mapped_column(
+        Float, doc="USD reserved for calls in flight or replies not yet stored"
+    )
+    expires: Mapped[datetime | None] = mapped_column(
+        DateTime, doc="when the hold lapses unless renewed with the owner's leases (UTC)"
+    )
 
 
 class ProviderBatch(Base):

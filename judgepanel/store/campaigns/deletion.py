@@ -2,7 +2,7 @@
 transaction, or nothing.
 
 Belongs to the campaign: its jobs, their requests, responses, verdicts and clause verdicts, its
-provider batches and their job rows, and its judge links. Shared rows stay: judges, datasets,
+provider batches and their job rows, its budget holds, and its judge links. Shared rows stay: judges, datasets,
 pair sets, rubric versions. Refused (one line, nothing deleted) while
 
 - a job is leased (`running` under a lease that has not expired: a worker, a run or an open
@@ -27,6 +27,7 @@ from judgepanel.errors import BadInput
 from judgepanel.store.campaigns.planning import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
+    BudgetHold,
     Campaign,
     CampaignJudge,
     ClauseVerdict,
@@ -120,6 +121,7 @@ def delete_campaign(engine: Engine, name: str) -> Deleted:
         run("request", delete(Request).where(Request.job_id.in_(jobs)))
         run("provider_batch", delete(ProviderBatch).where(ProviderBatch.campaign_id == cid))
         run("job", delete(Job).where(Job.campaign_id == cid))
+        run("budget_hold", delete(BudgetHold).where(BudgetHold.campaign_id == cid))
         run("campaign_judge", delete(CampaignJudge).where(CampaignJudge.campaign_id == cid))
         run("campaign", delete(Campaign).where(Campaign.id == cid))
         return Deleted(name, rows)
