@@ -108,8 +108,8 @@ annotator = Table(
     Column("name", String(length=200), nullable=False),
     Column("kind", String(length=10), nullable=False, default="human"),
     Column("group", String(length=100), nullable=True),
-    UniqueConstraint("dataset_id", "name"),
     CheckConstraint("kind IN ('human', 'llm')", name="kind"),
+    UniqueConstraint("dataset_id", "name"),
 )
 
 item = Table(
@@ -155,8 +155,8 @@ rubric_version = Table(
     Column("content_hash", String(length=64), nullable=False),
     Column("body", JSON, nullable=False),
     Column("created_at", DateTime, nullable=False, default=utcnow),
-    CheckConstraint("author IN ('manual', 'editor')", name="author"),
     UniqueConstraint("rubric_id", "version"),
+    CheckConstraint("author IN ('manual', 'editor')", name="author"),
 )
 
 allocation_item = Table(
@@ -187,6 +187,7 @@ campaign = Table(
     Column("status", String(length=20), nullable=False, default="planned"),
     Column("spec", JSON, nullable=False, default=dict),
     Column("created_at", DateTime, nullable=False, default=utcnow),
+    Column("max_cost_usd", Float, nullable=True),
     CheckConstraint("protocol IN ('pairwise', 'pointwise', 'clauses', 'editor')", name="protocol"),
 )
 
@@ -224,8 +225,8 @@ pair = Table(
     Column("position", Integer, nullable=False),
     Column("item_a_id", Integer, ForeignKey("item.id", ondelete="CASCADE"), nullable=False),
     Column("item_b_id", Integer, ForeignKey("item.id", ondelete="CASCADE"), nullable=False),
-    UniqueConstraint("pair_set_id", "item_a_id", "item_b_id"),
     UniqueConstraint("pair_set_id", "position"),
+    UniqueConstraint("pair_set_id", "item_a_id", "item_b_id"),
 )
 
 repair_iteration = Table(
@@ -248,6 +249,17 @@ repair_iteration = Table(
     Column("comparison", JSON, nullable=True),
     Column("created_at", DateTime, nullable=False, default=utcnow),
     Column("updated_at", DateTime, nullable=False, default=utcnow),
+)
+
+budget_hold = Table(
+    "budget_hold",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("campaign_id", Integer, ForeignKey("campaign.id", ondelete="CASCADE"), nullable=False),
+    Column("owner", String(length=300), nullable=False),
+    Column("amount_usd", Float, nullable=False),
+    Column("expires", DateTime, nullable=True),
+    UniqueConstraint("campaign_id", "owner"),
 )
 
 campaign_judge = Table(
@@ -276,8 +288,8 @@ job = Table(
     Column("lease_owner", String(length=100), nullable=True),
     Column("lease_expires", DateTime, nullable=True),
     Column("updated_at", DateTime, nullable=False, default=utcnow),
-    UniqueConstraint("campaign_id", "job_key"),
     CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
+    UniqueConstraint("campaign_id", "job_key"),
     Index("ix_job_campaign_status", "campaign_id", "status"),
 )
 
@@ -288,8 +300,8 @@ pair_label = Table(
     Column("pair_id", Integer, ForeignKey("pair.id", ondelete="CASCADE"), nullable=False),
     Column("annotator_id", Integer, ForeignKey("annotator.id", ondelete="CASCADE"), nullable=False),
     Column("value", String(length=1), nullable=False),
-    CheckConstraint("value IN ('A', 'B', 'T')", name="value"),
     UniqueConstraint("pair_id", "annotator_id"),
+    CheckConstraint("value IN ('A', 'B', 'T')", name="value"),
 )
 
 provider_batch = Table(
@@ -321,8 +333,8 @@ provider_batch_job = Table(
     Column("attempt", Integer, nullable=False),
     Column("request_hash", String(length=64), nullable=False),
     Column("state", String(length=20), nullable=False),
-    UniqueConstraint("batch_pk", "custom_id"),
     UniqueConstraint("batch_pk", "job_id"),
+    UniqueConstraint("batch_pk", "custom_id"),
 )
 
 request = Table(
@@ -382,8 +394,8 @@ verdict = Table(
     Column("score", Float, nullable=True),
     Column("rationale", Text, nullable=True),
     Column("created_at", DateTime, nullable=False, default=utcnow),
-    UniqueConstraint("job_id", "attempt"),
     CheckConstraint("parse_status IN ('ok', 'partial', 'failed')", name="parse_status"),
+    UniqueConstraint("job_id", "attempt"),
 )
 
 clause_verdict = Table(

@@ -251,12 +251,12 @@ ORM = ("sqlalchemy.orm", "judgepanel.store.models")
 
 
 def test_read_commands_load_no_orm(finished_campaign: str) -> None:
-    """`campaign list`, `campaign status` (table and JSON) and `metrics agreement` (with and
-    without the judges' columns) read the store through SQLAlchemy Core."""
+    """`campaign list` and `metrics agreement` (with and without the judges' columns) read the
+    store through SQLAlchemy Core. (`campaign status` did too, until it began reading the budget
+    through `store.budget`, which is written against the ORM models.)"""
     for argvs in (
         [["campaign", "list"]],
         [["campaign", "list", "--json"]],
-        [["campaign", "status", "c"], ["campaign", "status", "c", "--json"]],
         [["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"]],
         [
             [
