@@ -11,7 +11,6 @@ from sqlalchemy import Connection, Engine, Row, Select, and_, func, select
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.pairs import as_label, combine_orders
-from judgepanel.store.budget import spent_and_held  # loads the ORM (store.models): see notes/speed.md
 from judgepanel.store.rater_sources import MatrixScope, register_rater_source
 
 # Core tables, not the ORM models: `campaign status`, `campaign list` and the rating matrices read
@@ -120,6 +119,8 @@ class CampaignStatus:
 
 
 def campaign_status(engine: Engine, name: str) -> CampaignStatus:
+    from judgepanel.store.budget import spent_and_held  # the ORM models: only for the status
+
     with engine.connect() as s:
         c = _campaign(s, name)
         by_judge: dict[str, dict[str, Any]] = {}
