@@ -73,6 +73,7 @@ class ParsedVerdict:
     error: str | None = None  # why parsing failed
     warnings: tuple[str, ...] = ()  # ok but incomplete: unanswered or unknown clause ids
     missing: tuple[str, ...] = ()  # clauses: expected ids without a true/false answer
+    span: tuple[int, int] | None = None  # where in the reply text the answer read stands (None: structured)
 
 
 # ---------------------------------------------------------------- values
@@ -633,7 +634,7 @@ def _is_whole(text: str, found: _Found) -> bool:
     return body == text[found.start : found.end].strip()
 
 
-def _result(reading: _Reading, method: str) -> ParsedVerdict:
+def _result(reading: _Reading, method: str, span: tuple[int, int] | None = None) -> ParsedVerdict:
     if reading.error is not None:
         return ParsedVerdict(
             ok=False, method=None, clauses=reading.clauses, error=reading.error, warnings=reading.warnings
@@ -647,6 +648,7 @@ def _result(reading: _Reading, method: str) -> ParsedVerdict:
         clauses=reading.clauses,
         warnings=reading.warnings,
         missing=tuple(cid for cid, (met, _) in reading.clauses.items() if met is None),
+        span=span,
     )
 
 
@@ -785,6 +787,7 @@ def _pattern_lines(schema: _Schema, pattern: re.Pattern[str], text: str) -> list
 def _parse_text(
     schema: _Schema, text: str, quoted: Sequence[str] = (), pattern: re.Pattern[str] | None = None
 ) -> ParsedVerdict:
+    base = 0  # where `text` starts in the reply
     if text.lstrip().startswith(_THINK_OPEN):
         # a reasoning model's scratchpad holds drafts, not answers: read only what follows it
         close = text.rfind(_THINK_CLOSE)
@@ -792,7 +795,8 @@ def _parse_text(
             return ParsedVerdict(
                 ok=False, error="the reply ends inside its <think> block (truncated reasoning?)"
             )
-        text = text[close + len(_THINK_CLOSE) :]
+        base = close + len(_THINK_CLOSE)
+        text = text[base:]
     offset = max(0, len(text) - MAX_SCAN)
     tail = text[offset:]
     found, unclosed = _json_objects(tail)
@@ -814,11 +818,13 @@ def _parse_text(
     last_obj = answers[-1] if answers else None
     if isinstance(schema, _Clauses) and lines and last_obj is not None:
         lines = [ln for ln in lines if ln[0] >= last_obj.end]
+    at = base + offset  # where `tail` starts in the reply
     if lines and (last_obj is None or lines[-1][0] >= last_obj.end):
-        return _result(schema.from_lines(tail, lines), "line_tail")
+        span = (at + lines[-1][0], at + lines[-1][1])
+        return _result(schema.from_lines(tail, lines), "line_tail", span)
     if last_obj is not None:
         method = "structured" if offset == 0 and _is_whole(text, last_obj) else "json_tail"
-        return _result(schema.from_object(last_obj.obj), method)
+        return _result(schema.from_object(last_obj.obj), method, (at + last_obj.start, at + last_obj.end))
     if not text.strip():
         return ParsedVerdict(ok=False, error="empty reply")
     if unclosed:
