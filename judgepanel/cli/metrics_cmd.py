@@ -122,8 +122,14 @@ def _selection(
 
 
 def _source(sel: SelectedMatrix, pairs: str | None) -> dict[str, Any]:
-    """The `--json` keys that say where the labels came from."""
-    return {"dataset": sel.dataset, "pairs": pairs, "dimension": sel.matrix.dimension}
+    """The `--json` keys that say where the labels came from (a logprob-scored judge's column
+    holds its argmax verdict: these coefficients compare categories)."""
+    return {
+        "dataset": sel.dataset,
+        "pairs": pairs,
+        "dimension": sel.matrix.dimension,
+        "score_source": "argmax",
+    }
 
 
 def _provenance(

@@ -43,6 +43,7 @@ def prevalence(
         "dimension": pf.dimension,
         "threshold": pf.threshold,
         "human_group": pf.human_group,
+        "score_source": pf.score_source,
     }
     if json_:
         emit_json(out)

@@ -2,7 +2,8 @@
 study (`metrics conditions`): the statistics live in `metrics.conditions`, this module only
 collects the arrays and the texts a disagreement case shows.
 
-What is compared, per condition (`none`, `criteria`, `rubric`): one judge's accepted score on an
+What is compared, per condition (`none`, `criteria`, `rubric`): one judge's accepted verdict (its
+argmax score, also for a `scoring=logprobs` judge whose stored score is the expectation) on an
 item (repeat 0: a campaign with `--repeats N` is compared on its first sample) against the human
 reference on the same item and dimension — the group's mean rounded half up, or, with
 `per_human`, each human's own rating. Items without a human rating of that dimension are left out
@@ -78,6 +79,7 @@ class ConditionData:
     reference: list[float]  # per item: the rounded group mean
     scores: dict[str, dict[int, JudgeScore]]  # condition -> item index -> judge score
     skipped: dict[str, int] = field(default_factory=dict)
+    score_source: str = "argmax"  # a logprob-scored judge is compared on its argmax verdict
 
     def comparisons(self) -> dict[str, Comparisons]:
         out: dict[str, Comparisons] = {}
@@ -120,6 +122,13 @@ def _canonical(judge: str | None) -> str | None:
         return parse_spec(judge).name
     except JudgepanelError:
         return judge
+
+
+def _argmax(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _scale(s: Session, c: Campaign, dimension: str | None) -> tuple[int, int]:
@@ -181,9 +190,11 @@ def load_condition_data(
         lo, hi = _scale(s, c, dim)
         categories = tuple(float(v) for v in range(lo, hi + 1))
 
-        # the judge's accepted scores, latest accepted attempt per job
+        # the judge's accepted verdicts, latest accepted attempt per job: the argmax verdict, also
+        # for a `scoring=logprobs` judge whose stored score is the expectation (every statistic
+        # here reads the scale's categories)
         q = (
-            select(Job.condition, Job.item_id, Verdict.attempt, Verdict.score, Verdict.rationale)
+            select(Job.condition, Job.item_id, Verdict.attempt, Verdict.value_canonical, Verdict.rationale)
             .join(Judge, Judge.id == Job.judge_id)
             .join(Verdict, Verdict.job_id == Job.id)
             .where(
@@ -192,15 +203,16 @@ def load_condition_data(
                 Job.repeat == 0,
                 Judge.name == jname,
                 Verdict.parse_status == "ok",
-                Verdict.score.is_not(None),
+                Verdict.value_canonical.is_not(None),
             )
             .order_by(Job.id, Verdict.attempt)
         )
         q = q.where(Job.dimension.is_(None)) if dim is None else q.where(Job.dimension == dim)
         by_cond: dict[str, dict[int, JudgeScore]] = defaultdict(dict)
-        for cond, item_id, _attempt, score, rationale in s.execute(q):
+        for cond, item_id, _attempt, shown, rationale in s.execute(q):
+            score = _argmax(shown)
             if item_id is not None and score is not None:
-                by_cond[cond or "none"][item_id] = JudgeScore(float(score), rationale)
+                by_cond[cond or "none"][item_id] = JudgeScore(score, rationale)
         if not by_cond:
             raise NotFound(f"campaign {campaign!r} has no accepted verdicts of {jname} yet (run it first)")
 
@@ -357,6 +369,7 @@ class ConditionReport:
             "judge": d.judge,
             "human_group": d.group,
             "reference": "each human" if d.per_human else "rounded group mean",
+            "score_source": d.score_source,
             "scale": [d.categories[0], d.categories[-1]],
             "bootstrap": st.n_boot,
             "confidence": st.confidence,

@@ -95,6 +95,9 @@ class Panel:
     campaign: str | None = None  # set when the judges are a campaign's
     condition: str | None = None  # the pointwise condition read (campaign judges)
     unit: str = "item"  # item | pair
+    # campaign judges scored with logprobs: which score was read (`protocol.logprobs`), the argmax
+    # verdict or the expectation; None for imported judges
+    score_source: str | None = None
 
     @property
     def numeric(self) -> bool:
@@ -341,9 +344,12 @@ def read_campaign_panel(
     dimension: str | None = None,
     condition: str | None = None,
     label_map: Mapping[str, str] | None = None,
+    score_source: str = "argmax",
 ) -> Panel:
     """The panel of a campaign's own judges against the humans of its dataset (see the module
-    docstring). Only verdicts of done jobs that parsed, first sample (repeat 0)."""
+    docstring). Only verdicts of done jobs that parsed, first sample (repeat 0). A pointwise
+    judge's label is its argmax verdict, or with `score_source="expectation"` its stored score
+    (the expectation of a `scoring=logprobs` judge, the argmax of any other)."""
     c = campaign_by_name(s, campaign)
     ds = s.get(Dataset, c.dataset_id)
     assert ds is not None
@@ -374,7 +380,7 @@ def read_campaign_panel(
         .order_by(Job.id)
     )
     mapping = dict(label_map or {})
-    extra: dict[str, Any] = {"campaign": campaign, "condition": cond}
+    extra: dict[str, Any] = {"campaign": campaign, "condition": cond, "score_source": score_source}
     if c.protocol == "pointwise":
         if dim is None:
             raise BadInput(f"campaign {campaign!r} names no dimension to compare with human labels")
@@ -382,10 +388,11 @@ def read_campaign_panel(
         human_rows = _annotator_labels(s, ds, dim, ["human"])
         judge_rows: list[Row] = []
         seen: set[tuple[str, int]] = set()
-        for name, item, _pid, _order, _shown, score in s.execute(done):
-            if item is not None and score is not None and (name, item) not in seen:
+        for name, item, _pid, _order, shown, score in s.execute(done):
+            value = score if score_source == "expectation" else _number(shown or "")
+            if item is not None and value is not None and (name, item) not in seen:
                 seen.add((name, item))  # a re-asked job keeps its first accepted verdict
-                judge_rows.append((item, name, float(score), f"{float(score):.15g}"))
+                judge_rows.append((item, name, float(value), f"{float(value):.15g}"))
         units = [
             (i, e, g)
             for i, e, g in s.execute(
@@ -811,7 +818,13 @@ def _source(panel: Panel) -> dict[str, Any]:
         "dimension": panel.dimension,
         "condition": panel.condition,
         "unit": panel.unit,
+        "score_source": panel.score_source,
     }
+
+
+def score_source_of(scorer: str) -> str:
+    """Which score of a logprob-scored judge a scorer reads: RMSE the expectation, accuracy the argmax."""
+    return "expectation" if scorer == "neg-rmse" else "argmax"
 
 
 def load_panel(
@@ -823,6 +836,7 @@ def load_panel(
     label_map: Mapping[str, str] | None = None,
     campaign: str | None = None,
     condition: str | None = None,
+    score_source: str = "argmax",
 ) -> Panel:
     """The panel to validate: a campaign's own judges when ``campaign`` is given (``dataset``
     then only checks that it is the campaign's), else the imported llm annotators of ``dataset``."""
@@ -836,6 +850,7 @@ def load_panel(
                 dimension=dimension,
                 condition=condition,
                 label_map=label_map,
+                score_source=score_source,
             )
         if dataset is None:
             raise BadInput("give --dataset (imported judges) or --campaign (the campaign's judges)")
@@ -869,6 +884,7 @@ def alt_test_dataset(
         label_map=label_map,
         campaign=campaign,
         condition=condition,
+        score_source=score_source_of(scorer),
     )
     h, j = panel.matrices(scorer)
     res = alt_test(
@@ -944,6 +960,7 @@ def rank_dataset(
         label_map=label_map,
         campaign=campaign,
         condition=condition,
+        score_source=score_source_of(scorer),
     )
     h, j = panel.matrices(scorer)
     ranking = rank_judges(

@@ -545,11 +545,18 @@ def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- judges as rater columns
 
 
+def _as_number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
 def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
     """Campaign judges as extra columns of the store's rating matrices (see `store.matrices`).
 
     Item matrices get one column per (pointwise campaign over the dataset, judge, condition) whose
-    jobs judged the matrix's dimension: the score of the first sample (repeat 0). Pair matrices get
+    jobs judged the matrix's dimension: the argmax score of the first sample (repeat 0). Pair matrices get
     one column per (pairwise campaign over the pair set, judge): the pair's combined AB/BA verdict
     as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
     missing an order has no label). Columns are named `JUDGE@CAMPAIGN` (plus `/CONDITION` or
@@ -599,10 +606,13 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
             columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(labels.items())]
         else:
             scores: dict[str, dict[int, float | str]] = defaultdict(dict)
-            for jname, item, _pid, _o, cond, _canon, score in rows:
-                if item is not None and score is not None:
+            for jname, item, _pid, _o, cond, canon, _score in rows:
+                # the argmax verdict: agreement coefficients compare categories, and a
+                # `scoring=logprobs` judge's stored score is a continuous expectation
+                value = _as_number(canon)
+                if item is not None and value is not None:
                     suffix = f"/{cond}" if several else ""
-                    scores[f"{jname}@{cname}{suffix}"][item] = float(score)
+                    scores[f"{jname}@{cname}{suffix}"][item] = value
             columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(scores.items())]
     return columns
 
