@@ -560,7 +560,11 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
     one column per (pairwise campaign over the pair set, judge): the pair's combined AB/BA verdict
     as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
     missing an order has no label). Columns are named `JUDGE@CAMPAIGN` (plus `/CONDITION` or
-    `/DIMENSION` when the campaign asked several), in group `judge`."""
+    `/DIMENSION` when the campaign asked several), in group `judge`.
+
+    One judge (spec) counts once per request: campaigns are read in creation order, and a unit whose
+    verdict came from a request that judge already answered in an earlier campaign (copied from the
+    cache, or asked again) is left out of the later column; a column left empty is not added."""
     from judgepanel.metrics.matrix import RaterColumn  # numpy: not for `campaign status`
 
     protocol = "pairwise" if scope.kind == "pair" else "pointwise"
@@ -569,19 +573,28 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
         if scope.kind == "pair"
         else Campaign.dataset_id == scope.dataset_id
     )
-    camps = s.execute(select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol)).all()
+    camps = s.execute(
+        select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol).order_by(Campaign.id)
+    ).all()
     columns: list[RaterColumn] = []
+    # one judge counts once per request: a later campaign that asked a judge the same request (its
+    # verdict copied from the cache, or asked again) adds no second vote for that unit
+    counted: set[tuple[str, str]] = set()
     for cid, cname in camps:
-        q = _done_verdicts(
-            cid,
-            Judge.name,
-            Job.item_id,
-            Job.pair_id,
-            Job.order,
-            Job.condition if scope.kind == "item" else Job.dimension,
-            Verdict.value_canonical,
-            Verdict.score,
-        ).where(Job.repeat == 0, Verdict.parse_status == "ok")
+        q = (
+            _done_verdicts(
+                cid,
+                Judge.name,
+                Job.item_id,
+                Job.pair_id,
+                Job.order,
+                Job.condition if scope.kind == "item" else Job.dimension,
+                Verdict.value_canonical,
+                Request.request_hash,
+            )
+            .join(Request, Request.id == Verdict.request_id)
+            .where(Job.repeat == 0, Verdict.parse_status == "ok")
+        )
         if scope.kind == "item":
             q = q.where(Job.dimension == scope.dimension)
         # conditions (items) or dimensions (pairs): asked first, so the verdicts can stream past
@@ -592,27 +605,36 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
         if scope.kind == "pair":
             orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
             names: dict[tuple[str, str | None], str] = {}
-            for jname, _item, pid, order, dim, canon, _score in rows:
+            seen_before: set[tuple[str, int]] = set()  # (column, pair) with a request counted already
+            mine: set[tuple[str, str]] = set()
+            for jname, _item, pid, order, dim, canon, rhash in rows:
                 if pid is not None and order is not None and canon is not None:
                     col = names.get((jname, dim))
                     if col is None:
                         col = names[(jname, dim)] = f"{jname}@{cname}" + (f"/{dim}" if several else "")
                     orders[(col, pid)][order] = canon
+                    if (jname, rhash) in counted:
+                        seen_before.add((col, pid))
+                    mine.add((jname, rhash))
+            counted |= mine
             labels: dict[str, dict[int, float | str]] = defaultdict(dict)
             for (col, pid), o in orders.items():
                 label = as_label(combine_orders(o.get("AB"), o.get("BA")))
-                if label is not None:
+                if label is not None and (col, pid) not in seen_before:
                     labels[col][pid] = label
             columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(labels.items())]
         else:
             scores: dict[str, dict[int, float | str]] = defaultdict(dict)
-            for jname, item, _pid, _o, cond, canon, _score in rows:
+            mine = set()
+            for jname, item, _pid, _o, cond, canon, rhash in rows:
                 # the argmax verdict: agreement coefficients compare categories, and a
                 # `scoring=logprobs` judge's stored score is a continuous expectation
                 value = _as_number(canon)
-                if item is not None and value is not None:
+                if item is not None and value is not None and (jname, rhash) not in counted:
                     suffix = f"/{cond}" if several else ""
                     scores[f"{jname}@{cname}{suffix}"][item] = value
+                    mine.add((jname, rhash))
+            counted |= mine
             columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(scores.items())]
     return columns
 
