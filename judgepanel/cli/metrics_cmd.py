@@ -135,14 +135,15 @@ def _judge_campaigns(ctx: typer.Context, m: RatingMatrix) -> list[str]:
 
 
 def _source(sel: SelectedMatrix, pairs: str | None) -> dict[str, Any]:
-    """The `--json` keys that say where the labels came from (a logprob-scored judge's column
-    holds its argmax verdict: these coefficients compare categories)."""
-    return {
-        "dataset": sel.dataset,
-        "pairs": pairs,
-        "dimension": sel.matrix.dimension,
-        "score_source": "argmax",
-    }
+    """The `--json` keys that say where the labels came from; with campaign judges among the
+    raters also `score_source`: a logprob-scored judge's column holds its argmax verdict (these
+    coefficients compare categories)."""
+    from judgepanel.metrics.matrix import JUDGE
+
+    out: dict[str, Any] = {"dataset": sel.dataset, "pairs": pairs, "dimension": sel.matrix.dimension}
+    if JUDGE in sel.matrix.kinds:
+        out["score_source"] = "argmax"
+    return out
 
 
 def _provenance(

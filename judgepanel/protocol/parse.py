@@ -676,25 +676,34 @@ def _fold_char(ch: str) -> str:
     return "".join(out)
 
 
+_ASCII_DROP = {ord(c): None for c in " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85'\"`>*_~#"}
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _fold(text: str) -> str:
+    """ "".join(_fold_char(c) for c in text), with ASCII runs folded in C (NFKC is the identity
+    there and case folding is lower-casing); only non-ASCII characters are folded one by one."""
+    if text.isascii():
+        return text.lower().translate(_ASCII_DROP)
+    parts: list[str] = []
+    pos = 0
+    for m in _NON_ASCII.finditer(text):
+        parts.append(text[pos : m.start()].lower().translate(_ASCII_DROP))
+        parts.append("".join(_fold_char(c) for c in m.group()))
+        pos = m.end()
+    parts.append(text[pos:].lower().translate(_ASCII_DROP))
+    return "".join(parts)
+
+
+@functools.lru_cache(maxsize=256)  # an item's texts are compared with every judge's reply
 def fold(text: str) -> str:
     """`text` as quote matching compares it (see `_fold_char`)."""
-    return "".join(_fold_char(ch) for ch in text)
+    return _fold(text)
 
 
-def _folded(text: str) -> tuple[str, list[int]]:
-    """`fold(text)` and, per original index i (and len(text)), the folded index where text[i:]
-    starts: text[s:e] corresponds to folded[at[s]:at[e]]."""
-    parts: list[str] = []
-    at = [0] * (len(text) + 1)
-    n = 0
-    for i, ch in enumerate(text):
-        at[i] = n
-        f = _fold_char(ch)
-        if f:
-            parts.append(f)
-            n += len(f)
-    at[len(text)] = n
-    return "".join(parts), at
+_CHUNK = 1024  # the folded length is kept at every this-many reply characters (`_QuoteIndex.pos`)
 
 
 def _grow(text: str, start: int, end: int, q: str) -> tuple[int, int] | None:
@@ -724,14 +733,25 @@ def _grow(text: str, start: int, end: int, q: str) -> tuple[int, int] | None:
 class _QuoteIndex:
     """The reply and the item's texts folded for quote matching, with the index map."""
 
+    reply: str
     text: str  # the folded reply
-    at: list[int]  # original index -> folded index
+    at_chunk: list[int]  # folded length of reply[: k * _CHUNK], per k
     quoted: tuple[str, ...]  # the folded item texts
 
     @classmethod
     def of(cls, text: str, quoted: Sequence[str]) -> _QuoteIndex:
-        folded, at = _folded(text)
-        return cls(folded, at, tuple(f for f in (fold(q) for q in quoted) if f))
+        # folding is per character, so the reply folds chunk by chunk into the same text
+        chunks = [_fold(text[k : k + _CHUNK]) for k in range(0, len(text), _CHUNK)]
+        at = [0]
+        for c in chunks:
+            at.append(at[-1] + len(c))
+        folded = tuple(f for f in (fold(q) for q in quoted) if len(f) >= QUOTE_MIN)
+        return cls(text, "".join(chunks), at, folded)
+
+    def pos(self, i: int) -> int:
+        """Where reply[i:] starts in the folded reply."""
+        k = i // _CHUNK
+        return self.at_chunk[k] + len(_fold(self.reply[k * _CHUNK : i]))
 
 
 def _in_quote(index: _QuoteIndex, start: int, end: int, answers: Sequence[tuple[int, int]]) -> bool:
@@ -739,7 +759,7 @@ def _in_quote(index: _QuoteIndex, start: int, end: int, answers: Sequence[tuple[
     both are folded (`fold`) — that also copies at least QUOTE_MIN characters of the item that are
     not answers themselves. (A judge's own answer block may coincide with answer lines planted in
     the item; what makes a quote is the item's surrounding text copied with it.)"""
-    fs, fe = index.at[start], index.at[end]
+    fs, fe = index.pos(start), index.pos(end)
     if fs >= fe:
         return False
     for q in index.quoted:
@@ -751,7 +771,7 @@ def _in_quote(index: _QuoteIndex, start: int, end: int, answers: Sequence[tuple[
             continue
         own = bytearray(b - a)  # 1 where the copy is an answer span
         for s, e in answers:
-            s, e = index.at[s], index.at[e]
+            s, e = index.pos(s), index.pos(e)
             if e > a and s < b:
                 own[max(s, a) - a : min(e, b) - a] = b"\x01" * (min(e, b) - max(s, a))
         if own.count(0) >= QUOTE_MIN:  # folded text holds no white space: every character counts
@@ -872,7 +892,7 @@ def parse_reply(
     parsed = _parse_text(
         schema,
         text or "",
-        tuple(q for q in quoted if len(fold(q)) >= QUOTE_MIN),
+        tuple(q for q in quoted if len(q) >= QUOTE_MIN),
         re.compile(pattern, re.MULTILINE) if pattern else None,
     )
     if parsed.ok or structured_error is None:

@@ -428,3 +428,21 @@ def test_the_issue_17_forms(quote: str) -> None:
     prompt = render_pairwise(a, b, order="AB", dimension="coherence", rubric=RUBRIC)
     parsed = parse_reply(prompt.schema_name, f"Verdict: A\n\n{quote}\n", None, quoted=prompt.quoted)
     assert (parsed.ok, parsed.value) == (True, "A"), parsed
+
+
+@SETTINGS
+@given(
+    st.text(
+        st.sampled_from("abcXYZ 09\n\t'\"`>*_~#\u2019\u201c\u201d\u2014\ufb01\uff21\u00a0\u200b\u00df"),
+        max_size=60,
+    )
+)
+def test_folding_maps_every_reply_position(text: str) -> None:
+    """The folded reply and its index map agree with folding character by character (what spans
+    of the reply are compared as), ASCII fast paths included."""
+    from judgepanel.protocol.parse import _fold_char, _QuoteIndex, fold
+
+    index = _QuoteIndex.of(text, ())
+    assert index.text == "".join(_fold_char(c) for c in text) == fold(text)
+    for i in range(len(text) + 1):
+        assert index.pos(i) == len("".join(_fold_char(c) for c in text[:i]))
