@@ -46,28 +46,53 @@ def votes(
     campaign: list[str] = typer.Option(
         [], "--campaign", help="Pairwise campaign(s) whose judges to compare."
     ),
+    protocol: str = typer.Option(
+        "pooled",
+        "--protocol",
+        help="pooled: every human voter alike; paper: as MT-Bench's released script "
+        "(expert_* voters are the humans, author_* voters a class apart, turns separate).",
+    ),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Agreement of votes with ties counted and on non-tie votes only: humans among themselves and
-    each campaign judge (its AB/BA verdicts combined, inconsistent as a tie) against the humans."""
-    from judgepanel.store.votes import vote_agreement
+    each campaign judge (its AB/BA verdicts combined, inconsistent as a tie) against the humans,
+    over all units and per turn."""
+    from judgepanel.errors import BadInput
+    from judgepanel.metrics.votes import PROTOCOLS, vote_report
+    from judgepanel.store.votes import vote_tables
 
-    out = vote_agreement(state(ctx).engine(), pairs, campaign)
+    if protocol not in PROTOCOLS:
+        raise BadInput(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    t = vote_tables(state(ctx).engine(), pairs, campaign)
+    out = vote_report(t.pairs, t.humans, t.judges, t.turns, protocol=protocol)
     if json_:
         emit_json(out)
         return
     rows = []
-    for setting in ("with_ties", "without_ties"):
-        s = out[setting]
-        hh = s["human_human"]
-        rows.append(
-            [setting.replace("_", " "), "human – human", f"{hh['agree']}/{hh['n']}", _rate(hh["rate"])]
-        )
-        for judge, a in s["judge_human"].items():
-            rows.append(
-                [setting.replace("_", " "), f"{judge} – human", f"{a['agree']}/{a['n']}", _rate(a["rate"])]
-            )
-    table(f"agreement of votes on {pairs}", ["setting", "voters", "agree / shared", "agreement"], rows)
+    scopes = [("all", out)] + [(f"turn {k}", v) for k, v in out["by_turn"].items()]
+    for scope, part in scopes:
+        for setting in ("with_ties", "without_ties"):
+            s = part[setting]
+            hh = s["human_human"]
+            rows.append([scope, setting.replace("_", " "), "human – human", _count(hh), _rate(hh["rate"])])
+            if protocol == "paper":
+                for key, label in (("author_author", "author – author"), ("author_human", "author – human")):
+                    a = s[key]
+                    rows.append([scope, setting.replace("_", " "), label, _count(a), _rate(a["rate"])])
+            for judge, a in s["judge_human"].items():
+                rows.append(
+                    [scope, setting.replace("_", " "), f"{judge} – human", _count(a), _rate(a["rate"])]
+                )
+    who = "experts are the humans; authors apart" if protocol == "paper" else "all human voters pooled"
+    table(
+        f"agreement of votes on {pairs} ({protocol}: {who})",
+        ["units", "setting", "voters", "agree / shared", "agreement"],
+        rows,
+    )
+
+
+def _count(a: dict[str, object]) -> str:
+    return f"{a['agree']}/{a['n']}"
 
 
 def _rate(r: float | None) -> str:

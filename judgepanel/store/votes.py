@@ -104,11 +104,22 @@ def import_votes(
         ) from exc
 
 
-def vote_agreement(engine: Engine, pairs: str, campaigns: list[str]) -> dict[str, Any]:
-    """Human–human and judge–human agreement on a pair set's votes (see `metrics.votes`)."""
+@dataclass(frozen=True)
+class VoteTables:
+    """A pair set's votes as `metrics.votes` reads them: voter -> {pair id: A|B|T}, and each pair's turn."""
+
+    pairs: str
+    humans: dict[str, dict[int, str]]
+    judges: dict[
+        str, dict[int, str]
+    ]  # imported LLM votes ("name (imported)") and campaign judges ("judge@campaign")
+    turns: dict[int, str]  # pair id -> turn ("1", "2"; "" where the items name none)
+
+
+def vote_tables(engine: Engine, pairs: str, campaigns: list[str]) -> VoteTables:
+    """Human votes, imported LLM votes and campaign judges' combined AB/BA verdicts on a pair set."""
     from collections import defaultdict
 
-    from judgepanel.metrics.votes import against, among
     from judgepanel.protocol.pairs import as_label, combine_orders
     from judgepanel.store.models import Campaign, Job, Judge, Verdict
     from judgepanel.store.queries import pair_set_by_name
@@ -117,6 +128,15 @@ def vote_agreement(engine: Engine, pairs: str, campaigns: list[str]) -> dict[str
         ps = pair_set_by_name(s, pairs)
         humans: dict[str, dict[int, str]] = defaultdict(dict)
         judges: dict[str, dict[int, str]] = {}
+        turns: dict[int, str] = {}
+        for pid, ext in s.execute(
+            select(Pair.id, Item.external_id)
+            .join(Item, Item.id == Pair.item_a_id)
+            .where(Pair.pair_set_id == ps.id)
+        ):
+            # MT-Bench items are `<question>__<model>__<turn>` (datasets.mtbench.item_id)
+            last = str(ext).rsplit("__", 1)
+            turns[int(pid)] = last[1] if len(last) == 2 and last[1].isdigit() else ""
         for ann, kind, pid, value in s.execute(
             select(Annotator.name, Annotator.kind, PairLabel.pair_id, PairLabel.value)
             .join(Annotator, Annotator.id == PairLabel.annotator_id)
@@ -151,16 +171,4 @@ def vote_agreement(engine: Engine, pairs: str, campaigns: list[str]) -> dict[str
                 label = as_label(combine_orders(o.get("AB"), o.get("BA")))
                 if label is not None:
                     judges.setdefault(f"{jname}@{cname}", {})[pid] = label
-    out: dict[str, Any] = {
-        "pairs": pairs,
-        "humans": sorted(humans),
-        "units": len({u for v in humans.values() for u in v}),
-    }
-    for setting, ties in (("with_ties", True), ("without_ties", False)):
-        pooled, each = among(humans, ties=ties)
-        out[setting] = {
-            "human_human": pooled.as_dict(),
-            "by_pair": {f"{a} – {b}": v.as_dict() for (a, b), v in each.items()},
-            "judge_human": {j: against(jv, humans, ties=ties)[0].as_dict() for j, jv in judges.items()},
-        }
-    return out
+    return VoteTables(pairs, dict(humans), judges, turns)

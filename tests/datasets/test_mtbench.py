@@ -187,3 +187,108 @@ def test_campaign_judge_against_the_votes(mtbench: str) -> None:
     shared = [r for r in rows if r["unit"] in combined]
     assert judge["n"] == len(shared) > 0
     assert judge["agree"] == sum(combined[r["unit"]] == r["value"] for r in shared)
+
+
+def _released_script(
+    raw: dict[str, dict[str, str]], judge: str, other: str, turn: int, ban: tuple[str, ...]
+) -> tuple[int, int]:
+    """MT-Bench's released counting (FastChat `llm_judge/compute_agreement.py`), written out again
+    from its description: votes keyed by (question, sorted models) per turn, a voter's class from its
+    id (`expert*` -> human, `author*` -> author, anything else a judge by its own name), the winner
+    reverted when the models are flipped; judge vs human compares the judge's one vote with each
+    human vote on a key, human vs human every pair of human votes on a key; `ban` drops ties."""
+
+    def cls(name: str) -> str:
+        return "human" if name.startswith("expert") else "author" if name.startswith("author") else name
+
+    flip = {"model_a": "model_b", "model_b": "model_a", "tie": "tie"}
+    data: dict[tuple[str, str, str], dict[str, list[str]]] = {}
+    for voter, votes in raw.items():
+        for key, winner in votes.items():
+            q, ma, mb, t = key.split("__")
+            if int(t) != turn:
+                continue
+            k, w = ((q, ma, mb), winner) if ma < mb else ((q, mb, ma), flip[winner])
+            data.setdefault(k, {}).setdefault(cls(voter), []).append(w)
+    agree = total = 0
+    for votes in data.values():
+        if other == "human" and judge == "human":
+            hv = votes.get("human", [])
+            for i in range(len(hv)):
+                for j in range(i + 1, len(hv)):
+                    if hv[i] in ban or hv[j] in ban:
+                        continue
+                    total += 1
+                    agree += hv[i] == hv[j]
+        elif judge in votes and "human" in votes:
+            (jv,) = votes[judge]
+            if jv in ban:
+                continue
+            for hv1 in votes["human"]:
+                if hv1 in ban:
+                    continue
+                total += 1
+                agree += jv == hv1
+    return agree, total
+
+
+def test_paper_protocol_counts_as_the_released_script(mtbench: str, shared_data: Path) -> None:
+    humans = json.loads((shared_data / "mtbench" / "human_judgments_subset_alttest.json").read_text())
+    llms = json.loads((shared_data / "alttest" / "mtbench" / "llm_annotations.json").read_text())
+    raw = {**humans, **llms}
+    out = cli(
+        "metrics", "votes", "--pairs", "mtbench-human", "--protocol", "paper", "--json", db=mtbench
+    ).json()
+    assert out["protocol"] == "paper"
+    assert out["humans"] == ["expert_24"] and out["authors"] == ["author_0", "author_4"]
+    assert set(out["by_turn"]) == {"1", "2"}
+    for setting, ban in (("with_ties", ()), ("without_ties", ("tie",))):
+        for who in ["human", *llms]:
+            per_turn = [_released_script(raw, who, "human", t, ban) for t in (1, 2)]
+            for t, (agree, n) in zip(("1", "2"), per_turn, strict=True):
+                part = out["by_turn"][t][setting]
+                got = part["human_human"] if who == "human" else part["judge_human"][f"{who} (imported)"]
+                assert (got["agree"], got["n"]) == (agree, n), (setting, who, t)
+            whole = (
+                out[setting]["human_human"]
+                if who == "human"
+                else out[setting]["judge_human"][f"{who} (imported)"]
+            )
+            assert (whole["agree"], whole["n"]) == tuple(map(sum, zip(*per_turn, strict=True)))
+    # one expert: no human–human pair at all, undefined rather than a number
+    assert out["with_ties"]["human_human"] == {"agree": 0, "n": 0, "rate": None}
+    # the figures issue 18 states for gpt-4o against the expert
+    g = "gpt-4o (imported)"
+    assert (out["with_ties"]["judge_human"][g]["agree"], out["with_ties"]["judge_human"][g]["n"]) == (50, 88)
+    assert (out["without_ties"]["judge_human"][g]["agree"], out["without_ties"]["judge_human"][g]["n"]) == (
+        47,
+        58,
+    )
+    # the authors are kept apart, not dropped: author_0–author_4 is PROVENANCE.md's 25/38
+    assert (out["with_ties"]["author_author"]["agree"], out["with_ties"]["author_author"]["n"]) == (25, 38)
+    assert out["with_ties"]["author_human"]["n"] == 42 + 52
+
+
+def test_pooled_protocol_keeps_its_figures_and_adds_turns(mtbench: str) -> None:
+    plain = cli("metrics", "votes", "--pairs", "mtbench-human", "--json", db=mtbench).json()
+    pooled = cli(
+        "metrics", "votes", "--pairs", "mtbench-human", "--protocol", "pooled", "--json", db=mtbench
+    ).json()
+    assert plain == pooled and plain["protocol"] == "pooled"
+    assert (plain["with_ties"]["human_human"]["agree"], plain["with_ties"]["human_human"]["n"]) == (87, 132)
+    assert (plain["without_ties"]["human_human"]["agree"], plain["without_ties"]["human_human"]["n"]) == (
+        66,
+        73,
+    )
+    for setting in ("with_ties", "without_ties"):
+        for key in ("agree", "n"):
+            assert plain[setting]["human_human"][key] == sum(
+                plain["by_turn"][t][setting]["human_human"][key] for t in ("1", "2")
+            )
+    assert plain["by_turn"]["1"]["units"] + plain["by_turn"]["2"]["units"] == plain["units"] == 120
+
+
+def test_unknown_protocol_is_one_line(mtbench: str) -> None:
+    r = cli("metrics", "votes", "--pairs", "mtbench-human", "--protocol", "fastchat", db=mtbench)
+    assert r.code == 2 and "--protocol must be one of pooled, paper" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
