@@ -187,3 +187,16 @@ def test_alt_test_says_which_score_it_read(db: tuple[str, Engine, str], scorer: 
     )  # fmt: skip
     assert got.code == 0, got.stderr
     assert got.json()["score_source"] == source
+
+
+def test_prevalence_thresholds_the_expectation(db: tuple[str, Engine, str]) -> None:
+    url, engine, _ = db
+    got = cli(
+        "metrics", "prevalence", "--campaign", "lp", "--human-group", "expert", "--threshold", "3",
+        "--bootstrap", "50", "--json", db=url,
+    )  # fmt: skip
+    assert got.code == 0, got.stderr
+    out = got.json()
+    assert out["score_source"] == "expectation"
+    scores = [s for _, s in _verdicts(engine).values()]
+    assert out["raw_rate"] == pytest.approx(sum(s >= 3 for s in scores) / len(scores), abs=1e-12)
