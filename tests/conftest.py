@@ -101,3 +101,16 @@ def module_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     else:
         with fresh_pg_database() as url:
             yield url
+
+
+@pytest.fixture(scope="session")
+def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite database the offline demo filled (simulated campaigns, rubric versions, a repair
+    iteration); read-only for the tests that share it."""
+    from tests.helpers import cli
+
+    folder = tmp_path_factory.mktemp("demo-shared")
+    url = f"sqlite:///{folder / 'demo.db'}"
+    r = cli("demo", "--json", db=url)
+    assert r.code == 0, r.stderr
+    return url

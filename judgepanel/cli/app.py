@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("judgepanel.cli.report_cmd", "report", "A report people would rather look at than read: what ran, agreement, bias, judges vs humans, cases."),
     "export": ("judgepanel.cli.export_cmd", "export", "Export a campaign's verdicts, attempts, clause verdicts or labels for pandas and other tools."),
     "worker": ("judgepanel.cli.worker_cmd", "worker", "Lease and run campaign jobs alongside other workers on a shared PostgreSQL database."),
+    "view": ("judgepanel.cli.view_cmd", "view", "A read-only web viewer over the results database, live while campaigns run; JSON under /api/."),
 }  # fmt: skip
 
 

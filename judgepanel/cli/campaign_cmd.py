@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from judgepanel.cli.context import interrupt_on_signals, state
-from judgepanel.cli.render import emit_json, err_console, table, warn
+from judgepanel.cli.render import SIMULATED_WORD, emit_json, err_console, simulated, table, warn
 from judgepanel.errors import BadInput, Interrupted
 
 if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
@@ -362,12 +362,14 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
     """Jobs done, failed and pending; calls made and money spent."""
     from judgepanel.store import campaigns as store
 
-    st = store.campaign_status(state(ctx).engine(), name)
+    engine = state(ctx).engine()
+    st = store.campaign_status(engine, name)
+    sim = simulated(engine, [name])
     if json_:
-        emit_json(st.as_dict())
+        emit_json({**st.as_dict(), "simulated": sim})
         return
     typer.echo(
-        f"campaign {name}: {st.status}; {st.done}/{st.jobs} done, {st.failed} failed, {st.pending} pending; "
+        f"campaign {name}{' (' + SIMULATED_WORD + ')' if sim else ''}: {st.status}; {st.done}/{st.jobs} done, {st.failed} failed, {st.pending} pending; "
         f"{st.calls} calls ({st.cached} from cache), {st.input_tokens} in / {st.output_tokens} out tokens, "
         f"spent {_usd(st.cost_usd)} USD"
     )
@@ -431,7 +433,12 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
     """The campaigns in the database."""
     from judgepanel.store import campaigns as store
 
-    rows = store.list_campaigns(state(ctx).engine())
+    engine = state(ctx).engine()
+    rows = store.list_campaigns(engine)
+    from judgepanel.store.simulated import simulated_campaigns
+
+    sims = simulated_campaigns(engine, [r["name"] for r in rows])
+    rows = [{**r, "simulated": sims.get(r["name"], False)} for r in rows]
     if json_:
         emit_json({"campaigns": rows})
         return
@@ -440,7 +447,7 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
         ["name", "dataset", "protocol", "judges", "jobs", "done", "failed", "pending", "status"],
         [
             [
-                r["name"],
+                r["name"] + (" (simulated)" if r["simulated"] else ""),
                 r["dataset"],
                 r["protocol"],
                 len(r["judges"]),

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json
+from judgepanel.cli.render import SIMULATED_WORD, emit_json, simulated
 
 
 def conditions(
@@ -30,8 +30,13 @@ def conditions(
         False, "--per-human", help="Compare with each human's rating instead of the group's rounded mean."
     ),
     cases: int = typer.Option(0, "--cases", help="List up to N disagreement cases per condition."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates (items resampled)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates."),
     seed: int = typer.Option(0, "--seed"),
+    resample: str | None = typer.Option(
+        None,
+        "--resample",
+        help="What a replicate draws: groups (articles; the default where items share groups) or items.",
+    ),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Judge-vs-human agreement per prompt condition (none / criteria / rubric): exact, Cohen κ,
@@ -39,8 +44,9 @@ def conditions(
     from judgepanel.metrics.conditions import STATISTICS
     from judgepanel.store.conditions import condition_report
 
+    engine = state(ctx).engine()
     report = condition_report(
-        state(ctx).engine(),
+        engine,
         campaign,
         human_group,
         dimension=dimension,
@@ -49,8 +55,9 @@ def conditions(
         cases=cases,
         n_boot=bootstrap,
         seed=seed,
+        resample=resample,
     )
-    out = report.as_dict()
+    out = {**report.as_dict(), "simulated": simulated(engine, [campaign])}
     if json_:
         emit_json(out)
         return
@@ -68,9 +75,13 @@ def conditions(
         return f"{num(v)} [{num(ci[0])}, {num(ci[1])}]"
 
     where = f"{out['campaign']} / {out['dimension'] or '(no dimension)'} / {out['judge']}"
+    if out["simulated"]:
+        where = f"{SIMULATED_WORD} · {where}"
     typer.echo(
         f"{where} vs {out['human_group']} ({out['reference']}), scale {out['scale'][0]:g}..{out['scale'][1]:g}; "
-        f"95 % CI over {out['bootstrap']} item resamples (seed {out['seed']})"
+        f"95 % CI over {out['bootstrap']} resamples of "
+        + (f"{out['n_groups']} groups" if out["resample"] == "groups" else "items")
+        + f" (seed {out['seed']})"
     )
     # plain fixed-width lines rather than a rich table: four "value [lo, hi]" cells do not fit 80
     # columns, and wrapped cells are hard to read or paste

@@ -9,7 +9,7 @@ import typer
 
 from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, table
+from judgepanel.cli.render import console, emit_json, sim_title, simulated, table
 from judgepanel.errors import BadInput
 from judgepanel.metrics.names import LEVELS, METHODS, METRICS, WEIGHT_NAMES  # no numpy: `--help` stays light
 
@@ -22,7 +22,9 @@ if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help
 
 
 # judgepanel.metrics.prediction.MODELS (checked in tests/cli/test_help.py)
-PREDICTION_MODELS = tuple(f"{f}-{c}" for f in ("scores", "labels") for c in ("humans", "joint", "judges"))
+PREDICTION_MODELS = tuple(
+    f"{f}-{c}" for f in ("scores", "labels", "dims") for c in ("humans", "joint", "judges")
+)
 
 app = typer.Typer(
     help="Agreement, rater matrices and other statistics over stored labels.", no_args_is_help=True
@@ -418,8 +420,8 @@ def heldout_cmd(
     method: str = typer.Option(
         "all",
         "--method",
-        help="Fitted models beside the baselines: all, or comma-separated from "
-        + ", ".join(PREDICTION_MODELS),
+        help="Fitted models beside the baselines: all (the scores-* and labels-* models), or "
+        "comma-separated from " + ", ".join(PREDICTION_MODELS) + "; add mace for a MACE baseline",
     ),
     folds: int = typer.Option(1, "--folds", help="K random train/test splits (1: the first N units train)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Replicates for the CIs of accuracy − cluster."),
@@ -431,9 +433,9 @@ def heldout_cmd(
     import numpy as np
 
     from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
-    from judgepanel.metrics.prediction import choose_methods, heldout_battery
+    from judgepanel.metrics.prediction import JUDGE_GAIN, choose_methods, heldout_battery
     from judgepanel.metrics.summary import heldout_report
-    from judgepanel.store.pair_scores import pair_score_differences
+    from judgepanel.store.pair_scores import pair_dimension_differences, pair_score_differences
 
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
@@ -453,6 +455,11 @@ def heldout_cmd(
         if pairs is not None
         else np.full(m.values.shape, np.nan)
     )
+    dims = (
+        pair_dimension_differences(state(ctx).engine(), pairs, m)[0]
+        if pairs is not None and any(mt.startswith("dims-") for mt in chosen)
+        else None
+    )
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
     battery = heldout_battery(
         m,
@@ -463,6 +470,8 @@ def heldout_cmd(
         n_clusters=clusters,
         n_bootstrap=bootstrap,
         seed=seed,
+        dimension_differences=dims,
+        mace_baseline="mace" in requested,
     )
     names = m.rater_names
     out: dict[str, Any] = {
@@ -512,7 +521,7 @@ def heldout_cmd(
     split = out["folds"]["split"] + (f", mean of {folds} folds" if folds > 1 else "")
     for g in battery.groups:
         table(
-            f"group {g}: accuracy by method ({split}); Δ = accuracy − cluster, 95% paired bootstrap CI",
+            f"group {g}: accuracy by method ({split}); Δ = accuracy − cluster, 95% CI: {battery.ci_method}",
             ["method", "accuracy", "Δ", "CI", "log loss", "ECE"],
             [
                 [
@@ -524,6 +533,16 @@ def heldout_cmd(
                     _fmt(bd[mt]["ece"][g]),
                 ]
                 for mt in battery.methods
+            ],
+        )
+    if battery.judges_add:
+        table(
+            f"do the LLM judges add at least {JUDGE_GAIN:.0%} accuracy? (F-joint − F-humans, 95% CI: {battery.ci_method})",
+            ["features", "group", "Δ", "CI", "verdict"],
+            [
+                [fam, g, f"{v['value']:+.3f}", "[" + ", ".join(_fmt(x) for x in v["ci"]) + "]", v["verdict"]]
+                for fam, by_group in battery.judges_add.items()
+                for g, v in by_group.items()
             ],
         )
 
@@ -671,14 +690,16 @@ def bias_cmd(
     """Position bias per judge: back/front slot wins over inconsistent swapped pairs, exact sign test."""
     from judgepanel.runner.bias import campaign_bias
 
-    result = campaign_bias(state(ctx).engine(), campaign)
+    engine = state(ctx).engine()
+    result = campaign_bias(engine, campaign)
+    sim = simulated(engine, [campaign])
     if json_:
-        emit_json({"judges": {name: b.as_dict() for name, b in result.items()}})
+        emit_json({"judges": {name: b.as_dict() for name, b in result.items()}, "simulated": sim})
         return
     # the columns are the JSON keys, in their order, so the table and `--json` read alike
     keys = list(next(iter(result.values())).as_dict()) if result else []
     table(
-        f"position bias in {campaign} (swapped pairs; p_value: exact sign test)",
+        sim_title(f"position bias in {campaign} (swapped pairs; p_value: exact sign test)", sim),
         ["judge", *keys],
         [[n, *b.as_dict().values()] for n, b in result.items()],
     )
@@ -702,7 +723,8 @@ def joint_cmd(
 
     if not 0 < confidence < 1:
         raise BadInput(f"--confidence must lie between 0 and 1, got {confidence}")
-    inputs = campaign_joint_inputs(state(ctx).engine(), campaign)
+    engine = state(ctx).engine()
+    inputs = campaign_joint_inputs(engine, campaign)
     if not inputs.judge_names or np.isnan(inputs.judges_ab).all():
         raise BadInput(f"campaign {campaign!r} has no pair judged in both orders yet; run it first")
     rep = position_bias_report(
@@ -719,13 +741,17 @@ def joint_cmd(
         "units": len(inputs.pair_ids),
         "humans": list(inputs.human_names),
         **rep.as_dict(),
+        "simulated": simulated(engine, [campaign]),
     }
     if json_:
         emit_json(out)
         return
     d = rep.as_dict()
     table(
-        f"position bias in {campaign}: joint model, {d['interval']} interval (+ back slot, − front slot)",
+        sim_title(
+            f"position bias in {campaign}: joint model, {d['interval']} interval (+ back slot, − front slot)",
+            out["simulated"],
+        ),
         ["judge", "bias", "interval", "back wins", "front wins", "back verdicts", "front verdicts"],
         [
             [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, table, warn
+from judgepanel.cli.render import emit_json, sim_title, simulated, table, warn
 
 
 def prevalence(
@@ -26,8 +26,9 @@ def prevalence(
     from judgepanel.metrics.prevalence import corrected_prevalence
     from judgepanel.store.outcomes import pass_fail
 
+    engine = state(ctx).engine()
     pf = pass_fail(
-        state(ctx).engine(),
+        engine,
         campaign,
         human_group=human_group,
         threshold=threshold,
@@ -44,6 +45,7 @@ def prevalence(
         "threshold": pf.threshold,
         "human_group": pf.human_group,
         "score_source": pf.score_source,
+        "simulated": simulated(engine, [campaign]),
     }
     if json_:
         emit_json(out)
@@ -57,7 +59,10 @@ def prevalence(
 
     ci = "—" if d["ci"] is None else f"[{d['ci'][0]:.3f}, {d['ci'][1]:.3f}]"
     table(
-        f"{pf.judge}: pass = score ≥ {threshold:g} on {pf.dimension or 'the task'}, truth = {human_group} mean",
+        sim_title(
+            f"{pf.judge}: pass = score ≥ {threshold:g} on {pf.dimension or 'the task'}, truth = {human_group} mean",
+            bool(out["simulated"]),
+        ),
         ["raw rate", "corrected rate", "95 % CI", "TPR", "TNR", "labelled", "unlabelled"],
         [
             [

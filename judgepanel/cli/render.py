@@ -168,3 +168,18 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
             console.width = terminal
     for key, name in legend:
         console.print(f"{key} {name}", markup=False, highlight=False, soft_wrap=True)
+
+
+SIMULATED_WORD = "SIMULATED"
+
+
+def simulated(engine: Any, campaigns: Sequence[str]) -> bool:
+    """Whether any of `campaigns` rests on simulated answers (`sim:` judges or the fake server):
+    the `simulated` key of a command's JSON, and the word its table title carries."""
+    from judgepanel.store.simulated import simulated_campaigns
+
+    return any(simulated_campaigns(engine, list(campaigns)).values())
+
+
+def sim_title(title: str, is_simulated: bool) -> str:
+    return f"{SIMULATED_WORD} · {title}" if is_simulated else title

@@ -48,6 +48,7 @@ def report(
                 "plots": result.plots,
                 "bytes": result.bytes,
                 "files": result.files,
+                "simulated": result.simulated,
             }
         )
     else:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, table
+from judgepanel.cli.render import emit_json, sim_title, simulated, table
 
 
 def import_mtbench(
@@ -63,8 +63,12 @@ def votes(
 
     if protocol not in PROTOCOLS:
         raise BadInput(f"--protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
-    t = vote_tables(state(ctx).engine(), pairs, campaign)
-    out = vote_report(t.pairs, t.humans, t.judges, t.turns, protocol=protocol)
+    engine = state(ctx).engine()
+    t = vote_tables(engine, pairs, campaign)
+    out = {
+        **vote_report(t.pairs, t.humans, t.judges, t.turns, protocol=protocol),
+        "simulated": simulated(engine, campaign),
+    }
     if json_:
         emit_json(out)
         return
@@ -85,7 +89,7 @@ def votes(
                 )
     who = "experts are the humans; authors apart" if protocol == "paper" else "all human voters pooled"
     table(
-        f"agreement of votes on {pairs} ({protocol}: {who})",
+        sim_title(f"agreement of votes on {pairs} ({protocol}: {who})", out["simulated"]),
         ["units", "setting", "voters", "agree / shared", "agreement"],
         rows,
     )

@@ -56,6 +56,9 @@ class CampaignSpec:
     # items whose `meta.category` is one of these are judged with `templates["reference"]` (a
     # reference-guided template), the others with `templates[protocol]`
     reference_categories: tuple[str, ...] = ()
+    # judge exactly these items (external ids; dataset order), e.g. a seeded sample spread over
+    # groups that a repair iteration drew; within `split` when one is given
+    items: tuple[str, ...] = ()
 
     def validate(self) -> None:
         if not self.name.strip():
@@ -109,6 +112,12 @@ class CampaignSpec:
                 f"--reference-categories needs a {self.protocol} template for the other items too "
                 f"(--template {self.protocol}=…)"
             )
+        if self.items and self.pairs:
+            raise BadInput("an explicit item list is for item campaigns, not pairwise ones")
+        if self.items and self.limit is not None:
+            raise BadInput("give either an explicit item list or --limit, not both")
+        if len(set(self.items)) != len(self.items):
+            raise BadInput("an item is listed twice")
         if self.max_cost is not None and not self.max_cost > 0:
             raise BadInput(f"max_cost must be a positive number of USD, got {self.max_cost}")
 
@@ -133,6 +142,7 @@ class CampaignSpec:
             **(
                 {"reference_categories": list(self.reference_categories)} if self.reference_categories else {}
             ),
+            **({"items": list(self.items)} if self.items else {}),
         }
 
 

@@ -17,6 +17,7 @@ mean, rounded half up for the confusion matrix and κ, unrounded for Spearman.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -237,6 +238,40 @@ def _versus(
     return out
 
 
+def _case_scores(
+    judge_cols: dict[str, dict[int, Any]],
+    reference: dict[str, dict[int, Any]],
+    units: list[int],
+    unit_kind: str,
+) -> list[tuple[float, int]]:
+    """(disagreement, unit) of every unit with a positive score, most disagreeing first: the
+    judges' spread plus their mean distance to each human group's reference (both in [0, 1])."""
+    scored: list[tuple[float, int]] = []
+    if unit_kind == "pair":
+        for unit in units:
+            judged = [vs[unit] for vs in judge_cols.values() if unit in vs]
+            if not judged:
+                continue
+            refs = [hv[unit] for hv in reference.values() if unit in hv]
+            spread = 1.0 - Counter(judged).most_common(1)[0][1] / len(judged)
+            off = sum(1 for r in refs for v in judged if v != r) / max(1, len(refs) * len(judged))
+            if spread + off > 0:
+                scored.append((spread + off, unit))
+    elif units:
+        # items: the same sums over a units × judges and a units × groups matrix at once
+        j = _matrix(judge_cols, units, unit_kind)
+        r = _matrix(reference, units, unit_kind)
+        has = ~np.isnan(j).all(axis=1)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no judge or no human
+            spreads = (np.nanmax(j, axis=1) - np.nanmin(j, axis=1)) / 4.0
+            offs = np.nanmean(np.abs(j[:, :, None] - r[:, None, :]).reshape(len(units), -1), axis=1) / 4.0
+        score = spreads + np.where(np.isnan(offs), 0.0, offs)
+        scored = [(float(score[k]), u) for k, u in enumerate(units) if has[k] and score[k] > 0]
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return scored
+
+
 def _cases(
     facts: CampaignFacts,
     verdicts: list[JudgeVerdict],
@@ -244,36 +279,27 @@ def _cases(
     reference: dict[str, dict[int, Any]],
     humans: HumanRatings,
     texts: dict[int, UnitText],
-    unit_kind: str,
-    limit: int,
+    top: list[tuple[float, int]],
 ) -> list[Case]:
+    """The cases of the `top` units, with their texts and every rationale."""
+    wanted = {u for _, u in top}
+    names: dict[tuple[str, str | None, str | None], str] = {}
     rationales: dict[tuple[str, int], list[str]] = defaultdict(list)
     for v in verdicts:
-        if v.rationale:
+        if v.rationale and v.unit in wanted:
+            key = (v.judge, v.condition, v.dimension)
+            col = names.get(key) or names.setdefault(key, _name(facts, v))
             prefix = f"[{v.order}] " if v.order else ""
-            rationales[(_name(facts, v), v.unit)].append(prefix + v.rationale)
-    scored = []
-    for unit in texts:
-        vals = {c: vs[unit] for c, vs in judge_cols.items() if unit in vs}
-        if not vals:
-            continue
-        refs = {g: hv[unit] for g, hv in reference.items() if unit in hv}
-        if unit_kind == "pair":
-            judged = list(vals.values())
-            spread = 1.0 - Counter(judged).most_common(1)[0][1] / len(judged)
-            off = sum(1 for r in refs.values() for v in judged if v != r) / max(1, len(refs) * len(judged))
-        else:
-            arr = np.array(list(vals.values()), dtype=float)
-            spread = float(arr.max() - arr.min()) / 4.0
-            off = float(np.mean([abs(v - r) for r in refs.values() for v in arr])) / 4.0 if refs else 0.0
-        score = spread + off
-        if score <= 0:
-            continue
-        scored.append((score, unit, vals, refs))
-    scored.sort(key=lambda t: (-t[0], t[1]))
+            rationales[(col, v.unit)].append(prefix + v.rationale)
+    said: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for (a, u), r in humans.rationales.items():
+        if u in wanted:
+            said[u].append((a, r))
     cases = []
-    for score, unit, vals, refs in scored[:limit]:
+    for score, unit in top:
         t = texts[unit]
+        vals = {c: vs[unit] for c, vs in judge_cols.items() if unit in vs}
+        refs = {g: hv[unit] for g, hv in reference.items() if unit in hv}
         cases.append(
             Case(
                 unit=t.label,
@@ -286,7 +312,7 @@ def _cases(
                     for c, v in vals.items()
                 ],
                 humans={g: (f"{r:.2f}" if isinstance(r, float) else str(r)) for g, r in refs.items()},
-                human_rationales=[(a, r) for (a, u), r in humans.rationales.items() if u == unit],
+                human_rationales=said[unit],
                 disagreement=round(score, 4),
             )
         )
@@ -297,7 +323,8 @@ def campaign_report(
     engine: Engine, name: str, *, n_boot: int = 200, seed: int = 0, cases: int = 200
 ) -> CampaignReport:
     facts = campaign_facts(engine, name)
-    verdicts = campaign_verdicts(engine, name)
+    # rationales are read below for the cases shown only
+    verdicts = campaign_verdicts(engine, name, rationales=False)
     notes = []
     if facts.protocol == "pairwise" and facts.pair_set_id is not None:
         unit_kind = "pair"
@@ -361,8 +388,11 @@ def campaign_report(
 
     reference = _human_reference(humans, unit_kind)
     versus = _versus(judge_cols, reference, unit_kind)
-    case_units = {u for vs in judge_cols.values() for u in vs}
-    texts = unit_texts(engine, facts.protocol, case_units) if judge_cols else {}
+    case_units = sorted({u for vs in judge_cols.values() for u in vs})
+    top = _case_scores(judge_cols, reference, case_units, unit_kind)[:cases] if cases else []
+    # texts only for the cases shown, not for every unit
+    texts = unit_texts(engine, facts.protocol, [u for _, u in top]) if top else {}
+    said = campaign_verdicts(engine, name, units=[u for _, u in top]) if top else []
     return CampaignReport(
         facts=facts,
         unit_kind=unit_kind,
@@ -373,7 +403,7 @@ def campaign_report(
         clusters=clusters,
         bias=bias,
         versus=versus,
-        cases=_cases(facts, verdicts, judge_cols, reference, humans, texts, unit_kind, cases),
+        cases=_cases(facts, said, judge_cols, reference, humans, texts, top),
         notes=notes,
     )
 

@@ -12,8 +12,35 @@ from sqlalchemy import Engine
 
 from judgepanel.report import plots
 from judgepanel.store.repair import get_iteration
+from judgepanel.store.simulated import iteration_simulated
 
 VERSIONS = ("original", "contested", "control")
+
+
+def _over(comp: dict[str, Any]) -> str:
+    if comp.get("resample") == "groups" and comp.get("n_groups"):
+        return f"{comp['n_groups']} groups (articles)"
+    return "items"
+
+
+def _notes(comp: dict[str, Any]) -> str:
+    """Sample size, equivalence, unchanged clauses and editor isolation, as plain sentences."""
+    out = []
+    if comp.get("human", {}).get("original", {}).get("note"):
+        out.append(f" Humans: {comp['human']['original']['note']} ({comp.get('n_human_items')} rated items).")
+    eq = comp.get("human_equivalence") or {}
+    if eq.get("p") is not None:
+        out.append(
+            f" Equivalence (TOST) of Δρ with humans within ±{eq['margin']:g}: 90 % CI "
+            f"{eq['ci90'][0]:+.3f}..{eq['ci90'][1]:+.3f}, p = {eq['p']:.3g}."
+        )
+    for k, ids in (comp.get("clauses_unchanged") or {}).items():
+        if ids:
+            out.append(f" Returned unchanged by the editor ({k}): {', '.join(ids)}.")
+    shared = comp.get("editor_shares_family_with") or {}
+    if shared:
+        out.append(f" The editor shares a provider or model family with {', '.join(sorted(shared))}.")
+    return html.escape("".join(out))
 
 
 def _ci(ci: Any) -> tuple[float, float] | None:
@@ -49,20 +76,33 @@ def word_diff(old: str, new: str) -> tuple[str, str]:
 
 
 def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
-    """`{"name", "html", "markdown", "plots"}` for the report templates."""
+    """`{"name", "html", "markdown", "plots", "simulated", "judges", "editor"}` for the report
+    templates."""
     rec = get_iteration(engine, name)
     comp = rec.comparison
+    simulated = iteration_simulated(engine, rec.inputs, rec.campaigns)
+    judges = [str(j) for j in rec.inputs.get("judges") or []]
+    editor = str(rec.inputs.get("editor") or "")
+    badge = " <span class='badge'>simulated</span>" if simulated else ""
     head = (
         f"<p>Dataset {html.escape(rec.dataset)} · rubric versions: "
         + " · ".join(f"{v} <code>{html.escape(str(rec.rubrics.get(v)))}</code>" for v in VERSIONS)
         + f" · control seed {rec.control_seed}</p>"
+        + "<p>Judges: "
+        + ", ".join(f"<code>{html.escape(j)}</code>" for j in judges)
+        + f" · editor <code>{html.escape(editor)}</code>{badge}</p>"
     )
     md = [
         f"Dataset {rec.dataset}; rubric versions: "
         + ", ".join(f"{v} `{rec.rubrics.get(v)}`" for v in VERSIONS)
         + f"; control seed {rec.control_seed}.",
         "",
+        f"Judges: {', '.join(f'`{j}`' for j in judges)}; editor `{editor}`"
+        + (" (**simulated**)" if simulated else "")
+        + ".",
+        "",
     ]
+    extra = {"simulated": simulated, "judges": judges, "editor": editor}
     if comp is None:
         pending = [s for s, state in rec.steps.items() if state != "done"]
         note = f"The iteration is not compared yet (pending steps: {', '.join(pending)})."
@@ -71,6 +111,7 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
             "html": head + f"<p class='muted'>{html.escape(note)}</p>",
             "markdown": "\n".join([*md, note]),
             "plots": 0,
+            **extra,
         }
     alpha = comp["alpha"]
     human = comp["human"]
@@ -100,7 +141,7 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
     )
     verdict = comp.get("verdict", {})
     badge = " · ".join(
-        f"<span class='{'good' if verdict.get(k) == 'pass' else 'bad'}'>{k.replace('_', '-')}: {verdict.get(k)}</span>"
+        f"<span class='{'good' if verdict.get(k) in ('pass', 'closer', 'equivalent') else 'bad'}'>{k.replace('_', '-')}: {verdict.get(k)}</span>"
         for k in ("inter_judge", "human")
     )
     rewrites = rec.rewrites or {}
@@ -133,8 +174,8 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         + "</table>"
         + f"<div class='grid'><figure data-plot='forest'>{forest_alpha}</figure><figure data-plot='forest'>{forest_human}</figure></div>"
         + f"<p class='muted'>{comp.get('units', {}).get('eval', '?')} evaluation items, "
-        f"{comp.get('units', {}).get('dev', '?')} development items; paired bootstrap over items "
-        f"({comp.get('n_boot')} replicates).</p>"
+        f"{comp.get('units', {}).get('dev', '?')} development items; paired bootstrap over {_over(comp)} "
+        f"({comp.get('n_boot')} replicates).{_notes(comp)}</p>"
         + "<h3>Edited clauses</h3><table><tr><th>clause</th><th>before</th><th>after</th><th>editor's reason</th></tr>"
         + "".join(diff_rows)
         + "</table>"
@@ -155,4 +196,4 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         "|---|---|---|---|---|",
         *md_rewrites,
     ]
-    return {"name": name, "html": body, "markdown": "\n".join(md), "plots": 2}
+    return {"name": name, "html": body, "markdown": "\n".join(md), "plots": 2, **extra}

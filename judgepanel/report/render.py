@@ -23,6 +23,7 @@ from judgepanel.report.build import CampaignReport, campaign_report
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FORMATS = ("html", "md")
+CASES_PAGE = 50  # disagreement cases shown at first per campaign ("show more" adds as many)
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class RenderedCampaign:
     cases: Any
     notes: Any
     plots: dict[str, Any] = field(default_factory=dict)
+    simulated: bool = False
+    short: dict[str, str] = field(default_factory=dict)  # judge column -> the name plots show
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class ReportResult:
     plots: int
     bytes: int
     files: list[str]
+    simulated: bool = False
 
 
 def fmt(v: float | None, digits: int = 3) -> str:
@@ -70,37 +74,73 @@ def _version() -> str:
         return "dev"
 
 
-def _plots(r: CampaignReport) -> dict[str, Any]:
+def _column_parts(col: str, facts: Any) -> tuple[str, str | None, str | None]:
+    """A judge column (`judge[/condition][/dimension]`, see `build._name`) as judge, condition and
+    dimension; the campaign's only condition or dimension when the name carries none."""
+    judge = max((j for j in facts.judges if col == j or col.startswith(j + "/")), key=len, default=col)
+    parts = col[len(judge) :].lstrip("/").split("/") if col != judge else []
+    cond = (
+        parts.pop(0)
+        if len(facts.conditions) > 1 and parts
+        else (facts.conditions[0] if facts.conditions else None)
+    )
+    dim = parts.pop(0) if parts else (facts.dimensions[0] if len(facts.dimensions) == 1 else None)
+    return judge, cond, dim
+
+
+def _display(col: str, facts: Any, short: dict[str, str]) -> str:
+    judge = _column_parts(col, facts)[0]
+    if col == judge:
+        return short.get(judge, judge)
+    return " / ".join([short.get(judge, judge), *[p for p in col[len(judge) :].split("/") if p]])
+
+
+def _plots(r: CampaignReport, short: dict[str, str]) -> dict[str, Any]:
+    facts = r.facts
+    confusion = []
+    for v in r.versus:
+        judge, cond, dim = _column_parts(v.judge, facts)
+        where = " · ".join(x for x in (f"condition {cond}" if cond else None, dim) if x)
+        title = f"{short.get(judge, judge)}\n{where + ' · ' if where else ''}vs {v.group}"
+        confusion.append(plots.confusion_plot(title, v.labels, v.confusion, v.group))
+    names = [
+        _display(n, facts, short) if g == "judge" else n
+        for n, g in zip(r.kappa_names, r.kappa_groups, strict=True)
+    ]
     out: dict[str, Any] = {
         "latency": plots.latency_plot(
-            [u.judge for u in r.facts.usage], [u.latencies_ms for u in r.facts.usage]
+            [u.judge for u in facts.usage], [u.latencies_ms for u in facts.usage], short
         ),
-        "kappa": plots.kappa_heatmap(r.kappa_names, r.kappa, r.kappa_groups) if r.kappa else None,
-        "bias": plots.bias_plot(r.bias),
-        "confusion": [
-            plots.confusion_plot(f"{plots._short(v.judge, 28)} vs {v.group}", v.labels, v.confusion, v.group)
-            for v in r.versus
-        ],
+        "kappa": plots.kappa_heatmap(names, r.kappa, r.kappa_groups) if r.kappa else None,
+        "bias": plots.bias_plot(r.bias, short),
+        "confusion": confusion,
     }
     return out
 
 
-def _rendered(reports: list[CampaignReport]) -> list[RenderedCampaign]:
-    return [
-        RenderedCampaign(
-            anchor=f"c{i}-{re.sub(r'[^A-Za-z0-9_-]', '-', r.facts.name)}",
-            facts=r.facts,
-            unit_kind=r.unit_kind,
-            agreement=r.agreement,
-            clusters=r.clusters,
-            bias=r.bias,
-            versus=r.versus,
-            cases=r.cases,
-            notes=r.notes,
-            plots=_plots(r),
+def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list[RenderedCampaign]:
+    out = []
+    for i, r in enumerate(reports, 1):
+        short = plots.short_judge_names(r.facts.judges)
+        out.append(
+            RenderedCampaign(
+                anchor=f"c{i}-{re.sub(r'[^A-Za-z0-9_-]', '-', r.facts.name)}",
+                facts=r.facts,
+                unit_kind=r.unit_kind,
+                agreement=r.agreement,
+                clusters=r.clusters,
+                bias=r.bias,
+                versus=r.versus,
+                cases=r.cases,
+                notes=r.notes,
+                plots=_plots(r, short),
+                simulated=simulated.get(r.facts.name, False),
+                short={
+                    c: _display(c, r.facts, short) for c in {v.judge for k in r.cases for v in k.verdicts}
+                },
+            )
         )
-        for i, r in enumerate(reports, 1)
-    ]
+    return out
 
 
 def _env(autoescape: bool) -> Any:
@@ -149,8 +189,11 @@ def write_report(
 
         section = iteration_section(engine, iteration)
     reports = [campaign_report(engine, c, n_boot=n_boot, seed=seed, cases=cases) for c in campaigns]
-    rendered = _rendered(reports)
-    simulated = any(j.startswith("sim:") for r in reports for j in r.facts.judges)
+    from judgepanel.store.simulated import simulated_campaigns
+
+    sims = simulated_campaigns(engine, campaigns)
+    rendered = _rendered(reports, sims)
+    simulated = any(sims.values()) or bool(section and section["simulated"])
     context = {
         "title": ", ".join([*campaigns, *([f"repair {iteration}"] if iteration else [])]),
         "campaigns": rendered,
@@ -159,6 +202,7 @@ def write_report(
         "simulated": simulated,
         "n_boot": n_boot,
         "iteration": section,
+        "page": CASES_PAGE,
     }
     files: list[str] = []
     if fmt_ == "html":
@@ -197,4 +241,5 @@ def write_report(
         plots=n_plots,
         bytes=path.stat().st_size,
         files=files,
+        simulated=simulated,
     )

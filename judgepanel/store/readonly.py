@@ -48,6 +48,7 @@ from judgepanel.store.migrate import READER_ROLE, SET_CONFIG
 
 if TYPE_CHECKING:
     import psycopg
+    from sqlalchemy import Engine
 
 DEFAULT_TIMEOUT = 30.0
 _WRITE_HINTS = ("readonly", "read-only", "read only", "query_only", "attempt to write")
@@ -328,3 +329,39 @@ def _pg_enter(raw: psycopg.Connection[Any], timeout: float, reader: str) -> None
         )
     if can_assume:
         raw.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(reader)))
+
+
+# ---------------------------------------------------------------- an engine for long-lived readers
+
+
+def read_only_engine(url: str, *, timeout: float = DEFAULT_TIMEOUT, reader_role: str = READER_ROLE) -> Engine:
+    """An engine every transaction of which reads only, for a long-lived reader (`judgepanel view`).
+
+    SQLite: the file opened with `mode=ro` and `PRAGMA query_only`. PostgreSQL: each transaction
+    starts `READ ONLY` with `statement_timeout`, under the reader role that `query` uses, and is
+    refused on a privileged session without it, exactly as `query` (see `_pg_enter`); pooled
+    connections are rolled back when returned. Fails here, not on the first page, when refused."""
+    from sqlalchemy import event
+
+    engine = make_engine(url, read_only=True)
+    if is_sqlite(engine):
+
+        def _query_only(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.execute("PRAGMA query_only=ON")
+
+        event.listen(engine, "connect", _query_only)
+    else:
+
+        def _enter(conn: Any) -> None:
+            raw = conn.connection.driver_connection
+            _pg_enter(raw, timeout, reader_role)
+
+        event.listen(engine, "begin", _enter)
+    try:
+        ensure_reachable(engine)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1").all()
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine

@@ -36,6 +36,7 @@ from judgepanel.store.models import (
 )
 from judgepanel.store.queries import dataset_by_name
 from judgepanel.store.rubrics import _add, load_rubric_version, rubric_version
+from judgepanel.store.simulated import iteration_simulated
 
 STEPS = ("dev", "select", "rewrite", "evaluate", "compare")
 
@@ -66,6 +67,8 @@ class IterationRecord:
             "criterion": self.criterion,
             "control_seed": self.control_seed,
             "inputs": self.inputs,
+            "from": self.inputs.get("parent"),
+            "stopped": (self.selection or {}).get("stopped"),
         }
 
 
@@ -178,6 +181,7 @@ def list_iterations(engine: Engine) -> list[dict[str, Any]]:
                     "criterion": r.criterion,
                     "verdict": (r.comparison or {}).get("verdict"),
                     "created_at": it.created_at.isoformat(timespec="seconds"),
+                    "simulated": iteration_simulated(engine, r.inputs, r.campaigns),
                 }
             )
         return out
@@ -201,6 +205,17 @@ def finish_step(engine: Engine, name: str, step: str, **fields: Any) -> Iteratio
         for k, v in fields.items():
             setattr(it, k, v)
         it.steps = {**it.steps, step: "done"}
+        it.updated_at = utcnow()
+        return _record(s, it)
+
+
+def stop_iteration(engine: Engine, name: str, reason: str) -> IterationRecord:
+    """The chain's stopping rule fired: every step not done is marked `stopped`, the reason kept
+    with the selection."""
+    with session_scope(engine) as s:
+        it = _by_name(s, name)
+        it.steps = {k: (v if v == "done" else "stopped") for k, v in it.steps.items()}
+        it.selection = {**(it.selection or {}), "stopped": reason}
         it.updated_at = utcnow()
         return _record(s, it)
 
@@ -334,3 +349,42 @@ def human_means(
         for dim, iid, v in s.execute(q):
             out[dim][int(iid)] = float(v)
         return dict(out)
+
+
+def item_groups(engine: Engine, item_ids: Sequence[int]) -> dict[int, str | None]:
+    """item id -> its group key (article, dialogue; None when it has none)."""
+    if not item_ids:
+        return {}
+    with session_scope(engine) as s:
+        return {
+            int(i): g
+            for i, g in s.execute(select(Item.id, Item.group_key).where(Item.id.in_(list(item_ids))))
+        }
+
+
+def split_members(engine: Engine, dataset: str, split: str) -> list[tuple[str, str | None]]:
+    """(external id, group key) of a split's items, in dataset order."""
+    with session_scope(engine) as s:
+        ds = dataset_by_name(s, dataset)
+        return [
+            (e, g)
+            for e, g in s.execute(
+                select(Item.external_id, Item.group_key)
+                .where(Item.dataset_id == ds.id, Item.split == split)
+                .order_by(Item.position)
+            )
+        ]
+
+
+def campaign_items(engine: Engine, campaign: str) -> set[str]:
+    """External ids of the items a campaign planned jobs for."""
+    with session_scope(engine) as s:
+        cid = campaign_by_name(s, campaign).id
+        return set(
+            s.scalars(
+                select(Item.external_id)
+                .join(Job, Job.item_id == Item.id)
+                .where(Job.campaign_id == cid)
+                .distinct()
+            )
+        )

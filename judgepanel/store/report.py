@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, literal, select
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput
@@ -137,7 +137,8 @@ def campaign_facts(engine: Engine, name: str) -> CampaignFacts:
                 .distinct()
             ).all()
         )
-        usage = _usage(s, c.id, judges)
+        with engine.connect() as conn:  # Core rows: the ORM's per-row cost dominates at 10⁵ calls
+            usage = _usage(conn, c.id, judges)
         return CampaignFacts(
             name=c.name,
             protocol=c.protocol,
@@ -212,29 +213,38 @@ def _usage(s: Any, campaign_id: int, judges: list[str]) -> list[JudgeUsage]:
     return out
 
 
-def campaign_verdicts(engine: Engine, name: str) -> list[JudgeVerdict]:
-    """Accepted verdicts (parse ok, first sample) of a campaign's done jobs."""
+def campaign_verdicts(
+    engine: Engine, name: str, *, rationales: bool = True, units: Iterable[int] | None = None
+) -> list[JudgeVerdict]:
+    """Accepted verdicts (parse ok, first sample) of a campaign's done jobs; without their
+    rationales (None) when `rationales` is false, only of `units` when given. Read through a Core
+    connection: at 10⁵ rows the ORM's per-row bookkeeping costs more than the query."""
     with Session(engine) as s:
         cid = campaign_by_name(s, name).id
-        rows = s.execute(
-            select(
-                Judge.name,
-                func.coalesce(Job.pair_id, Job.item_id),
-                Job.order,
-                Job.condition,
-                Job.dimension,
-                Verdict.value_canonical,
-                Verdict.score,
-                Verdict.rationale,
-            )
-            .select_from(Job)
-            .join(Judge, Judge.id == Job.judge_id)
-            .join(Verdict, Verdict.job_id == Job.id)
-            .where(
-                Job.campaign_id == cid, Job.status == "done", Job.repeat == 0, Verdict.parse_status == "ok"
-            )
-            .order_by(Job.id)
-        ).all()
+    q = (
+        select(
+            Judge.name,
+            func.coalesce(Job.pair_id, Job.item_id),
+            Job.order,
+            Job.condition,
+            Job.dimension,
+            Verdict.value_canonical,
+            Verdict.score,
+            Verdict.rationale if rationales else literal(None),
+        )
+        .select_from(Job)
+        .join(Judge, Judge.id == Job.judge_id)
+        .join(Verdict, Verdict.job_id == Job.id)
+        .where(Job.campaign_id == cid, Job.status == "done", Job.repeat == 0, Verdict.parse_status == "ok")
+        .order_by(Job.id)
+    )
+    if units is not None:
+        wanted = sorted(set(units))
+        if not wanted:
+            return []
+        q = q.where(func.coalesce(Job.pair_id, Job.item_id).in_(wanted))
+    with engine.connect() as conn:
+        rows = conn.execute(q).all()
     return [
         JudgeVerdict(r[0], int(r[1]), r[2], r[3], r[4], r[5], None if r[6] is None else float(r[6]), r[7])
         for r in rows

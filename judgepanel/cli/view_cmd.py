@@ -1,0 +1,80 @@
+"""`judgepanel view [--host 127.0.0.1] [--port 8765] [--token T] [--open]`: the read-only web viewer."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.errors import BadInput
+
+TOKEN_ENV = "JUDGEPANEL_VIEW_TOKEN"
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def view(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; any but loopback needs --token."),
+    port: int = typer.Option(8765, "--port", help="Port to listen on (0: any free port)."),
+    token: str | None = typer.Option(
+        None, "--token", envvar=TOKEN_ENV, help="Required on every request (?token=… once, or Bearer)."
+    ),
+    open_: bool = typer.Option(False, "--open", help="Open the viewer in the default browser."),
+) -> None:
+    """A read-only web viewer over the results database, live while campaigns run; JSON under /api/."""
+    if not 0 <= port <= 65535:
+        raise BadInput(f"--port must be between 0 and 65535, got {port}")
+    if token is not None and len(token) < 16:
+        raise BadInput(
+            "--token must be at least 16 characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
+        )
+    if not _loopback(host) and not token:
+        raise BadInput(f"--host {host} is reachable from other machines: give --token (or {TOKEN_ENV})")
+    import socket
+
+    import uvicorn
+
+    from judgepanel.store.engine import display_url
+    from judgepanel.store.readonly import read_only_engine
+    from judgepanel.view.app import create_app
+
+    st = state(ctx)
+    st.engine()  # the database must exist at this schema revision (one clear line otherwise)
+    st.close()
+    engine = read_only_engine(st.db_url)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(128)  # connections wait in the backlog from now on, before the server starts
+    bound = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    url = f"http://{shown}:{bound}/"
+    print(url + ("  (token required)" if token else ""), flush=True)
+    app = create_app(engine, token=token, db_label=display_url(st.db_url))
+    if open_:
+        import webbrowser
+
+        webbrowser.open(url + (f"?token={token}" if token else ""))
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        engine.dispose()
+        sock.close()
+    sys.stdout.flush()

@@ -1,0 +1,56 @@
+"""Which stored answers are simulated: from a `sim:` judge, or from the fake server answering in
+place of a real provider. Both mark every reply (`system_fingerprint` = `SIM_FINGERPRINT`, a
+`model` of `sim/<model>`; see `providers.sim` and `fake.server`), so a campaign whose judges are
+named `openai:gpt-4o-mini` but were answered by the fake server is found too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, or_, select
+
+from judgepanel.providers.sim import SIM_FINGERPRINT
+from judgepanel.store.models import Campaign, CampaignJudge, Job, Judge, Request, Response
+
+
+def simulated_reply() -> Any:
+    """A condition on `response`: the reply came from the simulator."""
+    return or_(Response.system_fingerprint == SIM_FINGERPRINT, Response.model_returned.like("sim/%"))
+
+
+def simulated_campaigns(engine: Engine, names: list[str]) -> dict[str, bool]:
+    """Campaign name -> whether any of its judges is `sim:` or any of its replies is simulated."""
+    out: dict[str, bool] = {}
+    with engine.connect() as conn:
+        for name in names:
+            cid = conn.execute(select(Campaign.id).where(Campaign.name == name)).scalar()
+            if cid is None:
+                continue
+            sim_judge = conn.execute(
+                select(Judge.id)
+                .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
+                .where(CampaignJudge.campaign_id == cid, Judge.provider == "sim")
+                .limit(1)
+            ).first()
+            if sim_judge is not None:
+                out[name] = True
+                continue
+            hit = conn.execute(
+                select(Response.id)
+                .join(Request, Request.id == Response.request_id)
+                .join(Job, Job.id == Request.job_id)
+                .where(Job.campaign_id == cid, simulated_reply())
+                .limit(1)
+            ).first()
+            out[name] = hit is not None
+    return out
+
+
+def iteration_simulated(engine: Engine, inputs: dict[str, Any], campaigns: dict[str, str | None]) -> bool:
+    """Whether a repair iteration rests on simulated answers: a `sim:` judge or editor in its
+    inputs, or any of its campaigns (dev, editor, original, contested, control) simulated."""
+    specs = [*(inputs.get("judges") or []), inputs.get("editor") or ""]
+    if any(str(s).startswith("sim:") for s in specs):
+        return True
+    return any(simulated_campaigns(engine, [c for c in campaigns.values() if c]).values())

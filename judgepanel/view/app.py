@@ -1,0 +1,336 @@
+"""The viewer's ASGI app (Starlette): read-only pages over the results database and their JSON twins.
+
+Every page `/X` has `/api/X` returning the dict the page renders (see `judgepanel.view.data`).
+Safety, in the order a request meets it (`Gate`):
+
+- **token**: with `token` set (required by the CLI for any address but loopback), every request,
+  static files and the API included, must present it — `Authorization: Bearer T`, the cookie the
+  viewer sets, or `?token=T` once (answered by a redirect that sets the cookie and drops the token
+  from the address); each presented value is compared in constant time (`hmac.compare_digest`);
+- **host**: without a token the viewer answers only `Host: 127.0.0.1 / localhost / [::1]`, so a
+  web page elsewhere cannot reach it through DNS rebinding;
+- **read only**: only GET and HEAD routes exist (anything else is 405), and the engine is the
+  read-only one of `store.readonly.read_only_engine` (SQLite `mode=ro`; PostgreSQL READ ONLY
+  transactions under the `query` reader role);
+- **escaping**: Jinja autoescape on every template; the only markup not escaped is the SVG that
+  `report.plots` draws (matplotlib escapes its text) and the repair section that
+  `report.iteration` builds with `html.escape`; a Content-Security-Policy allows scripts from the
+  viewer itself only (no inline script, no eval), so an escaping slip still runs nothing.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+import urllib.parse
+from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import SimpleCookie
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from judgepanel.errors import BadInput, NotFound
+from judgepanel.view import data
+
+HERE = Path(__file__).resolve().parent
+COOKIE = "judgepanel_view_token"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+CSP = (
+    "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self' data:; "
+    "style-src 'self' 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def _host_name(host: str) -> str:
+    if host.startswith("["):  # [::1]:8765
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class Gate:
+    """Token and Host checks on every request, and security headers on every response."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, allowed_hosts: frozenset[str] | None) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.allowed_hosts = allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if (
+            self.token is None
+            and self.allowed_hosts is not None
+            and _host_name(headers.get("host", "")) not in self.allowed_hosts
+        ):
+            await self._plain(send, 403, "judgepanel view answers only on its loopback address")
+            return
+        from_query = False
+        if self.token is not None:
+            query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            presented: list[str] = []
+            auth = headers.get("authorization", "")
+            if auth.lower().startswith("bearer "):
+                presented.append(auth[7:].strip())
+            cookie = SimpleCookie()
+            try:
+                cookie.load(headers.get("cookie", ""))
+            except Exception:  # a malformed cookie header is no token
+                cookie = SimpleCookie()
+            if COOKIE in cookie:
+                presented.append(cookie[COOKIE].value)
+            if "token" in query:
+                presented += query["token"]
+                from_query = True
+            ok = False
+            for p in presented:  # every candidate compared, in constant time each
+                ok = hmac.compare_digest(p.encode(), self.token) or ok
+            if not ok:
+                await self._plain(send, 401, "judgepanel view: a token is required (?token=… or Bearer)")
+                return
+            if from_query and scope["method"] in ("GET", "HEAD"):
+                rest = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
+                location = scope.get("root_path", "") + scope["path"]
+                if rest:
+                    location += "?" + urllib.parse.urlencode(rest)
+                morsel = f"{COOKIE}={self.token.decode()}; Path=/; HttpOnly; SameSite=Strict"
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 303,
+                        "headers": [
+                            (b"location", location.encode("latin-1")),
+                            (b"set-cookie", morsel.encode("latin-1")),
+                            *SECURITY_HEADERS,
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b""})
+                return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    @staticmethod
+    async def _plain(send: Send, status: int, text: str) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), *SECURITY_HEADERS],
+            }
+        )
+        await send({"type": "http.response.body", "body": text.encode()})
+
+
+def _version() -> str:
+    try:
+        return metadata.version("judgepanel")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "dev"
+
+
+def _jinja() -> Any:
+    import jinja2
+
+    from judgepanel.report.iteration import word_diff
+    from judgepanel.report.render import ci, fmt, pval
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(HERE / "templates")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+    def usd(v: float | None) -> str:
+        return "unknown" if v is None else f"{v:.4f}"
+
+    def duration(s: float | None) -> str:
+        if s is None or not math.isfinite(s):
+            return "—"
+        s = round(s)
+        return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+    env.globals.update(
+        fmt=fmt, ci=ci, pval=pval, usd=usd, duration=duration, word_diff=word_diff, version=_version()
+    )
+    env.filters["q"] = lambda s: urllib.parse.quote(str(s), safe="")
+    env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+    return env
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+class JSON(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return json.dumps(_json_safe(content), default=str, ensure_ascii=False, allow_nan=False).encode()
+
+
+def create_app(
+    engine: Engine,
+    *,
+    token: str | None = None,
+    allowed_hosts: frozenset[str] | None = LOOPBACK_HOSTS,
+    db_label: str = "",
+    n_boot: int = 200,
+) -> ASGIApp:
+    """The viewer over `engine` (which should be read-only: `store.readonly.read_only_engine`)."""
+    env = _jinja()
+    tracker = data.Tracker()
+
+    def page(template: str, payload: dict[str, Any], request: Request, **extra: Any) -> HTMLResponse:
+        html = env.get_template(template).render(
+            d=payload,
+            db_label=db_label,
+            path=request.url.path,
+            api="/api" + (request.url.path if request.url.path != "/" else "/campaigns"),
+            query=request.url.query,
+            **extra,
+        )
+        return HTMLResponse(html)
+
+    def twin(
+        template: str,
+        compute: Callable[[Request], dict[str, Any]],
+        extra: Callable[..., dict[str, Any]] | None = None,
+    ) -> tuple[Callable[[Request], Awaitable[Response]], Callable[[Request], Awaitable[Response]]]:
+        async def html(request: Request) -> Response:
+            try:
+                payload = await run_in_threadpool(compute, request)
+                more = await run_in_threadpool(extra, payload, request) if extra else {}
+            except (NotFound, BadInput) as exc:
+                return _error_page(request, exc)
+            return page(template, payload, request, **more)
+
+        async def api(request: Request) -> Response:
+            try:
+                payload = await run_in_threadpool(compute, request)
+            except (NotFound, BadInput) as exc:
+                return JSON({"error": str(exc)}, status_code=404 if isinstance(exc, NotFound) else 400)
+            return JSON(payload)
+
+        return html, api
+
+    def _error_page(request: Request, exc: Exception) -> HTMLResponse:
+        status = 404 if isinstance(exc, NotFound) else 400
+        html = env.get_template("error.html.j2").render(
+            d={"simulated": False},
+            message=str(exc),
+            status=status,
+            db_label=db_label,
+            path=request.url.path,
+            api="",
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def campaign_plots(payload: dict[str, Any], request: Request) -> dict[str, Any]:
+        from judgepanel.report import plots
+
+        m = payload["matrix"]
+        heat = plots.kappa_heatmap(m["raters"], m["kappa"], m["groups"]) if m["kappa"] else None
+        rows = [{"judge": j, **b} for j, b in payload["bias"]["judges"].items()]
+        return {"kappa_svg": heat, "bias_svg": plots.bias_plot(rows) if rows else None}
+
+    def iteration_html(payload: dict[str, Any], request: Request) -> dict[str, Any]:
+        from judgepanel.report.iteration import iteration_section
+
+        return {"section": iteration_section(engine, payload["iteration"])["html"]}
+
+    def name(request: Request) -> str:
+        return str(request.path_params["name"])
+
+    routes: list[Any] = []
+
+    def add(
+        path: str, template: str, compute: Callable[[Request], dict[str, Any]], extra: Any = None
+    ) -> None:
+        html, api = twin(template, compute, extra)
+        routes.append(Route(path, html, methods=["GET", "HEAD"]))
+        routes.append(Route("/api" + (path if path != "/" else "/campaigns"), api, methods=["GET", "HEAD"]))
+
+    add("/", "campaigns.html.j2", lambda r: data.campaigns(engine, tracker))
+    add("/rubrics", "rubrics.html.j2", lambda r: data.rubrics(engine))
+    add("/rubrics/{name}", "rubric.html.j2", lambda r: data.rubric(engine, name(r)))
+    add("/repair", "iterations.html.j2", lambda r: data.iterations(engine))
+    add("/repair/{name}", "iteration.html.j2", lambda r: data.iteration(engine, name(r)), iteration_html)
+    add(
+        "/campaigns/{name}",
+        "campaign.html.j2",
+        lambda r: data.campaign(engine, name(r), n_boot=n_boot),
+        campaign_plots,
+    )
+
+    def pager(payload: dict[str, Any], request: Request) -> dict[str, Any]:
+        kept = [(k, v) for k, v in request.query_params.multi_items() if k != "after" and v]
+        nxt = [*kept, ("after", str(payload["next_after"]))] if payload["next_after"] is not None else kept
+        return {"first_query": urllib.parse.urlencode(kept), "next_query": urllib.parse.urlencode(nxt)}
+
+    add(
+        "/campaigns/{name}/verdicts",
+        "verdicts.html.j2",
+        lambda r: data.verdicts(engine, name(r), data.parse_verdict_query(dict(r.query_params))),
+        pager,
+    )
+    add(
+        "/campaigns/{name}/cases/{unit:int}",
+        "case.html.j2",
+        lambda r: data.case(engine, name(r), int(r.path_params["unit"])),
+    )
+    add(
+        "/campaigns/{name}/requests/{rid:int}",
+        "raw.html.j2",
+        lambda r: data.raw(engine, name(r), int(r.path_params["rid"])),
+    )
+    # the campaigns list lives at `/`; `/campaigns` shows it too
+    routes.append(
+        Route("/campaigns", twin("campaigns.html.j2", lambda r: data.campaigns(engine, tracker))[0])
+    )
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSON({"error": "not found"}, status_code=404)
+        return PlainTextResponse("not found", status_code=404)
+
+    app = Starlette(
+        routes=[*routes, Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")],
+        exception_handlers={404: not_found},
+    )
+    return Gate(app, token=token, allowed_hosts=None if token else allowed_hosts)

@@ -1,0 +1,148 @@
+"""Fixtures for the viewer: the demo database, a copy of it full of hostile text, the viewer as
+the real CLI in a subprocess, and headless Chromium (set up as the report's browser test does)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests import xss
+
+TOKEN = "t0ken-for-the-viewer-tests-0123456789"
+
+
+def inject_payloads(url: str) -> None:
+    """Hostile text in every kind of stored text a page shows."""
+    eng = create_engine(url)
+    p = xss.TEXT
+    with eng.begin() as conn:
+        conn.execute(
+            text("UPDATE item SET output = :p || output, input = :p || coalesce(input, '')"), {"p": p}
+        )
+        conn.execute(text("UPDATE verdict SET rationale = :p || coalesce(rationale, '')"), {"p": p})
+        conn.execute(text("UPDATE response SET raw_body = :p, text = :p || coalesce(text, '')"), {"p": p})
+        conn.execute(text("UPDATE label SET rationale = :p"), {"p": p})
+        conn.execute(text("UPDATE rubric_version SET change_note = :p"), {"p": p})
+        conn.execute(text("UPDATE item SET system = 'sys<script>window.__xss=1</script>'"))
+        # a judge name and a campaign name: they reach tables, plots (matplotlib's SVG) and URLs
+        conn.execute(
+            text("UPDATE judge SET name = name || :p WHERE id = (SELECT min(id) FROM judge)"),
+            {"p": "&x=<img src=x onerror=window.__xss=1>"},
+        )
+        conn.execute(
+            text(
+                "UPDATE campaign SET name = :n WHERE id = (SELECT min(id) FROM campaign WHERE protocol = 'pairwise')"
+            ),
+            {"n": xss.NAME},
+        )
+        for rid, rewrites in conn.execute(text("SELECT id, rewrites FROM repair_iteration")).all():
+            doc = json.loads(rewrites) if isinstance(rewrites, str) else rewrites
+            for r in (doc or {}).values():
+                r["reason"] = p
+                r["new"] = p + str(r.get("new", ""))
+            conn.execute(
+                text("UPDATE repair_iteration SET rewrites = :r WHERE id = :i"),
+                {"r": json.dumps(doc), "i": rid},
+            )
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def xss_url(demo_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("view-xss")
+    src = Path(demo_url.removeprefix("sqlite:///"))
+    dst = folder / "xss.db"
+    # a consistent copy (the demo database is in WAL mode)
+    eng = create_engine(demo_url)
+    with eng.connect() as conn:
+        conn.exec_driver_sql(f"VACUUM INTO '{dst}'")
+    eng.dispose()
+    assert src.exists()
+    url = f"sqlite:///{dst}"
+    inject_payloads(url)
+    return url
+
+
+class Viewer:
+    """`judgepanel view` in its own process; `url` is what it printed first."""
+
+    def __init__(self, db: str, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "judgepanel", "--db", db, "view", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        m = re.match(r"(http://\S+/)", line)
+        if not m:
+            self.stop()
+            raise RuntimeError(
+                f"viewer did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}"
+            )
+        self.url = m.group(1).rstrip("/")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+@pytest.fixture(scope="module")
+def demo_viewer(demo_url: str) -> Iterator[Viewer]:
+    v = Viewer(demo_url)
+    yield v
+    v.stop()
+
+
+def browser() -> object:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromedriver = shutil.which("chromedriver")
+    if not (chromium and chromedriver):
+        if os.environ.get("JUDGEPANEL_REQUIRE_BROWSER", "") not in ("", "0"):
+            pytest.fail("chromium and chromedriver are required (JUDGEPANEL_REQUIRE_BROWSER=1)")
+        pytest.skip("no chromium/chromedriver on this machine")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1800",
+    ):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=chromedriver), options=opts)
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[object]:
+    d = browser()
+    yield d
+    d.quit()  # type: ignore[attr-defined]
+
+
+def console_errors(driver: object) -> list[dict[str, object]]:
+    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]  # type: ignore[attr-defined]

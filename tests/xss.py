@@ -1,0 +1,46 @@
+"""Hostile stored text: each payload runs script if a page puts it into markup unescaped.
+
+Every payload sets `window.__xss` (never an alert, so a test reads the outcome instead of
+fighting a modal dialog). Used by the report's and the viewer's browser tests.
+"""
+
+from __future__ import annotations
+
+PAYLOADS = (
+    "<script>window.__xss=1</script>",
+    '<img src=x onerror="window.__xss=1">',
+    '"><svg onload="window.__xss=1">',
+    '\'><iframe srcdoc="<script>parent.__xss=1</script>"></iframe>',
+    "</pre></td></tr></table><script>window.__xss=1</script>",
+    "</script><script>window.__xss=1</script>",
+    '<details open ontoggle="window.__xss=1">',
+    '<a href="javascript:window.__xss=1">click</a>',
+    "{{ 7*7 }} {% raw %}${7*7}",
+)
+TEXT = "XSS " + " ".join(PAYLOADS)
+# for places that cannot hold a slash (a name in a URL path)
+NAME = 'x"><img src=x onerror=window.__xss=1>'
+
+# injected markup shows up as elements or attributes no page of ours has
+PROBE_JS = """
+return {
+  xss: window.__xss === undefined ? null : window.__xss,
+  handlers: document.querySelectorAll('[onerror],[onload],[ontoggle],[onclick]').length,
+  iframes: document.querySelectorAll('iframe').length,
+  inline_scripts: Array.from(document.scripts).filter(s => !s.src).length,
+  js_links: Array.from(document.querySelectorAll('a[href]')).filter(a => a.getAttribute('href').trim().toLowerCase().startsWith('javascript:')).length,
+};
+"""
+CLEAN = {"xss": None, "handlers": 0, "iframes": 0, "js_links": 0}
+
+
+def assert_escaped(html: str) -> None:
+    """No payload reaches the markup as markup."""
+    for p in (
+        "<script>window.__xss",
+        "<img src=x onerror",
+        "<svg onload",
+        "<iframe",
+        "<details open ontoggle",
+    ):
+        assert p not in html, p
