@@ -217,6 +217,8 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
         warn(warning)
     if summary.status == "interrupted":
         raise Interrupted("interrupted; finished calls are stored, run again to resume")
+    if summary.status == "unreadable" and summary.stopped:
+        err_console.print(summary.stopped, soft_wrap=True, markup=False, highlight=False)
     if summary.status == "budget":
         err_console.print(
             f"stopped by --max-cost {summary.max_cost_usd:g}: spent {_usd(summary.spent_usd)} USD, "

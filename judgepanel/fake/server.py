@@ -25,7 +25,7 @@ connections, no framework) that answers
 `model`: when set, `/v1/models` lists only it, replies report it as `model`, and the sim brain
 answers as that model whatever the request names. Change it between runs to swap "the weights".
 
-Answers come from `judgepanel.providers.sim` (model returned as `sim/<model>`, fingerprint
+Answers come from the simulated judge, `judgepanel.simjudge` (model returned as `sim/<model>`, fingerprint
 `judgepanel-sim-v1`), so they are deterministic per request.
 
 Injected behaviour
@@ -73,7 +73,7 @@ Every request is recorded (path, status, fault, model, headers, body, arrival ti
 `record_limit` in full and all of them in counters, so tests can prove a key was sent over the wire
 and what parameters were.
 
-Run it as a process (the first stdout line is its URL)::
+Run it as a process (the first stdout line is its URL), as `judgepanel fake-server` or::
 
     python -m judgepanel.fake.server --port 0 --latency 1.0 --jitter 0.2 --rpm 3000
 
@@ -103,13 +103,13 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import parse_qs, urlsplit
 
 from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
 from judgepanel.fake.logprobs import fake_logprobs
-from judgepanel.providers.sim import (
+from judgepanel.simjudge import (
     SIM_FINGERPRINT,
     SimReply,
     content_text,
@@ -469,7 +469,7 @@ class FakeServer:
                 keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
                 path = urlsplit(target).path
                 if path.startswith("/_fake/"):  # control requests are answered, not recorded
-                    writer.write(_encode(self._control(method, target, body), keep_alive, self._next_id()))
+                    writer.write(_encode(self._control(method, target, body), keep_alive, self.next_id()))
                     continue
                 text = body[:8192].decode("utf-8", "replace")
                 record = RequestRecord(method, path, None, None, None, headers, text, time.time())
@@ -486,9 +486,9 @@ class FakeServer:
                 record.seconds = time.time() - record.arrived
                 self.counts[(record.path, reply.status)] += 1
                 if reply.drip > 0:
-                    await _drip(writer, _encode(reply, keep_alive, self._next_id()), reply)
+                    await _drip(writer, _encode(reply, keep_alive, self.next_id()), reply)
                     continue
-                writer.write(_encode(reply, keep_alive, self._next_id()))
+                writer.write(_encode(reply, keep_alive, self.next_id()))
                 if writer.transport.get_write_buffer_size() > 65536:
                     await writer.drain()
                 if not keep_alive:
@@ -517,7 +517,7 @@ class FakeServer:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, ConnectionError):
             return None
 
-    def _next_id(self) -> str:
+    def next_id(self) -> str:
         self._counter += 1
         return f"{self.port:x}{self._counter:08x}"
 
@@ -603,6 +603,25 @@ class FakeServer:
         if fault == "echo":
             return _echo(reply, _caller_key(headers))
         return _malformed(fault, reply)
+
+    def answer_entry(self, wire: str, payload: dict[str, Any], version: str) -> tuple[int, bytes]:
+        """One batch entry's answer (`fake.batch.BatchHost`): as a direct call would get it, with
+        the model-name faults drawn per distinct body; error faults become error entries."""
+        model, faults, knobs = _parse_model(str(payload.get("model", "")))
+        if self.served_model:
+            model = self.served_model
+        raw = json.dumps(payload, sort_keys=True).encode()
+        digest = hashlib.blake2b(raw, digest_size=16, key=str(self.seed).encode()[:64]).digest()
+        attempt = self._seen.get(digest, 0)
+        self._seen[digest] = attempt + 1
+        fault = self._choose_fault({}, faults, digest, attempt)
+        if fault is not None and fault.rstrip("s").isdigit():
+            reply = self._error(wire, int(fault.rstrip("s")), None)
+        elif wire == "openai":
+            reply = self._openai(payload, model, knobs)
+        else:
+            reply = self._anthropic(payload, model, knobs, version)
+        return reply.status, reply.body
 
     def _choose_fault(
         self, headers: Mapping[str, str], model_faults: Sequence[str], digest: bytes, attempt: int
@@ -714,11 +733,11 @@ class FakeServer:
             body: dict[str, Any] = {
                 "error": {"message": message or default, "type": kind, "param": param, "code": code}
             }
-            headers = [("x-request-id", f"req_{self._next_id()}")]
+            headers = [("x-request-id", f"req_{self.next_id()}")]
         else:
             kind, default = _ANTHROPIC_ERRORS.get(status, ("api_error", "Error."))
             body = {"type": "error", "error": {"type": kind, "message": message or default}}
-            headers = [("request-id", f"req_{self._next_id()}")]
+            headers = [("request-id", f"req_{self.next_id()}")]
         return _Reply(status, json.dumps(body).encode(), headers)
 
     def _brain_params(self, payload: Mapping[str, Any], knobs: Mapping[str, float]) -> dict[str, Any]:
@@ -755,7 +774,7 @@ class FakeServer:
             structured=structured,
         )
         reply = self._scripted(normalized, reply)
-        ident = self._next_id()
+        ident = self.next_id()
         cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
         body = {
             "id": f"chatcmpl-fake{ident}",
@@ -824,7 +843,7 @@ class FakeServer:
             structured=tool_name is not None,
         )
         reply = self._scripted(normalized, reply)
-        ident = self._next_id()
+        ident = self.next_id()
         usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
         read = min(usage.read, reply.input_tokens) if usage else 0
         written = min(usage.written, reply.input_tokens - read) if usage else 0
@@ -1101,8 +1120,26 @@ class FakeServerProcess:
         self.stop()
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m judgepanel.fake.server", description=__doc__.split("\n")[0])
+class _Usage(argparse.HelpFormatter):
+    def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options end in one line on stderr and exit 2, as every judgepanel command does."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
+def _parser(prog: str = "python -m judgepanel.fake.server") -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=prog,
+        description="Fake OpenAI and Anthropic APIs on this machine (real HTTP, real wire formats), "
+        "answered by simulated judges. The first stdout line is its URL (the OpenAI base_url is URL/v1, the Anthropic one URL);"
+        " Ctrl-C stops it.",
+        formatter_class=_Usage,
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument(
         "--port", type=int, default=0, help="0 picks a free port; the URL is the first stdout line"
@@ -1113,6 +1150,13 @@ def _parser() -> argparse.ArgumentParser:
         "--rpm", type=float, default=None, help="server-side requests-per-minute limit (429 above it)"
     )
     p.add_argument("--burst", type=float, default=None, help="token bucket size for --rpm (default rpm/60)")
+    p.add_argument(
+        "--fail-rate",
+        type=float,
+        default=None,
+        metavar="P",
+        help="share of calls answered with a retryable 503 (shorthand for --fault 503=P)",
+    )
     p.add_argument(
         "--fault",
         action="append",
@@ -1147,10 +1191,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = _parser()
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
+    """Serve until SIGINT or SIGTERM; the first stdout line is the URL."""
+    parser = _parser(prog) if prog else _parser()
     args = parser.parse_args(argv)
     faults: dict[str, float] = {}
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be 0 (any free port) or a port number up to 65535, got {args.port}")
+    if args.fail_rate is not None:
+        if not 0.0 <= args.fail_rate <= 1.0:
+            parser.error(f"--fail-rate must be in [0, 1], got {args.fail_rate:g}")
+        faults["503"] = args.fail_rate
     for item in args.fault:
         name, _, rate = item.partition("=")
         try:
@@ -1185,7 +1236,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(str(exc))
 
     async def serve() -> None:
-        print(await server.start(), flush=True)
+        try:
+            url = await server.start()
+        except OSError as exc:
+            print(
+                f"{parser.prog}: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            raise SystemExit(1) from None
+        print(url, flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -20,6 +20,14 @@ everything in batches. Retries live here and only here, in `_run_job`, with tena
                                            raw text stored, and `campaign retry-parse-failures`
                                            re-asks it
 
+A run whose first `RunOptions.unreadable_stop` (20) answers ALL fail to parse stops scheduling
+(status `unreadable`, exit 3): the prompt, the custom template or the judge cannot produce a
+readable answer, and spending through every job would not change that. The calls in flight finish
+and are stored, the rest stay pending, and the summary quotes the first failure. Why twenty: a
+broken template or judge costs twenty calls instead of the whole campaign, while a judge that
+parses a fifth of its replies is stopped by chance only with probability 0.8²⁰ ≈ 1 % (one that
+parses 5 % of them, 0.95²⁰ ≈ 36 %, is no judge to spend a campaign on anyway).
+
 Every attempt, failed or not, is stored with its error class. Stopping: `interrupt()` once stops
 scheduling (in-flight calls finish and are stored; jobs waiting in back-off are handed back);
 twice abandons the calls in flight (their jobs stay pending). Either way the writer commits what
@@ -89,6 +97,7 @@ from judgepanel.store.editor import editor_tasks
 
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
+UNREADABLE_STOP = 20  # a run whose first this-many answers all fail to parse stops (module docstring)
 
 
 def run_exit_code(status: str, done: int, jobs: int) -> int:
@@ -128,6 +137,8 @@ class RunOptions:
     lease_seconds: float = 120.0
     lease_chunk: int | None = None  # jobs leased at a time per judge (default: 4 × concurrency, ≥ 128)
     shared_limits: bool = False  # RPM/TPM budgets shared with other workers through the database
+    # stop when the first this-many answers of the run all fail to parse (None: never)
+    unreadable_stop: int | None = UNREADABLE_STOP
 
     def validate(self) -> None:
         if self.lease_seconds <= 0:
@@ -142,6 +153,8 @@ class RunOptions:
                 raise BadInput(f"{name} must be positive, got {v}")
         if self.timeout <= 0:
             raise BadInput(f"--timeout must be positive, got {self.timeout}")
+        if self.unreadable_stop is not None and self.unreadable_stop < 1:
+            raise BadInput(f"unreadable_stop must be at least 1 (or None), got {self.unreadable_stop}")
 
 
 @dataclass
@@ -170,7 +183,7 @@ class RunStats:
 @dataclass(frozen=True)
 class RunSummary:
     campaign: str
-    status: str  # done | incomplete | interrupted | budget
+    status: str  # done | incomplete | interrupted | budget | unreadable
     jobs: int
     done: int
     failed: int
@@ -188,6 +201,7 @@ class RunSummary:
     unscheduled: int = 0  # jobs left pending because the next call did not fit under --max-cost
     partial: int = 0  # failed jobs whose reply left clauses unanswered
     max_cost_usd: float | None = None
+    stopped: str | None = None  # why the run stopped early (status unreadable), quoting the first failure
 
     @property
     def spent_usd(self) -> float | None:
@@ -217,6 +231,7 @@ class RunSummary:
             "elapsed_s": round(self.elapsed_s, 3),
             "warnings": list(self.warnings),
             "parse_failures": self.parse_failures,
+            "stopped": self.stopped,
         }
 
 
@@ -389,6 +404,9 @@ class Runner:
         self._workers: list[asyncio.Task[None]] = []
         self.warnings: list[str] = []
         self._background: list[asyncio.Task[None]] = []  # writes of what probes learnt
+        self._answered = 0  # replies received this run (not from the cache) …
+        self._readable = 0  # … and how many of them parsed
+        self._first_unreadable: str | None = None  # the first that did not, described
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._expo = wait_exponential_jitter(
             multiplier=self.opts.retry.initial_wait,
@@ -570,7 +588,30 @@ class Runner:
             unscheduled=pending if status == "budget" else 0,
             partial=partial,
             max_cost_usd=self.opts.max_cost,
+            stopped=self._unreadable_reason(pending) if status == "unreadable" else None,
         )
+
+    def _unreadable_reason(self, pending: int) -> str:
+        return (
+            f"stopped early: the first {self._answered} answers all failed to parse, so the "
+            f"{pending} job(s) left were not sent (they stay pending; fix the template or the judge, "
+            f"then run again, and `campaign retry-parse-failures {self.name}` re-asks the failed ones). "
+            f"The first failure: {self._first_unreadable}"
+        )
+
+    def _count_answer(self, j: _Judge, p: Prepared, r: ChatResult, error: str | None) -> None:
+        """Stop the run when its first `unreadable_stop` answers all failed to parse."""
+        self._answered += 1
+        if error is None:
+            self._readable += 1
+            return
+        if self._first_unreadable is None:
+            text = " ".join((r.text or "").split())
+            shown = text if len(text) <= 300 else text[:300] + " …"
+            self._first_unreadable = f"{j.spec.name}, job {p.job.id}: {error}; the reply was {shown!r}"
+        limit = self.opts.unreadable_stop
+        if limit is not None and self._readable == 0 and self._answered >= limit:
+            self._stop("unreadable")
 
     def _summary_warnings(self) -> list[str]:
         # what the providers learnt (parameters a server refused and that were dropped) comes first
@@ -846,6 +887,7 @@ class Runner:
         if error is not None:
             self.stats.errors["parse"] += 1
             self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
+        self._count_answer(j, p, r, error)
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
             answered_row(sent_row(p, n, ok=True), r, cost=cost, error=error, latency_ms=r.latency_ms)
