@@ -126,7 +126,9 @@ def _root(
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    print(f"judgepanel: {' '.join(message.split())}", file=sys.stderr)
+    from judgepanel.providers.errors import scrubber  # no configured key in any form, ever
+
+    print(f"judgepanel: {' '.join(scrubber()(message).split())}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -25,6 +25,7 @@ from judgepanel.protocol.custom import CLASSIC_REF, load_template
 from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.providers.caching import CacheForecast
+from judgepanel.providers.keys import key_source
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
@@ -124,7 +125,8 @@ def create(
             **context_options(spec),
         )
         check = _renders_every_job(ctx)
-    return store.create_campaign(engine, spec, records, rubric_version_id=rv_id, check=check)
+    info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id, check=check)
+    return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs))
 
 
 def _renders_every_job(ctx: CampaignContext) -> Callable[[list[LeasedJob]], None]:
@@ -223,6 +225,8 @@ class Estimate:
     cost_batch_cached_usd: float | None = None
     cache_read_tokens: int = 0  # forecast: prompt tokens read from the providers' caches
     cache_write_tokens: int = 0  # … and written to them
+    # per judge: the variable its key comes from (never the value) and the host it goes to
+    judge_keys: tuple[dict[str, str | None], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -238,6 +242,7 @@ class Estimate:
             "cache_write_tokens": self.cache_write_tokens,
             "cached": self.cached,
             "by_judge": self.by_judge,
+            "judge_keys": list(self.judge_keys),
         }
 
 
@@ -333,6 +338,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         cost_batch_cached_usd=rounded["cost_batch_cached_usd"],
         cache_read_tokens=sum(d["cache_read_tokens"] for d in by_judge.values()),
         cache_write_tokens=sum(d["cache_write_tokens"] for d in by_judge.values()),
+        judge_keys=tuple(key_source(js).as_dict() for js in ctx.judges.values()),
     )
 
 
@@ -340,6 +346,8 @@ _COSTS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_us
 
 
 def _batch(price: Price | None, cost: float | None) -> float | None:
+    if cost == 0:
+        return 0.0  # a free judge is free through a batch too
     if price is None or cost is None or price.batch_discount is None:
         return None
     return cost * (1.0 - price.batch_discount)

@@ -231,6 +231,8 @@ class Campaign(Base):
     status: Mapped[str] = mapped_column(String(20), default="planned")
     spec: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # the cap on the campaign's total spend (every run, worker and batch); None = no cap
+    max_cost_usd: Mapped[float | None] = mapped_column(Float)
 
 
 class CampaignJudge(Base):
@@ -277,8 +279,9 @@ class Request(Base):
     template_hash: Mapped[str] = mapped_column(String(64))
     messages: Mapped[list[Any]] = mapped_column()
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # the JSON schema / tool definition sent for structured output (None when the reply is free text)
-    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # the JSON schema / tool definition sent for structured output; SQL NULL (not JSON null) when the
+    # reply is free text, so `output_schema IS NULL` finds those requests
+    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -297,7 +300,10 @@ class Response(Base):
     finish_reason: Mapped[str | None] = mapped_column(String(40))  # finish_reason / stop_reason as returned
     input_tokens: Mapped[int | None] = mapped_column(Integer)
     output_tokens: Mapped[int | None] = mapped_column(Integer)
-    latency_ms: Mapped[float | None] = mapped_column(Float)
+    latency_ms: Mapped[float | None] = mapped_column(Float)  # from the request leaving to the whole answer
+    # from the start of the attempt until its request left (waiting inside the provider, e.g. behind an
+    # OpenAI-compatible judge's probing first call); None when the provider does not say
+    queued_ms: Mapped[float | None] = mapped_column(Float)
     cost_usd: Mapped[float | None] = mapped_column(Float)
     cached_from: Mapped[int | None] = mapped_column(ForeignKey("response.id"))  # answered from the store
     cache_read_tokens: Mapped[int | None] = mapped_column(Integer)  # prompt-cache hits, as reported
@@ -406,6 +412,19 @@ class RateBucket(Base):
     refill_per_s: Mapped[float] = mapped_column(Float)
     tokens: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
+
+
+class BudgetHold(Base):
+    """Money one lease owner (a run or a worker) has reserved under its campaign's cap for calls in
+    flight or replies not yet stored; `expires` is renewed with the owner's leases."""
+
+    __tablename__ = "budget_hold"
+    __table_args__ = (UniqueConstraint("campaign_id", "owner"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id", ondelete="CASCADE"))
+    owner: Mapped[str] = mapped_column(String(300))
+    amount_usd: Mapped[float] = mapped_column(Float)
+    expires: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class ProviderBatch(Base):

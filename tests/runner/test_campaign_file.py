@@ -155,6 +155,6 @@ def test_the_files_budget_is_the_default_of_run(db: tuple[str, Engine], tmp_path
     assert cli("campaign", "create", "--from", str(path), db=url).code == 0
     run = cli("campaign", "run", "c1", "--concurrency", "1", "--json", db=url)
     assert run.code == 3
-    assert '"status": "budget"' in run.stdout and "stopped by --max-cost 0.5" in run.stderr
+    assert '"status": "budget"' in run.stdout and "stopped by the campaign's cap of 0.5 USD" in run.stderr
     unlimited = cli("campaign", "run", "c1", "--max-cost", "1000", "--json", db=url)
     assert unlimited.code == 0  # a flag overrides the file's budget
