@@ -503,3 +503,19 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
             for r in rows
         ],
     )
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context, name: str = typer.Argument(..., help="Campaign name."), json_: bool = JSON
+) -> None:
+    """Delete a campaign and its jobs, attempts and verdicts in one transaction (refused while
+    jobs are leased, while another campaign reuses its answers, or while a repair iteration uses it)."""
+    from judgepanel.store.campaigns.deletion import delete_campaign
+
+    done = delete_campaign(state(ctx).engine(), name)
+    if json_:
+        emit_json(done.as_dict())
+        return
+    rows = ", ".join(f"{n} {t}" for t, n in done.rows.items() if n and t != "campaign")
+    typer.echo(f"deleted campaign {name}" + (f": {rows} rows" if rows else ""))

@@ -183,7 +183,7 @@ SAMPLE_WORDS = (
     "season",
     "forecast",
 )
-_SIM_KNOBS = ("position_bias", "noise", "prose_rate", "parse_error_rate")
+_SIM_KNOBS = ("position_bias", "noise", "prose_rate", "parse_error_rate", "editor_sprawl")
 _SAMPLING = ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens")
 _REASONS = {
     200: "OK",
