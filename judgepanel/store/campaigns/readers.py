@@ -579,15 +579,26 @@ def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- judges as rater columns
 
 
+def _as_number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
 def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[RaterColumn]:
     """Campaign judges as extra columns of the store's rating matrices (see `store.matrices`).
 
     Item matrices get one column per (pointwise campaign over the dataset, judge, condition) whose
-    jobs judged the matrix's dimension: the score of the first sample (repeat 0). Pair matrices get
+    jobs judged the matrix's dimension: the argmax score of the first sample (repeat 0). Pair matrices get
     one column per (pairwise campaign over the pair set, judge): the pair's combined AB/BA verdict
     as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
     missing an order has no label). Columns are named `JUDGE@CAMPAIGN` (plus `/CONDITION` or
-    `/DIMENSION` when the campaign asked several), in group `judge`."""
+    `/DIMENSION` when the campaign asked several), in group `judge`.
+
+    One judge (spec) counts once per request: campaigns are read in creation order, and a unit whose
+    verdict came from a request that judge already answered in an earlier campaign (copied from the
+    cache, or asked again) is left out of the later column; a column left empty is not added."""
     from judgepanel.metrics.matrix import RaterColumn  # numpy: not for `campaign status`
 
     protocol = "pairwise" if scope.kind == "pair" else "pointwise"
@@ -596,19 +607,28 @@ def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[Rat
         if scope.kind == "pair"
         else Campaign.dataset_id == scope.dataset_id
     )
-    camps = s.execute(select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol)).all()
+    camps = s.execute(
+        select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol).order_by(Campaign.id)
+    ).all()
     columns: list[RaterColumn] = []
+    # one judge counts once per request: a later campaign that asked a judge the same request (its
+    # verdict copied from the cache, or asked again) adds no second vote for that unit
+    counted: set[tuple[str, str]] = set()
     for cid, cname in camps:
-        q = _done_verdicts(
-            cid,
-            Judge.name,
-            Job.item_id,
-            Job.pair_id,
-            Job.order,
-            Job.condition if scope.kind == "item" else Job.dimension,
-            Verdict.value_canonical,
-            Verdict.score,
-        ).where(Job.repeat == 0, Verdict.parse_status == "ok")
+        q = (
+            _done_verdicts(
+                cid,
+                Judge.name,
+                Job.item_id,
+                Job.pair_id,
+                Job.order,
+                Job.condition if scope.kind == "item" else Job.dimension,
+                Verdict.value_canonical,
+                Request.request_hash,
+            )
+            .join(Request, Request.id == Verdict.request_id)
+            .where(Job.repeat == 0, Verdict.parse_status == "ok")
+        )
         if scope.kind == "item":
             q = q.where(Job.dimension == scope.dimension)
         # conditions (items) or dimensions (pairs): asked first, so the verdicts can stream past
@@ -619,24 +639,36 @@ def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[Rat
         if scope.kind == "pair":
             orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
             names: dict[tuple[str, str | None], str] = {}
-            for jname, _item, pid, order, dim, canon, _score in rows:
+            seen_before: set[tuple[str, int]] = set()  # (column, pair) with a request counted already
+            mine: set[tuple[str, str]] = set()
+            for jname, _item, pid, order, dim, canon, rhash in rows:
                 if pid is not None and order is not None and canon is not None:
                     col = names.get((jname, dim))
                     if col is None:
                         col = names[(jname, dim)] = f"{jname}@{cname}" + (f"/{dim}" if several else "")
                     orders[(col, pid)][order] = canon
+                    if (jname, rhash) in counted:
+                        seen_before.add((col, pid))
+                    mine.add((jname, rhash))
+            counted |= mine
             labels: dict[str, dict[int, float | str]] = defaultdict(dict)
             for (col, pid), o in orders.items():
                 label = as_label(combine_orders(o.get("AB"), o.get("BA")))
-                if label is not None:
+                if label is not None and (col, pid) not in seen_before:
                     labels[col][pid] = label
             columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(labels.items())]
         else:
             scores: dict[str, dict[int, float | str]] = defaultdict(dict)
-            for jname, item, _pid, _o, cond, _canon, score in rows:
-                if item is not None and score is not None:
+            mine = set()
+            for jname, item, _pid, _o, cond, canon, rhash in rows:
+                # the argmax verdict: agreement coefficients compare categories, and a
+                # `scoring=logprobs` judge's stored score is a continuous expectation
+                value = _as_number(canon)
+                if item is not None and value is not None and (jname, rhash) not in counted:
                     suffix = f"/{cond}" if several else ""
-                    scores[f"{jname}@{cname}{suffix}"][item] = float(score)
+                    scores[f"{jname}@{cname}{suffix}"][item] = value
+                    mine.add((jname, rhash))
+            counted |= mine
             columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(scores.items())]
     return columns
 
