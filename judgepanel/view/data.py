@@ -352,8 +352,9 @@ def iterations(engine: Engine) -> dict[str, Any]:
 
 
 def iteration(engine: Engine, name: str) -> dict[str, Any]:
-    """`repair status --json` with `comparison` (`repair compare --json`, None until compared),
-    `selection`, `rewrites` (clause id -> old, new, reason) and `simulated`."""
+    """`repair status --json` (with its `chain`) plus `comparison` (`repair compare --json`, None
+    until compared), `selection`, `rewrites` (clause id -> old, new, reason) and `simulated`."""
+    from judgepanel.repair.iteration import chain
     from judgepanel.store.repair import get_iteration
     from judgepanel.store.simulated import iteration_simulated
 
@@ -362,6 +363,7 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
     return {
         **rec.status_dict(),
         "simulated": sim,
+        "chain": chain(engine, name),
         "comparison": rec.comparison,
         "selection": rec.selection,
         "rewrites": rec.rewrites,
