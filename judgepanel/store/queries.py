@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from judgepanel.datasets.pairs import identical_vectors, preference, sample_pairs
 from judgepanel.errors import BadInput, NotFound
+from judgepanel.store import lookups
 from judgepanel.store.engine import session_scope
 from judgepanel.store.lookups import LABELS
 from judgepanel.store.models import Annotator, Dataset, Item, Label, Pair, PairLabel, PairSet, table_of
@@ -35,35 +36,9 @@ def pair_set_by_name(s: Session, name: str) -> PairSet:
     return ps
 
 
-def label_dimensions(s: Session, ds: Dataset) -> list[str]:
-    """The label dimensions a dataset's labels use, sorted (``[""]`` for unnamed ones)."""
-    return sorted(
-        d
-        for (d,) in s.execute(
-            select(Label.dimension)
-            .join(Item, Label.item_id == Item.id)
-            .where(Item.dataset_id == ds.id)
-            .distinct()
-        )
-    )
-
-
-def resolve_dimension(s: Session, ds: Dataset, dimension: str | None) -> str:
-    """The dimension a command works on: the one asked for, or the dataset's only one."""
-    dims = label_dimensions(s, ds)
-    if not dims:
-        raise NotFound(f"dataset {ds.name!r} has no labels")
-    if dimension is None:
-        if len(dims) == 1:
-            return dims[0]
-        raise BadInput(
-            f"dataset {ds.name!r} has several dimensions; choose one with --dimension ({', '.join(dims)})"
-        )
-    if dimension not in dims:
-        if dims == [""]:
-            raise NotFound(f"dataset {ds.name!r} has no named dimensions; leave out --dimension")
-        raise NotFound(f"dataset {ds.name!r} has no dimension {dimension!r} (known: {', '.join(dims)})")
-    return dimension
+# one home for the dimension look-ups: `store.lookups` (Core; an ORM session and row serve as well)
+label_dimensions = lookups.label_dimensions
+resolve_dimension = lookups.resolve_dimension
 
 
 def list_datasets(engine: Engine) -> list[dict[str, Any]]:

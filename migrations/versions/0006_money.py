@@ -47,5 +47,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("budget_hold")
-    with op.batch_alter_table("campaign", schema=None) as batch_op:
+    # ALTER TABLE … DROP COLUMN in place (SQLite ≥ 3.35): a batch copy of `campaign` would drop
+    # the old table, and with foreign keys on, SQLite's implicit DELETE cascades to every job,
+    # request and reply of every campaign
+    with op.batch_alter_table("campaign", schema=None, recreate="never") as batch_op:
         batch_op.drop_column("max_cost_usd")
