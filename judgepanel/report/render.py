@@ -121,7 +121,7 @@ def _plots(r: CampaignReport, short: dict[str, str]) -> dict[str, Any]:
 def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list[RenderedCampaign]:
     out = []
     for i, r in enumerate(reports, 1):
-        short = plots.short_judge_names(r.facts.judges)
+        short = r.facts.judge_names or plots.short_judge_names(r.facts.judges)
         out.append(
             RenderedCampaign(
                 anchor=f"c{i}-{re.sub(r'[^A-Za-z0-9_-]', '-', r.facts.name)}",
@@ -136,7 +136,14 @@ def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list
                 plots=_plots(r, short),
                 simulated=simulated.get(r.facts.name, False),
                 short={
-                    c: _display(c, r.facts, short) for c in {v.judge for k in r.cases for v in k.verdicts}
+                    c: _display(c, r.facts, short)
+                    for c in {
+                        *r.facts.judges,
+                        *(v.judge for k in r.cases for v in k.verdicts),
+                        *(u.judge for u in r.facts.usage),
+                        *(b["judge"] for b in r.bias),
+                        *(v.judge for v in r.versus),
+                    }
                 },
             )
         )

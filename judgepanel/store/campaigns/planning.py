@@ -191,6 +191,10 @@ def create_campaign(
                     f"campaign {spec.name!r} exists with another spec{_what_differs(camp.spec, stored)}; "
                     f"choose another name (see `judgepanel campaign list`)"
                 )
+            if stored.get("judge_names") and camp.spec.get("judge_names") != stored["judge_names"]:
+                camp.spec = dict(
+                    camp.spec, judge_names=stored["judge_names"]
+                )  # names are for people: renaming is allowed
         else:
             camp = Campaign(
                 name=spec.name,
@@ -273,7 +277,7 @@ def remember_refusals(engine: Engine, campaign: str, judge: str, names: Sequence
 
 
 # not part of what a campaign *is*: provenance, and what its runs learnt about the judges' servers
-_NOT_COMPARED = ("origin", "refused_params")
+_NOT_COMPARED = ("origin", "refused_params", "judge_names")
 
 
 def _compared(spec: dict[str, Any]) -> dict[str, Any]:
@@ -327,6 +331,7 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
                 origin=d.get("origin"),
                 turn=d.get("turn"),
                 reference_categories=tuple(d.get("reference_categories") or ()),
+                judge_names=tuple(d.get("judge_names") or ()),
             ),
             rv,
         )

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput
 from judgepanel.protocol.pairs import as_label, combine_orders
+from judgepanel.providers.spec import stored_judge_names
 from judgepanel.store.campaigns.planning import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
@@ -89,6 +90,23 @@ class CampaignStatus:
             "saved_by_batch_usd": self.saved_by_batch_usd,
             "cost_list_usd": self.cost_list_usd,
         }
+
+
+def judge_names_in(s: Session, c: Campaign) -> dict[str, str]:
+    """judge spec -> short name for the judges linked to campaign `c` (stored, else derived)."""
+    judges = s.scalars(
+        select(Judge.name)
+        .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
+        .where(CampaignJudge.campaign_id == c.id)
+        .order_by(Judge.id)
+    ).all()
+    return stored_judge_names(list(judges), c.spec)
+
+
+def campaign_judge_names(engine: Engine, name: str) -> dict[str, str]:
+    """judge spec -> the short name shown for it, for the judges of campaign `name`."""
+    with session_scope(engine) as s:
+        return judge_names_in(s, campaign_by_name(s, name))
 
 
 def campaign_status(engine: Engine, name: str) -> CampaignStatus:
@@ -220,6 +238,9 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             )
             saved_batch = _add(saved_batch, d["saved_by_batch_usd"])
             cost_list = _add(cost_list, d["cost_list_usd"])
+        names = stored_judge_names(list(by_judge), c.spec)
+        for jname, d in by_judge.items():
+            d["name"], d["spec"] = names[jname], jname  # keyed by spec as before; `name` is for people
         judge_costs = [d["cost_usd"] for d in by_judge.values()]
         total_cost = None if None in judge_costs else round(sum(judge_costs), 6)
         partial = _partial_jobs(s, c.id)
@@ -415,12 +436,14 @@ def list_campaigns(engine: Engine) -> list[dict[str, Any]]:
         out = []
         for c in camps:
             n = counts[c.id]
+            names = stored_judge_names(judges[c.id], c.spec)
             out.append(
                 {
                     "name": c.name,
                     "dataset": datasets.get(c.dataset_id) if c.dataset_id is not None else None,
                     "protocol": c.protocol,
                     "judges": judges[c.id],
+                    "judge_names": [names[j] for j in judges[c.id]],
                     "jobs": sum(n.values()),
                     "done": n["done"],
                     "failed": n["failed"],
@@ -552,8 +575,9 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
     jobs judged the matrix's dimension: the score of the first sample (repeat 0). Pair matrices get
     one column per (pairwise campaign over the pair set, judge): the pair's combined AB/BA verdict
     as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
-    missing an order has no label). Columns are named `JUDGE@CAMPAIGN` (plus `/CONDITION` or
-    `/DIMENSION` when the campaign asked several), in group `judge`."""
+    missing an order has no label). Columns are named `NAME@CAMPAIGN` (plus `/CONDITION` or
+    `/DIMENSION` when the campaign asked several), NAME the judge's short name in the campaign, in
+    group `judge`; `SPEC@CAMPAIGN…` (the judge's full spec) selects the same column."""
     from judgepanel.metrics.matrix import RaterColumn  # numpy: not for `campaign status`
 
     protocol = "pairwise" if scope.kind == "pair" else "pointwise"
@@ -562,9 +586,12 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
         if scope.kind == "pair"
         else Campaign.dataset_id == scope.dataset_id
     )
-    camps = s.execute(select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol)).all()
+    camps = s.scalars(select(Campaign).where(where, Campaign.protocol == protocol)).all()
     columns: list[RaterColumn] = []
-    for cid, cname in camps:
+    for camp in camps:
+        cid, cname = camp.id, camp.name
+        # named by the judge's short name; `SPEC@CAMPAIGN` still selects it (`--raters`, `--with-judges`)
+        short = judge_names_in(s, camp)
         q = _done_verdicts(
             cid,
             Judge.name,
@@ -585,25 +612,35 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
         if scope.kind == "pair":
             orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
             names: dict[tuple[str, str | None], str] = {}
+            alias: dict[str, str] = {}
             for jname, _item, pid, order, dim, canon, _score in rows:
                 if pid is not None and order is not None and canon is not None:
                     col = names.get((jname, dim))
                     if col is None:
-                        col = names[(jname, dim)] = f"{jname}@{cname}" + (f"/{dim}" if several else "")
+                        tail = f"@{cname}" + (f"/{dim}" if several else "")
+                        col = names[(jname, dim)] = short.get(jname, jname) + tail
+                        alias[col] = jname + tail
                     orders[(col, pid)][order] = canon
             labels: dict[str, dict[int, float | str]] = defaultdict(dict)
             for (col, pid), o in orders.items():
                 label = as_label(combine_orders(o.get("AB"), o.get("BA")))
                 if label is not None:
                     labels[col][pid] = label
-            columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(labels.items())]
+            columns += [
+                RaterColumn(n, v, "judge", "judge", aliases=(alias[n],)) for n, v in sorted(labels.items())
+            ]
         else:
             scores: dict[str, dict[int, float | str]] = defaultdict(dict)
+            alias = {}
             for jname, item, _pid, _o, cond, _canon, score in rows:
                 if item is not None and score is not None:
-                    suffix = f"/{cond}" if several else ""
-                    scores[f"{jname}@{cname}{suffix}"][item] = float(score)
-            columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(scores.items())]
+                    tail = f"@{cname}" + (f"/{cond}" if several else "")
+                    col = short.get(jname, jname) + tail
+                    alias[col] = jname + tail
+                    scores[col][item] = float(score)
+            columns += [
+                RaterColumn(n, v, "judge", "judge", aliases=(alias[n],)) for n, v in sorted(scores.items())
+            ]
     return columns
 
 

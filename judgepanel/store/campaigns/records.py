@@ -36,12 +36,19 @@ class CampaignInfo:
     # `--turn` campaigns: units left out because an item has no assistant reply at that turn
     skipped_no_turn: int | None = None
 
+    def judge_names(self) -> dict[str, str]:
+        """judge spec -> its short name (given or derived; `providers.spec.stored_judge_names`)."""
+        from judgepanel.providers.spec import stored_judge_names
+
+        return stored_judge_names([j.name for j in self.judges], self.spec)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "campaign": self.name,
             "dataset": self.dataset,
             "protocol": self.protocol,
             "judges": [j.name for j in self.judges],
+            "judge_names": list(self.judge_names().values()),
             "jobs": self.jobs,
             "added": self.added,
             **({"skipped_no_turn": self.skipped_no_turn} if self.skipped_no_turn is not None else {}),
