@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from judgepanel.repair.compare import bootstrap_indices, compare_versions
+from judgepanel.metrics.bootstrap import resample_indices
+from judgepanel.repair.compare import compare_versions
 from judgepanel.repair.select import ClauseVerdicts, select_clauses
 
 ITEMS, JUDGES, CLAUSES, BOOT = 2_000, 5, 10, 100
@@ -87,8 +88,8 @@ def pandas_interval_alpha(a: np.ndarray, b: np.ndarray) -> float:
 def pandas_compare(frames: dict[str, pd.DataFrame], human: np.ndarray) -> dict[str, Any]:
     hum = pd.DataFrame(human).stack()
     hum.index.names = ["item", "dim"]
-    idx = bootstrap_indices(ITEMS, BOOT, 0)
-    hidx = bootstrap_indices(ITEMS, BOOT, 1)
+    idx = resample_indices(ITEMS, BOOT, 0)
+    hidx = resample_indices(ITEMS, BOOT, 1)
     out: dict[str, Any] = {}
     for v, df in frames.items():
         point = pandas_alpha(df.assign(unit=df["item"]))

@@ -30,8 +30,13 @@ def conditions(
         False, "--per-human", help="Compare with each human's rating instead of the group's rounded mean."
     ),
     cases: int = typer.Option(0, "--cases", help="List up to N disagreement cases per condition."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates (items resampled)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates."),
     seed: int = typer.Option(0, "--seed"),
+    resample: str | None = typer.Option(
+        None,
+        "--resample",
+        help="What a replicate draws: groups (articles; the default where items share groups) or items.",
+    ),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Judge-vs-human agreement per prompt condition (none / criteria / rubric): exact, Cohen κ,
@@ -50,6 +55,7 @@ def conditions(
         cases=cases,
         n_boot=bootstrap,
         seed=seed,
+        resample=resample,
     )
     out = {**report.as_dict(), "simulated": simulated(engine, [campaign])}
     if json_:
@@ -73,7 +79,9 @@ def conditions(
         where = f"{SIMULATED_WORD} · {where}"
     typer.echo(
         f"{where} vs {out['human_group']} ({out['reference']}), scale {out['scale'][0]:g}..{out['scale'][1]:g}; "
-        f"95 % CI over {out['bootstrap']} item resamples (seed {out['seed']})"
+        f"95 % CI over {out['bootstrap']} resamples of "
+        + (f"{out['n_groups']} groups" if out["resample"] == "groups" else "items")
+        + f" (seed {out['seed']})"
     )
     # plain fixed-width lines rather than a rich table: four "value [lo, hi]" cells do not fit 80
     # columns, and wrapped cells are hard to read or paste

@@ -22,7 +22,9 @@ if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help
 
 
 # judgepanel.metrics.prediction.MODELS (checked in tests/cli/test_help.py)
-PREDICTION_MODELS = tuple(f"{f}-{c}" for f in ("scores", "labels") for c in ("humans", "joint", "judges"))
+PREDICTION_MODELS = tuple(
+    f"{f}-{c}" for f in ("scores", "labels", "dims") for c in ("humans", "joint", "judges")
+)
 
 app = typer.Typer(
     help="Agreement, rater matrices and other statistics over stored labels.", no_args_is_help=True
@@ -398,8 +400,8 @@ def heldout_cmd(
     method: str = typer.Option(
         "all",
         "--method",
-        help="Fitted models beside the baselines: all, or comma-separated from "
-        + ", ".join(PREDICTION_MODELS),
+        help="Fitted models beside the baselines: all (the scores-* and labels-* models), or "
+        "comma-separated from " + ", ".join(PREDICTION_MODELS) + "; add mace for a MACE baseline",
     ),
     folds: int = typer.Option(1, "--folds", help="K random train/test splits (1: the first N units train)."),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Replicates for the CIs of accuracy − cluster."),
@@ -411,9 +413,9 @@ def heldout_cmd(
     import numpy as np
 
     from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
-    from judgepanel.metrics.prediction import choose_methods, heldout_battery
+    from judgepanel.metrics.prediction import JUDGE_GAIN, choose_methods, heldout_battery
     from judgepanel.metrics.summary import heldout_report
-    from judgepanel.store.pair_scores import pair_score_differences
+    from judgepanel.store.pair_scores import pair_dimension_differences, pair_score_differences
 
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
@@ -433,6 +435,11 @@ def heldout_cmd(
         if pairs is not None
         else np.full(m.values.shape, np.nan)
     )
+    dims = (
+        pair_dimension_differences(state(ctx).engine(), pairs, m)[0]
+        if pairs is not None and any(mt.startswith("dims-") for mt in chosen)
+        else None
+    )
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
     battery = heldout_battery(
         m,
@@ -443,6 +450,8 @@ def heldout_cmd(
         n_clusters=clusters,
         n_bootstrap=bootstrap,
         seed=seed,
+        dimension_differences=dims,
+        mace_baseline="mace" in requested,
     )
     names = m.rater_names
     out: dict[str, Any] = {
@@ -487,7 +496,7 @@ def heldout_cmd(
     split = out["folds"]["split"] + (f", mean of {folds} folds" if folds > 1 else "")
     for g in battery.groups:
         table(
-            f"group {g}: accuracy by method ({split}); Δ = accuracy − cluster, 95% paired bootstrap CI",
+            f"group {g}: accuracy by method ({split}); Δ = accuracy − cluster, 95% CI: {battery.ci_method}",
             ["method", "accuracy", "Δ", "CI", "log loss", "ECE"],
             [
                 [
@@ -499,6 +508,16 @@ def heldout_cmd(
                     _fmt(bd[mt]["ece"][g]),
                 ]
                 for mt in battery.methods
+            ],
+        )
+    if battery.judges_add:
+        table(
+            f"do the LLM judges add at least {JUDGE_GAIN:.0%} accuracy? (F-joint − F-humans, 95% CI: {battery.ci_method})",
+            ["features", "group", "Δ", "CI", "verdict"],
+            [
+                [fam, g, f"{v['value']:+.3f}", "[" + ", ".join(_fmt(x) for x in v["ci"]) + "]", v["verdict"]]
+                for fam, by_group in battery.judges_add.items()
+                for g, v in by_group.items()
             ],
         )
 

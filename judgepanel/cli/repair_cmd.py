@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, table
+from judgepanel.cli.render import console, emit_json, table, warn
 from judgepanel.errors import BadInput
 
 if TYPE_CHECKING:  # the library is imported inside the commands, so that `--help` stays fast
@@ -28,7 +28,20 @@ MAX_COST = typer.Option(None, "--max-cost", help="Stop scheduling a step's calls
 CRITERION = typer.Option(
     None,
     "--criterion",
-    help=f'Pre-declared success criterion, stored before any evaluation call (default for `run`: "{DEFAULT_CRITERION}").',
+    help=f'Pre-declared success criterion, stored before any evaluation call (default for `run`: "{DEFAULT_CRITERION}"); '
+    'add ";human_margin=0.05" to declare the equivalence margin of the TOST on the human-ρ difference.',
+)
+# judgepanel.metrics.names.RESAMPLE_MODES, repeated for the help text (checked in tests/cli/test_help.py)
+RESAMPLE_MODES = ("groups", "items")
+RESAMPLE = typer.Option(
+    None,
+    "--resample",
+    help="What a bootstrap replicate draws: groups (articles, dialogues; the default where items share groups) or items.",
+)
+RETRY_FAILED = typer.Option(
+    False,
+    "--retry-failed",
+    help="Ask again the calls that failed (an editor reply that was truncated or unreadable).",
 )
 
 
@@ -53,13 +66,35 @@ def _simulated(engine: Any, rec: IterationRecord) -> bool:
 SIM_NOTE = "SIMULATED: these figures rest on simulated judges or a simulated editor, not real models"
 
 
-def _status_out(rec: IterationRecord, json_: bool, simulated: bool) -> None:
+def _status_out(
+    rec: IterationRecord, json_: bool, simulated: bool, chain: list[dict[str, Any]] | None = None
+) -> None:
     if json_:
-        emit_json({**rec.status_dict(), "simulated": simulated})
+        emit_json(
+            {**rec.status_dict(), "simulated": simulated, **({"chain": chain} if chain is not None else {})}
+        )
         return
     if simulated:
         typer.echo(SIM_NOTE)
     typer.echo(f"iteration {rec.name} on {rec.dataset}; criterion: {rec.criterion or '(not declared)'}")
+    if chain is not None and len(chain) > 1:
+        links = []
+        for c in chain:
+            v = c["verdict"] or {}
+            state = (
+                f"stopped: {c['stopped']}"
+                if c["stopped"]
+                else (
+                    f"inter-judge {v.get('inter_judge')}, human {v.get('human')}"
+                    if v
+                    else f"next {c['next']}"
+                )
+            )
+            links.append(f"{c['iteration']} ({c['rubric']} -> {c['contested'] or '-'}; {state})")
+        typer.echo("chain: " + "  =>  ".join(links))
+    stopped = (rec.selection or {}).get("stopped")
+    if stopped:
+        typer.echo(f"stopped by the chain's stopping rule: {stopped}")
     table(
         None,
         ["step", "state", "campaign / rubric"],
@@ -110,13 +145,56 @@ def print_comparison(c: dict[str, Any], title: str) -> None:
             ]
         )
     table(title, ["version", "judges α", "95% CI", "ρ humans", "95% CI", "α humans"], rows)
+    too_small = c["human"]["original"].get("note")
+    if too_small:
+        console.print(
+            f"humans: {too_small} ({c['n_human_items']} rated items per dimension; ρ and α not shown)"
+        )
+    dims = list(c["human"]["original"].get("by_dimension", {}))
+    if len(dims) > 1 and not too_small:  # one dimension: the pooled rows above say it all
+        drows = []
+        for d in dims:
+            row = [d]
+            for v in ("original", "contested", "control"):
+                x = c["human"][v]["by_dimension"][d]
+                row += [num(x["spearman"]), ci(x["ci"]["spearman"])]
+            drows.append(row)
+        table(
+            "ρ with humans per dimension",
+            ["dimension", "original", "95% CI", "contested", "95% CI", "control", "95% CI"],
+            drows,
+        )
     console.print("Δ: contested-edited minus that version, paired over the same bootstrap replicates.")
+    eq = c.get("human_equivalence")
+    if eq and eq.get("p") is not None:
+        console.print(
+            f"equivalence (TOST) of Δρ with humans within ±{eq['margin']:g}: 90% CI {ci(eq['ci90'])}, p = {eq['p']:.3g}",
+            soft_wrap=True,
+        )
     console.print(c["summary"], soft_wrap=True)
+    unchanged = c.get("clauses_unchanged", {})
+    if any(unchanged.values()):
+        console.print(
+            "returned unchanged by the editor: "
+            + "; ".join(f"{k} {', '.join(v)}" for k, v in unchanged.items() if v),
+            soft_wrap=True,
+        )
+    for v in c.get("same_as_original", []):
+        console.print(f"{v}-edited equals the original rubric: evaluated once, Δ is 0 by construction")
+    resample = c.get("resample", "items")
+    over = f"{c['n_groups']} groups" if resample == "groups" and c.get("n_groups") else "items"
     console.print(
         f"clauses edited: contested {c['clauses_edited']['contested']}, control {c['clauses_edited']['control']}; "
-        f"items: dev {c['units']['dev']}, eval {c['units']['eval']}; bootstrap {c['n_boot']} over items",
+        f"items: dev {c['units']['dev']}, eval {c['units']['eval']}; bootstrap {c['n_boot']} over {over}",
         soft_wrap=True,
     )
+    shared = c.get("editor_shares_family_with") or {}
+    if shared:
+        console.print(
+            "editor not isolated: shares "
+            + "; ".join(f"{', '.join(w)} with {j}" for j, w in sorted(shared.items())),
+            soft_wrap=True,
+        )
 
 
 @app.command("run")
@@ -137,9 +215,16 @@ def run(
         None, "--human-group", help="Human annotator group to compare with (default: all humans)."
     ),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+    resample: str | None = RESAMPLE,
+    from_: str | None = typer.Option(
+        None,
+        "--from",
+        help="Continue this iteration: its contested-edited rubric on fresh development items, its other inputs.",
+    ),
     stop_after: str | None = typer.Option(
         None, "--stop-after", help="Stop after this step: dev, select, rewrite, evaluate."
     ),
+    retry_failed: bool = RETRY_FAILED,
     concurrency: int = CONCURRENCY,
     max_cost: float | None = MAX_COST,
     json_: bool = JSON,
@@ -150,7 +235,13 @@ def run(
     engine = state(ctx).engine()
     given = [dataset, rubric, editor]
     inputs = None
-    if any(x is not None for x in given) or judge:
+    if from_ is not None:
+        if any(x is not None for x in given) or judge:
+            raise BadInput("--from takes the earlier iteration's inputs; give NAME and --from alone")
+        inputs = rep.chained_inputs(engine, from_)
+        if criterion is None:
+            criterion = store_criterion(engine, from_)
+    elif any(x is not None for x in given) or judge:
         if None in given or not judge:
             raise BadInput(
                 "a new iteration needs --dataset, --rubric, --judge … and --editor (or give NAME alone to resume)"
@@ -168,9 +259,14 @@ def run(
             control_seed,
             human_group,
             bootstrap,
+            resample,
         )
         if criterion is None:
             criterion = DEFAULT_CRITERION
+    elif resample is not None:
+        raise BadInput(
+            "--resample belongs to a new iteration; for a stored one use `repair compare NAME --resample`"
+        )
     if criterion is not None and criterion.strip().lower() == "later":
         criterion = None
     rec = rep.run_iteration(
@@ -181,6 +277,8 @@ def run(
         criterion=criterion,
         stop_after=stop_after,
         say=_say(json_),
+        retry_failed=retry_failed,
+        warn=warn,
     )
     simulated = _simulated(engine, rec)
     if json_:
@@ -194,7 +292,14 @@ def run(
             typer.echo(SIM_NOTE)
         print_comparison(rec.comparison, f"repair {name}: before/after on the evaluation split")
     else:
-        _status_out(rec, False, simulated)
+        _status_out(rec, False, simulated, rep.chain(engine, name))
+
+
+def store_criterion(engine: Any, name: str) -> str | None:
+    """The criterion an earlier iteration declared: a chain keeps its pre-declared criterion."""
+    from judgepanel.store import repair as store
+
+    return store.get_iteration(engine, name).criterion
 
 
 @app.command("select")
@@ -228,12 +333,13 @@ def rewrite(
     name: str = typer.Argument(...),
     concurrency: int = CONCURRENCY,
     max_cost: float | None = MAX_COST,
+    retry_failed: bool = RETRY_FAILED,
     json_: bool = JSON,
 ) -> None:
     """Ask the editor to rewrite the selected and control clauses; store both edited versions."""
     from judgepanel.repair import iteration as rep
 
-    out = rep.rewrite(state(ctx).engine(), name, _opts(concurrency, max_cost))
+    out = rep.rewrite(state(ctx).engine(), name, _opts(concurrency, max_cost), retry_failed=retry_failed)
     if json_:
         emit_json(out)
         return
@@ -243,7 +349,10 @@ def rewrite(
     table(
         None,
         ["clause", "sets", "old", "new"],
-        [[c, ",".join(r["sets"]), r["old"], r["new"]] for c, r in out["rewrites"].items()],
+        [
+            [c, ",".join(r["sets"]), r["old"], "(unchanged)" if r.get("unchanged") else r["new"]]
+            for c, r in out["rewrites"].items()
+        ],
     )
 
 
@@ -265,13 +374,15 @@ def evaluate(
 
 
 @app.command("compare")
-def compare(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
+def compare(
+    ctx: typer.Context, name: str = typer.Argument(...), resample: str | None = RESAMPLE, json_: bool = JSON
+) -> None:
     """Inter-judge α and agreement with humans per version, paired CIs, the criterion's verdict."""
     from judgepanel.repair import iteration as rep
     from judgepanel.store import repair as store
 
     engine = state(ctx).engine()
-    c = rep.compare(engine, name)
+    c = rep.compare(engine, name, resample=resample)
     simulated = _simulated(engine, store.get_iteration(engine, name))
     if json_:
         emit_json({**c, "simulated": simulated})
@@ -284,11 +395,12 @@ def compare(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = J
 @app.command("status")
 def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Steps done / pending, the campaigns and rubric versions of an iteration, its criterion."""
+    from judgepanel.repair import iteration as rep
     from judgepanel.store import repair as store
 
     engine = state(ctx).engine()
     rec = store.get_iteration(engine, name)
-    _status_out(rec, json_, _simulated(engine, rec))
+    _status_out(rec, json_, _simulated(engine, rec), rep.chain(engine, name))
 
 
 @app.command("list")

@@ -228,6 +228,17 @@ class UnitStatistic:
     def value(self) -> float:
         return float(self.finish(self.contributions.sum(axis=0, keepdims=True))[0])
 
+    def summed_by(self, codes: ArrayLike, n_groups: int) -> UnitStatistic:
+        """The same statistic with one row per group: row ``g`` sums the contributions of the units
+        whose code is ``g`` (0 ≤ g < n_groups). Resampling these rows resamples whole groups (an
+        item's clauses, an article's items), and ``value()`` is unchanged."""
+        idx = np.asarray(codes, dtype=np.intp).ravel()
+        if idx.size != self.contributions.shape[0]:
+            raise BadInput(f"{idx.size} group codes for {self.contributions.shape[0]} units")
+        out = np.zeros((n_groups, self.contributions.shape[1]))
+        np.add.at(out, idx, self.contributions)
+        return UnitStatistic(out, self.finish, self.n_units)
+
 
 def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
     out = np.full(num.shape, np.nan)
@@ -325,6 +336,35 @@ def _two_rater_stat(
     return UnitStatistic(c, finish, int(both.sum()))
 
 
+def interval_alpha_stat(ratings: FloatArray, *, shift: float | None = None) -> UnitStatistic:
+    """Krippendorff's α at the interval level from moments, without a category table: with
+    ``δ² = (x_c − x_k)²`` the disagreements expand into ``D_o ∝ Σ_u 2(m_u S2_u − S1_u²)/(m_u − 1)``
+    and ``D_e ∝ 2(n Σ S2_u − (Σ S1_u)²)``, ``S1_u``/``S2_u`` the sums of a pairable unit's values
+    and squares. Values are shifted by ``shift`` (default: their mean) first, which changes nothing
+    but the rounding. Per-unit contributions ``(d_u, m_u, S1_u, S2_u)``; for continuous scores
+    (an ensemble's mean share, a mean human rating), where a q × q table would not fit."""
+    present = ~np.isnan(ratings)
+    m = present.sum(axis=1).astype(np.float64)
+    pairable = m >= 2
+    if shift is None:
+        shift = float(ratings[present].mean()) if present.any() else 0.0
+    v = np.where(present & pairable[:, None], ratings - shift, 0.0)
+    m = np.where(pairable, m, 0.0)
+    s1 = v.sum(axis=1)
+    s2 = (v * v).sum(axis=1)
+    d_u = 2.0 * (m * s2 - s1**2) / np.where(pairable, m - 1.0, 1.0)
+    c = np.column_stack([d_u, m, s1, s2])
+
+    def finish_moments(s: FloatArray) -> FloatArray:
+        n = s[:, 1]
+        de = 2.0 * (n * s[:, 3] - s[:, 2] ** 2)
+        # the difference of two large sums is only noise when one value is used throughout
+        de = np.where(de > 1e-9 * n * s[:, 3], de, 0.0)
+        return 1.0 - (n - 1.0) * _ratio(s[:, 0], de)
+
+    return UnitStatistic(c, finish_moments, int(pairable.sum()))
+
+
 def _alpha_stat(ratings: FloatArray, categories: FloatArray, level: str) -> UnitStatistic:
     """Krippendorff's α from coincidences. Pairable values only (units with m_u ≥ 2):
 
@@ -333,6 +373,9 @@ def _alpha_stat(ratings: FloatArray, categories: FloatArray, level: str) -> Unit
     nominal ``δ² = [c ≠ k]``; interval ``(x_c − x_k)²``; ratio ``((x_c − x_k)/(x_c + x_k))²``;
     ordinal ``(Σ_{g=c..k} n_g − (n_c + n_k)/2)²`` on the category order (Krippendorff 2011).
     """
+    if level == "interval" and categories.size > _MAX_DENSE_Q:
+        category_codes(ratings, categories)  # validates; the moments need no units × q table
+        return interval_alpha_stat(ratings, shift=float(categories.mean()))
     counts = category_counts(ratings, categories)
     m = counts.sum(axis=1)
     pairable = m >= 2
@@ -358,22 +401,6 @@ def _alpha_stat(ratings: FloatArray, categories: FloatArray, level: str) -> Unit
             return _f(1.0 - (n - 1.0) * _ratio(do, de))
 
         return UnitStatistic(c, finish, int(pairable.sum()))
-
-    if level == "interval" and categories.size > _MAX_DENSE_Q:
-        # δ² = (x_c − x_k)² expands into moments: Σ_ck n_c n_k δ² = 2(n Σ n_c x_c² − (Σ n_c x_c)²)
-        s1 = counts @ x
-        s2 = counts @ (x**2)
-        d_u = 2.0 * (m * s2 - s1**2) / denom
-        c = np.column_stack([d_u, m, s1, s2])
-
-        def finish_moments(s: FloatArray) -> FloatArray:
-            n = s[:, 1]
-            de = 2.0 * (n * s[:, 3] - s[:, 2] ** 2)
-            # the difference of two large sums is only noise when one value is used throughout
-            de = np.where(de > 1e-9 * n * s[:, 3], de, 0.0)
-            return 1.0 - (n - 1.0) * _ratio(s[:, 0], de)
-
-        return UnitStatistic(c, finish_moments, int(pairable.sum()))
 
     if level == "nominal":
         d2 = 1.0 - np.eye(categories.size)
@@ -541,31 +568,52 @@ def _complete_pairs(a: ArrayLike, b: ArrayLike) -> tuple[FloatArray, FloatArray]
     return x[keep], y[keep]
 
 
-def _average_ranks(v: FloatArray) -> FloatArray:
-    order = np.argsort(v, kind="mergesort")
-    sorted_v = v[order]
-    starts = np.r_[True, sorted_v[1:] != sorted_v[:-1]]
-    group = np.cumsum(starts) - 1
-    first = np.nonzero(starts)[0]
-    last = np.r_[first[1:], v.size] - 1
-    ranks = np.empty(v.size)
-    ranks[order] = ((first + last) / 2.0 + 1.0)[group]
-    return ranks
+def _weighted_average_ranks(v: FloatArray, w: FloatArray) -> FloatArray:
+    """Average ranks of ``v`` (n,) in the sample where unit ``u`` appears ``w[r, u]`` times, for each
+    row ``r`` of ``w`` (B × n): value ``x`` ranks ``W(< x) + (W(= x) + 1)/2`` with ``W`` the summed
+    weights, which is the tie-averaged rank every copy of ``x`` gets in the expanded sample."""
+    distinct, inv = np.unique(v, return_inverse=True)
+    q, b = distinct.size, w.shape[0]
+    flat = (inv[None, :] + (np.arange(b) * q)[:, None]).ravel()
+    per_value = np.bincount(flat, weights=w.ravel(), minlength=b * q).reshape(b, q)
+    below = np.cumsum(per_value, axis=1) - per_value
+    return _f((below + (per_value + 1.0) / 2.0)[:, inv])
+
+
+def spearman_weighted(a: ArrayLike, b: ArrayLike, weights: ArrayLike) -> FloatArray:
+    """Spearman's ρ of the sample in which pair ``u`` = (a_u, b_u) appears ``weights[r, u]`` times,
+    one value per row ``r`` of ``weights`` (B × n; a 1-D array is one row). Ranks are tie-averaged
+    over the expanded sample (:func:`_weighted_average_ranks`), ρ is the weighted Pearson r of the
+    ranks around their mean ``(W + 1)/2``. With weights of ones this is :func:`spearman`; with the
+    multinomial counts of a bootstrap draw it is ρ of that resample, so a unit (or cluster)
+    bootstrap of ρ is one call. ``a`` and ``b`` must be complete. NaN where the rows' total weight
+    is below 2 or one side is constant."""
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    if x.shape != y.shape or w.shape[1] != x.size:
+        raise BadInput(f"spearman_weighted: {x.size} and {y.size} values, weights of width {w.shape[1]}")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise BadInput("spearman_weighted needs complete pairs (drop the NaNs first)")
+    total = w.sum(axis=1)
+    mid = ((total + 1.0) / 2.0)[:, None]
+    dx = _weighted_average_ranks(x, w) - mid
+    dy = _weighted_average_ranks(y, w) - mid
+    den = np.sqrt((w * dx * dx).sum(axis=1) * (w * dy * dy).sum(axis=1))
+    ok = (den > _EPS) & (total >= 2)
+    out = np.full(w.shape[0], np.nan)
+    np.divide((w * dx * dy).sum(axis=1), den, out=out, where=ok)
+    return _f(np.clip(out, -1.0, 1.0))
 
 
 def spearman(a: ArrayLike, b: ArrayLike) -> float:
     """Spearman's ρ: Pearson's r between average ranks (ties share their mean rank), over pairs
-    without a NaN. Equals ``scipy.stats.spearmanr``. NaN with fewer than two pairs or a constant
-    side."""
+    without a NaN (:func:`spearman_weighted` with unit weights). Equals ``scipy.stats.spearmanr``.
+    NaN with fewer than two pairs or a constant side."""
     x, y = _complete_pairs(a, b)
     if x.size < 2:
         return float("nan")
-    rx = _average_ranks(x) - (x.size + 1) / 2.0
-    ry = _average_ranks(y) - (y.size + 1) / 2.0
-    den = float(np.sqrt((rx**2).sum() * (ry**2).sum()))
-    if den <= _EPS:
-        return float("nan")
-    return float(np.clip((rx * ry).sum() / den, -1.0, 1.0))
+    return float(spearman_weighted(x, y, np.ones(x.size))[0])
 
 
 def kendall(a: ArrayLike, b: ArrayLike) -> float:

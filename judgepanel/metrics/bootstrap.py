@@ -26,7 +26,7 @@ the same interval.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,7 +42,7 @@ from judgepanel.metrics.agreement import (
     as_ratings,
     unit_statistic,
 )
-from judgepanel.metrics.names import METHODS
+from judgepanel.metrics.names import METHODS, RESAMPLE_MODES
 
 Method = Literal["percentile", "bca"]
 RANK_METRICS: tuple[str, ...] = ("spearman", "kendall")
@@ -78,6 +78,22 @@ def _check(n_boot: int, confidence: float, method: str) -> None:
         raise BadInput(f"unknown interval method {method!r}; use one of {', '.join(METHODS)}")
 
 
+def _index_blocks(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[NDArray[np.int64]]:
+    block = max(1, min(n_boot, _BLOCK_CELLS // max(1, n_units)))
+    done = 0
+    while done < n_boot:
+        b = min(block, n_boot - done)
+        yield rng.integers(0, n_units, size=(b, n_units))
+        done += b
+
+
+def counts_of(draws: NDArray[np.int64], n_units: int) -> FloatArray:
+    """Multinomial counts (replicates × units) of index draws (replicates × draws)."""
+    b = draws.shape[0]
+    flat = draws + (np.arange(b) * n_units)[:, None]
+    return np.bincount(flat.ravel(), minlength=b * n_units).reshape(b, n_units).astype(np.float64)
+
+
 def resample_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> Iterator[FloatArray]:
     """Blocks of multinomial counts (replicates × units): row ``b`` says how often each unit was
     drawn in replicate ``b`` (each row sums to ``n_units``)."""
@@ -85,28 +101,50 @@ def resample_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> Iter
         for _ in range(n_boot):
             yield np.zeros((1, 0))
         return
-    block = max(1, min(n_boot, _BLOCK_CELLS // n_units))
-    done = 0
-    while done < n_boot:
-        b = min(block, n_boot - done)
-        draws = rng.integers(0, n_units, size=(b, n_units))
-        flat = draws + (np.arange(b) * n_units)[:, None]
-        yield np.bincount(flat.ravel(), minlength=b * n_units).reshape(b, n_units).astype(np.float64)
-        done += b
+    for draws in _index_blocks(n_units, n_boot, rng):
+        yield counts_of(draws, n_units)
+
+
+def resample_indices(n_units: int, n_boot: int, seed: int) -> NDArray[np.int64]:
+    """(n_boot, n_units) unit indices drawn with replacement: the very draws that
+    :func:`count_matrix` counts for this seed (for direct-loop cross-checks and for callers that
+    index their own arrays)."""
+    if n_units == 0:
+        return np.zeros((n_boot, 0), dtype=np.int64)
+    return np.vstack(list(_index_blocks(n_units, n_boot, np.random.default_rng(seed))))
+
+
+def _unit_counts(
+    n_units: int, n_boot: int, rng: np.random.Generator, groups: Sequence[Hashable | None] | None
+) -> Iterator[FloatArray]:
+    """Blocks of replicate counts over units: units drawn (``groups`` None) or whole groups drawn,
+    each unit counted as often as its group (the cluster bootstrap)."""
+    if groups is None:
+        yield from resample_counts(n_units, n_boot, rng)
+        return
+    if len(groups) != n_units:
+        raise BadInput(f"{len(groups)} group keys for {n_units} units")
+    codes, n_groups = group_codes(groups)
+    for counts in resample_counts(n_groups, n_boot, rng):
+        yield counts[:, codes] if n_units else np.zeros((counts.shape[0], 0))
 
 
 def bootstrap_replicates(
-    stats: UnitStatistic | tuple[UnitStatistic, ...], n_boot: int, seed: int
+    stats: UnitStatistic | tuple[UnitStatistic, ...],
+    n_boot: int,
+    seed: int,
+    groups: Sequence[Hashable | None] | None = None,
 ) -> FloatArray:
     """Replicate values ``finish(w_b @ C)``; several statistics over the same units share each
-    resample (a tuple gives a replicates × statistics array, for paired differences)."""
+    resample (a tuple gives a replicates × statistics array, for paired differences). With
+    ``groups`` (one key per unit) a replicate draws whole groups instead of units."""
     group = stats if isinstance(stats, tuple) else (stats,)
     n_units = group[0].contributions.shape[0]
     if any(s.contributions.shape[0] != n_units for s in group):
         raise BadInput("paired statistics must cover the same units")
     rng = np.random.default_rng(seed)
     out = []
-    for counts in resample_counts(n_units, n_boot, rng):
+    for counts in _unit_counts(n_units, n_boot, rng, groups):
         out.append(np.column_stack([s.finish(counts @ s.contributions) for s in group]))
     reps = np.vstack(out) if out else np.zeros((0, len(group)))
     return reps if isinstance(stats, tuple) else reps[:, 0]
@@ -122,15 +160,29 @@ def jackknife(stat: UnitStatistic) -> FloatArray:
 
 
 def function_replicates(
-    fn: Callable[[FloatArray], float], ratings: ArrayLike, n_boot: int, seed: int
+    fn: Callable[[FloatArray], float],
+    ratings: ArrayLike,
+    n_boot: int,
+    seed: int,
+    groups: Sequence[Hashable | None] | None = None,
 ) -> FloatArray:
     """Replicates of any statistic of the rating matrix by an explicit loop over resampled rows
-    (for statistics that do not decompose over units, such as rank correlations)."""
+    (for statistics that do not decompose over units, such as rank correlations); with ``groups``
+    each replicate stacks the rows of whole groups drawn with replacement."""
     arr = as_ratings(ratings)
     rng = np.random.default_rng(seed)
     out = np.empty(n_boot)
+    if groups is None:
+        for b in range(n_boot):
+            out[b] = fn(arr[rng.integers(0, arr.shape[0], size=arr.shape[0])])
+        return out
+    if len(groups) != arr.shape[0]:
+        raise BadInput(f"{len(groups)} group keys for {arr.shape[0]} units")
+    codes, n_groups = group_codes(groups)
+    members = [np.flatnonzero(codes == g) for g in range(n_groups)]
     for b in range(n_boot):
-        out[b] = fn(arr[rng.integers(0, arr.shape[0], size=arr.shape[0])])
+        drawn = rng.integers(0, n_groups, size=n_groups)
+        out[b] = fn(arr[np.concatenate([members[g] for g in drawn])])
     return out
 
 
@@ -189,10 +241,12 @@ def statistic_ci(
     confidence: float = 0.95,
     method: str = "percentile",
     seed: int = 0,
+    groups: Sequence[Hashable | None] | None = None,
 ) -> ConfidenceInterval:
-    """The CI of any unit-decomposed statistic (vectorised)."""
+    """The CI of any unit-decomposed statistic (vectorised); ``groups``: resample whole groups."""
     _check(n_boot, confidence, method)
-    reps = bootstrap_replicates(stat, n_boot, seed)
+    _no_bca_with_groups(method, groups)
+    reps = bootstrap_replicates(stat, n_boot, seed, groups)
     jack = jackknife(stat) if method == "bca" else None
     return interval(reps, stat.value(), confidence=confidence, method=method, jackknife_values=jack)
 
@@ -205,14 +259,23 @@ def function_ci(
     confidence: float = 0.95,
     method: str = "percentile",
     seed: int = 0,
+    groups: Sequence[Hashable | None] | None = None,
 ) -> ConfidenceInterval:
     """The CI of any statistic of the rating matrix, resampled in a loop (:func:`function_replicates`)."""
     _check(n_boot, confidence, method)
+    _no_bca_with_groups(method, groups)
     arr = as_ratings(ratings)
     estimate = fn(arr)
-    reps = function_replicates(fn, arr, n_boot, seed)
+    reps = function_replicates(fn, arr, n_boot, seed, groups)
     jack = function_jackknife(fn, arr) if method == "bca" else None
     return interval(reps, estimate, confidence=confidence, method=method, jackknife_values=jack)
+
+
+def _no_bca_with_groups(method: str, groups: Sequence[Hashable | None] | None) -> None:
+    # BCa's acceleration comes from a leave-one-unit-out jackknife; with clusters it would have to
+    # leave groups out, which is not implemented: refuse rather than mix the two
+    if groups is not None and method == "bca":
+        raise BadInput("the BCa interval resamples units; with groups use the percentile interval")
 
 
 def _rank_fn(metric: str, categories: ArrayLike | None, level: str | None) -> Callable[[FloatArray], float]:
@@ -232,20 +295,25 @@ def bootstrap_ci(
     confidence: float = 0.95,
     method: str = "percentile",
     seed: int = 0,
+    groups: Sequence[Hashable | None] | None = None,
 ) -> ConfidenceInterval:
     """Unit-resampling CI of ``agreement(metric, ratings, categories, level)``. ``level`` is the
     level of measurement as in :func:`~judgepanel.metrics.agreement.agreement`; ``confidence`` the
-    coverage. Vectorised for every metric but ``spearman``/``kendall`` (looped)."""
+    coverage. Vectorised for every metric but ``spearman``/``kendall`` (looped). ``groups`` (one key
+    per unit): resample whole groups (articles, dialogues) instead of units."""
     _check(n_boot, confidence, method)
     if metric in RANK_METRICS:
         fn = _rank_fn(metric, categories, level)
-        return function_ci(fn, ratings, n_boot=n_boot, confidence=confidence, method=method, seed=seed)
+        return function_ci(
+            fn, ratings, n_boot=n_boot, confidence=confidence, method=method, seed=seed, groups=groups
+        )
     return statistic_ci(
         unit_statistic(metric, ratings, categories, level),
         n_boot=n_boot,
         confidence=confidence,
         method=method,
         seed=seed,
+        groups=groups,
     )
 
 
@@ -268,12 +336,15 @@ def paired_bootstrap(
     confidence: float = 0.95,
     method: str = "percentile",
     seed: int = 0,
+    groups: Sequence[Hashable | None] | None = None,
 ) -> PairedDifference:
     """The difference ``metric(a) − metric(b)`` between two conditions rated on the same units
     (row ``u`` of both matrices is the same unit; the raters may differ), with a CI from resampling
     units jointly: each replicate draws one set of units and evaluates both conditions on it, so
-    whatever the conditions share through the units cancels out of the difference."""
+    whatever the conditions share through the units cancels out of the difference. ``groups`` (one
+    key per unit): each replicate draws whole groups (articles) instead of units."""
     _check(n_boot, confidence, method)
+    _no_bca_with_groups(method, groups)
     a, b = as_ratings(ratings_a), as_ratings(ratings_b)
     if a.shape[0] != b.shape[0]:
         raise BadInput(f"paired conditions must rate the same units: {a.shape[0]} and {b.shape[0]} rows")
@@ -286,12 +357,14 @@ def paired_bootstrap(
             return fa(r[:, :width]) - fb(r[:, width:])
 
         estimate = diff(joint)
-        ci = function_ci(diff, joint, n_boot=n_boot, confidence=confidence, method=method, seed=seed)
+        ci = function_ci(
+            diff, joint, n_boot=n_boot, confidence=confidence, method=method, seed=seed, groups=groups
+        )
         return PairedDifference(estimate, ci)
     sa = unit_statistic(metric, a, categories, level)
     sb = unit_statistic(metric, b, categories, level)
     estimate = sa.value() - sb.value()
-    both = bootstrap_replicates((sa, sb), n_boot, seed)
+    both = bootstrap_replicates((sa, sb), n_boot, seed, groups)
     reps = both[:, 0] - both[:, 1]
     jack = jackknife(sa) - jackknife(sb) if method == "bca" else None
     ci = interval(reps, estimate, confidence=confidence, method=method, jackknife_values=jack)
@@ -327,8 +400,77 @@ def paired_bootstrap_ci(
 def count_matrix(n_units: int, n_boot: int, seed: int) -> NDArray[np.float64]:
     """All resample counts at once (replicates × units), the same draws :func:`bootstrap_replicates`
     makes for this seed; for tests and for callers that resample their own statistics alongside."""
+    if n_units == 0:
+        return np.zeros((n_boot, 0))
     blocks = list(resample_counts(n_units, n_boot, np.random.default_rng(seed)))
     return np.vstack(blocks) if blocks else np.zeros((0, n_units))
+
+
+# ---------------------------------------------------------------- clustered resampling
+
+
+def group_codes(groups: Sequence[Hashable | None]) -> tuple[NDArray[np.intp], int]:
+    """Codes 0 … G−1 of each unit's group, in order of first appearance, and G. A unit whose group
+    is None is a group of its own (an item without an article resamples alone)."""
+    seen: dict[Hashable, int] = {}
+    codes = np.empty(len(groups), dtype=np.intp)
+    for u, g in enumerate(groups):
+        key: Hashable = ("\0own", u) if g is None else g
+        codes[u] = seen.setdefault(key, len(seen))
+    return codes, len(seen)
+
+
+def resample_mode(mode: str | None, groups: Sequence[Hashable | None]) -> str:
+    """`groups` or `items`: the mode asked for, or by default `groups` when the units carry group
+    keys (a dataset with articles, dialogues), else `items`. With one unit per group the two draw
+    exactly the same replicates. `groups` where no unit has a group is refused: it would silently
+    be the item bootstrap."""
+    if mode is not None and mode not in RESAMPLE_MODES:
+        raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {mode!r}")
+    grouped = any(g is not None for g in groups)
+    if mode is None:
+        return "groups" if grouped else "items"
+    if mode == "groups" and groups and not grouped:
+        raise BadInput(
+            "--resample groups: these items carry no group (article, dialogue); use --resample items"
+        )
+    return mode
+
+
+def cluster_count_matrix(codes: ArrayLike, n_groups: int, n_boot: int, seed: int) -> FloatArray:
+    """(n_boot, n_units) counts of the cluster bootstrap: each replicate draws ``n_groups`` groups
+    with replacement (:func:`count_matrix` over groups, the same draws for the same seed) and a
+    unit enters as often as its group was drawn, so a group's units always move together and the
+    replicate's size varies with the sizes of the groups drawn (Davison & Hinkley 1997, §3.8,
+    resampling clusters at the top stage). With one unit per group this is :func:`count_matrix`."""
+    idx = np.asarray(codes, dtype=np.intp).ravel()
+    return count_matrix(n_groups, n_boot, seed)[:, idx]
+
+
+def resample_weights(
+    groups: Sequence[Hashable | None] | None, n_units: int, n_boot: int, seed: int, mode: str = "items"
+) -> FloatArray:
+    """Replicate counts over units for `mode` `items` (:func:`count_matrix`) or `groups`
+    (:func:`cluster_count_matrix` on the units' groups)."""
+    if mode == "items" or groups is None:
+        return count_matrix(n_units, n_boot, seed)
+    if len(groups) != n_units:
+        raise BadInput(f"{len(groups)} group keys for {n_units} units")
+    codes, n_groups = group_codes(groups)
+    return cluster_count_matrix(codes, n_groups, n_boot, seed)
+
+
+def percentile_bounds(replicates: FloatArray, confidence: float = 0.95) -> tuple[float, float] | None:
+    """The percentile interval of the defined replicates (NaN dropped), or None when fewer than two
+    are defined. Unlike :func:`interval` it asks no point estimate and no majority of defined
+    replicates: the repair comparison reports an interval for differences whose ends are NaN in
+    a few resamples."""
+    ok = replicates[~np.isnan(replicates)]
+    if ok.size < 2:
+        return None
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    lo, hi = np.percentile(ok, [tail, 100.0 - tail])
+    return float(lo), float(hi)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ judge score ``x_k`` and human score ``x_l`` over the scale's levels ``x``:
   is the count-weighted Pearson correlation of ``r_k`` and ``s_l`` over the cells of ``T`` —
   equal to ``scipy.stats.spearmanr`` on the expanded comparisons.
 
-Bootstrap (Efron & Tibshirani 1993, percentile interval): resample *items* with replacement
+Bootstrap (Efron & Tibshirani 1993, percentile interval): resample *items* with replacement, or
+with ``resample="groups"`` (the default where items share groups) whole groups — an article's
+items enter a replicate together, as often as the article was drawn
 (multinomial counts ``w_b`` over the items, :func:`~judgepanel.metrics.bootstrap.resample_counts`);
 replicate b's table is ``w_b @ U`` with ``U[u]`` item u's own flattened table, so a replicate costs
 one matrix product and an item's comparisons (its humans) always move together. All conditions are
@@ -35,7 +37,7 @@ Replicates where a value is undefined are dropped; with fewer than half defined 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +45,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics.agreement import FloatArray, as_categories, category_codes, weight_matrix
-from judgepanel.metrics.bootstrap import interval, resample_counts
+from judgepanel.metrics.bootstrap import group_codes, interval, resample_counts, resample_mode
 
 STATISTICS: tuple[str, ...] = ("exact", "kappa", "qwk", "spearman")
 BASELINE = "none"
@@ -91,6 +93,8 @@ class ConditionStudy:
     n_boot: int
     confidence: float
     seed: int
+    resample: str = "items"
+    n_groups: int | None = None
 
 
 @dataclass(frozen=True)
@@ -174,9 +178,13 @@ def condition_study(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    groups: Sequence[Hashable | None] | None = None,
+    resample: str | None = None,
 ) -> ConditionStudy:
     """Agreement with humans per condition and the paired differences of every other condition
-    against ``baseline`` (when present), all from the same item resamples."""
+    against ``baseline`` (when present), all from the same item resamples. ``groups`` (one key per
+    item) and ``resample`` (``groups`` | ``items``, default ``groups`` where items share groups)
+    choose what a replicate draws: whole groups (articles) keep an article's items together."""
     if n_boot < 1:
         raise BadInput(f"the number of bootstrap replicates must be at least 1, got {n_boot}")
     if not 0.0 < confidence < 1.0:
@@ -196,7 +204,12 @@ def condition_study(
     blocks: dict[str, list[FloatArray]] = {name: [] for name in names}
     paired_blocks: dict[str, list[tuple[FloatArray, FloatArray]]] = {a: [] for a, _ in pairs}
     shared = {a: has[a] & has[b] for a, b in pairs}
-    for counts in resample_counts(items, n_boot, np.random.default_rng(seed)):
+    if groups is not None and len(groups) != items:
+        raise BadInput(f"{len(groups)} group keys for {items} items")
+    mode = resample_mode(resample, groups or [])
+    codes, n_groups = group_codes(groups) if groups is not None and mode == "groups" else (None, items)
+    for drawn in resample_counts(n_groups, n_boot, np.random.default_rng(seed)):
+        counts = drawn if codes is None else drawn[:, codes]
         if items == 0:
             counts = np.zeros((counts.shape[0], 0))
         for name in names:
@@ -221,7 +234,16 @@ def condition_study(
         rb = table_statistics(np.vstack([y for _, y in paired_blocks[a]]), cats)
         est = {s: _estimate(ra[s] - rb[s], float(va[s][0] - vb[s][0]), confidence) for s in STATISTICS}
         deltas[f"{a}_vs_{b}"] = ConditionDelta(a, b, int(shared[a].sum()), **est)
-    return ConditionStudy(results, deltas, tuple(float(c) for c in cats), n_boot, confidence, seed)
+    return ConditionStudy(
+        results,
+        deltas,
+        tuple(float(c) for c in cats),
+        n_boot,
+        confidence,
+        seed,
+        mode,
+        n_groups if codes is not None else None,
+    )
 
 
 def rounded_mean(values: Sequence[float]) -> float:

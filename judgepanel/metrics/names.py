@@ -28,3 +28,4 @@ METRICS: tuple[str, ...] = (
     "kendall",
 )
 METHODS: tuple[str, ...] = ("percentile", "bca")  # bootstrap interval methods
+RESAMPLE_MODES: tuple[str, ...] = ("groups", "items")  # what a bootstrap draws: whole groups or items

@@ -16,6 +16,13 @@ from the other raters of one channel set:
   (``d_c`` and ``|d_c|`` are 0 where c gave no scores, e.g. campaign judges, which have verdicts only);
 * ``labels-*``: for each other rater c, one indicator per category of c's label (all 0 when missing);
 
+* ``dims-*``: for each other rater c, its signed score difference on each scored dimension, the
+  mean difference ``d_c``, ``|d_c|`` and the missing indicator, with the penalty ``C`` chosen per
+  target rater by an inner 5-fold cross-validation on the **training units only** (grid
+  ``C_GRID``, criterion the mean over inner folds of the held-out log loss, the smallest ``C``
+  among equals; folds from a seeded permutation of the training units). The chosen ``C`` per
+  fold and rater is reported;
+
 and the channel sets are ``humans`` (the other human raters), ``judges`` (the machine raters:
 LLM annotators and campaign judges) and ``joint`` (both). ``labels-*`` versus ``scores-*``
 isolates what the score magnitudes add; ``*-humans`` versus ``*-joint`` what the judges add.
@@ -28,9 +35,23 @@ figure is then the mean over folds, and ``spread`` gives each accuracy's sd, min
 Per method and rater group (the raters' groups and ``all``, pooled over raters and test units):
 accuracy; log loss ``−mean log p(label)`` (probabilities clipped at 1e−15) and ECE
 (``metrics.uncertainty``) for methods that give probabilities (the fitted models and Dawid–Skene;
-null for the two majorities). ``delta_vs_cluster``: the accuracy minus the cluster baseline's, with a
-paired bootstrap CI that resamples test units (the same resample for both methods; with folds, one
-resample per fold and the mean over folds per replicate; percentile interval).
+null for the two majorities). ``mace``, when asked for, is a baseline too: the argmax of the MACE posterior fitted to
+the other raters' labels (``metrics.truth.mace``), so the three label models' posteriors (MACE,
+Dawid–Skene, the fitted models) are compared on the same held-out labels by ECE and log loss.
+
+``delta_vs_cluster``: the accuracy minus the cluster baseline's. With one split its CI is a paired
+bootstrap over test units. With K > 1 random splits the K test sets overlap and every training set
+shares most of its units with the others, so averaging per-split bootstraps as if the splits were
+independent understates the uncertainty; the CI is then the Nadeau–Bengio corrected resampled t
+(Nadeau & Bengio, 2003, *Machine Learning* 52:239–281): with per-split differences ``δ_k``,
+``δ̄ ± t_{0.975, K−1} · sqrt((1/K + n_test/n_train) · s²_δ)``. ``ci_method`` says which; the
+averaged bootstrap stays available as ``ci_bootstrap``.
+
+``judges_add`` answers, per feature family and rater group, whether adding the LLM judges to the
+humans' features (``F-joint`` against ``F-humans``) gains at least ``JUDGE_GAIN`` (one accuracy
+point) on held-out labels: the paired difference with the same interval as above, and a verdict —
+``adds >= 1 point`` (lower bound ≥ 0.01), ``adds < 1 point`` (upper bound < 0.01: these data rule
+out a gain of a point), or ``inconclusive``.
 
 No fitted quantity reads a test label: the models see the training rows only (the tests permute
 the test rows and check that every coefficient stays identical).
@@ -43,11 +64,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics.heldout import HeldoutResult
-from judgepanel.metrics.logistic import MultinomialFit, fit_multinomial
+from judgepanel.metrics.logistic import MultinomialFit, fit_multinomial, fit_multinomial_many
 from judgepanel.metrics.matrix import RatingMatrix, is_machine
 from judgepanel.metrics.summary import _matrix_codes, heldout_report
 from judgepanel.metrics.truth import IntArray
@@ -56,21 +77,36 @@ from judgepanel.metrics.uncertainty import expected_calibration_error
 FloatArray = NDArray[np.float64]
 
 BASELINES: tuple[str, ...] = ("majority", "cluster", "dawid-skene")
+MACE = "mace"  # a baseline run when asked (--method mace): ~0.3 CPU s per rater and split
 CHANNELS: dict[str, tuple[bool, bool]] = {  # name -> (humans, judges)
     "humans": (True, False),
     "joint": (True, True),
     "judges": (False, True),
 }
-MODELS: tuple[str, ...] = tuple(f"{f}-{c}" for f in ("scores", "labels") for c in CHANNELS)
+FAMILIES: tuple[str, ...] = ("scores", "labels", "dims")
+MODELS: tuple[str, ...] = tuple(f"{f}-{c}" for f in FAMILIES for c in CHANNELS)
+DEFAULT_MODELS: tuple[str, ...] = tuple(m for m in MODELS if not m.startswith("dims-"))  # "all"
+C_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+INNER_FOLDS = 5
+JUDGE_GAIN = 0.01
 ALL_METHODS: tuple[str, ...] = (*BASELINES, *MODELS)
 EPS = 1e-15
 
 
-def _blocks(codes: IntArray, diffs: FloatArray, k: int, family: str) -> list[FloatArray]:
+def _blocks(
+    codes: IntArray, diffs: FloatArray, k: int, family: str, dims: FloatArray | None = None
+) -> list[FloatArray]:
     """One feature block (units × width) per rater."""
     out: list[FloatArray] = []
     for c in range(codes.shape[1]):
-        if family == "scores":
+        if family == "dims":
+            assert dims is not None
+            d = diffs[:, c]
+            miss = np.isnan(d)
+            v = np.where(miss, 0.0, d)
+            per = np.where(np.isnan(dims[:, c, :]), 0.0, dims[:, c, :])
+            out.append(np.column_stack([per, v, np.abs(v), miss.astype(np.float64)]))
+        elif family == "scores":
             d = diffs[:, c]
             miss = np.isnan(d)
             v = np.where(miss, 0.0, d)
@@ -97,12 +133,61 @@ class Fold:
     predictions: dict[str, IntArray]  # method -> test units × raters, −1 where no label
     probabilities: dict[str, FloatArray | None]  # method -> test units × raters × K
     truth: IntArray  # test units × raters, −1 where no label
+    chosen_c: dict[str, FloatArray]  # method -> C per rater (the inner CV's choice; NaN: no labels)
+
+
+def inner_folds(n_train: int, seed: int, k: int = INNER_FOLDS) -> IntArray:
+    """Inner-fold number (0 … k−1) of each training unit: a seeded permutation cut into k
+    near-equal parts (scikit-learn's ``KFold(k, shuffle=True)`` layout, own random stream)."""
+    order = np.random.default_rng([seed, 2]).permutation(n_train)
+    fold = np.empty(n_train, dtype=np.int64)
+    for f, part in enumerate(np.array_split(order, k)):
+        fold[part] = f
+    return fold
+
+
+def choose_c(
+    design: FloatArray,
+    labels: IntArray,
+    k: int,
+    fold: IntArray,
+    grid: Sequence[float] = C_GRID,
+) -> tuple[FloatArray, FloatArray]:
+    """Per model (``design`` R × n × p, ``labels`` R × n with −1 unused): the C of ``grid`` with the
+    lowest mean over inner folds of the held-out mean log loss (first of equals), and that loss per
+    model and C (R × len(grid)). A model with no label in some inner fold's test part averages the
+    folds it has; one with no labels at all gets NaN."""
+    n_models = design.shape[0]
+    loss = np.zeros((n_models, len(grid)))
+    count = np.zeros((n_models, len(grid)))
+    for f in range(int(fold.max(initial=-1)) + 1):
+        inner_tr = np.where(fold[None, :] != f, labels, -1)
+        held = (fold[None, :] == f) & (labels >= 0)
+        for j, c in enumerate(grid):
+            fits = fit_multinomial_many(design, inner_tr, k, c=c)
+            for r, fit in enumerate(fits):
+                rows = np.nonzero(held[r])[0]
+                if rows.size == 0:
+                    continue
+                lp = fit.log_proba(design[r, rows])
+                loss[r, j] += -float(
+                    np.mean(np.clip(lp[np.arange(rows.size), labels[r, rows]], np.log(EPS), 0.0))
+                )
+                count[r, j] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = loss / count
+    chosen = np.full(n_models, np.nan)
+    for r in range(n_models):
+        if np.isfinite(mean[r]).any():
+            chosen[r] = grid[int(np.nanargmin(mean[r]))]
+    return chosen, mean
 
 
 def _fold(
     matrix: RatingMatrix,
     codes: IntArray,
     diffs: FloatArray,
+    dims: FloatArray | None,
     k: int,
     perm: IntArray,
     train: int,
@@ -110,10 +195,14 @@ def _fold(
     n_clusters: int,
     seed: int,
     c: float,
+    with_mace: bool = False,
 ) -> Fold:
+    from judgepanel.metrics.truth import mace
+
     m = replace(matrix, values=matrix.values[perm], unit_ids=tuple(matrix.unit_ids[i] for i in perm))
     base, _, _ = heldout_report(m, train=train, n_clusters=n_clusters, seed=seed)
     cp, dp = codes[perm], diffs[perm]
+    dd = dims[perm] if dims is not None else None
     n, n_r = cp.shape
     tr, te = np.arange(train), np.arange(train, n)
     truth = cp[te]
@@ -127,11 +216,30 @@ def _fold(
         if x.dawid_skene_posterior is not None:
             post[:, x.rater] = x.dawid_skene_posterior
     probs["dawid-skene"] = post
+    # MACE on the other raters' labels (all units; the withheld rater's never seen), argmax with
+    # the same fallback the other baselines use where no other rater labelled the unit
+    mpost = np.full((te.size, n_r, k), np.nan)
+    mpred = np.full((te.size, n_r), -1, dtype=np.int64)
+    for x in base.raters if with_mace else ():
+        r = x.rater
+        others = [q for q in range(n_r) if q != r]
+        if not others:
+            continue
+        mfit = mace(cp[:, others], k, seed=seed, restarts=3)
+        pr = mfit.posteriors[te]
+        rated = (cp[te][:, others] >= 0).any(axis=1)
+        mpost[:, r] = pr
+        labelled = truth[:, r] >= 0
+        guess = np.where(rated, pr.argmax(axis=1), x.fallback_label)
+        mpred[:, r] = np.where(labelled, guess, -1)
+    if with_mace:
+        preds[MACE], probs[MACE] = mpred, mpost
     machine = [is_machine(kd) for kd in matrix.kinds]
     fits: dict[tuple[str, int], MultinomialFit] = {}
-    blocks = {
-        f: _blocks(cp, dp, k, f) for f in ("scores", "labels") if any(mt.startswith(f) for mt in methods)
-    }
+    chosen_c: dict[str, FloatArray] = {}
+    families = {mt.split("-", 1)[0] for mt in methods}
+    blocks = {f: _blocks(cp, dp, k, f, dd) for f in families}
+    inner = inner_folds(train, seed)
     for method in methods:
         family, channel = method.split("-", 1)
         cols = [q for q in range(n_r) if q in model_predictors(-1, machine, channel)]
@@ -146,16 +254,22 @@ def _fold(
                 design[r, :, j * width : (j + 1) * width] = 0.0
         pm = np.full((te.size, n_r), -1, dtype=np.int64)
         pp = np.full((te.size, n_r, k), np.nan)
+        cs = np.full(n_r, c)
+        if family == "dims":
+            cs, _ = choose_c(design[:, tr], cp[tr].T.copy(), k, inner)
+        chosen_c[method] = cs
         for r in range(n_r):
             rows = tr[cp[tr, r] >= 0]  # the target's training labels only
-            fit = fit_multinomial(design[r, rows], cp[rows, r], k, c=c)
+            fit = fit_multinomial(
+                design[r, rows], cp[rows, r], k, c=float(cs[r]) if np.isfinite(cs[r]) else c
+            )
             fits[(method, r)] = fit
             p = fit.predict_proba(design[r, te])
             labelled = truth[:, r] >= 0
             pp[labelled, r] = p[labelled]
             pm[labelled, r] = p[labelled].argmax(axis=1)
         preds[method], probs[method] = pm, pp
-    return Fold(perm[:train], perm[train:], base, fits, preds, probs, truth)
+    return Fold(perm[:train], perm[train:], base, fits, preds, probs, truth, chosen_c)
 
 
 @dataclass(frozen=True)
@@ -196,6 +310,27 @@ def _mean(values: list[float | None]) -> float | None:
     return float(np.mean(xs)) if xs and len(xs) == len(values) else None
 
 
+def nadeau_bengio(
+    deltas: ArrayLike, n_train: int, n_test: int, *, level: float = 0.95
+) -> tuple[float, float, float]:
+    """Nadeau & Bengio's corrected resampled t interval for the mean of per-split differences
+    ``deltas`` (K random train/test splits of one sample): ``δ̄ ± t_{(1+level)/2, K−1} ·
+    sqrt((1/K + n_test/n_train) · s²)``, s² the sample variance of the δ_k (ddof 1). Returns
+    (mean, low, high); the bounds are NaN for K < 2."""
+    from scipy.stats import t as student_t
+
+    d = np.asarray(deltas, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(d.mean())
+    if d.size < 2:
+        return mean, float("nan"), float("nan")
+    se = float(np.sqrt((1.0 / d.size + n_test / n_train) * d.var(ddof=1)))
+    q = float(student_t.ppf(0.5 + level / 2.0, d.size - 1))
+    return mean, mean - q * se, mean + q * se
+
+
 @dataclass(frozen=True, eq=False)
 class HeldoutBattery:
     methods: tuple[str, ...]
@@ -205,9 +340,18 @@ class HeldoutBattery:
     folds: tuple[Fold, ...]
     scores: dict[str, dict[str, list[GroupScore]]]  # method -> group -> one per fold
     delta: dict[str, dict[str, tuple[float, float, float]]]  # method -> group -> (value, lo, hi)
+    delta_bootstrap: dict[str, dict[str, tuple[float, float, float]]]  # the averaged per-split bootstrap
+    judges_add: dict[str, dict[str, dict[str, Any]]]  # family -> group -> paired F-joint − F-humans
     n_bootstrap: int
     seed: int
     random_folds: bool
+    rater_names: tuple[str, ...] = ()
+
+    @property
+    def ci_method(self) -> str:
+        if self.random_folds and len(self.folds) > 1:
+            return f"nadeau-bengio corrected resampled t over {len(self.folds)} splits"
+        return "paired bootstrap over test units (percentile)"
 
     def accuracy(self, method: str, group: str) -> float:
         return float(np.mean([s.accuracy for s in self.scores[method][group]]))
@@ -222,10 +366,21 @@ class HeldoutBattery:
                 "log_loss": {g: _mean([s.log_loss for s in per[g]]) for g in self.groups},
                 "ece": {g: _mean([s.ece for s in per[g]]) for g in self.groups},
                 "delta_vs_cluster": {
-                    g: {"value": self.delta[mt][g][0], "ci": [self.delta[mt][g][1], self.delta[mt][g][2]]}
+                    g: {
+                        "value": self.delta[mt][g][0],
+                        "ci": [self.delta[mt][g][1], self.delta[mt][g][2]],
+                        "ci_bootstrap": [self.delta_bootstrap[mt][g][1], self.delta_bootstrap[mt][g][2]],
+                    }
                     for g in self.groups
                 },
             }
+            chosen = [f.chosen_c[mt] for f in self.folds if mt in f.chosen_c]
+            if chosen and mt.startswith("dims-"):
+                names = self.rater_names or tuple(str(i) for i in range(len(chosen[0])))
+                methods[mt]["chosen_c"] = {
+                    names[r]: [None if not np.isfinite(cs[r]) else float(cs[r]) for cs in chosen]
+                    for r in range(len(names))
+                }
             spread[mt] = {}
             for g in self.groups:
                 acc = np.array([s.accuracy for s in per[g]])
@@ -239,6 +394,8 @@ class HeldoutBattery:
             "methods": methods,
             "train": self.train,
             "test": self.test,
+            "ci_method": self.ci_method,
+            "judges_add": self.judges_add,
             "folds": {
                 "k": len(self.folds),
                 "split": "random permutations" if self.random_folds else f"first {self.train} units train",
@@ -249,7 +406,19 @@ class HeldoutBattery:
                 "seed": self.seed,
                 "ci": "percentile 95%, test units resampled",
             },
+            "c_grid": list(C_GRID),
+            "inner_folds": INNER_FOLDS,
         }
+
+
+def _verdict(lo: float, hi: float) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "inconclusive"
+    if lo >= JUDGE_GAIN:
+        return "adds >= 1 point"
+    if hi < JUDGE_GAIN:
+        return "adds < 1 point"
+    return "inconclusive"
 
 
 def heldout_battery(
@@ -257,15 +426,18 @@ def heldout_battery(
     score_differences: FloatArray,
     *,
     train: int,
-    methods: Sequence[str] = MODELS,
+    methods: Sequence[str] = DEFAULT_MODELS,
     folds: int = 1,
     n_clusters: int = 2,
     n_bootstrap: int = 1000,
     seed: int = 0,
     c: float = 1.0,
+    dimension_differences: FloatArray | None = None,
+    mace_baseline: bool = False,
 ) -> HeldoutBattery:
-    """Every requested model method and the three baselines on ``folds`` train/test splits of
-    ``matrix`` (a pair matrix; ``score_differences`` units × raters, NaN where none)."""
+    """Every requested model method and the baselines on ``folds`` train/test splits of
+    ``matrix`` (a pair matrix; ``score_differences`` units × raters, NaN where none;
+    ``dimension_differences`` units × raters × dimensions for the ``dims-*`` methods)."""
     if not 0 < train < matrix.n_units:
         raise ValueError(f"the training split must leave test units: 0 < {train} < {matrix.n_units}")
     if folds < 1:
@@ -276,18 +448,35 @@ def heldout_battery(
     diffs = np.asarray(score_differences, dtype=np.float64)
     if diffs.shape != matrix.values.shape:
         raise ValueError("score_differences must have the matrix's shape")
+    dims = None if dimension_differences is None else np.asarray(dimension_differences, dtype=np.float64)
+    if any(mt.startswith("dims-") for mt in methods) and (dims is None or dims.shape[:2] != diffs.shape):
+        raise ValueError("the dims-* methods need dimension_differences of shape units × raters × D")
     codes, k = _matrix_codes(matrix)
     n = matrix.n_units
     rng = np.random.default_rng(seed)
     perms = [np.arange(n)] if folds == 1 else [rng.permutation(n) for _ in range(folds)]
     done = [
-        _fold(matrix, codes, diffs, k, p.astype(np.int64), train, methods, n_clusters, seed, c) for p in perms
+        _fold(
+            matrix,
+            codes,
+            diffs,
+            dims,
+            k,
+            p.astype(np.int64),
+            train,
+            methods,
+            n_clusters,
+            seed,
+            c,
+            mace_baseline,
+        )
+        for p in perms
     ]
     groups_of = [g or "(none)" for g in matrix.rater_groups]
     names = [*dict.fromkeys(groups_of)]
     groups = (*names, *(["all"] if names != ["all"] else []))
     members = {g: [r for r in range(matrix.n_raters) if g == "all" or groups_of[r] == g] for g in groups}
-    order = (*BASELINES, *[mt for mt in MODELS if mt in methods])
+    order = (*BASELINES, *([MACE] if mace_baseline else []), *[mt for mt in MODELS if mt in methods])
     scores: dict[str, dict[str, list[GroupScore]]] = {mt: {g: [] for g in groups} for mt in order}
     per_unit: dict[str, dict[str, list[tuple[FloatArray, FloatArray]]]] = {
         mt: {g: [] for g in groups} for mt in order
@@ -306,27 +495,59 @@ def heldout_battery(
         w = np.zeros((n_bootstrap, n_te))
         np.add.at(w, (np.repeat(np.arange(n_bootstrap), n_te), idx.ravel()), 1.0)
         weights.append(w)
+    random_folds = folds > 1
+
+    def per_fold(a: str, b: str, g: str) -> FloatArray:
+        out = []
+        for fi in range(len(done)):
+            ca, nu = per_unit[a][g][fi]
+            cb, _ = per_unit[b][g][fi]
+            tot = nu.sum()
+            out.append((ca.sum() - cb.sum()) / tot if tot else np.nan)
+        return np.asarray(out, dtype=np.float64)
+
+    def paired(a: str, b: str, g: str) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+        """(the reported interval, the averaged bootstrap) for accuracy(a) − accuracy(b)."""
+        reps = np.zeros(n_bootstrap)
+        for fi, w in enumerate(weights):
+            ca, nu = per_unit[a][g][fi]
+            cb, _ = per_unit[b][g][fi]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                reps += (w @ ca - w @ cb) / (w @ nu)
+        reps /= len(weights)
+        deltas = per_fold(a, b, g)
+        point = float(np.mean(deltas))
+        ok = reps[np.isfinite(reps)]
+        lo, hi = (
+            (float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5))) if ok.size else (np.nan, np.nan)
+        )
+        boot_ci = (point, lo, hi)
+        if random_folds and len(done) > 1:
+            return nadeau_bengio(deltas, train, n - train), boot_ci
+        return boot_ci, boot_ci
+
     delta: dict[str, dict[str, tuple[float, float, float]]] = {mt: {} for mt in order}
+    delta_boot: dict[str, dict[str, tuple[float, float, float]]] = {mt: {} for mt in order}
     for g in groups:
         for mt in order:
-            reps = np.zeros(n_bootstrap)
-            point = 0.0
-            for fi, w in enumerate(weights):
-                cm, nu = per_unit[mt][g][fi]
-                cc, _ = per_unit["cluster"][g][fi]
-                tot = nu.sum()
-                point += (cm.sum() - cc.sum()) / tot if tot else np.nan
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    reps += (w @ cm - w @ cc) / (w @ nu)
-            point /= len(weights)
-            reps /= len(weights)
-            ok = reps[np.isfinite(reps)]
-            lo, hi = (
-                (float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5)))
-                if ok.size
-                else (np.nan, np.nan)
-            )
-            delta[mt][g] = (float(point), lo, hi)
+            delta[mt][g], delta_boot[mt][g] = paired(mt, "cluster", g)
+    judges_add: dict[str, dict[str, dict[str, Any]]] = {}
+    for fam in FAMILIES:
+        joint, humans = f"{fam}-joint", f"{fam}-humans"
+        if joint not in order or humans not in order:
+            continue
+        judges_add[fam] = {}
+        for g in groups:
+            (v, lo, hi), _ = paired(joint, humans, g)
+            judges_add[fam][g] = {
+                "with_judges": joint,
+                "humans_only": humans,
+                "value": v,
+                "ci": [lo, hi],
+                "per_split": [float(x) for x in per_fold(joint, humans, g)],
+                "at_least": JUDGE_GAIN,
+                "verdict": _verdict(lo, hi),
+            }
     return HeldoutBattery(
         methods=order,
         groups=groups,
@@ -335,9 +556,12 @@ def heldout_battery(
         folds=tuple(done),
         scores=scores,
         delta=delta,
+        delta_bootstrap=delta_boot,
+        judges_add=judges_add,
         n_bootstrap=n_bootstrap,
         seed=seed,
-        random_folds=folds > 1,
+        random_folds=random_folds,
+        rater_names=tuple(matrix.rater_names),
     )
 
 
@@ -352,7 +576,7 @@ def choose_methods(
 
     def why_not(method: str) -> str | None:
         family, channel = method.split("-", 1)
-        if family == "scores" and not have_scores:
+        if family in ("scores", "dims") and not have_scores:
             return "score differences exist for pair sets only (use --pairs)"
         humans, judges = CHANNELS[channel]
         if judges and not has["judges"]:
@@ -362,8 +586,9 @@ def choose_methods(
         return None
 
     if requested is None or list(requested) == ["all"]:
-        return tuple(m for m in MODELS if why_not(m) is None)
-    unknown = [m for m in requested if m not in MODELS and m not in BASELINES]
+        # the dims-* methods cross-validate C (35 extra fits per method and split): asked by name
+        return tuple(m for m in DEFAULT_MODELS if why_not(m) is None)
+    unknown = [m for m in requested if m not in MODELS and m not in BASELINES and m != MACE]
     if unknown:
         raise BadInput(f"unknown --method {', '.join(unknown)} (known: all, {', '.join(MODELS)})")
     for m in requested:

@@ -59,6 +59,9 @@ class CampaignSpec:
     # the judges' short names, parallel to `judges` (given as `NAME=SPEC` / `name:`, else derived);
     # shown everywhere a judge is named, never part of a job key nor of the re-create comparison
     judge_names: tuple[str, ...] = ()
+    # judge exactly these items (external ids; dataset order), e.g. a seeded sample spread over
+    # groups that a repair iteration drew; within `split` when one is given
+    items: tuple[str, ...] = ()
 
     def validate(self) -> None:
         if not self.name.strip():
@@ -114,6 +117,12 @@ class CampaignSpec:
                 f"--reference-categories needs a {self.protocol} template for the other items too "
                 f"(--template {self.protocol}=…)"
             )
+        if self.items and self.pairs:
+            raise BadInput("an explicit item list is for item campaigns, not pairwise ones")
+        if self.items and self.limit is not None:
+            raise BadInput("give either an explicit item list or --limit, not both")
+        if len(set(self.items)) != len(self.items):
+            raise BadInput("an item is listed twice")
         if self.max_cost is not None and not self.max_cost > 0:
             raise BadInput(f"max_cost must be a positive number of USD, got {self.max_cost}")
 
@@ -139,6 +148,7 @@ class CampaignSpec:
             **(
                 {"reference_categories": list(self.reference_categories)} if self.reference_categories else {}
             ),
+            **({"items": list(self.items)} if self.items else {}),
         }
 
 

@@ -45,7 +45,7 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   editor appends to a vague clause the property its dimension's name points to (source support
   for consistency, else the source's main points), restates a specific clause unchanged in
   effect, and splits a dimension into one clause per property; every reason starts with
-  `[simulated editor]`.
+  `[simulated editor]`. With probability `keep_rate` it returns the clause unchanged.
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
 probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import html
 import json
 import math
 import random
@@ -184,6 +185,7 @@ class SimSettings:
     q_low: float = 0.70  # pointwise: the q̃ at which the lowest level is reached
     q_span: float = 0.28  # … and how much more q̃ the highest level needs
     error_rate: float = 0.0
+    keep_rate: float = 0.0  # editor: the share of rewrite requests answered with the clause as it was
     latency: float = 0.0
     jitter: float = 0.0
 
@@ -473,6 +475,13 @@ def _rewrite(text: str) -> dict[str, Any]:
     return {"reason": reason, "clause": f"{clause}; concretely, {_PROPERTY_TEXT[feature]}."}
 
 
+def _keep(text: str) -> dict[str, Any]:
+    """An editor that finds nothing to fix: the clause comes back as it was."""
+    found = _TAG_ATTR.findall(text)
+    clause = html.unescape(" ".join(found[-1][2].split())) if found else "The text is acceptable."
+    return {"reason": "[simulated editor] the clause is clear as it stands; kept.", "clause": clause}
+
+
 def _split(text: str) -> dict[str, Any]:
     found = _SPLIT_ATTR.findall(text)
     dimension = found[-1][0] if found else "the dimension"
@@ -512,6 +521,9 @@ def simulate(
     source = last_tag(text, "source")
     if kind in (REWRITE, SPLIT):
         answer = _rewrite(text) if kind == REWRITE else _split(text)
+        # drawn only when asked for, so the other replies' random stream stays as it was
+        if kind == REWRITE and settings.keep_rate > 0 and rng.random() < settings.keep_rate:
+            answer = _keep(text)
     else:
         answer = {PAIRWISE: _pairwise, POINTWISE: _pointwise, CLAUSES: _clauses}[kind](
             model, text, source, rng, settings

@@ -12,7 +12,7 @@ Parameters fall into three groups, and only the first two are part of the judge'
 * sent to the model and part of every request hash (`JudgeSpec.request_params`): sampling
   (`temperature`, `top_p`, `max_tokens`, `seed`, …), `structured=on|off`, and the simulator's
   answer-shaping knobs (`position_bias`, `noise`, `parse_error_rate`, `prose_rate`, `q_low`,
-  `q_span`);
+  `q_span`, and the simulated editor's `keep_rate`);
 * `revision`: a label the user gives the weights behind the judge (`revision=q4_k_m-2026-11`); never
   sent, but part of the name and of every request hash, so answers of one build are not reused for
   another. A local server ignores the request's `model`, so for `base_url` judges the runner also
@@ -213,6 +213,7 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "position_bias": _float(0.0, 1.0),
         "noise": _float(0.0, 5.0),
         "parse_error_rate": _float(0.0, 1.0),
+        "keep_rate": _float(0.0, 1.0),
         "prose_rate": _float(0.0, 1.0),
         "q_low": _float(0.0, 1.0),
         "q_span": _float(0.01, 1.0),

@@ -1,27 +1,26 @@
-"""Before/after comparison of rubric versions on the same evaluation items (pure numpy).
+"""Before/after comparison of rubric versions on the same evaluation items.
 
 Inputs: for each version a met tensor `met[item, judge, clause]` (1.0 met, 0.0 not met, NaN no
 verdict) over the same items, judges and clause ids (rewrites keep ids), each clause's dimension,
 and the human ratings `human[item, dimension]` (the mean over the chosen human annotators).
 
-Inter-judge agreement: Krippendorff's α, nominal, with (item, clause) as units and judges as
-coders. For binary values, per unit u with m_u ≥ 2 verdicts of which n1_u are met,
+This module only shapes the data and calls the statistics in `judgepanel.metrics`:
 
-    α = 1 − (n − 1) · Σ_u 2·n1_u·n0_u/(m_u − 1)  /  (2 · n1 · n0)
+- inter-judge agreement: Krippendorff's α, nominal (`metrics.agreement.unit_statistic`), with
+  (item, clause) as units and judges as coders; the units' contributions are summed per item
+  (`UnitStatistic.summed_by`), so a bootstrap that resamples items is a matrix product of per-item
+  sums with the replicate's item counts;
+- agreement with humans: per item and dimension the judge ensemble's score is the mean over judges
+  of the share of the dimension's clauses met; against the human rating of that dimension over the
+  pooled (item, dimension) units: Spearman's ρ (`metrics.agreement.spearman_weighted`, weighted by
+  each unit's item count in a replicate) and Krippendorff's α at the interval level
+  (`metrics.agreement.interval_alpha_stat`, two coders per unit) with the score mapped to the
+  rating scale as 1 + 4·share, rounded to 1e-9 so equal scores tie. Items lacking a human rating
+  or an ensemble score of some dimension in some version are left out.
 
-with n = Σ m_u, n1 = Σ n1_u, n0 = n − n1 over pairable units (Krippendorff 2011, "Computing
-Krippendorff's alpha-reliability"). The three sums add over items, so a bootstrap that resamples
-items is a matrix product of per-item sums with the replicate's item counts.
-
-Agreement with humans: per item and dimension the judge ensemble's score is the mean over judges
-of the share of the dimension's clauses met; against the human rating of that dimension over the
-pooled (item, dimension) units: Spearman's ρ and Krippendorff's α (interval) with the score mapped
-to the rating scale as 1 + 4·share, rounded to 1e-9 so equal scores tie (two coders per unit:
-α = 1 − (n − 1)·Σ_u (a_u − b_u)² / (n · Σ_v (v − v̄)²), n = 2·units).
-Items lacking a human rating or an ensemble score of some dimension in some version are left out.
-
-Confidence intervals: a percentile bootstrap over items; the same replicates for every version, so
-the differences (contested − original, contested − control) are paired.
+Confidence intervals: a percentile bootstrap over items (`metrics.bootstrap.count_matrix`,
+`percentile_bounds`); the same replicates for every version, so the differences (contested −
+original, contested − control) are paired.
 """
 
 from __future__ import annotations
@@ -29,15 +28,17 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import rankdata
 
 from judgepanel.errors import BadInput
+from judgepanel.metrics.agreement import UnitStatistic, interval_alpha_stat, spearman_weighted, unit_statistic
+from judgepanel.metrics.bootstrap import group_codes, percentile_bounds, resample_mode, resample_weights
+from judgepanel.metrics.equivalence import bootstrap_tost
 
 VERSIONS = ("original", "contested", "control")
 DIFFERENCES = {
@@ -45,52 +46,17 @@ DIFFERENCES = {
     "contested_vs_control": ("contested", "control"),
 }
 DEFAULT_CRITERION = "delta>=0.03,ci_low>0"
+_BINARY = np.array([0.0, 1.0])
 
 FloatArray = NDArray[np.float64]
 
 
-def bootstrap_indices(n_items: int, n_boot: int, seed: int) -> NDArray[np.int64]:
-    """(n_boot, n_items) item indices drawn with replacement; the draws every statistic shares."""
-    return np.random.default_rng(seed).integers(0, n_items, size=(n_boot, n_items))
-
-
-def _counts(idx: NDArray[np.int64], n_items: int) -> FloatArray:
-    b = idx.shape[0]
-    flat = (idx + np.arange(b)[:, None] * n_items).ravel()
-    return np.bincount(flat, minlength=b * n_items).reshape(b, n_items).astype(np.float64)
-
-
-# ---------------------------------------------------------------- inter-judge α (nominal, binary)
-
-
-def alpha_parts(met: FloatArray) -> FloatArray:
-    """Per item: (Σ 2·n1·n0/(m−1), Σ m, Σ n1) over its pairable (item, clause) units; (n_items, 3)."""
-    present = ~np.isnan(met)
-    m = present.sum(axis=1).astype(np.float64)  # (items, clauses)
-    n1 = np.where(present, met, 0.0).sum(axis=1)
-    pairable = m >= 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.where(pairable, 2.0 * n1 * (m - n1) / np.where(pairable, m - 1.0, 1.0), 0.0)
-    return np.stack(
-        [d.sum(axis=1), np.where(pairable, m, 0.0).sum(axis=1), np.where(pairable, n1, 0.0).sum(axis=1)],
-        axis=1,
-    )
-
-
-def alpha_from_parts(parts: FloatArray) -> FloatArray:
-    """α from summed parts (…, 3); NaN where the expected disagreement is 0."""
-    d, n, n1 = parts[..., 0], parts[..., 1], parts[..., 2]
-    denom = 2.0 * n1 * (n - n1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = 1.0 - (n - 1.0) * d / denom
-    return np.where(denom > 0, out, np.nan)
-
-
-def nominal_alpha(met: FloatArray) -> float:
-    return float(alpha_from_parts(alpha_parts(met).sum(axis=0)))
-
-
-# ---------------------------------------------------------------- ensemble vs humans
+def clause_alpha_by_item(met: FloatArray) -> UnitStatistic:
+    """Nominal α of the judges over (item, clause) units, its contributions summed per item."""
+    n_items, n_judges, n_clauses = met.shape
+    units = met.transpose(0, 2, 1).reshape(n_items * n_clauses, n_judges)
+    stat = unit_statistic("alpha", units, _BINARY, "nominal")
+    return stat.summed_by(np.repeat(np.arange(n_items), n_clauses), n_items)
 
 
 def ensemble_scores(met: FloatArray, clause_dims: Sequence[int], n_dims: int) -> FloatArray:
@@ -108,39 +74,20 @@ def ensemble_scores(met: FloatArray, clause_dims: Sequence[int], n_dims: int) ->
         return np.where(k > 0, np.where(have, share, 0.0).sum(axis=1) / np.where(k > 0, k, 1), np.nan)
 
 
-def spearman_rows(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Spearman's ρ of each row pair (ties: average ranks); NaN for a constant row."""
-    ra, rb = rankdata(a, axis=-1), rankdata(b, axis=-1)
-    ra = ra - ra.mean(axis=-1, keepdims=True)
-    rb = rb - rb.mean(axis=-1, keepdims=True)
-    den = np.sqrt((ra * ra).sum(axis=-1) * (rb * rb).sum(axis=-1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, (ra * rb).sum(axis=-1) / den, np.nan)
-
-
-def interval_alpha_rows(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Krippendorff's α (interval) for two coders on every unit, row-wise."""
-    n = 2.0 * a.shape[-1]
-    v = np.concatenate([a, b], axis=-1)
-    ss = ((v - v.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = 1.0 - (n - 1.0) * ((a - b) ** 2).sum(axis=-1) / (n * ss)
-    return np.where(ss > 0, out, np.nan)
-
-
 # ---------------------------------------------------------------- the comparison
 
 
 def _ci(reps: FloatArray) -> list[float] | None:
-    ok = reps[~np.isnan(reps)]
-    if ok.size < 2:
-        return None
-    lo, hi = np.percentile(ok, [2.5, 97.5])
-    return [round(float(lo), 6), round(float(hi), 6)]
+    b = percentile_bounds(reps)
+    return None if b is None else [round(b[0], 6), round(b[1], 6)]
 
 
 def _num(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), 6)
+
+
+MIN_UNITS = 10  # fewer evaluation items per dimension: "sample too small", no ρ = 1.00 [1.00, 1.00]
+TOO_SMALL = "sample too small"
 
 
 @dataclass(frozen=True)
@@ -153,6 +100,9 @@ class Comparison:
     n_human_items: int
     n_boot: int
     seed: int
+    resample: str = "items"
+    n_groups: int | None = None
+    human_equivalence: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -160,11 +110,54 @@ class Comparison:
             "delta": self.delta,
             "human": self.human,
             "human_delta": self.human_delta,
+            "human_equivalence": self.human_equivalence,
             "n_items": self.n_items,
             "n_human_items": self.n_human_items,
             "n_boot": self.n_boot,
             "seed": self.seed,
+            "resample": self.resample,
+            "n_groups": self.n_groups,
         }
+
+
+def _human_agreement(
+    scores: FloatArray, human: FloatArray, w: FloatArray
+) -> tuple[float, float, FloatArray, FloatArray]:
+    """ρ and interval α of pooled (item, dimension) units, and their replicates under item counts
+    `w` (replicates × items)."""
+    n_items, n_dims = human.shape
+    s, h = scores.ravel(), human.ravel()
+    unit_item = np.repeat(np.arange(n_items), n_dims)
+    rho = float(spearman_weighted(s, h, np.ones(s.size))[0]) if n_items > 1 else float("nan")
+    stat = interval_alpha_stat(np.column_stack([s, h])).summed_by(unit_item, n_items)
+    alpha = stat.value() if n_items else float("nan")
+    rho_reps = spearman_weighted(s, h, w[:, unit_item])
+    alpha_reps = stat.finish(w @ stat.contributions)
+    return rho, alpha, rho_reps, alpha_reps
+
+
+def _figures(rho: float, alp: float, reps: Mapping[str, FloatArray], small: bool) -> dict[str, Any]:
+    if small:
+        return {"spearman": None, "alpha": None, "ci": {"spearman": None, "alpha": None}, "note": TOO_SMALL}
+    return {
+        "spearman": _num(rho),
+        "alpha": _num(alp),
+        "ci": {"spearman": _ci(reps["spearman"]), "alpha": _ci(reps["alpha"])},
+    }
+
+
+def _deltas(
+    a: Mapping[str, Any], b: Mapping[str, Any], ra: Mapping[str, FloatArray], rb: Mapping[str, FloatArray]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for stat_name in ("spearman", "alpha"):
+        va, vb = a[stat_name], b[stat_name]
+        small = TOO_SMALL in (a.get("note"), b.get("note"))
+        out[stat_name] = {
+            "value": _num(va - vb) if va is not None and vb is not None else None,
+            "ci": None if small else _ci(ra[stat_name] - rb[stat_name]),
+        }
+    return out
 
 
 def compare_versions(
@@ -174,23 +167,38 @@ def compare_versions(
     *,
     n_boot: int = 1000,
     seed: int = 0,
+    groups: Sequence[Hashable | None] | None = None,
+    resample: str | None = None,
+    dimensions: Sequence[str] | None = None,
+    human_margin: float | None = None,
 ) -> Comparison:
     """`met[version]` (n_items, n_judges, n_clauses) for original / contested / control; `human`
-    (n_items, n_dims) human mean ratings (NaN missing); `clause_dims` each clause's dimension index."""
+    (n_items, n_dims) human mean ratings (NaN missing); `clause_dims` each clause's dimension index.
+
+    `groups` (one key per item, None: the item alone) and `resample` (`groups` | `items`; default
+    `groups` when items share groups) choose what a bootstrap replicate draws. `dimensions` names
+    the human columns for the per-dimension figures. `human_margin` adds a TOST of the human-ρ
+    difference (contested − original) within ±margin (`human_equivalence`)."""
     missing = [v for v in VERSIONS if v not in met]
     if missing:
         raise BadInput(f"comparison needs the versions {', '.join(missing)}")
     n_items = met["original"].shape[0]
     if any(met[v].shape != met["original"].shape for v in VERSIONS):
         raise BadInput("every version must cover the same items, judges and clauses")
-    idx = bootstrap_indices(n_items, n_boot, seed) if n_items else np.zeros((n_boot, 0), dtype=np.int64)
-    w = _counts(idx, n_items)
+    if groups is not None and len(groups) != n_items:
+        raise BadInput(f"{len(groups)} group keys for {n_items} items")
+    mode = resample_mode(resample, groups or [])
+    n_dims = human.shape[1]
+    dim_names = list(dimensions) if dimensions is not None else [str(d) for d in range(n_dims)]
+    if len(dim_names) != n_dims:
+        raise BadInput(f"{len(dim_names)} dimension names for {n_dims} human columns")
+    w = resample_weights(groups, n_items, n_boot, seed, mode)
     alpha: dict[str, dict[str, Any]] = {}
     reps: dict[str, FloatArray] = {}
     for v in VERSIONS:
-        parts = alpha_parts(met[v])
-        reps[v] = alpha_from_parts(w @ parts)
-        alpha[v] = {"value": _num(float(alpha_from_parts(parts.sum(axis=0)))), "ci": _ci(reps[v])}
+        stat = clause_alpha_by_item(met[v])
+        reps[v] = stat.finish(w @ stat.contributions)
+        alpha[v] = {"value": _num(stat.value()), "ci": _ci(reps[v])}
     delta = {}
     for name, (a, b) in DIFFERENCES.items():
         value = (
@@ -200,7 +208,6 @@ def compare_versions(
         )
         delta[name] = {"value": _num(value) if value is not None else None, "ci": _ci(reps[a] - reps[b])}
 
-    n_dims = human.shape[1]
     # rounded so that scores equal in exact arithmetic tie exactly (the mean of shares otherwise
     # differs in the last bit with the order of summation, and ranks would break such ties at random)
     scores = {v: np.round(1.0 + 4.0 * ensemble_scores(met[v], clause_dims, n_dims), 9) for v in VERSIONS}
@@ -209,33 +216,62 @@ def compare_versions(
         complete &= ~np.isnan(scores[v]).any(axis=1)
     keep = np.flatnonzero(complete)
     hum_items = int(keep.size)
+    small = hum_items < MIN_UNITS
     h = human[keep]
-    hidx = (
-        bootstrap_indices(hum_items, n_boot, seed + 1) if hum_items else np.zeros((n_boot, 0), dtype=np.int64)
+    hw = resample_weights(
+        None if groups is None else [groups[i] for i in keep], hum_items, n_boot, seed + 1, mode
     )
     human_out: dict[str, dict[str, Any]] = {}
     hreps: dict[str, dict[str, FloatArray]] = {}
+    dim_reps: dict[str, dict[str, dict[str, FloatArray]]] = {}
     for v in VERSIONS:
-        s = scores[v][keep]
-        point_rho = spearman_rows(s.reshape(1, -1), h.reshape(1, -1))[0] if hum_items > 1 else np.nan
-        point_a = interval_alpha_rows(s.reshape(1, -1), h.reshape(1, -1))[0] if hum_items else np.nan
-        bs, bh = s[hidx].reshape(n_boot, -1), h[hidx].reshape(n_boot, -1)
-        hreps[v] = {"spearman": spearman_rows(bs, bh), "alpha": interval_alpha_rows(bs, bh)}
+        rho, alp, rho_reps, alpha_reps = _human_agreement(scores[v][keep], h, hw)
+        hreps[v] = {"spearman": rho_reps, "alpha": alpha_reps}
         human_out[v] = {
-            "spearman": _num(float(point_rho)),
-            "alpha": _num(float(point_a)),
-            "ci": {"spearman": _ci(hreps[v]["spearman"]), "alpha": _ci(hreps[v]["alpha"])},
+            **_figures(rho, alp, hreps[v], small),
+            "n_units": hum_items * n_dims,
+            "by_dimension": {},
         }
+        dim_reps[v] = {}
+        for d, dname in enumerate(dim_names):
+            r_d, a_d, rr_d, ar_d = _human_agreement(scores[v][keep][:, d : d + 1], h[:, d : d + 1], hw)
+            dim_reps[v][dname] = {"spearman": rr_d, "alpha": ar_d}
+            human_out[v]["by_dimension"][dname] = {
+                **_figures(r_d, a_d, dim_reps[v][dname], small),
+                "n": hum_items,
+            }
     human_delta: dict[str, dict[str, Any]] = {}
     for name, (a, b) in DIFFERENCES.items():
-        human_delta[name] = {}
-        for stat in ("spearman", "alpha"):
-            va, vb = human_out[a][stat], human_out[b][stat]
-            human_delta[name][stat] = {
-                "value": _num(va - vb) if va is not None and vb is not None else None,
-                "ci": _ci(hreps[a][stat] - hreps[b][stat]),
-            }
-    return Comparison(alpha, delta, human_out, human_delta, n_items, hum_items, n_boot, seed)
+        human_delta[name] = _deltas(human_out[a], human_out[b], hreps[a], hreps[b])
+        human_delta[name]["by_dimension"] = {
+            dname: _deltas(
+                human_out[a]["by_dimension"][dname],
+                human_out[b]["by_dimension"][dname],
+                dim_reps[a][dname],
+                dim_reps[b][dname],
+            )
+            for dname in dim_names
+        }
+    equivalence: dict[str, Any] | None = None
+    if human_margin is not None:
+        main = human_delta["contested_vs_original"]["spearman"]["value"]
+        diff_reps = hreps["contested"]["spearman"] - hreps["original"]["spearman"]
+        tested: dict[str, Any] = {
+            "margin": human_margin,
+            "ci90": None,
+            "p": None,
+            "equivalent": False,
+            "se": None,
+        }
+        if small:
+            tested["note"] = TOO_SMALL
+        elif main is not None:
+            tested = bootstrap_tost(main, diff_reps, human_margin).as_dict()
+        equivalence = {"statistic": "spearman", "comparison": "contested_vs_original", **tested}
+    n_groups = group_codes(groups)[1] if groups is not None and mode == "groups" else None
+    return Comparison(
+        alpha, delta, human_out, human_delta, n_items, hum_items, n_boot, seed, mode, n_groups, equivalence
+    )
 
 
 # ---------------------------------------------------------------- the pre-declared criterion
@@ -250,10 +286,15 @@ _TERM = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*(-?[0-9]*\.?[0-9]+(?:e-?[0-9]
 CRITERION_KEYS = ("delta", "ci_low", "ci_high", "control_delta", "control_ci_low")
 
 
+_MARGIN = re.compile(r"^\s*human_margin\s*=\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*$")
+HUMAN_VERDICTS = ("closer", "equivalent", "farther", "inconclusive")
+
+
 @dataclass(frozen=True)
 class Criterion:
     text: str
     terms: tuple[tuple[str, str, float], ...]
+    human_margin: float | None = None  # pre-declared equivalence margin for the human-ρ difference
 
     def holds(self, figures: Mapping[str, float | None]) -> bool:
         for key, op, bound in self.terms:
@@ -264,10 +305,25 @@ class Criterion:
 
 
 def parse_criterion(text: str) -> Criterion:
-    """`delta>=0.03,ci_low>0`: every term must hold. Keys: delta / ci_low / ci_high (contested −
-    original), control_delta / control_ci_low (contested − control)."""
+    """`delta>=0.03,ci_low>0[;human_margin=0.05]`: every term must hold. Keys: delta / ci_low /
+    ci_high (contested − original), control_delta / control_ci_low (contested − control). The
+    optional `human_margin` after a `;` declares the equivalence margin of the TOST on the human-ρ
+    difference (contested − original): without it, "no detectable change" is all that can be said."""
+    head, sep, tail = text.partition(";")
+    margin = None
+    if sep:
+        m = _MARGIN.match(tail)
+        if m is None:
+            raise BadInput(
+                f"--criterion: cannot read {tail.strip()!r} after ';'; write e.g. {DEFAULT_CRITERION};human_margin=0.05"
+            )
+        margin = float(m.group(1))
+        if not 0.0 < margin < 2.0:
+            raise BadInput(
+                f"--criterion: human_margin must lie in (0, 2) (a difference of ρ), got {margin:g}"
+            )
     terms = []
-    for part in text.split(","):
+    for part in head.split(","):
         m = _TERM.match(part)
         if m is None:
             raise BadInput(f"--criterion: cannot read {part.strip()!r}; write e.g. delta>=0.03,ci_low>0")
@@ -275,7 +331,8 @@ def parse_criterion(text: str) -> Criterion:
         if key not in CRITERION_KEYS:
             raise BadInput(f"--criterion: unknown key {key!r} (known: {', '.join(CRITERION_KEYS)})")
         terms.append((key, op, value))
-    return Criterion(",".join(f"{k}{o}{v:g}" for k, o, v in terms), tuple(terms))
+    body = ",".join(f"{k}{o}{v:g}" for k, o, v in terms)
+    return Criterion(body + (f";human_margin={margin:g}" if margin is not None else ""), tuple(terms), margin)
 
 
 def criterion_figures(diff: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
@@ -299,12 +356,51 @@ def _direction(d: Mapping[str, Any], up: str, down: str, flat: str) -> str:
     return flat
 
 
-def verdicts(c: Comparison, criterion: Criterion) -> tuple[dict[str, str], str]:
-    """pass|fail for inter-judge (α deltas) and human agreement (Spearman deltas), and the result
-    in plain words."""
-    inter = criterion.holds(criterion_figures(c.delta))
+def human_verdict(c: Comparison, criterion: Criterion) -> tuple[str, str]:
+    """closer | equivalent | farther | inconclusive for agreement with humans (Spearman ρ,
+    contested − original), and the sentence that says it:
+
+    - closer: the pre-declared criterion holds on the human-ρ difference;
+    - farther: its 95 % interval lies below 0;
+    - equivalent: the TOST within ±human_margin rejects both one-sided nulls (p < 0.05);
+    - inconclusive: none of these — including too small a sample, or no margin declared."""
     human_diff = {k: v["spearman"] for k, v in c.human_delta.items()}
-    human = criterion.holds(criterion_figures(human_diff))
+    main = human_diff["contested_vs_original"]
+    eq = c.human_equivalence or {}
+    margin = criterion.human_margin
+    if c.human["original"].get("note") == TOO_SMALL:
+        return (
+            "inconclusive",
+            f"humans: {TOO_SMALL} ({c.n_human_items} items with ratings, fewer than {MIN_UNITS})",
+        )
+    if criterion.holds(criterion_figures(human_diff)):
+        return "closer", "closer to humans"
+    if main.get("ci") and main["ci"][1] < 0:
+        return "farther", "further from humans"
+    if eq.get("equivalent"):
+        return (
+            "equivalent",
+            f"equivalent to the original within ±{margin:g} in ρ with humans (TOST p = {eq['p']:.3g})",
+        )
+    if margin is None:
+        return (
+            "inconclusive",
+            "humans inconclusive: no detectable change, and no equivalence margin was declared",
+        )
+    p = eq.get("p")
+    return (
+        "inconclusive",
+        f"humans inconclusive: neither closer nor equivalent within ±{margin:g}"
+        + (f" (TOST p = {p:.3g})" if p is not None else ""),
+    )
+
+
+def verdicts(c: Comparison, criterion: Criterion) -> tuple[dict[str, str], str]:
+    """pass|fail for inter-judge agreement (α deltas against the criterion), closer | equivalent |
+    farther | inconclusive for agreement with humans (:func:`human_verdict`), and the result in
+    plain words."""
+    inter = criterion.holds(criterion_figures(c.delta))
+    human, human_words = human_verdict(c, criterion)
     words = (
         _direction(
             c.delta["contested_vs_original"],
@@ -313,12 +409,10 @@ def verdicts(c: Comparison, criterion: Criterion) -> tuple[dict[str, str], str]:
             "judges agree about as much",
         )
         + "; "
-        + _direction(
-            human_diff["contested_vs_original"], "humans closer", "humans further away", "humans no closer"
-        )
+        + human_words
         + " (contested-edited vs original; "
         + _direction(c.delta["contested_vs_control"], "beats", "trails", "no clearer than")
         + " the random-clause control on judge agreement)."
-        + f" Criterion {criterion.text}: inter-judge {'pass' if inter else 'fail'}, human {'pass' if human else 'fail'}."
+        + f" Criterion {criterion.text}: inter-judge {'pass' if inter else 'fail'}, human {human}."
     )
-    return {"inter_judge": "pass" if inter else "fail", "human": "pass" if human else "fail"}, words
+    return {"inter_judge": "pass" if inter else "fail", "human": human}, words

@@ -18,15 +18,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, JudgepanelError, NotFound
+from judgepanel.metrics.names import RESAMPLE_MODES
 from judgepanel.providers.spec import parse_spec
 from judgepanel.repair.compare import DEFAULT_CRITERION, compare_versions, parse_criterion, verdicts
+from judgepanel.repair.isolation import editor_shares_family_with, isolation_warning
+from judgepanel.repair.sample import spread_sample
 from judgepanel.repair.select import ClauseVerdicts, select_clauses
 from judgepanel.repair.tasks import rewrite_task, split_task
 from judgepanel.rubrics import RubricDoc
@@ -71,6 +74,8 @@ class RepairInputs:
     control_seed: int = 0
     human_group: str | None = None
     n_boot: int = 1000
+    resample: str | None = None  # groups | items; None: groups where the items share groups
+    parent: str | None = None  # `--from`: the iteration this one continues (its contested-edited rubric)
 
     def validate(self) -> None:
         if len(self.judges) < 2:
@@ -85,6 +90,8 @@ class RepairInputs:
             raise BadInput(f"--limit must be at least 1, got {self.limit}")
         if self.n_boot < 100:
             raise BadInput(f"--bootstrap must be at least 100, got {self.n_boot}")
+        if self.resample is not None and self.resample not in RESAMPLE_MODES:
+            raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {self.resample!r}")
         for j in (*self.judges, self.editor):
             parse_spec(j)
 
@@ -101,7 +108,14 @@ class RepairInputs:
             "control_seed": self.control_seed,
             "human_group": self.human_group,
             "n_boot": self.n_boot,
+            "resample": self.resample,
+            "parent": self.parent,
         }
+
+
+# keys an iteration records beside its inputs (not compared when the same command resumes it)
+_RECORDED = ("rubric_given", "sample")
+_DEFAULTS = {"resample": None, "parent": None}  # inputs added later: absent in older iterations
 
 
 def campaign_names(name: str) -> dict[str, str]:
@@ -118,6 +132,7 @@ class _Ctx:
     options: RunOptions
     factory: ProviderFactory | None
     say: Callable[[str], None]
+    retry_failed: bool = False  # re-ask failed calls (parse failures, exhausted retries)
 
 
 def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
@@ -127,7 +142,9 @@ def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
 
 
 def _run(ctx: _Ctx, campaign: str) -> RunSummary:
-    summary = run(ctx.engine, campaign, ctx.options, provider_factory=ctx.factory)
+    summary = run(
+        ctx.engine, campaign, ctx.options, provider_factory=ctx.factory, reask_parse_failures=ctx.retry_failed
+    )
     ctx.say(
         f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
     )
@@ -139,8 +156,68 @@ def _run(ctx: _Ctx, campaign: str) -> RunSummary:
     return summary
 
 
+def _compared(inputs: dict[str, Any]) -> dict[str, Any]:
+    return {**_DEFAULTS, **{k: v for k, v in inputs.items() if k not in _RECORDED}}
+
+
+def ancestors(engine: Engine, rec: IterationRecord) -> list[IterationRecord]:
+    """The iterations `rec` continues (`--from`), nearest first."""
+    out: list[IterationRecord] = []
+    seen = {rec.name}
+    parent = rec.inputs.get("parent")
+    while parent:
+        if parent in seen:
+            raise BadInput(f"repair iteration {parent!r} continues itself")
+        seen.add(parent)
+        p = store.get_iteration(engine, parent)
+        out.append(p)
+        parent = p.inputs.get("parent")
+    return out
+
+
+def chained_inputs(engine: Engine, parent: str) -> RepairInputs:
+    """`repair run NAME2 --from NAME1`: NAME1's inputs, its contested-edited rubric as the rubric to
+    repair. Refused while NAME1 is unfinished, and when the chain's stopping rule says stop:
+    NAME1 failed the inter-judge criterion, or was itself stopped."""
+    p = store.get_iteration(engine, parent)
+    stopped = (p.selection or {}).get("stopped")
+    if stopped:
+        raise BadInput(f"the chain stops at {parent!r}: {stopped}")
+    if p.steps["compare"] != "done" or p.comparison is None:
+        raise BadInput(f"iteration {parent!r} is not finished; run `judgepanel repair run {parent}` first")
+    if p.comparison.get("verdict", {}).get("inter_judge") != "pass":
+        raise BadInput(
+            f"the chain stops at {parent!r}: its contested-edited rubric failed the inter-judge "
+            f"criterion {p.criterion!r} (stopping rule)"
+        )
+    d = _compared(p.inputs)
+    d["judges"], d["dimensions"] = tuple(d["judges"]), tuple(d["dimensions"])
+    d["rubric"], d["parent"] = p.rubrics["contested"], parent
+    return RepairInputs(**d)
+
+
+def _samples(engine: Engine, inputs: RepairInputs, exclude: set[str]) -> dict[str, Any] | None:
+    """The items each split's campaigns judge: with `--limit`, a seeded sample spread over groups;
+    in a chain, the development items the earlier iterations did not use (fresh ones)."""
+    if inputs.limit is None and not exclude:
+        return None
+    out: dict[str, Any] = {"seed": inputs.control_seed, "limit": inputs.limit}
+    for label, split in (("dev", inputs.dev_split), ("eval", inputs.eval_split)):
+        members = store.split_members(engine, inputs.dataset, split)
+        if label == "dev":
+            members = [m for m in members if m[0] not in exclude]
+            if not members:
+                raise BadInput(
+                    f"no fresh development items left in split {split!r}: the earlier iterations of "
+                    "the chain used them all"
+                )
+        n = inputs.limit if inputs.limit is not None else len(members)
+        out[label] = spread_sample(members, n, seed=inputs.control_seed, label=split).as_dict()
+    return out
+
+
 def start(engine: Engine, name: str, inputs: RepairInputs, *, criterion: str | None) -> IterationRecord:
-    """Create the iteration (inputs, criterion, seed; no model call), or find the same one."""
+    """Create the iteration (inputs, criterion, seed, item samples; no model call), or find the same one."""
     inputs.validate()
     crit = parse_criterion(criterion).text if criterion is not None else None
     try:
@@ -154,7 +231,7 @@ def start(engine: Engine, name: str, inputs: RepairInputs, *, criterion: str | N
         if not inputs.dimensions:
             given["dimensions"] = have.inputs["dimensions"]
         same_rubric = inputs.rubric in (have.inputs["rubric"], have.inputs.get("rubric_given"))
-        if given != {k: v for k, v in have.inputs.items() if k != "rubric_given"} or not same_rubric:
+        if given != _compared(have.inputs) or not same_rubric:
             raise BadInput(
                 f"repair iteration {name!r} exists with other inputs; resume it with "
                 f"`judgepanel repair run {name}` alone, or choose another name"
@@ -180,12 +257,22 @@ def start(engine: Engine, name: str, inputs: RepairInputs, *, criterion: str | N
                 f"dataset {fixed.dataset!r} has no items in split {split!r}; assign splits with "
                 f"`judgepanel data split {fixed.dataset} --fractions {fixed.dev_split}=0.5,{fixed.eval_split}=0.5 --by group`"
             )
+    used: set[str] = set()
+    if fixed.parent is not None:
+        first = store.get_iteration(engine, fixed.parent)
+        for it in [first, *ancestors(engine, first)]:
+            if it.campaigns.get("dev"):
+                used |= store.campaign_items(engine, it.campaigns["dev"] or "")
+    recorded: dict[str, Any] = {"rubric_given": inputs.rubric}
+    sample = _samples(engine, fixed, used)
+    if sample is not None:
+        recorded["sample"] = sample
     return store.start_iteration(
         engine,
         name,
         dataset=fixed.dataset,
         rubric=fixed.rubric,
-        inputs={**fixed.as_dict(), "rubric_given": inputs.rubric},
+        inputs={**fixed.as_dict(), **recorded},
         control_seed=fixed.control_seed,
         criterion=crit,
         campaigns=campaign_names(name),
@@ -193,10 +280,19 @@ def start(engine: Engine, name: str, inputs: RepairInputs, *, criterion: str | N
 
 
 def _inputs(rec: IterationRecord) -> RepairInputs:
-    d = {k: v for k, v in rec.inputs.items() if k != "rubric_given"}
+    d = _compared(rec.inputs)
     d["judges"] = tuple(d["judges"])
     d["dimensions"] = tuple(d["dimensions"])
     return RepairInputs(**d)
+
+
+def _items(rec: IterationRecord, label: str) -> tuple[tuple[str, ...], int | None]:
+    """(explicit items, limit) for the campaigns of `label` (dev | eval): the recorded sample, or
+    for iterations recorded before samples existed the first `--limit` items."""
+    sample = rec.inputs.get("sample")
+    if sample is not None:
+        return tuple(sample[label]["items"]), None
+    return (), rec.inputs.get("limit")
 
 
 def _need(rec: IterationRecord, *steps: str) -> None:
@@ -216,6 +312,7 @@ def dev(ctx: _Ctx, rec: IterationRecord) -> IterationRecord:
     inp = _inputs(rec)
     camp = rec.campaigns["dev"]
     assert camp is not None
+    items, limit = _items(rec, "dev")
     create(
         ctx.engine,
         camp,
@@ -225,7 +322,8 @@ def dev(ctx: _Ctx, rec: IterationRecord) -> IterationRecord:
         rubric=inp.rubric,
         dimensions=inp.dimensions,
         split=inp.dev_split,
-        limit=inp.limit,
+        limit=limit,
+        items=items,
     )
     _run(ctx, camp)
     return store.finish_step(ctx.engine, rec.name, "dev")
@@ -270,12 +368,14 @@ def select(engine: Engine, name: str) -> dict[str, Any]:
         _need(rec, "dev")
         _doc, ids, dims = _clause_order(engine, rec)
         assert rec.campaigns["dev"] is not None
-        v, _items, _judges = _verdict_arrays(
-            store.clause_verdict_rows(engine, rec.campaigns["dev"]), ids, dims
-        )
-        rec = store.finish_step(
-            engine, name, "select", selection=select_clauses(v, control_seed=rec.control_seed).as_dict()
-        )
+        v, _ids, _judges = _verdict_arrays(store.clause_verdict_rows(engine, rec.campaigns["dev"]), ids, dims)
+        selection = select_clauses(v, control_seed=rec.control_seed).as_dict()
+        rec = store.finish_step(engine, name, "select", selection=selection)
+        if rec.inputs.get("parent") and not any(r for r in selection["rates"].values()):
+            # the chain's stopping rule: nothing left that the judges disagree on
+            rec = store.stop_iteration(
+                engine, name, "no clause has a positive disagreement rate on the fresh development items"
+            )
     assert rec.selection is not None
     return rec.selection
 
@@ -330,12 +430,25 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
             )
             _run(ctx, rec.campaigns["editor"])
             proposals = editor_proposals(engine, rec.campaigns["editor"])
+        unanswered = [c for c in sorted(tasks) if c not in proposals]
+        if unanswered:
+            # a failed editor call is not "no edit": the step stays undone, the calls are re-asked
+            raise RepairIncomplete(
+                f"the editor gave no usable rewrite for {len(unanswered)} of {len(tasks)} clauses "
+                f"({', '.join(unanswered[:5])}{', …' if len(unanswered) > 5 else ''}); the rewrite step "
+                f"is not done: run `judgepanel repair run {name} --retry-failed` to ask again"
+            )
         rewrites: dict[str, Any] = {}
         for c in sorted(sets):
-            p = proposals.get(c)
-            new = p["clause"] if p else text_of[c]
-            reason = p.get("reason", "") if p else "no readable editor reply: the clause is kept as it was"
-            rewrites[c] = {"old": text_of[c], "new": new, "reason": reason, "sets": sets[c]}
+            p = proposals[c]
+            unchanged = " ".join(p["clause"].split()) == " ".join(text_of[c].split())
+            rewrites[c] = {
+                "old": text_of[c],
+                "new": text_of[c] if unchanged else p["clause"],
+                "reason": p.get("reason", ""),
+                "sets": sets[c],
+                "unchanged": unchanged,
+            }
         contested = _with_texts(doc, {c: r["new"] for c, r in rewrites.items() if "contested" in r["sets"]})
         control = _with_texts(doc, {c: r["new"] for c, r in rewrites.items() if "control" in r["sets"]})
         rec = store.store_rewrites(
@@ -349,7 +462,13 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
     return {
         **{k: rec.rubrics[k] for k in ("original", "contested", "control")},
         "rewrites": {
-            c: {"old": r["old"], "new": r["new"], "reason": r["reason"], "sets": r["sets"]}
+            c: {
+                "old": r["old"],
+                "new": r["new"],
+                "reason": r["reason"],
+                "sets": r["sets"],
+                "unchanged": r.get("unchanged", r["new"] == r["old"]),
+            }
             for c, r in (rec.rewrites or {}).items()
         },
     }
@@ -361,9 +480,13 @@ def rewrite(
     options: RunOptions | None = None,
     *,
     provider_factory: ProviderFactory | None = None,
+    retry_failed: bool = False,
 ) -> dict[str, Any]:
     check_budget(options, [store.get_iteration(engine, name).inputs["editor"]])
-    return rewrite_step(_Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), name)
+    opts = options or RunOptions()
+    if retry_failed:
+        opts = replace(opts, retry_failed=True)
+    return rewrite_step(_Ctx(engine, opts, provider_factory, _say_nothing, retry_failed), name)
 
 
 def evaluate_step(ctx: _Ctx, name: str, criterion: str | None = None) -> IterationRecord:
@@ -380,9 +503,17 @@ def evaluate_step(ctx: _Ctx, name: str, criterion: str | None = None) -> Iterati
         )
     _need(rec, "rewrite")
     inp = _inputs(rec)
+    items, limit = _items(rec, "eval")
+    campaigns = dict(rec.campaigns)
     for version in ("original", "contested", "control"):
         camp, ref = rec.campaigns[version], rec.rubrics[version]
         assert camp is not None and ref is not None
+        if version != "original" and rec.rubric_ids[version] == rec.rubric_ids["original"]:
+            # no clause of this version changed: it is the original, whose verdicts it shares
+            # (asking again would only measure the judges' sampling noise, not the edit)
+            campaigns[version] = campaigns["original"]
+            ctx.say(f"{version}-edited equals the original rubric: its evaluation is the original's")
+            continue
         create(
             engine,
             camp,
@@ -392,10 +523,11 @@ def evaluate_step(ctx: _Ctx, name: str, criterion: str | None = None) -> Iterati
             rubric=ref,
             dimensions=inp.dimensions,
             split=inp.eval_split,
-            limit=inp.limit,
+            limit=limit,
+            items=items,
         )
         _run(ctx, camp)
-    return store.finish_step(engine, name, "evaluate")
+    return store.finish_step(engine, name, "evaluate", campaigns=campaigns)
 
 
 def evaluate(
@@ -412,10 +544,16 @@ def evaluate(
     )
 
 
-def compare(engine: Engine, name: str) -> dict[str, Any]:
+def compare(engine: Engine, name: str, *, resample: str | None = None) -> dict[str, Any]:
+    """The stored comparison, or computed (and stored) once evaluation is done. `resample` other
+    than the iteration's own (`groups` | `items`) recomputes the intervals that way without
+    storing them: the declared analysis stays the one on record."""
     rec = store.get_iteration(engine, name)
-    if rec.steps["compare"] == "done" and rec.comparison is not None:
-        return rec.comparison
+    if resample is not None and resample not in RESAMPLE_MODES:
+        raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {resample!r}")
+    stored = rec.comparison if rec.steps["compare"] == "done" else None
+    if stored is not None and (resample is None or stored.get("resample", "items") == resample):
+        return stored
     _need(rec, "evaluate")
     inp = _inputs(rec)
     _doc, ids, dims = _clause_order(engine, rec)
@@ -441,11 +579,23 @@ def compare(engine: Engine, name: str) -> dict[str, Any]:
         [[hm.get(d, {}).get(i, np.nan) for d in dim_names] for i in items], dtype=np.float64
     ).reshape(len(items), len(dim_names))
     clause_dims = [dim_names.index(d) for d in dims]
-    c = compare_versions(met, clause_dims, human, n_boot=inp.n_boot, seed=rec.control_seed)
+    groups = store.item_groups(engine, items)
     crit = parse_criterion(rec.criterion or DEFAULT_CRITERION)
+    c = compare_versions(
+        met,
+        clause_dims,
+        human,
+        n_boot=inp.n_boot,
+        seed=rec.control_seed,
+        groups=[groups.get(i) for i in items],
+        resample=resample or inp.resample,
+        dimensions=dim_names,
+        human_margin=crit.human_margin,
+    )
     verdict, summary = verdicts(c, crit)
     rewrites = rec.rewrites or {}
     dev_items = len({r.item_id for r in store.clause_verdict_rows(engine, rec.campaigns["dev"] or "")})
+    shared = editor_shares_family_with(inp.editor, inp.judges)
     result = {
         **c.as_dict(),
         "criterion": rec.criterion,
@@ -455,12 +605,69 @@ def compare(engine: Engine, name: str) -> dict[str, Any]:
             k: sum(1 for r in rewrites.values() if k in r["sets"] and r["new"] != r["old"])
             for k in ("contested", "control")
         },
+        "clauses_unchanged": {
+            k: sorted(c for c, r in rewrites.items() if k in r["sets"] and r["new"] == r["old"])
+            for k in ("contested", "control")
+        },
+        "same_as_original": [
+            v for v in ("contested", "control") if rec.rubric_ids[v] == rec.rubric_ids["original"]
+        ],
         "units": {"dev": dev_items, "eval": len(items)},
         "judges": judges,
         "human_group": inp.human_group,
+        "editor": parse_spec(inp.editor).name,
+        "editor_shares_family_with": shared,
+        "sample": _sample_summary(rec),
+        "parent": inp.parent,
     }
-    store.finish_step(engine, name, "compare", comparison=json.loads(json.dumps(result)))
+    result = dict(json.loads(json.dumps(result)))
+    if stored is None and (resample is None or resample == c.resample):
+        store.finish_step(engine, name, "compare", comparison=result)
     return result
+
+
+def _sample_summary(rec: IterationRecord) -> dict[str, Any] | None:
+    sample = rec.inputs.get("sample")
+    if sample is None:
+        return None
+    return {
+        "seed": sample["seed"],
+        "limit": sample["limit"],
+        **{
+            k: {x: sample[k][x] for x in ("groups", "of_items", "of_groups")}
+            | {"items": len(sample[k]["items"])}
+            for k in ("dev", "eval")
+        },
+    }
+
+
+def chain(engine: Engine, name: str) -> list[dict[str, Any]]:
+    """The chain `name` belongs to, first iteration first: its ancestors, itself and the
+    iterations continuing it (`--from`), each with its rubric, verdict and state."""
+    rec = store.get_iteration(engine, name)
+    line = [*reversed(ancestors(engine, rec)), rec]
+    children: dict[str, list[str]] = {}
+    for row in store.list_iterations(engine):
+        it = store.get_iteration(engine, row["name"])
+        parent = it.inputs.get("parent")
+        if parent:
+            children.setdefault(parent, []).append(it.name)
+    tail = rec.name
+    while children.get(tail):
+        tail = sorted(children[tail])[0]
+        line.append(store.get_iteration(engine, tail))
+    return [
+        {
+            "iteration": it.name,
+            "from": it.inputs.get("parent"),
+            "rubric": it.rubrics["original"],
+            "contested": it.rubrics["contested"],
+            "verdict": (it.comparison or {}).get("verdict"),
+            "stopped": (it.selection or {}).get("stopped"),
+            "next": next((k for k in STEPS if it.steps[k] == "pending"), None),
+        }
+        for it in line
+    ]
 
 
 def run_iteration(
@@ -473,21 +680,35 @@ def run_iteration(
     stop_after: str | None = None,
     provider_factory: ProviderFactory | None = None,
     say: Callable[[str], None] = _say_nothing,
+    retry_failed: bool = False,
+    warn: Callable[[str], None] = _say_nothing,
 ) -> IterationRecord:
-    """Start (or resume) an iteration and run its steps up to `stop_after` (all by default)."""
+    """Start (or resume) an iteration and run its steps up to `stop_after` (all by default).
+    `retry_failed` re-asks the failed calls of the step's campaign (an editor whose reply was
+    truncated or unreadable, judges whose retries ran out). A chained iteration that its stopping
+    rule stopped runs no further step."""
     if stop_after is not None and stop_after not in STEPS:
         raise BadInput(f"--stop-after must be one of {', '.join(STEPS)}, got {stop_after!r}")
     if inputs is not None:
         inputs.validate()
         check_budget(options, [*inputs.judges, inputs.editor])
         rec = start(engine, name, inputs, criterion=criterion)
+        warning = isolation_warning(editor_shares_family_with(inputs.editor, inputs.judges))
+        if warning:
+            warn(warning)
     else:
         rec = store.get_iteration(engine, name)
         check_budget(options, [*rec.inputs["judges"], rec.inputs["editor"]])
     if inputs is None and criterion is not None:
         rec = store.declare_criterion(engine, name, parse_criterion(criterion).text)
-    ctx = _Ctx(engine, options or RunOptions(), provider_factory, say)
+    opts = options or RunOptions()
+    if retry_failed:
+        opts = replace(opts, retry_failed=True)
+    ctx = _Ctx(engine, opts, provider_factory, say, retry_failed)
     for step in STEPS:
+        if rec.steps[step] == "stopped":
+            say(f"stopped: {(rec.selection or {}).get('stopped')}")
+            break
         if rec.steps[step] != "done":
             say(f"step {step}")
             if step == "dev":

@@ -17,6 +17,32 @@ from judgepanel.store.simulated import iteration_simulated
 VERSIONS = ("original", "contested", "control")
 
 
+def _over(comp: dict[str, Any]) -> str:
+    if comp.get("resample") == "groups" and comp.get("n_groups"):
+        return f"{comp['n_groups']} groups (articles)"
+    return "items"
+
+
+def _notes(comp: dict[str, Any]) -> str:
+    """Sample size, equivalence, unchanged clauses and editor isolation, as plain sentences."""
+    out = []
+    if comp.get("human", {}).get("original", {}).get("note"):
+        out.append(f" Humans: {comp['human']['original']['note']} ({comp.get('n_human_items')} rated items).")
+    eq = comp.get("human_equivalence") or {}
+    if eq.get("p") is not None:
+        out.append(
+            f" Equivalence (TOST) of Δρ with humans within ±{eq['margin']:g}: 90 % CI "
+            f"{eq['ci90'][0]:+.3f}..{eq['ci90'][1]:+.3f}, p = {eq['p']:.3g}."
+        )
+    for k, ids in (comp.get("clauses_unchanged") or {}).items():
+        if ids:
+            out.append(f" Returned unchanged by the editor ({k}): {', '.join(ids)}.")
+    shared = comp.get("editor_shares_family_with") or {}
+    if shared:
+        out.append(f" The editor shares a provider or model family with {', '.join(sorted(shared))}.")
+    return html.escape("".join(out))
+
+
 def _ci(ci: Any) -> tuple[float, float] | None:
     return (float(ci[0]), float(ci[1])) if isinstance(ci, list | tuple) and len(ci) == 2 else None
 
@@ -115,7 +141,7 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
     )
     verdict = comp.get("verdict", {})
     badge = " · ".join(
-        f"<span class='{'good' if verdict.get(k) == 'pass' else 'bad'}'>{k.replace('_', '-')}: {verdict.get(k)}</span>"
+        f"<span class='{'good' if verdict.get(k) in ('pass', 'closer', 'equivalent') else 'bad'}'>{k.replace('_', '-')}: {verdict.get(k)}</span>"
         for k in ("inter_judge", "human")
     )
     rewrites = rec.rewrites or {}
@@ -148,8 +174,8 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         + "</table>"
         + f"<div class='grid'><figure data-plot='forest'>{forest_alpha}</figure><figure data-plot='forest'>{forest_human}</figure></div>"
         + f"<p class='muted'>{comp.get('units', {}).get('eval', '?')} evaluation items, "
-        f"{comp.get('units', {}).get('dev', '?')} development items; paired bootstrap over items "
-        f"({comp.get('n_boot')} replicates).</p>"
+        f"{comp.get('units', {}).get('dev', '?')} development items; paired bootstrap over {_over(comp)} "
+        f"({comp.get('n_boot')} replicates).{_notes(comp)}</p>"
         + "<h3>Edited clauses</h3><table><tr><th>clause</th><th>before</th><th>after</th><th>editor's reason</th></tr>"
         + "".join(diff_rows)
         + "</table>"

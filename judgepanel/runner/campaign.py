@@ -63,6 +63,7 @@ def create(
     origin: Mapping[str, Any] | None = None,
     turn: int | None = None,
     reference_categories: Sequence[str] = (),
+    items: Sequence[str] = (),
 ) -> CampaignInfo:
     """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
 
@@ -91,6 +92,7 @@ def create(
         origin=origin,
         turn=turn,
         reference_categories=tuple(dict.fromkeys(c.strip() for c in reference_categories if c.strip())),
+        items=tuple(items),
     )
     refs = dict(templates or {})
     plain = refs.get(protocol)

@@ -74,6 +74,7 @@ class ConditionData:
     categories: tuple[float, ...]
     items: list[str]  # external ids, in dataset order
     outputs: list[str | None]
+    groups: list[str | None]  # per item: its group key (article), None when it has none
     humans: list[list[HumanRating]]  # per item
     reference: list[float]  # per item: the rounded group mean
     scores: dict[str, dict[int, JudgeScore]]  # condition -> item index -> judge score
@@ -224,7 +225,7 @@ def load_condition_data(
 
         judged = sorted({i for m in by_cond.values() for i in m})
         rows = s.execute(
-            select(Item.id, Item.external_id, Item.output, Item.position)
+            select(Item.id, Item.external_id, Item.output, Item.position, Item.group_key)
             .where(Item.id.in_(judged))
             .order_by(Item.position)
         ).all()
@@ -236,7 +237,8 @@ def load_condition_data(
     humans: list[list[HumanRating]] = []
     reference: list[float] = []
     no_label = 0
-    for item_id, ext, output, _pos in rows:
+    item_groups: list[str | None] = []
+    for item_id, ext, output, _pos, group in rows:
         ratings = labels.get(item_id, [])
         if not ratings:
             no_label += 1
@@ -244,6 +246,7 @@ def load_condition_data(
         index[item_id] = len(items)
         items.append(ext)
         outputs.append(output)
+        item_groups.append(group)
         humans.append(ratings)
         reference.append(rounded_mean([h.value for h in ratings]))
     if not items:
@@ -276,6 +279,7 @@ def load_condition_data(
         categories=categories,
         items=items,
         outputs=outputs,
+        groups=item_groups,
         humans=humans,
         reference=reference,
         scores=scores,
@@ -361,6 +365,8 @@ class ConditionReport:
             "bootstrap": st.n_boot,
             "confidence": st.confidence,
             "seed": st.seed,
+            "resample": st.resample,
+            "n_groups": st.n_groups,
             "conditions": {
                 name: {
                     "n": r.n,
@@ -390,6 +396,7 @@ def condition_report(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    resample: str | None = None,
 ) -> ConditionReport:
     """The whole `metrics conditions` computation: read, compute, pick the cases."""
     if cases < 0:
@@ -404,5 +411,7 @@ def condition_report(
         n_boot=n_boot,
         confidence=confidence,
         seed=seed,
+        groups=data.groups,
+        resample=resample,
     )
     return ConditionReport(data, study, disagreement_cases(data, cases))

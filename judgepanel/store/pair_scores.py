@@ -137,11 +137,11 @@ def pair_set_inputs(
     )
 
 
-def pair_score_differences(engine: Engine, pair_set: str, matrix: RatingMatrix) -> NDArray[np.float64]:
-    """Per row and rater of ``matrix`` (a matrix of ``pair_set``): the rater's mean score on item A
-    minus its mean on item B — the number `data pairs` thresholds into A/B/T. NaN where the rater
-    has no scores on both items, and for raters that are not annotators of the dataset (campaign
-    judges give verdicts, not scores)."""
+def _pair_scores(
+    engine: Engine, pair_set: str, matrix: RatingMatrix
+) -> tuple[dict[int, tuple[int, int]], dict[int, int], dict[int, dict[int, dict[str, float]]]]:
+    """The pair set's pairs, the matrix column of each annotator of its dataset, and every numeric
+    score those annotators gave: annotator -> item -> dimension -> value."""
     with session_scope(engine) as s:
         ps = pair_set_by_name(s, pair_set)
         pairs = dict(
@@ -171,6 +171,15 @@ def pair_score_differences(engine: Engine, pair_set: str, matrix: RatingMatrix) 
         for aid, item, dim, value in rows:
             if value is not None:
                 scores[aid][item][dim] = float(value)
+    return pairs, annotators, scores
+
+
+def pair_score_differences(engine: Engine, pair_set: str, matrix: RatingMatrix) -> NDArray[np.float64]:
+    """Per row and rater of ``matrix`` (a matrix of ``pair_set``): the rater's mean score on item A
+    minus its mean on item B — the number `data pairs` thresholds into A/B/T. NaN where the rater
+    has no scores on both items, and for raters that are not annotators of the dataset (campaign
+    judges give verdicts, not scores)."""
+    pairs, annotators, scores = _pair_scores(engine, pair_set, matrix)
     out = np.full(matrix.values.shape, np.nan)
     for i, pid in enumerate(matrix.unit_ids):
         a, b = pairs[pid]
@@ -181,6 +190,28 @@ def pair_score_differences(engine: Engine, pair_set: str, matrix: RatingMatrix) 
                 if d is not None:
                     out[i, j] = d
     return out
+
+
+def pair_dimension_differences(
+    engine: Engine, pair_set: str, matrix: RatingMatrix
+) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+    """Per row, rater and dimension of ``matrix`` (a matrix of ``pair_set``): the rater's score on
+    item A minus its score on item B in that dimension (units × raters × dimensions, dimensions in
+    name order), NaN where the rater did not score both items in it or is no annotator of the
+    dataset; and the dimension names."""
+    pairs, annotators, scores = _pair_scores(engine, pair_set, matrix)
+    dims = tuple(sorted({d for by_item in scores.values() for sc in by_item.values() for d in sc}))
+    at = {d: k for k, d in enumerate(dims)}
+    out = np.full((*matrix.values.shape, len(dims)), np.nan)
+    for i, pid in enumerate(matrix.unit_ids):
+        a, b = pairs[pid]
+        for aid, j in annotators.items():
+            by_item = scores.get(aid, {})
+            sa, sb = by_item.get(a), by_item.get(b)
+            if sa and sb:
+                for d in sa.keys() & sb.keys():
+                    out[i, j, at[d]] = sa[d] - sb[d]
+    return out, dims
 
 
 # ---------------------------------------------------------------- humans and swapped judges, for the joint model

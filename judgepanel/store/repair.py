@@ -67,6 +67,8 @@ class IterationRecord:
             "criterion": self.criterion,
             "control_seed": self.control_seed,
             "inputs": self.inputs,
+            "from": self.inputs.get("parent"),
+            "stopped": (self.selection or {}).get("stopped"),
         }
 
 
@@ -207,6 +209,17 @@ def finish_step(engine: Engine, name: str, step: str, **fields: Any) -> Iteratio
         return _record(s, it)
 
 
+def stop_iteration(engine: Engine, name: str, reason: str) -> IterationRecord:
+    """The chain's stopping rule fired: every step not done is marked `stopped`, the reason kept
+    with the selection."""
+    with session_scope(engine) as s:
+        it = _by_name(s, name)
+        it.steps = {k: (v if v == "done" else "stopped") for k, v in it.steps.items()}
+        it.selection = {**(it.selection or {}), "stopped": reason}
+        it.updated_at = utcnow()
+        return _record(s, it)
+
+
 def store_rewrites(
     engine: Engine,
     name: str,
@@ -336,3 +349,42 @@ def human_means(
         for dim, iid, v in s.execute(q):
             out[dim][int(iid)] = float(v)
         return dict(out)
+
+
+def item_groups(engine: Engine, item_ids: Sequence[int]) -> dict[int, str | None]:
+    """item id -> its group key (article, dialogue; None when it has none)."""
+    if not item_ids:
+        return {}
+    with session_scope(engine) as s:
+        return {
+            int(i): g
+            for i, g in s.execute(select(Item.id, Item.group_key).where(Item.id.in_(list(item_ids))))
+        }
+
+
+def split_members(engine: Engine, dataset: str, split: str) -> list[tuple[str, str | None]]:
+    """(external id, group key) of a split's items, in dataset order."""
+    with session_scope(engine) as s:
+        ds = dataset_by_name(s, dataset)
+        return [
+            (e, g)
+            for e, g in s.execute(
+                select(Item.external_id, Item.group_key)
+                .where(Item.dataset_id == ds.id, Item.split == split)
+                .order_by(Item.position)
+            )
+        ]
+
+
+def campaign_items(engine: Engine, campaign: str) -> set[str]:
+    """External ids of the items a campaign planned jobs for."""
+    with session_scope(engine) as s:
+        cid = campaign_by_name(s, campaign).id
+        return set(
+            s.scalars(
+                select(Item.external_id)
+                .join(Job, Job.item_id == Item.id)
+                .where(Job.campaign_id == cid)
+                .distinct()
+            )
+        )

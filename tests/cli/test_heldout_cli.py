@@ -141,3 +141,20 @@ def test_score_differences_agree_with_the_stored_labels(db: str) -> None:
     want = np.where(d > 1e-6, 0.0, np.where(d < -1e-6, 1.0, 2.0))
     assert np.array_equal(want[ok], m.values[ok])
     assert np.isnan(d[:, m.rater_names.index("turker_1")]).any()  # turkers skipped half the rows
+
+
+def test_dims_method_with_inner_cv_through_the_cli(db: str) -> None:
+    out = cli(
+        "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all", "--folds", "3",
+        "--method", "dims-humans,dims-joint,mace", "--bootstrap", "50", "--json", db=db,
+    ).json()  # fmt: skip
+    assert list(out["methods"]) == ["majority", "cluster", "dawid-skene", "mace", "dims-humans", "dims-joint"]
+    assert out["ci_method"] == "nadeau-bengio corrected resampled t over 3 splits"
+    chosen = out["methods"]["dims-joint"]["chosen_c"]
+    assert set(chosen) >= {"expert_1", "m1"} and all(len(v) == 3 for v in chosen.values())
+    assert all(c in out["c_grid"] for v in chosen.values() for c in v if c is not None)
+    ja = out["judges_add"]["dims"]["expert"]
+    assert (
+        ja["with_judges"] == "dims-joint" and ja["humans_only"] == "dims-humans" and len(ja["per_split"]) == 3
+    )
+    assert ja["verdict"] in {"adds >= 1 point", "adds < 1 point", "inconclusive"}

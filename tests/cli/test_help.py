@@ -79,6 +79,9 @@ def test_defaults_written_out_for_help_match_the_library() -> None:
     from judgepanel.store import readonly
 
     assert repair_cmd.DEFAULT_CRITERION == compare.DEFAULT_CRITERION
+    from judgepanel.metrics import names
+
+    assert repair_cmd.RESAMPLE_MODES == names.RESAMPLE_MODES
     assert query_cmd.DEFAULT_TIMEOUT == readonly.DEFAULT_TIMEOUT
 
 

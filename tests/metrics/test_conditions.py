@@ -230,3 +230,37 @@ def test_bad_input() -> None:
         condition_study(ok, SCALES[2], n_items=2)
     with pytest.raises(BadInput, match="replicates"):
         condition_study(ok, SCALES[2], n_boot=0)
+
+
+def test_group_resampling_equals_a_direct_loop_over_groups() -> None:
+    """`resample="groups"`: each replicate draws whole groups (articles) with replacement; the
+    exact-agreement interval equals one computed by concatenating the drawn groups' items."""
+    from judgepanel.metrics.bootstrap import resample_indices
+
+    rng = np.random.default_rng(3)
+    n, size = 30, 3  # 10 groups of 3 items
+    group = [f"g{i // size}" for i in range(n)]
+    judge = rng.integers(1, 4, n).astype(float)
+    human = np.where(rng.random(n) < 0.5, judge, rng.integers(1, 4, n)).astype(float)
+    study = condition_study(
+        {"none": Comparisons.of(judge, human, np.arange(n))},
+        [1.0, 2.0, 3.0],
+        n_boot=200,
+        seed=4,
+        groups=group,
+    )
+    assert study.resample == "groups" and study.n_groups == 10
+    reps = []
+    for row in resample_indices(10, 200, 4):
+        idx = np.concatenate([np.arange(g * size, g * size + size) for g in row])
+        reps.append(float(np.mean(judge[idx] == human[idx])))
+    lo, hi = study.conditions["none"].exact.ci
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])), abs=1e-12)
+    items = condition_study(
+        {"none": Comparisons.of(judge, human, np.arange(n))}, [1.0, 2.0, 3.0], n_boot=200, seed=4, groups=group,
+        resample="items",
+    )  # fmt: skip
+    plain = condition_study(
+        {"none": Comparisons.of(judge, human, np.arange(n))}, [1.0, 2.0, 3.0], n_boot=200, seed=4
+    )
+    assert items.resample == plain.resample == "items" and items.conditions == plain.conditions

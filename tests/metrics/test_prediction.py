@@ -11,7 +11,15 @@ from sklearn.metrics import log_loss
 from judgepanel.errors import BadInput
 from judgepanel.metrics.logistic import fit_multinomial, fit_multinomial_many
 from judgepanel.metrics.matrix import RatingMatrix
-from judgepanel.metrics.prediction import MODELS, choose_methods, heldout_battery
+from judgepanel.metrics.prediction import (
+    C_GRID,
+    DEFAULT_MODELS,
+    choose_c,
+    choose_methods,
+    heldout_battery,
+    inner_folds,
+    nadeau_bengio,
+)
 from judgepanel.metrics.summary import heldout_report
 
 # ---------------------------------------------------------------- the regression
@@ -146,7 +154,7 @@ def test_no_fit_sees_a_test_label() -> None:
 
     shuffled = heldout_battery(replace(m, values=values), dd, train=80, n_bootstrap=20)
     a, b = base.folds[0], shuffled.folds[0]
-    assert a.fits.keys() == b.fits.keys() and len(a.fits) == len(MODELS) * m.n_raters
+    assert a.fits.keys() == b.fits.keys() and len(a.fits) == len(DEFAULT_MODELS) * m.n_raters
     for key, fit in a.fits.items():
         assert np.array_equal(fit.coef, b.fits[key].coef), key
         assert np.array_equal(fit.intercept, b.fits[key].intercept), key
@@ -180,12 +188,15 @@ def test_folds_report_mean_and_spread() -> None:
     assert set(out["methods"]) == {"majority", "cluster", "dawid-skene", "labels-joint"}
     for v in out["methods"].values():
         assert set(v) == {"accuracy", "log_loss", "ece", "delta_vs_cluster"}
-        assert set(v["delta_vs_cluster"]["all"]) == {"value", "ci"}
+        assert set(v["delta_vs_cluster"]["all"]) == {"value", "ci", "ci_bootstrap"}
 
 
 def test_choose_methods() -> None:
     m, _ = _panel()
-    assert choose_methods(m, ["all"], have_scores=True) == MODELS
+    assert choose_methods(m, ["all"], have_scores=True) == DEFAULT_MODELS
+    assert choose_methods(m, ["dims-joint"], have_scores=True) == ("dims-joint",)
+    with pytest.raises(BadInput, match="score differences"):
+        choose_methods(m, ["dims-humans"], have_scores=False)
     assert choose_methods(m, ["all"], have_scores=False) == ("labels-humans", "labels-joint", "labels-judges")
     humans = m.select(None, "human")
     assert choose_methods(humans, None, have_scores=True) == ("scores-humans", "labels-humans")
@@ -193,3 +204,172 @@ def test_choose_methods() -> None:
         choose_methods(humans, ["scores-joint"], have_scores=True)
     with pytest.raises(BadInput, match="unknown --method"):
         choose_methods(m, ["nope"], have_scores=True)
+
+
+# ---------------------------------------------------------------- issue 18 §3: inner CV, per-dimension features, intervals
+
+
+def _dims(d: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Three dimensions per rater whose mean is the rater's score difference."""
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(scale=0.7, size=(*d.shape, 3))
+    noise -= noise.mean(axis=2, keepdims=True)
+    return d[:, :, None] + noise
+
+
+def test_inner_cv_chooses_the_c_gridsearchcv_chooses() -> None:
+    from sklearn.model_selection import GridSearchCV
+
+    m, d = _panel(n=160, seed=3)
+    dims = _dims(d, 3)
+    bat = heldout_battery(
+        m, d, train=120, methods=("dims-humans",), n_bootstrap=20, dimension_differences=dims
+    )
+    fold = bat.folds[0]
+    inner = inner_folds(120, 0)
+    for r in (0, 2):  # a1 and b1, predicted from the other humans
+        others = [q for q in range(4) if q != r]
+        feats = []
+        for q in others:
+            v = np.nan_to_num(d[:, q])
+            feats += [*np.nan_to_num(dims[:, q, :]).T, v, np.abs(v), np.isnan(d[:, q]).astype(float)]
+        x = np.column_stack(feats)[:120]
+        y = m.values[:120, r]
+        rows = np.flatnonzero(~np.isnan(y))
+        cv = [(np.flatnonzero(inner[rows] != f), np.flatnonzero(inner[rows] == f)) for f in range(5)]
+        ref = GridSearchCV(
+            LogisticRegression(tol=1e-10, max_iter=10_000),
+            {"C": list(C_GRID)},
+            scoring="neg_log_loss",
+            cv=cv,
+        ).fit(x[rows], y[rows].astype(int))
+        assert fold.chosen_c["dims-humans"][r] == ref.best_params_["C"], r
+        # and the refit on all training rows predicts as sklearn's refit does
+        te = np.arange(120, 160)
+        lab = ~np.isnan(m.values[te, r])
+        xt = np.column_stack(
+            [
+                col
+                for q in others
+                for col in (
+                    *np.nan_to_num(dims[te][:, q, :]).T,
+                    np.nan_to_num(d[te, q]),
+                    np.abs(np.nan_to_num(d[te, q])),
+                    np.isnan(d[te, q]).astype(float),
+                )
+            ]
+        )
+        np.testing.assert_allclose(
+            fold.probabilities["dims-humans"][:, r][lab], ref.predict_proba(xt[lab]), atol=5e-4
+        )
+
+
+def test_choose_c_picks_the_smallest_mean_loss_and_skips_unlabelled_models() -> None:
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(2, 90, 3))
+    y = (x[..., 0] > 0).astype(np.int64)
+    y[1] = -1  # a model without labels
+    chosen, loss = choose_c(x, y, 2, inner_folds(90, 4))
+    assert chosen[0] == C_GRID[int(np.argmin(loss[0]))] and np.isnan(chosen[1])
+    # a separable signal wants little shrinkage: the largest C wins
+    assert chosen[0] == max(C_GRID)
+
+
+def test_dims_fits_never_see_a_test_label() -> None:
+    m, d = _panel(n=140, seed=5)
+    dims = _dims(d, 5)
+    kw = {"train": 100, "methods": ("dims-joint",), "n_bootstrap": 10, "dimension_differences": dims}
+    base = heldout_battery(m, d, **kw)
+    values = m.values.copy()
+    rng = np.random.default_rng(2)
+    values[100:] = rng.permutation(values[100:].ravel()).reshape(values[100:].shape)
+    from dataclasses import replace
+
+    shuffled = heldout_battery(replace(m, values=values), d, **kw)
+    a, b = base.folds[0], shuffled.folds[0]
+    assert np.array_equal(a.chosen_c["dims-joint"], b.chosen_c["dims-joint"], equal_nan=True)
+    for key, fit in a.fits.items():
+        assert np.array_equal(fit.coef, b.fits[key].coef), key
+
+
+def test_nadeau_bengio_interval_by_its_formula() -> None:
+    from scipy import stats
+
+    deltas = np.array([0.02, 0.035, 0.01, 0.05, 0.0, 0.03, 0.025, 0.04, 0.015, 0.02])
+    mean, lo, hi = nadeau_bengio(deltas, 800, 200)
+    se = np.sqrt((1 / 10 + 200 / 800) * deltas.var(ddof=1))
+    half = stats.t.ppf(0.975, 9) * se
+    assert mean == pytest.approx(deltas.mean(), rel=1e-12)
+    assert (lo, hi) == (pytest.approx(mean - half, rel=1e-12), pytest.approx(mean + half, rel=1e-12))
+    # the correction widens the naive t interval by sqrt(1 + K n_test / n_train)
+    naive = stats.t.ppf(0.975, 9) * deltas.std(ddof=1) / np.sqrt(10)
+    assert half / naive == pytest.approx(np.sqrt(1 + 10 * 200 / 800), rel=1e-12)
+    assert np.isnan(nadeau_bengio([0.1], 8, 2)[1]) and np.isnan(nadeau_bengio([], 8, 2)[0])
+
+
+def test_nadeau_bengio_covers_where_averaged_bootstraps_do_not() -> None:
+    """Coverage by simulation: a fixed population of units, K overlapping random splits of one
+    sample drawn from it, a true accuracy difference known from the population. The corrected
+    interval should cover near 95 %; the averaged per-split bootstrap (the previous CI) much less."""
+    rng = np.random.default_rng(0)
+    k, n, n_test, reps = 10, 200, 40, 300
+    p_a, p_b = 0.70, 0.66  # per-unit correctness of two methods, correlated through the unit
+    truth = p_a - p_b
+    cover_nb = cover_boot = 0
+    for _ in range(reps):
+        hard = rng.random(n)
+        ca = (hard < p_a).astype(float)
+        cb = (hard < p_b).astype(float) * (rng.random(n) < 0.97) + (hard >= p_b) * (rng.random(n) < 0.08)
+        cb = np.minimum(cb, 1.0)
+        deltas, boots = [], np.zeros(200)
+        for _ in range(k):
+            te = rng.permutation(n)[:n_test]
+            dlt = ca[te] - cb[te]
+            deltas.append(dlt.mean())
+            idx = rng.integers(0, n_test, size=(200, n_test))
+            boots += dlt[idx].mean(axis=1)
+        boots /= k
+        _, lo, hi = nadeau_bengio(deltas, n - n_test, n_test)
+        true_here = p_a - (p_b * 0.97 + (1 - p_b) * 0.08)
+        cover_nb += lo <= true_here <= hi
+        blo, bhi = np.percentile(boots, [2.5, 97.5])
+        cover_boot += blo <= true_here <= bhi
+    assert truth > 0
+    print(f"coverage: corrected t {cover_nb / reps:.3f}, averaged bootstrap {cover_boot / reps:.3f}")
+    assert cover_nb / reps >= 0.88
+    assert cover_boot / reps < cover_nb / reps - 0.05
+
+
+def test_judges_add_compares_joint_with_humans_only_per_split() -> None:
+    m, d = _panel(n=150, seed=7)
+    bat = heldout_battery(
+        m, d, train=110, folds=4, methods=("scores-humans", "scores-joint"), n_bootstrap=20, seed=1
+    )
+    out = bat.as_dict()
+    assert out["ci_method"].startswith("nadeau-bengio")
+    ja = out["judges_add"]["scores"]["a"]
+    per = [
+        j.accuracy - h.accuracy
+        for j, h in zip(bat.scores["scores-joint"]["a"], bat.scores["scores-humans"]["a"], strict=True)
+    ]
+    assert ja["per_split"] == pytest.approx(per, abs=1e-12)
+    mean, lo, hi = nadeau_bengio(per, 110, 40)
+    assert ja["value"] == pytest.approx(mean) and ja["ci"] == [pytest.approx(lo), pytest.approx(hi)]
+    expect = "adds >= 1 point" if lo >= 0.01 else "adds < 1 point" if hi < 0.01 else "inconclusive"
+    assert ja["verdict"] == expect
+
+
+def test_mace_baseline_is_the_mace_argmax_on_the_other_raters() -> None:
+    from judgepanel.metrics.truth import mace
+
+    m, d = _panel(n=100, seed=8)
+    bat = heldout_battery(m, d, train=70, methods=("labels-humans",), n_bootstrap=10, mace_baseline=True)
+    fold = bat.folds[0]
+    codes = np.where(np.isnan(m.values), -1, m.values).astype(np.int64)
+    r = 1
+    fit = mace(codes[:, [0, 2, 3, 4, 5]], 3, seed=0, restarts=3)
+    post = fit.posteriors[70:]
+    lab = codes[70:, r] >= 0
+    np.testing.assert_allclose(fold.probabilities["mace"][:, r], post, atol=1e-12)
+    assert np.array_equal(fold.predictions["mace"][lab, r], post[lab].argmax(axis=1))
+    assert bat.as_dict()["methods"]["mace"]["ece"]["all"] is not None

@@ -92,18 +92,24 @@ def test_sim_editor_splits_a_dimension() -> None:
     assert "supported by the source" in got.proposal["clauses"][0]
 
 
-def test_unreadable_editor_replies_keep_the_clauses(sqlite_url: str) -> None:
+def test_a_failed_editor_is_a_failed_step_that_retry_failed_asks_again(sqlite_url: str) -> None:
+    """Issue 18: truncated/unreadable editor replies used to mark the rewrite done with every clause
+    kept, and the evaluation then ran identical versions. Now the step fails (exit 3), stays
+    pending, and `--retry-failed` re-asks the editor."""
     prepare_db(sqlite_url)
-    out = cli(
-        *run_args("u", PANEL_SIM, "sim:editor?parse_error_rate=1"),
-        "--stop-after",
-        "rewrite",
-        "--json",
-        db=sqlite_url,
-    )
-    assert out.code == 0, out.stderr
-    rw = cli("repair", "rewrite", "u", "--json", db=sqlite_url).json()
-    assert rw["rewrites"] and all(
-        r["new"] == r["old"] and "no readable editor reply" in r["reason"] for r in rw["rewrites"].values()
-    )
-    assert rw["contested"] == rw["control"] == rw["original"] == "summeval@1"
+    args = run_args("u", PANEL_SIM, "sim:editor?parse_error_rate=1")
+    out = cli(*args, "--stop-after", "rewrite", "--json", db=sqlite_url)
+    assert out.code == 3, out.stderr
+    assert "the editor gave no usable rewrite" in out.stderr and "--retry-failed" in out.stderr
+    status = cli("repair", "status", "u", "--json", db=sqlite_url).json()
+    assert status["steps"]["rewrite"] == "pending" and status["rubrics"]["contested"] is None
+
+    def attempts() -> int:
+        q = "SELECT sum(j.attempts) AS n FROM job j JOIN campaign c ON c.id = j.campaign_id WHERE c.name = 'u-editor'"
+        return int(cli("query", q, "--format", "json", db=sqlite_url).json()["rows"][0]["n"])
+
+    before = attempts()
+    again = cli("repair", "run", "u", db=sqlite_url)  # without --retry-failed: nothing is asked again
+    assert again.code == 3 and attempts() == before
+    retried = cli("repair", "run", "u", "--retry-failed", db=sqlite_url)
+    assert retried.code == 3 and attempts() > before  # re-asked (and, at parse_error_rate=1, failed again)

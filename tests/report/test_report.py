@@ -61,7 +61,8 @@ def test_iteration_section_matches_repair_compare(demo_db: tuple[str, Path], htm
     comp = cli("repair", "compare", "demo-repair", "--json", db=url).json()
     for version in ("original", "contested", "control"):
         row = re.search(r"<tr><td>" + version + r"</td><td class='num'>([-0-9.]+)</td>", html)
-        assert row and float(row.group(1)) == pytest.approx(comp["alpha"][version]["value"], abs=5e-4)
+        # the page shows three decimals: a value on the half (0.2825) may round either way
+        assert row and float(row.group(1)) == pytest.approx(comp["alpha"][version]["value"], abs=5.01e-4)
     assert f"inter-judge: {comp['verdict']['inter_judge']}" in html
 
 

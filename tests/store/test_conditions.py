@@ -205,7 +205,7 @@ def test_table_output_and_bad_input(study_db: str) -> None:
     r = cli("metrics", "conditions", "--campaign", "c1", "--human-group", "expert", "--dimension",
             "naturalness", "--bootstrap", "20", "--cases", "1", db=study_db)  # fmt: skip
     assert r.code == 0 and "rubric − none" in r.stdout and "criteria − none" in r.stdout
-    assert "item resamples" in r.stdout and "rounded group mean" in r.stdout
+    assert "resamples of" in r.stdout and "rounded group mean" in r.stdout
     assert "[simulated]" in r.stdout
     bad = [
         (["--campaign", "nope", "--human-group", "expert"], "no campaign named 'nope'"),
@@ -246,3 +246,22 @@ def test_refuses_a_pairwise_campaign(db_url: str, tmp_path: Path) -> None:
     assert cli(*args, "--judge", "sim:a", db=db_url).code == 0
     r = cli("metrics", "conditions", "--campaign", "pt", "--human-group", "expert", db=db_url)
     assert r.code == 2 and "no accepted verdicts" in r.stderr
+
+
+def test_resample_groups_by_default_and_items_on_request(study_db: str) -> None:
+    base = ["metrics", "conditions", "--campaign", "c1", "--human-group", "expert", "--dimension", "naturalness",
+            "--bootstrap", "100", "--json"]  # fmt: skip
+    by_group = cli(*base, db=study_db).json()
+    by_item = cli(*base, "--resample", "items", db=study_db).json()
+    # the study's dialogues each hold several items: groups are the default
+    assert by_group["resample"] == "groups" and by_group["n_groups"] is not None and by_group["n_groups"] < 24
+    assert by_item["resample"] == "items" and by_item["n_groups"] is None
+    for c in ("none", "rubric"):
+        assert by_group["conditions"][c]["exact"]["value"] == by_item["conditions"][c]["exact"]["value"]
+    assert by_group["conditions"]["none"]["exact"]["ci"] != by_item["conditions"]["none"]["exact"]["ci"]
+    bad = cli(*base, "--resample", "articles", db=study_db)
+    assert (
+        bad.code == 2
+        and bad.stderr.count("\n") == 1
+        and "--resample must be one of groups, items" in bad.stderr
+    )

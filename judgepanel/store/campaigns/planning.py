@@ -53,6 +53,7 @@ def _units(
     split: str | None,
     limit: int | None,
     turn: int | None = None,
+    only: Sequence[str] = (),
 ) -> tuple[list[Unit], int]:
     """The units to judge, in order, and how many were left out because an item has no assistant
     reply at `turn` (`--limit` counts the units kept)."""
@@ -73,6 +74,13 @@ def _units(
         q = select(Item.id, Item.external_id).where(Item.dataset_id == ds.id)
         if split is not None:
             q = q.where(Item.split == split)
+        if only:
+            q = q.where(Item.external_id.in_(list(only)))
+            found = set(s.scalars(q.with_only_columns(Item.external_id)))
+            absent = [e for e in only if e not in found]
+            if absent:
+                where = f" in split {split!r}" if split is not None else ""
+                raise BadInput(f"item {absent[0]!r} is not in dataset {ds.name!r}{where}")
         q = q.order_by(Item.position)
         if limit is not None and turn is None:
             q = q.limit(limit)
@@ -217,7 +225,7 @@ def create_campaign(
         for jid in ids.values():
             if jid not in linked:
                 s.add(CampaignJudge(campaign_id=camp.id, judge_id=jid))
-        units, skipped = _units(s, ds, ps, spec.split, spec.limit, spec.turn)
+        units, skipped = _units(s, ds, ps, spec.split, spec.limit, spec.turn, spec.items)
         if not units:
             what = f"pair set {spec.pairs!r}" if ps else f"dataset {spec.dataset!r}"
             raise BadInput(
@@ -332,6 +340,7 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
                 turn=d.get("turn"),
                 reference_categories=tuple(d.get("reference_categories") or ()),
                 judge_names=tuple(d.get("judge_names") or ()),
+                items=tuple(d.get("items") or ()),
             ),
             rv,
         )
