@@ -95,6 +95,14 @@ def _display(col: str, facts: Any, short: dict[str, str]) -> str:
     return " / ".join([short.get(judge, judge), *[p for p in col[len(judge) :].split("/") if p]])
 
 
+def rater_label(col: str, facts: Any) -> str:
+    """A judge column of a campaign report (`SPEC` or `SPEC/CONDITION`) as people read it: the
+    judge's short name (`facts.judge_names`), then the condition; other raters unchanged."""
+    if not any(col == j or col.startswith(j + "/") for j in facts.judges):
+        return col
+    return _display(col, facts, facts.judge_names or plots.short_judge_names(facts.judges))
+
+
 def _plots(r: CampaignReport, short: dict[str, str]) -> dict[str, Any]:
     facts = r.facts
     confusion = []
@@ -128,7 +136,7 @@ def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list
                 facts=r.facts,
                 unit_kind=r.unit_kind,
                 agreement=r.agreement,
-                clusters=r.clusters,
+                clusters=[[rater_label(n, r.facts) for n in cl] for cl in r.clusters],
                 bias=r.bias,
                 versus=r.versus,
                 cases=r.cases,

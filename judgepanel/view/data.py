@@ -180,10 +180,13 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
             for b in rep.bias
         }
     }
+    from judgepanel.report.render import rater_label
+
     out["matrix"] = {
-        "raters": rep.kappa_names,
+        # judges by their short names, as `metrics matrix --json` names its judge columns
+        "raters": [rater_label(n, rep.facts) for n in rep.kappa_names],
         "kappa": rep.kappa,
-        "clusters": rep.clusters,
+        "clusters": [[rater_label(n, rep.facts) for n in cl] for cl in rep.clusters],
         "groups": rep.kappa_groups,
     }
     out["versus"] = [{**asdict(v), "judge_name": names.get(v.judge, v.judge)} for v in rep.versus]

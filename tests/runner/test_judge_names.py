@@ -247,10 +247,27 @@ def test_names_in_report_export_and_viewer(named: tuple[Engine, str], tmp_path: 
     assert (
         set(camp["bias"]["judges"]) == {"even", "leaning"} and camp["bias"]["judges"]["even"]["spec"] == FAIR
     )
+    judges_in_matrix = [r for r in camp["matrix"]["raters"] if "sim:" in r or r in ("even", "leaning")]
+    assert judges_in_matrix == ["even", "leaning"]  # the κ heatmap's judges by name, never by spec
     page_rows = data.verdicts(engine, "named", data.parse_verdict_query({}))["rows"]
     assert {r["judge_name"] for r in page_rows} == {"even", "leaning"}
     case = data.case(engine, "named", page_rows[0]["case"])
     assert {v["judge_name"] for v in case["verdicts"]} == {"even", "leaning"}
+
+    # the pages people read
+    from starlette.testclient import TestClient
+
+    from judgepanel.view.app import create_app
+
+    with TestClient(create_app(engine, n_boot=20), base_url="http://127.0.0.1:8765") as client:
+        home = client.get("/").text
+        assert ">even</span>" in home and ">leaning</span>" in home
+        page = client.get("/campaigns/named").text
+        assert "<strong data-judge-name>even</strong>" in page and "<td>even</td>" in page  # judges, bias
+        table = client.get("/campaigns/named/verdicts").text
+        assert f'<td title="{FAIR}">even</td>' in table and ">even</option>" in table
+        one = client.get(f"/campaigns/named/cases/{page_rows[0]['case']}").text
+        assert "<h3>even " in one or "<h3>leaning " in one
 
 
 def test_renaming_on_recreate_keeps_the_jobs(engine: Engine) -> None:
