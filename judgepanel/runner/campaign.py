@@ -20,15 +20,16 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from judgepanel.errors import BadInput
+from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.custom import CLASSIC_REF, load_template
 from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.providers.caching import CacheForecast
+from judgepanel.providers.keys import key_source
 from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name, stored_judge_names
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
-from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
+from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare
 from judgepanel.runner.served import served_models_now
@@ -117,7 +118,8 @@ def create(
             dim = doc.dimension(dimensions[0]) if dimensions else doc.dimensions[0]
         validate_template(t, dimension=dim, dimension_name=dimensions[0] if dimensions else None)
     records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
-    return store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+    info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+    return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs))
 
 
 def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> CampaignInfo:
@@ -137,8 +139,20 @@ def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> 
             raise BadInput(f"missing {flag}" + src.format(key=key))
     file_templates = dict(cf.values.get("templates") or {}) if cf is not None else {}
     flag_templates = dict(flags.get("templates") or {})
-    base = cf.base if cf is not None else None
     templates = {**file_templates, **{p: _from_cwd(r) for p, r in flag_templates.items()}}
+    try:
+        return _create_merged(engine, cf, opts, templates)
+    except (BadInput, NotFound) as exc:
+        where = locate(cf, flags, str(exc)) if cf is not None else None
+        if where is None:
+            raise
+        raise type(exc)(where) from exc
+
+
+def _create_merged(
+    engine: Engine, cf: CampaignFile | None, opts: Mapping[str, Any], templates: dict[str, str]
+) -> CampaignInfo:
+    base = cf.base if cf is not None else None
     return create(
         engine,
         str(opts["name"]),
@@ -201,6 +215,8 @@ class Estimate:
     cost_batch_cached_usd: float | None = None
     cache_read_tokens: int = 0  # forecast: prompt tokens read from the providers' caches
     cache_write_tokens: int = 0  # … and written to them
+    # per judge: the variable its key comes from (never the value) and the host it goes to
+    judge_keys: tuple[dict[str, str | None], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -216,6 +232,7 @@ class Estimate:
             "cache_write_tokens": self.cache_write_tokens,
             "cached": self.cached,
             "by_judge": self.by_judge,
+            "judge_keys": list(self.judge_keys),
         }
 
 
@@ -314,6 +331,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         cost_batch_cached_usd=rounded["cost_batch_cached_usd"],
         cache_read_tokens=sum(d["cache_read_tokens"] for d in by_judge.values()),
         cache_write_tokens=sum(d["cache_write_tokens"] for d in by_judge.values()),
+        judge_keys=tuple(key_source(js).as_dict() for js in ctx.judges.values()),
     )
 
 
@@ -321,6 +339,8 @@ _COSTS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_us
 
 
 def _batch(price: Price | None, cost: float | None) -> float | None:
+    if cost == 0:
+        return 0.0  # a free judge is free through a batch too
     if price is None or cost is None or price.batch_discount is None:
         return None
     return cost * (1.0 - price.batch_discount)

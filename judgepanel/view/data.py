@@ -107,13 +107,13 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     for r in rows:
         cid = r.pop("_id")
         s = tracker.spend.get(cid, _Spend())
-        spec = browse.campaign_row(engine, r["name"])["spec"] if r["name"] in specs else {}
+        row = browse.campaign_row(engine, r["name"]) if r["name"] in specs else {}
         sim = s.simulated or any(str(j).startswith("sim:") for j in r["judges"])
         out.append(
             {
                 **r,
                 "cost_usd": round(s.cost, 6) if s.priced or not s.calls else None,
-                "max_cost_usd": spec.get("max_cost"),
+                "max_cost_usd": row.get("max_cost_usd"),
                 "simulated": sim,
                 "failed_by_class": dict(sorted(failed.get(cid, {}).items())),
                 "progress": progress[r["name"]],
@@ -144,7 +144,7 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
         "protocol": info["protocol"],
         "judges": info["judges"],
         "judge_names": {j: names.get(j, j) for j in info["judges"]},
-        "max_cost_usd": info["spec"].get("max_cost"),
+        "max_cost_usd": info["max_cost_usd"],
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
         "agreement": [],
         "bias": {"judges": {}},
@@ -315,7 +315,7 @@ def case(engine: Engine, name: str, unit: int) -> dict[str, Any]:
 
 def raw(engine: Engine, name: str, request_id: int) -> dict[str, Any]:
     """The request as sent (`messages`, `params`, `output_schema`) and the reply as received."""
-    from judgepanel.providers.sim import SIM_FINGERPRINT
+    from judgepanel.simjudge import SIM_FINGERPRINT
 
     r = browse.raw_attempt(engine, name, request_id)
     if r is None:

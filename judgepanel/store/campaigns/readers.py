@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from judgepanel.errors import BadInput
 from judgepanel.protocol.pairs import as_label, combine_orders
 from judgepanel.providers.spec import stored_judge_names
+from judgepanel.store.budget import spent_and_held
 from judgepanel.store.campaigns.planning import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
@@ -64,6 +65,18 @@ class CampaignStatus:
     # every call at the input and output rates, neither cached nor batched (= cost_usd +
     # saved_by_cache_usd + saved_by_batch_usd); None when a price is unknown
     cost_list_usd: float | None = 0.0
+    # the cap on the campaign's total spend (None: no cap), what its stored replies cost (known
+    # prices; = cost_usd when every price is known) and what live runs hold for calls in flight
+    max_cost_usd: float | None = None
+    spent_usd: float = 0.0
+    reserved_usd: float = 0.0
+
+    @property
+    def left_usd(self) -> float | None:
+        """What may still be spent under the cap (None without one)."""
+        if self.max_cost_usd is None:
+            return None
+        return round(max(0.0, self.max_cost_usd - self.spent_usd - self.reserved_usd), 6)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +102,10 @@ class CampaignStatus:
             "batch_calls": self.batch_calls,
             "saved_by_batch_usd": self.saved_by_batch_usd,
             "cost_list_usd": self.cost_list_usd,
+            "max_cost_usd": self.max_cost_usd,
+            "spent_usd": self.spent_usd,
+            "reserved_usd": self.reserved_usd,
+            "left_usd": self.left_usd,
         }
 
 
@@ -281,6 +298,8 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             sum(d["batch_calls"] for d in by_judge.values()),
             None if saved_batch is None else round(saved_batch, 6),
             None if cost_list is None else round(cost_list, 6),
+            c.max_cost_usd if c.max_cost_usd is not None else c.spec.get("max_cost"),
+            *(round(v, 6) for v in spent_and_held(s.connection(), c.id)),
         )
 
 
@@ -293,9 +312,13 @@ def _saved_by_batch(price: Price | None, calls: int, tokens: Sequence[int]) -> f
     read, cache write): their one-by-one cost × the discount."""
     if not calls:
         return 0.0
-    if price is None or price.batch_discount is None:
+    if price is None:
         return None
     full = price.cost(*tokens)
+    if full == 0:
+        return 0.0  # nothing to save on a free judge
+    if price.batch_discount is None:
+        return None
     return None if full is None else round(full * price.batch_discount, 6)
 
 
@@ -330,14 +353,13 @@ def _saved(price: Price | None, read: int, written: int) -> float | None:
     """USD the prompt cache saved: reads below the input rate, less what writes cost above it."""
     if not read and not written:
         return 0.0
-    if price is None or (read and price.cache_read is None) or (written and price.cache_write is None):
+    if price is None:
+        return None
+    read_rate, write_rate = price.cache_rates()  # a free prompt's cache rates are free too
+    if (read and read_rate is None) or (written and write_rate is None):
         return None
     return round(
-        (
-            read * (price.input - (price.cache_read or 0.0))
-            - written * ((price.cache_write or 0.0) - price.input)
-        )
-        / 1e6,
+        (read * (price.input - (read_rate or 0.0)) - written * ((write_rate or 0.0) - price.input)) / 1e6,
         6,
     )
 
