@@ -187,6 +187,8 @@ class ConditionReport:
             "judge": d.judge,
             "human_group": d.group,
             "reference": "each human" if d.per_human else "rounded group mean",
+            # a logprob-scored judge is compared on its argmax verdict (`store.conditions`)
+            "score_source": "argmax",
             "scale": [d.categories[0], d.categories[-1]],
             "bootstrap": st.n_boot,
             "confidence": st.confidence,

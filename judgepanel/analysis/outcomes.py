@@ -22,6 +22,8 @@ class PassFail:
     human: list[int]  # labelled items: the group's verdict (mean score ≥ threshold)
     judge_labelled: list[int]  # the judge's verdict on the same items
     judge_unlabelled: list[int]  # the judge's verdict on items no one in the group labelled
+    # a `scoring=logprobs` judge passes on its expectation (a continuous score against a threshold)
+    score_source: str = "expectation"
 
 
 def pass_fail(

@@ -119,7 +119,13 @@ def _source(panel: Panel) -> dict[str, Any]:
         "dimension": panel.dimension,
         "condition": panel.condition,
         "unit": panel.unit,
+        "score_source": panel.score_source,
     }
+
+
+def score_source_of(scorer: str) -> str:
+    """Which score of a logprob-scored judge a scorer reads: RMSE the expectation, accuracy the argmax."""
+    return "expectation" if scorer == "neg-rmse" else "argmax"
 
 
 def alt_test_dataset(
@@ -147,6 +153,7 @@ def alt_test_dataset(
         label_map=label_map,
         campaign=campaign,
         condition=condition,
+        score_source=score_source_of(scorer),
     )
     h, j = panel.matrices(scorer)
     res = alt_test(
@@ -222,6 +229,7 @@ def rank_dataset(
         label_map=label_map,
         campaign=campaign,
         condition=condition,
+        score_source=score_source_of(scorer),
     )
     h, j = panel.matrices(scorer)
     ranking = rank_judges(

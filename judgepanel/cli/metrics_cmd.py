@@ -123,9 +123,29 @@ def _selection(
     }
 
 
+def _judge_campaigns(ctx: typer.Context, m: RatingMatrix) -> list[str]:
+    """The campaigns whose judges are columns of `m` (named `JUDGE@CAMPAIGN[/VARIANT]`)."""
+    from judgepanel.metrics.matrix import JUDGE
+    from judgepanel.store.campaigns import list_campaigns
+
+    names = [n for n, k in zip(m.rater_names, m.kinds, strict=True) if k == JUDGE]
+    if not names:
+        return []
+    campaigns = sorted((c["name"] for c in list_campaigns(state(ctx).engine())), key=len, reverse=True)
+    found = {next((c for c in campaigns if n.endswith(f"@{c}") or f"@{c}/" in n), None) for n in names}
+    return sorted(c for c in found if c is not None)
+
+
 def _source(sel: SelectedMatrix, pairs: str | None) -> dict[str, Any]:
-    """The `--json` keys that say where the labels came from."""
-    return {"dataset": sel.dataset, "pairs": pairs, "dimension": sel.matrix.dimension}
+    """The `--json` keys that say where the labels came from; with campaign judges among the
+    raters also `score_source`: a logprob-scored judge's column holds its argmax verdict (these
+    coefficients compare categories)."""
+    from judgepanel.metrics.matrix import JUDGE
+
+    out: dict[str, Any] = {"dataset": sel.dataset, "pairs": pairs, "dimension": sel.matrix.dimension}
+    if JUDGE in sel.matrix.kinds:
+        out["score_source"] = "argmax"
+    return out
 
 
 def _provenance(
@@ -483,12 +503,17 @@ def heldout_cmd(
             for g in result.groups
         },
         **_provenance(sel, pairs, raters, group, with_judges),
+        # campaigns whose judges were counted (one judge once per request: a campaign answered
+        # entirely from another's cache adds none)
+        "judge_campaigns": _judge_campaigns(ctx, m),
         "seed": seed,
         "excluded_items": sel.excluded_items,
     }
     if json_:
         emit_json(out)
         return
+    if out["judge_campaigns"]:
+        console.print(f"judges included from campaign(s): {', '.join(out['judge_campaigns'])}")
     where = _where(sel, pairs)
     table(
         f"leave-one-rater-out accuracy on {where} (train {n_train}, test {m.n_units - n_train})",

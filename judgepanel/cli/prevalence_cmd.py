@@ -44,6 +44,7 @@ def prevalence(
         "dimension": pf.dimension,
         "threshold": pf.threshold,
         "human_group": pf.human_group,
+        "score_source": pf.score_source,
         "simulated": simulated(engine, [campaign]),
     }
     if json_:

@@ -16,7 +16,10 @@ connections, no framework) that answers
   (`/v1/messages/batches`), with processing time, expiry, per-entry errors and lost creates
   (see `judgepanel.fake.batch`),
 * `GET /_fake/stats`, `GET /_fake/requests?limit=N`, `POST /_fake/reset`: what it received;
-  `POST /_fake/batch?seconds=S&expire=0|1&lost_creates=N` changes the batch behaviour.
+  `POST /_fake/batch?seconds=S&expire=0|1&lost_creates=N` changes the batch behaviour;
+  `POST /_fake/answers` with a JSON list of `{"when": TEXT, "text": REPLY}` tells it what to answer:
+  a chat request whose final user message contains `when` (first rule that matches) gets `text` as
+  its reply, as prose (no structured object), instead of the sim brain's answer; `[]` clears the rules.
 
 `served_model` imitates a local server (llama.cpp, vLLM with one model) that ignores the request's
 `model`: when set, `/v1/models` lists only it, replies report it as `model`, and the sim brain
@@ -90,6 +93,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -113,7 +117,14 @@ from urllib.parse import parse_qs, urlsplit
 from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
 from judgepanel.fake.logprobs import fake_logprobs
-from judgepanel.simjudge import SIM_FINGERPRINT, content_text, simulate
+from judgepanel.simjudge import (
+    SIM_FINGERPRINT,
+    SimReply,
+    content_text,
+    count_tokens,
+    final_user_text,
+    simulate,
+)
 
 FAULTS = (
     "429",
@@ -344,6 +355,7 @@ class FakeServer:
         self.batch_expire = batch_expire  # … as `expired`, with half its entries unanswered
         self.batch_lost_creates = batch_lost_creates  # create the next N batches, then reset
         self.batch_api = FakeBatches(self)
+        self.answers: list[tuple[str, str]] = []  # (when, text): scripted replies, see `_scripted`
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -479,7 +491,7 @@ class FakeServer:
                 keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
                 path = urlsplit(target).path
                 if path.startswith("/_fake/"):  # control requests are answered, not recorded
-                    writer.write(_encode(self._control(method, target), keep_alive, self.next_id()))
+                    writer.write(_encode(self._control(method, target, body), keep_alive, self.next_id()))
                     continue
                 text = body[:8192].decode("utf-8", "replace")
                 record = RequestRecord(method, path, None, None, None, headers, text, time.time())
@@ -814,6 +826,7 @@ class FakeServer:
             params=self._brain_params(payload, knobs),
             structured=structured,
         )
+        reply = self._scripted(normalized, reply)
         ident = self.next_id()
         cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
         self._bill(reply.input_tokens, reply.output_tokens, min(cached, reply.input_tokens))
@@ -883,6 +896,7 @@ class FakeServer:
             params=self._brain_params(payload, knobs),
             structured=tool_name is not None,
         )
+        reply = self._scripted(normalized, reply)
         ident = self.next_id()
         usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
         read = min(usage.read, reply.input_tokens) if usage else 0
@@ -929,8 +943,31 @@ class FakeServer:
             }
         return _Reply(200, json.dumps(body).encode())
 
-    def _control(self, method: str, target: str) -> _Reply:
+    def _scripted(self, messages: Sequence[Mapping[str, Any]], reply: SimReply) -> SimReply:
+        """The reply a test scripted for this request (`/_fake/answers`), else the brain's."""
+        if not self.answers:
+            return reply
+        text = final_user_text(messages)
+        for when, scripted in self.answers:
+            if when in text:
+                return dataclasses.replace(
+                    reply, text=scripted, structured=None, style="prose", output_tokens=count_tokens(scripted)
+                )
+        return reply
+
+    def _set_answers(self, body: bytes) -> _Reply:
+        try:
+            rules = json.loads(body or b"[]")
+            answers = [(str(r["when"]), str(r["text"])) for r in rules]
+        except (ValueError, TypeError, KeyError):
+            return _Reply(400, b'{"error": {"message": "expected a JSON list of {when, text}"}}')
+        self.answers = answers
+        return _Reply(200, json.dumps({"answers": len(answers)}).encode())
+
+    def _control(self, method: str, target: str, body: bytes = b"") -> _Reply:
         parts = urlsplit(target)
+        if parts.path == "/_fake/answers" and method == "POST":
+            return self._set_answers(body)
         if parts.path == "/_fake/stats":
             return _Reply(200, json.dumps(self.stats()).encode())
         if parts.path == "/_fake/requests":
@@ -1216,6 +1253,15 @@ class FakeServerProcess:
 
     def reset(self) -> None:
         self._get("/_fake/reset", method="POST")
+
+    def answer(self, rules: Sequence[tuple[str, str]]) -> None:
+        """Script replies: a request whose final user message contains `when` gets `text`."""
+        import urllib.request
+
+        data = json.dumps([{"when": w, "text": t} for w, t in rules]).encode()
+        req = urllib.request.Request(self.url + "/_fake/answers", method="POST", data=data)
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            resp.read()
 
     def stop(self) -> None:
         if self._proc is not None:

@@ -35,6 +35,7 @@ file is a new template version, never a silent change of a planned campaign.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -44,10 +45,10 @@ from typing import Any
 
 import jinja2
 import jinja2.meta
-import jinja2.sandbox
 import yaml
 
 from judgepanel.errors import BadInput
+from judgepanel.protocol.sandbox import BoundedEnvironment, TemplateProblem, compile_bounded, render_bounded
 from judgepanel.protocol.schemas import clauses_schema, pairwise_schema, pointwise_schema
 from judgepanel.protocol.templates import (
     SYSTEM_TEMPLATE,
@@ -306,20 +307,19 @@ def from_stored(protocol: str, stored: Mapping[str, Any]) -> CustomTemplate:
 # ---------------------------------------------------------------- rendering
 
 
-_ENV = jinja2.sandbox.SandboxedEnvironment(
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=False,
-)
+_ENV = BoundedEnvironment(autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(source: str) -> jinja2.Template:
+    return compile_bounded(_ENV, source)
 
 
 def _compile(t: CustomTemplate) -> jinja2.Template:
     try:
-        return _ENV.from_string(t.source)
-    except jinja2.TemplateSyntaxError as exc:
-        raise BadInput(f"template {t.name}:{exc.lineno}: {_one_line(exc.message or exc)}") from None
+        return _compiled(t.source)
+    except TemplateProblem as exc:
+        raise BadInput(f"template {t.name}:{exc}") from None
 
 
 def _turns(turns: Sequence[Turn] | None) -> list[dict[str, str]] | None:
@@ -391,6 +391,7 @@ def context_for(
     for need in t.requires:
         if ctx.get(need) is None:
             raise BadInput(f"{who}: template {t.name} needs a {need}, and it has none")
+    ctx["who"] = who  # named in a render error; not a template variable (validate refuses it)
     ctx |= {
         "dimension": dimension,
         "dimension_name": dimension.name if dimension else dimension_name,
@@ -413,9 +414,9 @@ def render_custom(t: CustomTemplate, context: Mapping[str, Any]) -> Prompt:
 
     system = _environment(resource_dir("prompts")).from_string(template_source(t.system))
     try:
-        user = _compile(t).render(**context).strip()
-    except jinja2.TemplateError as exc:
-        raise BadInput(f"template {t.name}: {_one_line(exc)}") from None
+        user = render_bounded(_compile(t), context).strip()
+    except TemplateProblem as exc:
+        raise BadInput(f"{context.get('who', 'a job')}: template {t.name} does not render: {exc}") from None
     messages = [
         {
             "role": "system",
@@ -503,17 +504,15 @@ def validate(
     if missing:
         why = " (both, in the order shown, so the AB/BA swap holds)" if t.protocol == "pairwise" else ""
         raise BadInput(f"template {t.name}: a {t.protocol} template must show {' and '.join(missing)}{why}")
-    for ctx in _samples(t):
+    for full, ctx in zip((True, False), _samples(t), strict=True):
         ctx |= {
             "dimension": dimension,
             "dimension_name": dimension.name if dimension else dimension_name,
         }
         try:
-            text = compiled.render(**ctx)
-        except jinja2.TemplateError as exc:
-            raise BadInput(
-                f"template {t.name}: does not render for a sample item: {_one_line(exc)}"
-            ) from None
+            text = render_bounded(compiled, ctx, none_ok=not full)
+        except TemplateProblem as exc:
+            raise BadInput(f"template {t.name}: does not render for a sample item: {exc}") from None
         for key in ("a", "b") if t.protocol == "pairwise" else ("c",):
             if _SENTINEL.format(key) not in text:
                 var = {"a": "candidate_a", "b": "candidate_b", "c": "candidate"}[key]

@@ -3,17 +3,26 @@
 With the judge parameter ``scoring=logprobs`` an OpenAI-compatible request carries
 ``logprobs: true`` and ``top_logprobs: N`` (:func:`logprob_request`). The reply's
 ``choices[0].logprobs.content`` lists, per generated token, its ``logprob`` and the ``top_logprobs``
-alternatives. :func:`logprob_score` finds the **answer position** — the last token whose text is an
-allowed score (the parsed verdict's, when one is given) — and reads the probability mass there on
-each allowed score:
+alternatives. :func:`logprob_score` finds the **answer position** — the token that carries the
+score the parser read: the first allowed score after a score key (``score``, ``rating``, ``grade``)
+inside the answer the parser took (the ``Score: 4`` line, the ``{"score": 4}`` object), else the
+last allowed score inside it; without a readable answer, the last token equal to the verdict — and
+reads the probability mass there on each allowed score:
 
     p(s) ∝ Σ_{t ∈ top_logprobs, norm(t) = s} exp(logprob_t)
 
-where ``norm`` strips surrounding white space and quotes, so the tokenisations ``" 4"``, ``"4"`` and
-``"\\"4"`` all count for score 4 (their masses add up). The distribution is renormalised over the
-allowed scores; ``mass`` keeps the share of probability they held before (a low mass says the
-model was also considering other tokens). The **expectation** ``Σ_s p(s)·value(s)`` is the
-continuous score stored next to the argmax verdict.
+where ``norm`` strips surrounding white space, quotes, emphasis and trailing punctuation, so the
+tokenisations ``" 4"``, ``"4"``, ``"\\"4"`` and ``"4."`` all count for score 4 (their masses add
+up). The distribution is renormalised over the allowed scores; ``mass`` keeps the share of
+probability they held before. Below `MASS_FLOOR` the model was mostly considering other tokens
+there, the renormalised distribution says little, and the expectation is withheld (the argmax
+verdict stands, with the note `LOW_MASS`). Otherwise the **expectation** ``Σ_s p(s)·value(s)`` is
+the continuous score stored next to the argmax verdict.
+
+Which metrics read which (``score_source`` in their JSON): categorical ones (exact agreement,
+Cohen's / Fleiss' κ, QWK, Krippendorff's α, AC1, the condition study, the leave-one-out rule, the
+alt-test with the accuracy scorer) read the **argmax** verdict; continuous ones (the alt-test's
+RMSE scorer, prevalence thresholds) read the **expectation**.
 
 Where no distribution can be read the result says why, per job (``note``) and the argmax verdict
 stands: no ``logprobs`` in the reply (Anthropic, some servers — fall back to ``--repeats N``
@@ -34,6 +43,8 @@ from typing import Any
 DEFAULT_TOP_LOGPROBS = 20
 NO_LOGPROBS = "no logprobs in the reply: the argmax verdict stands (use --repeats N for a sampled mean)"
 NO_POSITION = "no allowed score among the generated tokens: the argmax verdict stands"
+MASS_FLOOR = 0.5  # least probability on the scale at the answer position for an expectation
+LOW_MASS = "less than half the probability at the answer position is on the scale: the argmax verdict stands"
 PARTIAL = "partial: no top_logprobs at the answer position, all mass on the generated token"
 
 
@@ -45,8 +56,12 @@ def logprob_request(params: Mapping[str, Any]) -> dict[str, Any]:
     return {"logprobs": True, "top_logprobs": max(1, min(20, int(top)))}  # OpenAI allows 0–20
 
 
+_KEYS = ("score", "rating", "grade")
+
+
 def normalise_token(token: str) -> str:
-    return token.strip().strip("\"'").strip()
+    """A token as a score label: `" 4"`, `"4"`, `'"4'`, `"4."`, `"**4"` -> "4"."""
+    return token.strip().strip("\"'*_`").rstrip(".,;:!)]").lstrip("([").strip()
 
 
 @dataclass(frozen=True)
@@ -76,20 +91,60 @@ def _finite(value: Any) -> float | None:
     return v if math.isfinite(v) and v <= 0.0 else None
 
 
+def _offsets(content: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Character offset in the reply text where each token starts (tokens concatenate to it)."""
+    out, at = [], 0
+    for entry in content:
+        out.append(at)
+        tok = entry.get("token") if isinstance(entry, Mapping) else None
+        at += len(tok) if isinstance(tok, str) else 0
+    return out
+
+
+def _token(content: Sequence[Mapping[str, Any]], i: int) -> str:
+    tok = content[i].get("token") if isinstance(content[i], Mapping) else None
+    return tok if isinstance(tok, str) else ""
+
+
+def answer_position(
+    content: Sequence[Mapping[str, Any]],
+    allowed: Mapping[str, float],
+    *,
+    verdict: str | None = None,
+    span: tuple[int, int] | None = None,
+) -> int | None:
+    """The index in `content` of the token carrying the answer (see the module docstring)."""
+    wanted = {verdict} if verdict is not None and verdict in allowed else set(allowed)
+    if span is not None:
+        starts = _offsets(content)
+        inside = [i for i, at in enumerate(starts) if span[0] <= at < span[1]]
+        keyed = [i for i in inside if any(k in _token(content, i).lower() for k in _KEYS)]
+        after = [i for i in inside if keyed and i > keyed[0]]
+        for i in after:
+            if normalise_token(_token(content, i)) in wanted:
+                return i
+        for i in reversed(inside):
+            if normalise_token(_token(content, i)) in wanted:
+                return i
+    for i in range(len(content) - 1, -1, -1):
+        if normalise_token(_token(content, i)) in wanted:
+            return i
+    return None
+
+
 def answer_distribution(
-    content: Sequence[Mapping[str, Any]] | None, allowed: Mapping[str, float], *, verdict: str | None = None
+    content: Sequence[Mapping[str, Any]] | None,
+    allowed: Mapping[str, float],
+    *,
+    verdict: str | None = None,
+    span: tuple[int, int] | None = None,
 ) -> LogprobScore:
     """The distribution over ``allowed`` (score label -> numeric value) at the answer position of
-    ``content`` (OpenAI's ``logprobs.content`` list); see the module docstring."""
+    ``content`` (OpenAI's ``logprobs.content`` list); ``span`` is where in the reply text the parser
+    found the answer. See the module docstring."""
     if not content:
         return LogprobScore(None, None, None, None, None, NO_LOGPROBS)
-    wanted = {verdict} if verdict is not None and verdict in allowed else set(allowed)
-    position = None
-    for i in range(len(content) - 1, -1, -1):
-        tok = content[i].get("token") if isinstance(content[i], Mapping) else None
-        if isinstance(tok, str) and normalise_token(tok) in wanted:
-            position = i
-            break
+    position = answer_position(content, allowed, verdict=verdict, span=span)
     if position is None:
         return LogprobScore(None, None, None, None, None, NO_POSITION)
     entry = content[position]
@@ -123,9 +178,11 @@ def answer_distribution(
         note = PARTIAL
         total = total_all = masses[chosen]
     dist = {label: m / total for label, m in masses.items()}
-    expectation = sum(p * allowed[label] for label, p in dist.items())
+    expectation: float | None = sum(p * allowed[label] for label, p in dist.items())
     best = max(dist, key=lambda s: (dist[s], -list(allowed).index(s)))
     mass = total if total_all is None else total_all
+    if total_all is None and mass < MASS_FLOOR:
+        expectation, note = None, LOW_MASS
     return LogprobScore(dist, expectation, best, min(1.0, mass), position, note)
 
 
@@ -148,6 +205,40 @@ def score_scale(low: int = 1, high: int = 5) -> dict[str, float]:
     return {str(v): float(v) for v in range(low, high + 1)}
 
 
-def logprob_score(raw_body: str, allowed: Mapping[str, float], *, verdict: str | None = None) -> LogprobScore:
-    """:func:`answer_distribution` of the logprobs in a stored OpenAI-compatible reply body."""
-    return answer_distribution(openai_logprob_content(raw_body), allowed, verdict=verdict)
+def openai_reply_text(raw_body: str) -> str | None:
+    """``choices[0].message.content`` of an OpenAI Chat Completions body, or None."""
+    try:
+        payload = json.loads(raw_body)
+    except ValueError:
+        return None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    text = message.get("content") if isinstance(message, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def logprob_score(
+    raw_body: str,
+    allowed: Mapping[str, float],
+    *,
+    verdict: str | None = None,
+    quoted: Sequence[str] = (),
+    pattern: str | None = None,
+) -> LogprobScore:
+    """:func:`answer_distribution` of the logprobs in a stored OpenAI-compatible reply body, at
+    the answer the parser reads in its text (`quoted` / `pattern` as for `parse_reply`)."""
+    from judgepanel.protocol.parse import parse_reply
+
+    content = openai_logprob_content(raw_body)
+    span = None
+    text = openai_reply_text(raw_body) if content else None
+    if text is not None:
+        levels = sorted(int(v) for v in allowed.values() if float(v).is_integer())
+        if levels:
+            parsed = parse_reply(
+                "pointwise_verdict", text, None, levels=levels, quoted=quoted, pattern=pattern
+            )
+            span = parsed.span if parsed.ok else None
+    return answer_distribution(content, allowed, verdict=verdict, span=span)

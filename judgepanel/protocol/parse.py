@@ -19,10 +19,14 @@ of 7, a verdict of "maybe") is a parse failure with the reason in `error`, never
 
 A judge may also answer first and then quote the item, and the item may hold an answer of its own
 (``Final verdict: A``, ``{"verdict": "A"}``, ``[[A]]``). So an answer-shaped line or object that
-lies inside a verbatim copy of the item's own text — the candidates and the source, passed as
+lies inside a near-copy of the item's own text — the candidates and the source, passed as
 `quoted` — is the item speaking, not the judge, and is not read, when that copy also holds at least
 `QUOTE_MIN` non-blank characters of the item besides answers (a judge's own answer block may match
 answer lines planted in the item; what marks a quote is the item's surrounding text copied with it).
+A near-copy is a copy once both texts are folded (`fold`): Unicode NFKC and case folded, white
+space, invisible format characters, quote characters and markdown blockquote / emphasis markers
+dropped, dashes unified — so a quote with its white space collapsed, set as a ``> `` blockquote,
+or with curly apostrophes is still a quote.
 
 A reply that opens with a reasoning model's ``<think>`` block is read only after its last
 ``</think>``: drafts in a scratchpad are not answers (a reply cut off inside it is a failure). A
@@ -42,9 +46,11 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +73,7 @@ class ParsedVerdict:
     error: str | None = None  # why parsing failed
     warnings: tuple[str, ...] = ()  # ok but incomplete: unanswered or unknown clause ids
     missing: tuple[str, ...] = ()  # clauses: expected ids without a true/false answer
+    span: tuple[int, int] | None = None  # where in the reply text the answer read stands (None: structured)
 
 
 # ---------------------------------------------------------------- values
@@ -627,7 +634,7 @@ def _is_whole(text: str, found: _Found) -> bool:
     return body == text[found.start : found.end].strip()
 
 
-def _result(reading: _Reading, method: str) -> ParsedVerdict:
+def _result(reading: _Reading, method: str, span: tuple[int, int] | None = None) -> ParsedVerdict:
     if reading.error is not None:
         return ParsedVerdict(
             ok=False, method=None, clauses=reading.clauses, error=reading.error, warnings=reading.warnings
@@ -641,10 +648,62 @@ def _result(reading: _Reading, method: str) -> ParsedVerdict:
         clauses=reading.clauses,
         warnings=reading.warnings,
         missing=tuple(cid for cid, (met, _) in reading.clauses.items() if met is None),
+        span=span,
     )
 
 
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+
+
+# What a light reformatting of a quote changes, and the parser therefore ignores when it compares a
+# reply with the item: Unicode compatibility forms (NFKC) and case, every kind of white space and
+# invisible format character, quote characters (straight or curly, single or double, backticks),
+# markdown blockquote and emphasis markers (`>`, `*`, `_`, `~`, `#`), and dash variants.
+_QUOTE_CHARS = frozenset(
+    "'\"`\u00b4\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u2032\u2033\u00ab\u00bb\u2039\u203a"
+)
+_MARKUP = frozenset(">*_~#")
+_DASHES = frozenset("\u2010\u2011\u2012\u2013\u2014\u2015\u2212")
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    out = []
+    for c in unicodedata.normalize("NFKC", ch).casefold():
+        if c.isspace() or c in _QUOTE_CHARS or c in _MARKUP or unicodedata.category(c) == "Cf":
+            continue
+        out.append("-" if c in _DASHES else c)
+    return "".join(out)
+
+
+_ASCII_DROP = {ord(c): None for c in " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85'\"`>*_~#"}
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _fold(text: str) -> str:
+    """ "".join(_fold_char(c) for c in text), with ASCII runs folded in C (NFKC is the identity
+    there and case folding is lower-casing); only non-ASCII characters are folded one by one."""
+    if text.isascii():
+        return text.lower().translate(_ASCII_DROP)
+    parts: list[str] = []
+    pos = 0
+    for m in _NON_ASCII.finditer(text):
+        parts.append(text[pos : m.start()].lower().translate(_ASCII_DROP))
+        parts.append("".join(_fold_char(c) for c in m.group()))
+        pos = m.end()
+    parts.append(text[pos:].lower().translate(_ASCII_DROP))
+    return "".join(parts)
+
+
+@functools.lru_cache(maxsize=256)  # an item's texts are compared with every judge's reply
+def fold(text: str) -> str:
+    """`text` as quote matching compares it (see `_fold_char`)."""
+    return _fold(text)
+
+
+_CHUNK = 1024  # the folded length is kept at every this-many reply characters (`_QuoteIndex.pos`)
 
 
 def _grow(text: str, start: int, end: int, q: str) -> tuple[int, int] | None:
@@ -670,21 +729,41 @@ def _grow(text: str, start: int, end: int, q: str) -> tuple[int, int] | None:
     return a, lo
 
 
-def _in_quote(
-    text: str, start: int, end: int, quoted: Sequence[str], answers: Sequence[tuple[int, int]]
-) -> bool:
-    """Whether text[start:end] lies inside a verbatim copy of one of the `quoted` texts that also
-    copies at least QUOTE_MIN non-blank characters of the item that are not answers themselves.
-    (A judge's own answer block may coincide with answer lines planted in the item; what makes a
-    quote is the item's surrounding text copied with it.)"""
-    while start < end and text[start] in " \t\r\n>*_#`~-":
-        start += 1  # a line's decoration is not part of what may be copied
-    while end > start and text[end - 1] in " \t\r\n":
-        end -= 1
-    if start >= end:
+@dataclass(frozen=True)
+class _QuoteIndex:
+    """The reply and the item's texts folded for quote matching, with the index map."""
+
+    reply: str
+    text: str  # the folded reply
+    at_chunk: list[int]  # folded length of reply[: k * _CHUNK], per k
+    quoted: tuple[str, ...]  # the folded item texts
+
+    @classmethod
+    def of(cls, text: str, quoted: Sequence[str]) -> _QuoteIndex:
+        # folding is per character, so the reply folds chunk by chunk into the same text
+        chunks = [_fold(text[k : k + _CHUNK]) for k in range(0, len(text), _CHUNK)]
+        at = [0]
+        for c in chunks:
+            at.append(at[-1] + len(c))
+        folded = tuple(f for f in (fold(q) for q in quoted) if len(f) >= QUOTE_MIN)
+        return cls(text, "".join(chunks), at, folded)
+
+    def pos(self, i: int) -> int:
+        """Where reply[i:] starts in the folded reply."""
+        k = i // _CHUNK
+        return self.at_chunk[k] + len(_fold(self.reply[k * _CHUNK : i]))
+
+
+def _in_quote(index: _QuoteIndex, start: int, end: int, answers: Sequence[tuple[int, int]]) -> bool:
+    """Whether text[start:end] lies inside a near-copy of one of the item's texts — a copy once
+    both are folded (`fold`) — that also copies at least QUOTE_MIN characters of the item that are
+    not answers themselves. (A judge's own answer block may coincide with answer lines planted in
+    the item; what makes a quote is the item's surrounding text copied with it.)"""
+    fs, fe = index.pos(start), index.pos(end)
+    if fs >= fe:
         return False
-    for q in quoted:
-        span = _grow(text, start, end, q)
+    for q in index.quoted:
+        span = _grow(index.text, fs, fe, q)
         if span is None:
             continue
         a, b = span
@@ -692,23 +771,23 @@ def _in_quote(
             continue
         own = bytearray(b - a)  # 1 where the copy is an answer span
         for s, e in answers:
+            s, e = index.pos(s), index.pos(e)
             if e > a and s < b:
                 own[max(s, a) - a : min(e, b) - a] = b"\x01" * (min(e, b) - max(s, a))
-        other = sum(1 for k, ch in enumerate(text[a:b]) if not own[k] and not ch.isspace())
-        if other >= QUOTE_MIN:
+        if own.count(0) >= QUOTE_MIN:  # folded text holds no white space: every character counts
             return True
     return False
 
 
 def _unquoted(
-    text: str, spans: list[tuple[int, int, Any]], quoted: Sequence[str], answers: Sequence[tuple[int, int]]
+    index: _QuoteIndex, spans: list[tuple[int, int, Any]], answers: Sequence[tuple[int, int]]
 ) -> list[tuple[int, int, Any]]:
     """`spans` (sorted by start) without those inside a quote of the item's text; only the last
     QUOTE_CHECKS are checked, so a reply echoing thousands of markers stays cheap."""
-    if not quoted or not spans:
+    if not index.quoted or not spans:
         return spans
     cut = max(0, len(spans) - QUOTE_CHECKS)
-    return spans[:cut] + [sp for sp in spans[cut:] if not _in_quote(text, sp[0], sp[1], quoted, answers)]
+    return spans[:cut] + [sp for sp in spans[cut:] if not _in_quote(index, sp[0], sp[1], answers)]
 
 
 def pattern_value(schema_name: str, raw: str) -> str:
@@ -728,6 +807,7 @@ def _pattern_lines(schema: _Schema, pattern: re.Pattern[str], text: str) -> list
 def _parse_text(
     schema: _Schema, text: str, quoted: Sequence[str] = (), pattern: re.Pattern[str] | None = None
 ) -> ParsedVerdict:
+    base = 0  # where `text` starts in the reply
     if text.lstrip().startswith(_THINK_OPEN):
         # a reasoning model's scratchpad holds drafts, not answers: read only what follows it
         close = text.rfind(_THINK_CLOSE)
@@ -735,7 +815,8 @@ def _parse_text(
             return ParsedVerdict(
                 ok=False, error="the reply ends inside its <think> block (truncated reasoning?)"
             )
-        text = text[close + len(_THINK_CLOSE) :]
+        base = close + len(_THINK_CLOSE)
+        text = text[base:]
     offset = max(0, len(text) - MAX_SCAN)
     tail = text[offset:]
     found, unclosed = _json_objects(tail)
@@ -748,21 +829,22 @@ def _parse_text(
         ln for ln in candidates if not _inside(ln[0], inside)
     ]  # text inside a JSON object is that object's data, not a verdict line
     lines.sort()
-    if quoted:  # answers inside a quote of the item are the item's, not the judge's
+    if quoted and (answers or lines):  # answers inside a quote of the item are the item's, not the judge's
+        index = _QuoteIndex.of(tail, quoted)
         spans = sorted([(f.start, f.end) for f in answers] + [(s, e) for s, e, _ in lines])
-        kept = {
-            (s, e) for s, e, _ in _unquoted(tail, [(f.start, f.end, None) for f in answers], quoted, spans)
-        }
+        kept = {(s, e) for s, e, _ in _unquoted(index, [(f.start, f.end, None) for f in answers], spans)}
         answers = [f for f in answers if (f.start, f.end) in kept]
-        lines = _unquoted(tail, lines, quoted, spans)
+        lines = _unquoted(index, lines, spans)
     last_obj = answers[-1] if answers else None
     if isinstance(schema, _Clauses) and lines and last_obj is not None:
         lines = [ln for ln in lines if ln[0] >= last_obj.end]
+    at = base + offset  # where `tail` starts in the reply
     if lines and (last_obj is None or lines[-1][0] >= last_obj.end):
-        return _result(schema.from_lines(tail, lines), "line_tail")
+        span = (at + lines[-1][0], at + lines[-1][1])
+        return _result(schema.from_lines(tail, lines), "line_tail", span)
     if last_obj is not None:
         method = "structured" if offset == 0 and _is_whole(text, last_obj) else "json_tail"
-        return _result(schema.from_object(last_obj.obj), method)
+        return _result(schema.from_object(last_obj.obj), method, (at + last_obj.start, at + last_obj.end))
     if not text.strip():
         return ParsedVerdict(ok=False, error="empty reply")
     if unclosed:
@@ -791,8 +873,8 @@ def parse_reply(
     "pointwise_verdict", "clause_verdicts"); `structured` the provider's structured output if any;
     `clause_ids` the ids the clause prompt asked about (in prompt order); `levels` the score
     levels a pointwise prompt allowed (1..5 unless its dimension has its own scale, or a custom
-    template declares another); `quoted` the item's own texts (`Prompt.quoted`), whose verbatim
-    copies in the reply are not read as answers; `pattern` a template's declared verdict pattern
+    template declares another); `quoted` the item's own texts (`Prompt.quoted`), whose near-copies
+    in the reply are not read as answers; `pattern` a template's declared verdict pattern
     (a regex whose group 1 is the verdict or score), read like a verdict line."""
     if not levels:
         raise ValueError("levels must not be empty")

@@ -31,10 +31,10 @@ from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
-from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare
+from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare, render
 from judgepanel.runner.served import served_models_now
 from judgepanel.store import campaigns as store
-from judgepanel.store.campaigns import CampaignInfo, JudgeRecord
+from judgepanel.store.campaigns import CampaignInfo, JudgeRecord, LeasedJob
 from judgepanel.store.editor import editor_tasks
 from judgepanel.store.engine import session_scope
 from judgepanel.store.rubrics import rubric_version
@@ -118,8 +118,33 @@ def create(
             dim = doc.dimension(dimensions[0]) if dimensions else doc.dimensions[0]
         validate_template(t, dimension=dim, dimension_name=dimensions[0] if dimensions else None)
     records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
-    info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+    check = None
+    if loaded:  # a user's template may fail on one real item: render every job's prompt now
+        ctx = CampaignContext(
+            spec.protocol,
+            doc,
+            store.campaign_clauses(engine, rv_id),
+            {s.name: s for s in specs},
+            **context_options(spec),
+        )
+        check = _renders_every_job(ctx)
+    info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id, check=check)
     return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs))
+
+
+def _renders_every_job(ctx: CampaignContext) -> Callable[[list[LeasedJob]], None]:
+    """A `create_campaign` check: each distinct prompt of the jobs renders (BadInput naming the
+    item and the template's error otherwise, and nothing is stored)."""
+
+    def check(jobs: list[LeasedJob]) -> None:
+        seen: set[tuple[Any, ...]] = set()
+        for job in jobs:
+            key = (job.item_id, job.pair_id, job.order, job.condition, job.dimension)
+            if key not in seen:
+                seen.add(key)
+                render(job, ctx)
+
+    return check
 
 
 def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> CampaignInfo:

@@ -372,7 +372,13 @@ def with_logprob_score(
     from judgepanel.protocol.logprobs import logprob_score
 
     allowed = {str(v): float(v) for v in score_levels(prep.prompt)}
-    got = logprob_score(raw_body, allowed, verdict=verdict.value_presented)
+    got = logprob_score(
+        raw_body,
+        allowed,
+        verdict=verdict.value_presented,
+        quoted=prep.prompt.quoted,
+        pattern=prep.prompt.answer_pattern,
+    )
     if got.expectation is None:
         return verdict
     return replace(verdict, score=float(got.expectation))

@@ -3,7 +3,8 @@ study (`metrics conditions`): the statistics live in `metrics.conditions` and th
 orchestration (the human reference, the scale checks, the cases) in `analysis.conditions`; this
 module only collects the rows and the texts a disagreement case shows.
 
-What is compared, per condition (`none`, `criteria`, `rubric`): one judge's accepted score on an
+What is compared, per condition (`none`, `criteria`, `rubric`): one judge's accepted verdict (its
+argmax score, also for a `scoring=logprobs` judge whose stored score is the expectation) on an
 item (repeat 0: a campaign with `--repeats N` is compared on its first sample) against the human
 reference on the same item and dimension — the group's mean rounded half up, or, with
 `per_human`, each human's own rating. Items without a human rating of that dimension are left out
@@ -70,6 +71,13 @@ class ConditionRows:
     humans: list[list[HumanRating]]  # per item
     scores: dict[str, dict[int, JudgeScore]]  # condition -> item index -> judge score
     skipped: dict[str, int] = field(default_factory=dict)
+
+
+def _argmax(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _campaign(s: Session, name: str) -> Campaign:
@@ -159,9 +167,11 @@ def load_condition_rows(
         lo, hi = _scale(s, c, dim)
         categories = tuple(float(v) for v in range(lo, hi + 1))
 
-        # the judge's accepted scores, latest accepted attempt per job
+        # the judge's accepted verdicts, latest accepted attempt per job: the argmax verdict, also
+        # for a `scoring=logprobs` judge whose stored score is the expectation (every statistic
+        # of the study reads the scale's categories)
         q = (
-            select(Job.condition, Job.item_id, Verdict.attempt, Verdict.score, Verdict.rationale)
+            select(Job.condition, Job.item_id, Verdict.attempt, Verdict.value_canonical, Verdict.rationale)
             .join(Judge, Judge.id == Job.judge_id)
             .join(Verdict, Verdict.job_id == Job.id)
             .where(
@@ -170,15 +180,16 @@ def load_condition_rows(
                 Job.repeat == 0,
                 Judge.name == jname,
                 Verdict.parse_status == "ok",
-                Verdict.score.is_not(None),
+                Verdict.value_canonical.is_not(None),
             )
             .order_by(Job.id, Verdict.attempt)
         )
         q = q.where(Job.dimension.is_(None)) if dim is None else q.where(Job.dimension == dim)
         by_cond: dict[str, dict[int, JudgeScore]] = defaultdict(dict)
-        for cond, item_id, _attempt, score, rationale in s.execute(q):
+        for cond, item_id, _attempt, shown, rationale in s.execute(q):
+            score = _argmax(shown)
             if item_id is not None and score is not None:
-                by_cond[cond or "none"][item_id] = JudgeScore(float(score), rationale)
+                by_cond[cond or "none"][item_id] = JudgeScore(score, rationale)
         if not by_cond:
             raise NotFound(f"campaign {campaign!r} has no accepted verdicts of {jname} yet (run it first)")
 

@@ -82,6 +82,9 @@ class Panel:
     campaign: str | None = None  # set when the judges are a campaign's
     condition: str | None = None  # the pointwise condition read (campaign judges)
     unit: str = "item"  # item | pair
+    # campaign judges scored with logprobs: which score was read (`protocol.logprobs`), the argmax
+    # verdict or the expectation; None for imported judges
+    score_source: str | None = None
 
     @property
     def numeric(self) -> bool:
@@ -321,6 +324,7 @@ def read_campaign_panel(
     dimension: str | None = None,
     condition: str | None = None,
     label_map: Mapping[str, str] | None = None,
+    score_source: str = "argmax",
 ) -> Panel:
     """The panel of a campaign's own judges against the humans of its dataset (see the module
     docstring). Only verdicts of done jobs that parsed, first sample (repeat 0)."""
@@ -354,7 +358,7 @@ def read_campaign_panel(
         .order_by(Job.id)
     )
     mapping = dict(label_map or {})
-    extra: dict[str, Any] = {"campaign": campaign, "condition": cond}
+    extra: dict[str, Any] = {"campaign": campaign, "condition": cond, "score_source": score_source}
     if c.protocol == "pointwise":
         if dim is None:
             raise BadInput(f"campaign {campaign!r} names no dimension to compare with human labels")
@@ -362,10 +366,13 @@ def read_campaign_panel(
         human_rows = _annotator_labels(s, ds, dim, ["human"])
         judge_rows: list[Row] = []
         seen: set[tuple[str, int]] = set()
-        for name, item, _pid, _order, _shown, score in s.execute(done):
-            if item is not None and score is not None and (name, item) not in seen:
+        for name, item, _pid, _order, shown, score in s.execute(done):
+            # a pointwise judge's label is its argmax verdict, or with score_source="expectation"
+            # its stored score (the expectation of a `scoring=logprobs` judge, else the argmax)
+            value = score if score_source == "expectation" else _number(shown or "")
+            if item is not None and value is not None and (name, item) not in seen:
                 seen.add((name, item))  # a re-asked job keeps its first accepted verdict
-                judge_rows.append((item, name, float(score), f"{float(score):.15g}"))
+                judge_rows.append((item, name, float(value), f"{float(value):.15g}"))
         units = [
             (i, e, g)
             for i, e, g in s.execute(
@@ -578,6 +585,7 @@ def load_panel(
     label_map: Mapping[str, str] | None = None,
     campaign: str | None = None,
     condition: str | None = None,
+    score_source: str = "argmax",
 ) -> Panel:
     """The panel to validate: a campaign's own judges when ``campaign`` is given (``dataset``
     then only checks that it is the campaign's), else the imported llm annotators of ``dataset``."""
@@ -591,6 +599,7 @@ def load_panel(
                 dimension=dimension,
                 condition=condition,
                 label_map=label_map,
+                score_source=score_source,
             )
         if dataset is None:
             raise BadInput("give --dataset (imported judges) or --campaign (the campaign's judges)")

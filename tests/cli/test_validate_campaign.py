@@ -176,7 +176,7 @@ def _unprefix(d: dict[str, Any]) -> dict[str, Any]:
 def _same(got: dict[str, Any], ref: dict[str, Any]) -> None:
     """Every figure of the reference is in the campaign result, equal."""
     for key, value in ref.items():
-        if key in ("dataset", "judge", "campaign", "dimension", "condition", "unit"):
+        if key in ("dataset", "judge", "campaign", "dimension", "condition", "unit", "score_source"):
             continue
         if key in ("judges", "pairwise"):  # rank: the copy's names carry a prefix
             assert got[key] == _unprefix(value), key

@@ -176,3 +176,74 @@ async def test_no_logprobs_come_back_without_asking_or_from_anthropic(fake: Fake
         finally:
             await provider.aclose()
         assert logprob_score(result.raw_body, SCALE).note == NO_LOGPROBS
+
+
+# ---------------------------------------------------------------- issue 17 §4: the reader
+
+
+def _body(content: list[dict[str, Any]]) -> str:
+    text = "".join(c["token"] for c in content)
+    return json.dumps({"choices": [{"message": {"content": text}, "logprobs": {"content": content}}]})
+
+
+def test_period_tokens_count_for_their_score() -> None:
+    """`"4."` (a score ending its sentence) is score 4, in the generated token and the alternatives."""
+    content = [
+        tok("Score", 0.9, [("Score", 0.9)]),
+        tok(":", 0.95, [(":", 0.95)]),
+        tok(" 4.", 0.6, [(" 4.", 0.6), (" 3.", 0.2), ("4", 0.1), (" the", 0.1)]),
+    ]
+    s = answer_distribution(content, SCALE)
+    assert s.position == 2 and s.note is None
+    assert s.mass == pytest.approx(0.9)
+    assert s.distribution == pytest.approx({"1": 0, "2": 0, "3": 0.2 / 0.9, "4": 0.7 / 0.9, "5": 0})
+    assert logprob_score(_body(content), SCALE, verdict="4").expectation == pytest.approx(
+        (3 * 0.2 + 4 * 0.7) / 0.9
+    )
+
+
+def test_below_the_mass_floor_the_argmax_stands_with_a_note() -> None:
+    from judgepanel.protocol.logprobs import LOW_MASS, MASS_FLOOR
+
+    content = [
+        tok("Score", 0.9, [("Score", 0.9)]),
+        tok(":", 0.95, [(":", 0.95)]),
+        tok(" 4", 0.3, [(" 4", 0.3), (" 3", 0.1), (" very", 0.35), (" quite", 0.25)]),
+    ]
+    s = answer_distribution(content, SCALE)
+    assert s.mass == pytest.approx(0.4) and s.mass < MASS_FLOOR
+    assert (s.expectation, s.argmax, s.note) == (None, "4", LOW_MASS)
+
+
+def test_the_token_at_the_parsed_answer_is_read_not_the_last_equal_one() -> None:
+    """`Score: 4` then prose mentioning a 4: the answer is the first 4, on the `Score:` line."""
+    content = [
+        tok("Score", 0.9, [("Score", 0.9)]),
+        tok(":", 0.95, [(":", 0.95)]),
+        tok(" 4", 0.6, [(" 4", 0.6), (" 5", 0.4)]),
+        tok("\n", 0.9, [("\n", 0.9)]),
+        tok("It", 0.9, [("It", 0.9)]),
+        tok(" meets", 0.9, [(" meets", 0.9)]),
+        tok(" 4", 0.9, [(" 4", 0.9), (" 3", 0.1)]),
+        tok(" of", 0.9, [(" of", 0.9)]),
+        tok(" 5", 0.9, [(" 5", 0.9)]),
+        tok(" criteria", 0.9, [(" criteria", 0.9)]),
+        tok(".", 0.9, [(".", 0.9)]),
+    ]
+    s = logprob_score(_body(content), SCALE, verdict="4")
+    assert s.position == 2
+    assert s.expectation == pytest.approx(4 * 0.6 + 5 * 0.4)
+    # a JSON answer whose rationale, after the score, mentions the same number: the token after "score"
+    obj = [
+        tok('{"', 0.9, [('{"', 0.9)]),
+        tok("score", 0.9, [("score", 0.9)]),
+        tok('": ', 0.9, [('": ', 0.9)]),
+        tok("2", 0.7, [("2", 0.7), ("3", 0.3)]),
+        tok(', "', 0.9, [(', "', 0.9)]),
+        tok("rationale", 0.9, [("rationale", 0.9)]),
+        tok('": "', 0.9, [('": "', 0.9)]),
+        tok("2", 0.9, [("2", 0.9)]),
+        tok(' issues"}', 0.9, [(' issues"}', 0.9)]),
+    ]
+    got = logprob_score(_body(obj), SCALE, verdict="2")
+    assert got.position == 3 and got.expectation == pytest.approx(2 * 0.7 + 3 * 0.3)

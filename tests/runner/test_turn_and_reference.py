@@ -332,7 +332,9 @@ def test_a_pair_whose_items_differ_in_category_fails_in_one_line(
         "--judge", judge(fake), "--template", "pairwise=@classic-pairwise", "--reference-categories", "math",
         db=url,
     )  # fmt: skip
-    assert got.code == 0, got.stderr
-    run = cli("campaign", "run", "m", "--json", db=url)
-    warnings = run.json(code=3)["warnings"]
-    assert any("items 'x-0' and 'x-1' have different categories (math, writing)" in w for w in warnings)
+    # every job's prompt is rendered at create (issue 17 §4): refused there, nothing stored
+    assert got.code == 2, got.stderr
+    assert got.stderr.strip().splitlines() == [
+        "judgepanel: error: items 'x-0' and 'x-1' have different categories (math, writing)"
+    ]
+    assert cli("query", "select count(*) as n from campaign", "--json", db=url).json()["rows"] == [{"n": 0}]

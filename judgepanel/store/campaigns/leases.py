@@ -33,16 +33,21 @@ from judgepanel.store.models import (
 def pending_jobs(engine: Engine, campaign_id: int, *, limit: int | None = None) -> list[LeasedJob]:
     """Jobs not yet done or failed, read without leasing them (for `plan` estimates)."""
     with session_scope(engine) as s:
-        q = (
-            select(*_JOB_COLS, Judge.name)
-            .join(Judge, Judge.id == Job.judge_id)
-            .where(Job.campaign_id == campaign_id, Job.status.in_(("pending", "running")))
-            .order_by(Job.id)
-        )
-        if limit is not None:
-            q = q.limit(limit)
-        rows: list[_JobRow] = [(r[0], r[-1], *r[1:-1]) for r in s.execute(q)]
-        return _with_texts(s, rows)
+        return pending_in(s, campaign_id, limit=limit)
+
+
+def pending_in(s: Session, campaign_id: int, *, limit: int | None = None) -> list[LeasedJob]:
+    """`pending_jobs` in an open session (e.g. the one that is creating the campaign)."""
+    q = (
+        select(*_JOB_COLS, Judge.name)
+        .join(Judge, Judge.id == Job.judge_id)
+        .where(Job.campaign_id == campaign_id, Job.status.in_(("pending", "running")))
+        .order_by(Job.id)
+    )
+    if limit is not None:
+        q = q.limit(limit)
+    rows: list[_JobRow] = [(r[0], r[-1], *r[1:-1]) for r in s.execute(q)]
+    return _with_texts(s, rows)
 
 
 def job_counts(engine: Engine, campaign_id: int) -> dict[str, int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, func, insert, select, update
@@ -12,10 +12,12 @@ from sqlalchemy.orm import Session
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.plan import CampaignSpec, PlannedJob, Unit, plan_jobs
 from judgepanel.rubrics import RubricDoc
+from judgepanel.store.campaigns.leases import pending_in
 from judgepanel.store.campaigns.records import (
     CampaignInfo,
     ClauseRow,
     JudgeRecord,
+    LeasedJob,
 )
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
@@ -160,8 +162,11 @@ def create_campaign(
     judges: Sequence[JudgeRecord],
     *,
     rubric_version_id: int | None = None,
+    check: Callable[[list[LeasedJob]], None] | None = None,
 ) -> CampaignInfo:
-    """Create (or, with the identical spec, re-plan) a campaign and insert its missing jobs."""
+    """Create (or, with the identical spec, re-plan) a campaign and insert its missing jobs.
+    `check` is called with every job still to do before anything is committed; what it raises
+    leaves the database as it was (the runner renders each job's prompt there)."""
     spec.validate()
     with session_scope(engine) as s:
         ds = dataset_by_name(s, spec.dataset)
@@ -236,6 +241,9 @@ def create_campaign(
             )
         planned = plan_jobs(spec, units, dataset_key=ds.name, rubric_hash=rubric_hash)
         added = _insert_jobs(s, camp.id, planned, ids)
+        if check is not None:
+            s.flush()
+            check(pending_in(s, camp.id))
         n = s.scalar(select(func.count()).select_from(Job).where(Job.campaign_id == camp.id)) or 0
         return CampaignInfo(
             camp.id,

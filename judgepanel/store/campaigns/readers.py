@@ -590,16 +590,27 @@ def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- judges as rater columns
 
 
+def _as_number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
 def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
     """Campaign judges as extra columns of the store's rating matrices (see `store.matrices`).
 
     Item matrices get one column per (pointwise campaign over the dataset, judge, condition) whose
-    jobs judged the matrix's dimension: the score of the first sample (repeat 0). Pair matrices get
+    jobs judged the matrix's dimension: the argmax score of the first sample (repeat 0). Pair matrices get
     one column per (pairwise campaign over the pair set, judge): the pair's combined AB/BA verdict
     as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
     missing an order has no label). Columns are named `NAME@CAMPAIGN` (plus `/CONDITION` or
     `/DIMENSION` when the campaign asked several), NAME the judge's short name in the campaign, in
-    group `judge`; `SPEC@CAMPAIGN…` (the judge's full spec) selects the same column."""
+    group `judge`; `SPEC@CAMPAIGN…` (the judge's full spec) selects the same column.
+
+    One judge (spec) counts once per request: campaigns are read in creation order, and a unit whose
+    verdict came from a request that judge already answered in an earlier campaign (copied from the
+    cache, or asked again) is left out of the later column; a column left empty is not added."""
     from judgepanel.metrics.matrix import RaterColumn  # numpy: not for `campaign status`
 
     protocol = "pairwise" if scope.kind == "pair" else "pointwise"
@@ -608,22 +619,31 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
         if scope.kind == "pair"
         else Campaign.dataset_id == scope.dataset_id
     )
-    camps = s.scalars(select(Campaign).where(where, Campaign.protocol == protocol)).all()
+    camps = s.scalars(
+        select(Campaign).where(where, Campaign.protocol == protocol).order_by(Campaign.id)
+    ).all()
     columns: list[RaterColumn] = []
+    # one judge counts once per request: a later campaign that asked a judge the same request (its
+    # verdict copied from the cache, or asked again) adds no second vote for that unit
+    counted: set[tuple[str, str]] = set()
     for camp in camps:
         cid, cname = camp.id, camp.name
         # named by the judge's short name; `SPEC@CAMPAIGN` still selects it (`--raters`, `--with-judges`)
         short = judge_names_in(s, camp)
-        q = _done_verdicts(
-            cid,
-            Judge.name,
-            Job.item_id,
-            Job.pair_id,
-            Job.order,
-            Job.condition if scope.kind == "item" else Job.dimension,
-            Verdict.value_canonical,
-            Verdict.score,
-        ).where(Job.repeat == 0, Verdict.parse_status == "ok")
+        q = (
+            _done_verdicts(
+                cid,
+                Judge.name,
+                Job.item_id,
+                Job.pair_id,
+                Job.order,
+                Job.condition if scope.kind == "item" else Job.dimension,
+                Verdict.value_canonical,
+                Request.request_hash,
+            )
+            .join(Request, Request.id == Verdict.request_id)
+            .where(Job.repeat == 0, Verdict.parse_status == "ok")
+        )
         if scope.kind == "item":
             q = q.where(Job.dimension == scope.dimension)
         # conditions (items) or dimensions (pairs): asked first, so the verdicts can stream past
@@ -635,7 +655,9 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
             orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
             names: dict[tuple[str, str | None], str] = {}
             alias: dict[str, str] = {}
-            for jname, _item, pid, order, dim, canon, _score in rows:
+            seen_before: set[tuple[str, int]] = set()  # (column, pair) with a request counted already
+            mine: set[tuple[str, str]] = set()
+            for jname, _item, pid, order, dim, canon, rhash in rows:
                 if pid is not None and order is not None and canon is not None:
                     col = names.get((jname, dim))
                     if col is None:
@@ -643,10 +665,14 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
                         col = names[(jname, dim)] = short.get(jname, jname) + tail
                         alias[col] = jname + tail
                     orders[(col, pid)][order] = canon
+                    if (jname, rhash) in counted:
+                        seen_before.add((col, pid))
+                    mine.add((jname, rhash))
+            counted |= mine
             labels: dict[str, dict[int, float | str]] = defaultdict(dict)
             for (col, pid), o in orders.items():
                 label = as_label(combine_orders(o.get("AB"), o.get("BA")))
-                if label is not None:
+                if label is not None and (col, pid) not in seen_before:
                     labels[col][pid] = label
             columns += [
                 RaterColumn(n, v, "judge", "judge", aliases=(alias[n],)) for n, v in sorted(labels.items())
@@ -654,12 +680,18 @@ def judge_rater_columns(s: Session, scope: MatrixScope) -> list[RaterColumn]:
         else:
             scores: dict[str, dict[int, float | str]] = defaultdict(dict)
             alias = {}
-            for jname, item, _pid, _o, cond, _canon, score in rows:
-                if item is not None and score is not None:
+            mine = set()
+            for jname, item, _pid, _o, cond, canon, rhash in rows:
+                # the argmax verdict: agreement coefficients compare categories, and a
+                # `scoring=logprobs` judge's stored score is a continuous expectation
+                value = _as_number(canon)
+                if item is not None and value is not None and (jname, rhash) not in counted:
                     tail = f"@{cname}" + (f"/{cond}" if several else "")
                     col = short.get(jname, jname) + tail
                     alias[col] = jname + tail
-                    scores[col][item] = float(score)
+                    scores[col][item] = value
+                    mine.add((jname, rhash))
+            counted |= mine
             columns += [
                 RaterColumn(n, v, "judge", "judge", aliases=(alias[n],)) for n, v in sorted(scores.items())
             ]
