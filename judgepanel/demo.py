@@ -155,7 +155,7 @@ def panel_agreement(engine: Engine, judges: list[str]) -> dict[str, Any]:
                 majority[i] = vals[np.argmax(counts)]
     pairs_kappa = {}
     for n in judges:
-        col = pm.values[:, pm.rater_names.index(f"{n}@{PAIRWISE}")]
+        col = pm.column(f"{n}@{PAIRWISE}")  # the spec form selects the judge's named column
         pairs_kappa[n] = agreement("cohen", np.column_stack([col, majority]), pm.categories).value
     im = item_matrix(engine, DATASET, DIMENSION, with_judges=["all"])
     expert_mean = np.nanmean(im.select(group="expert").values, axis=1)
@@ -165,7 +165,7 @@ def panel_agreement(engine: Engine, judges: list[str]) -> dict[str, Any]:
     for n in judges:
         spearman[n] = {}
         for cond in ("none", "rubric"):
-            col = im.values[:, im.rater_names.index(f"{n}@{POINTWISE}/{cond}")]
+            col = im.column(f"{n}@{POINTWISE}/{cond}")
             spearman[n][cond] = agreement("spearman", np.column_stack([col, mean_by_unit])).value
     judged = pm.select(raters=[f"{n}@{PAIRWISE}" for n in judges])
     return {

@@ -107,7 +107,7 @@ def create(
     verb = "planned" if info.added == info.jobs else ("added" if info.added else "unchanged")
     typer.echo(
         f"campaign {info.name}: {info.jobs} jobs ({verb}{f', {info.added} new' if 0 < info.added < info.jobs else ''}), "
-        f"{info.protocol}, judges: {', '.join(j.name for j in info.judges)}"
+        f"{info.protocol}, judges: {', '.join(info.judge_names().values())}"
     )
     _echo_keys(info.judge_keys)
     if info.skipped_no_turn:
@@ -144,8 +144,15 @@ def plan(
         )
     costs = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_usd")
     rows = [
-        [n, d["calls"], d["cached"], d["input_tokens"], d["output_tokens"], *(_usd(d[k]) for k in costs)]
-        for n, d in est.by_judge.items()
+        [
+            d["name"],
+            d["calls"],
+            d["cached"],
+            d["input_tokens"],
+            d["output_tokens"],
+            *(_usd(d[k]) for k in costs),
+        ]
+        for d in est.by_judge.values()
     ]
     total = est.as_dict()
     rows.append(
@@ -455,8 +462,17 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         None,
         ["judge", "jobs", "done", "failed", "pending", "calls", "cached", "cost USD"],
         [
-            [n, d["jobs"], d["done"], d["failed"], d["pending"], d["calls"], d["cached"], _usd(d["cost_usd"])]
-            for n, d in st.by_judge.items()
+            [
+                d["name"],
+                d["jobs"],
+                d["done"],
+                d["failed"],
+                d["pending"],
+                d["calls"],
+                d["cached"],
+                _usd(d["cost_usd"]),
+            ]
+            for d in st.by_judge.values()
         ],
     )
 
@@ -508,7 +524,7 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
                 r["name"] + (" (simulated)" if r["simulated"] else ""),
                 r["dataset"],
                 r["protocol"],
-                len(r["judges"]),
+                ", ".join(r["judge_names"]),
                 r["jobs"],
                 r["done"],
                 r["failed"],

@@ -57,7 +57,11 @@ def conditions(
         seed=seed,
         resample=resample,
     )
+    from judgepanel.store.campaigns import campaign_judge_names
+
     out = {**report.as_dict(), "simulated": simulated(engine, [campaign])}
+    # `judge` stays the spec (`--judge` selects by it); people read the short name
+    out["judge_name"] = campaign_judge_names(engine, campaign).get(out["judge"], out["judge"])
     if json_:
         emit_json(out)
         return
@@ -74,7 +78,7 @@ def conditions(
             return num(v)
         return f"{num(v)} [{num(ci[0])}, {num(ci[1])}]"
 
-    where = f"{out['campaign']} / {out['dimension'] or '(no dimension)'} / {out['judge']}"
+    where = f"{out['campaign']} / {out['dimension'] or '(no dimension)'} / {out['judge_name']}"
     if out["simulated"]:
         where = f"{SIMULATED_WORD} · {where}"
     typer.echo(

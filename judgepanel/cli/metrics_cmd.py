@@ -694,19 +694,23 @@ def bias_cmd(
 ) -> None:
     """Position bias per judge: back/front slot wins over inconsistent swapped pairs, exact sign test."""
     from judgepanel.runner.bias import campaign_bias
+    from judgepanel.store.campaigns import campaign_judge_names
 
     engine = state(ctx).engine()
     result = campaign_bias(engine, campaign)
+    names = campaign_judge_names(engine, campaign)
     sim = simulated(engine, [campaign])
     if json_:
-        emit_json({"judges": {name: b.as_dict() for name, b in result.items()}, "simulated": sim})
+        # keyed by the judge's short name (`--judge NAME=SPEC` or derived), its full spec inside
+        shown = {names.get(spec, spec): {**b.as_dict(), "spec": spec} for spec, b in result.items()}
+        emit_json({"judges": shown, "simulated": sim})
         return
     # the columns are the JSON keys, in their order, so the table and `--json` read alike
     keys = list(next(iter(result.values())).as_dict()) if result else []
     table(
         sim_title(f"position bias in {campaign} (swapped pairs; p_value: exact sign test)", sim),
         ["judge", *keys],
-        [[n, *b.as_dict().values()] for n, b in result.items()],
+        [[names.get(n, n), *b.as_dict().values()] for n, b in result.items()],
     )
 
 

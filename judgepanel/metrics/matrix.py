@@ -27,7 +27,7 @@ rater outside the selection used another label.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -81,6 +81,8 @@ class RatingMatrix:
     kind: MatrixKind = "item"
     dimension: str | None = None
     scale_declared: bool = False  # categories fixed in advance, not taken from the raters selected
+    # other names a rater answers to (a campaign judge's `SPEC@CAMPAIGN` beside its `NAME@CAMPAIGN`)
+    rater_aliases: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def n_units(self) -> int:
@@ -106,7 +108,7 @@ class RatingMatrix:
 
     def _index(self, name: str) -> int:
         try:
-            return self.rater_names.index(name)
+            return self.rater_names.index(self.rater_aliases.get(name, name))
         except ValueError:
             known = ", ".join(self.rater_names) or "none"
             raise NotFound(f"no rater named {name!r} here (known: {known})") from None
@@ -261,6 +263,7 @@ class RaterColumn:
     values: Mapping[int, float | str]
     group: str | None = None
     kind: str = JUDGE
+    aliases: tuple[str, ...] = ()  # other names `--raters` may use for it
 
 
 def merge_rater_columns(matrix: RatingMatrix, columns: Sequence[RaterColumn]) -> RatingMatrix:
@@ -308,4 +311,8 @@ def merge_rater_columns(matrix: RatingMatrix, columns: Sequence[RaterColumn]) ->
         rater_kinds=(*matrix.kinds, *(c.kind for c in columns)),
         categories=categories,
         category_labels=labels,
+        rater_aliases={
+            **matrix.rater_aliases,
+            **{a: c.name for c in columns for a in c.aliases if a != c.name and a not in names},
+        },
     )

@@ -56,6 +56,9 @@ class CampaignSpec:
     # items whose `meta.category` is one of these are judged with `templates["reference"]` (a
     # reference-guided template), the others with `templates[protocol]`
     reference_categories: tuple[str, ...] = ()
+    # the judges' short names, parallel to `judges` (given as `NAME=SPEC` / `name:`, else derived);
+    # shown everywhere a judge is named, never part of a job key nor of the re-create comparison
+    judge_names: tuple[str, ...] = ()
     # judge exactly these items (external ids; dataset order), e.g. a seeded sample spread over
     # groups that a repair iteration drew; within `split` when one is given
     items: tuple[str, ...] = ()
@@ -69,6 +72,8 @@ class CampaignSpec:
             raise BadInput("a campaign needs at least one --judge")
         if len(set(self.judges)) != len(self.judges):
             raise BadInput("the same --judge is given twice; use --repeats to ask a judge again")
+        if self.judge_names and len(set(self.judge_names)) != len(self.judge_names):
+            raise BadInput("two judges of the campaign share a name; judge names must be unique")
         if self.repeats < 1:
             raise BadInput(f"--repeats must be at least 1, got {self.repeats}")
         if self.limit is not None and self.limit < 1:
@@ -137,6 +142,7 @@ class CampaignSpec:
             # added only when used, so specs stored before these keys existed still compare equal
             **({"templates": {k: dict(v) for k, v in self.templates.items()}} if self.templates else {}),
             **({"max_cost": self.max_cost} if self.max_cost is not None else {}),
+            **({"judge_names": list(self.judge_names)} if self.judge_names else {}),
             **({"origin": dict(self.origin)} if self.origin is not None else {}),
             **({"turn": self.turn} if self.turn is not None else {}),
             **(

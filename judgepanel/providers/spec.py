@@ -40,7 +40,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
@@ -423,3 +424,109 @@ def _refuse_url_secrets(value: str) -> None:
                 f"judge spec base_url has a path segment named like a secret ({segment!r}); "
                 "keys come only from the environment"
             )
+
+
+# ---------------------------------------------------------------- names people can read
+
+# A judge's short name (`--judge "mini=openai:gpt-4o-mini"`, `name:` in a campaign file): what
+# every table, plot, report, viewer page and JSON shows instead of the spec. No `:` or `=`, so a
+# `NAME=SPEC` is told from a spec by its first `=` (a spec's `=` comes after its `provider:`).
+_JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.+@/()\-]{0,59}")
+_NAME_PREFIX = re.compile(r"\s*([^:?=&]+?)\s*=(.*)", re.DOTALL)
+
+
+def check_judge_name(name: str) -> str:
+    """`name` stripped, or `BadInput`: 1–60 letters, digits, spaces and `_.+@/()-`, never shaped
+    like a key or holding one configured in the environment (names are stored and shown)."""
+    n = name.strip()
+    if not _JUDGE_NAME.fullmatch(n):
+        raise BadInput(
+            f"judge name {n[:60]!r} must be 1-60 letters, digits, spaces or _.+@/()- and start with a "
+            "letter or digit"
+        )
+    if _holds_key(n) or _MODEL_KEY_PREFIX.match(n):
+        raise BadInput("a judge name must not look like a key (names are stored and shown)")
+    return n
+
+
+def split_judge_name(text: str) -> tuple[str | None, str]:
+    """`"mini=openai:gpt-4o-mini?temperature=0"` -> `("mini", "openai:gpt-4o-mini?temperature=0")`;
+    a plain spec -> `(None, spec)`. The name is checked (`check_judge_name`)."""
+    m = _NAME_PREFIX.fullmatch(text)
+    if m is None or ":" not in m.group(2):
+        return None, text.strip()
+    return check_judge_name(m.group(1)), m.group(2).strip()
+
+
+def _short_url(url: str) -> str:
+    """`http://127.0.0.1:8001/v1` -> `127.0.0.1:8001/v1`; a long one keeps its end (the port)."""
+    parts = urlsplit(url)
+    shown = (parts.netloc + parts.path.rstrip("/")) or url
+    return shown if len(shown) <= 28 else "…" + shown[-27:]
+
+
+def derive_judge_names(specs: Sequence[str]) -> dict[str, str]:
+    """A short, distinct name per judge spec: the model, with the provider when the judges' providers
+    differ and the parameters whose values differ between judges of the same model (`gpt-4o-mini
+    (temperature=1)`, `gpt-4o-mini (base_url=127.0.0.1:8001/v1)`). Never a key-like parameter
+    (`key_env` and anything named like a secret). The full spec where that is still not unique.
+
+    The one source of derived names: the store keeps them with the campaign, and the CLI, report,
+    viewer and exports show them."""
+    parsed = []
+    for spec in specs:
+        head, _, query = spec.partition("?")
+        provider, _, model = head.partition(":")
+        params = {
+            k: v
+            for k, v in parse_qsl(query, keep_blank_values=True)
+            if k != "key_env" and not _is_secret_name(k) and k not in OPERATIONAL_KEYS
+        }
+        parsed.append((provider, model or head, params))
+    providers = {p for p, _, _ in parsed}
+    out: dict[str, str] = {}
+    for spec, (provider, model, ps) in zip(specs, parsed, strict=True):
+        same = [q for p, m, q in parsed if (p, m) == (provider, model)]
+        keys = {k for q in same for k in q}
+        differing = sorted(k for k in keys if len({q.get(k) for q in same}) > 1)
+        name = f"{provider}:{model}" if len(providers) > 1 else model
+        extra = [f"{k}={_short_url(ps[k]) if k in ENDPOINT_KEYS else ps[k]}" for k in differing if k in ps]
+        out[spec] = name + (f" ({', '.join(extra)})" if extra else "")
+    counts = Counter(out.values())
+    for spec in specs:
+        if counts[out[spec]] > 1:
+            out[spec] = spec
+    return out
+
+
+def panel_names(specs: Sequence[str], given: Sequence[str | None]) -> list[str]:
+    """The names of a campaign's judges (`specs` canonical, in order): a given name, else the derived
+    one (`derive_judge_names`; the full spec when that equals a name given to another judge).
+    `BadInput` when two judges would share a name."""
+    derived = derive_judge_names(specs)
+    explicit = {g for g in given if g}
+    names = [
+        g or (derived[s] if derived[s] not in explicit else s) for s, g in zip(specs, given, strict=True)
+    ]
+    twice = [n for n, c in Counter(names).items() if c > 1]
+    if twice and len(set(specs)) == len(specs):  # the same judge twice is refused by the campaign spec
+        raise BadInput(
+            f"judge name {twice[0]!r} is given to two judges of the campaign; names must be unique"
+        )
+    return names
+
+
+def stored_judge_names(judges: Sequence[str], spec: Mapping[str, object] | None) -> dict[str, str]:
+    """judge spec -> name for the judges of a campaign whose stored `spec` may carry `judges` and
+    `judge_names` (parallel lists; campaigns planned before names existed have none): the stored
+    name where there is one, else the derived one (`derive_judge_names` over `judges`)."""
+    derived = derive_judge_names(judges)
+    kept: dict[str, str] = {}
+    if spec is not None:
+        specs, names = spec.get("judges"), spec.get("judge_names")
+        if isinstance(specs, list) and isinstance(names, list) and len(specs) == len(names):
+            kept = {str(j): str(n) for j, n in zip(specs, names, strict=True)}
+    out = {j: kept.get(j, derived[j]) for j in judges}
+    if len(set(out.values())) < len(out):  # a judge linked later took a stored judge's name
+        out = {j: kept.get(j, j) for j in judges}
+    return out

@@ -222,27 +222,7 @@ def _short(name: str, width: int = 34) -> str:
 
 
 def short_judge_names(specs: Sequence[str]) -> dict[str, str]:
-    """A short, still distinct name per judge spec for plots: the model, with the provider when
-    providers differ and the parameters whose values differ between the judges (two judges on one
-    server differ in their model or parameters, not in `base_url`). The full spec where that is
-    not unique."""
-    from urllib.parse import parse_qsl
+    """The derived name per judge spec (`judgepanel.providers.spec.derive_judge_names`, the one source)."""
+    from judgepanel.providers.spec import derive_judge_names
 
-    parsed = []
-    for spec in specs:
-        head, _, query = spec.partition("?")
-        provider, _, model = head.partition(":")
-        parsed.append((provider, model or head, dict(parse_qsl(query, keep_blank_values=True))))
-    providers = {p for p, _, _ in parsed}
-    out = {}
-    for spec, (provider, model, ps) in zip(specs, parsed, strict=True):
-        # the parameters that tell this judge from the others with the same provider and model
-        same = [q for p, m, q in parsed if (p, m) == (provider, model)]
-        keys = {k for q in same for k in q}
-        differing = sorted(k for k in keys if len({q.get(k) for q in same}) > 1)
-        name = f"{provider}:{model}" if len(providers) > 1 else model
-        extra = [f"{k}={ps[k]}" for k in differing if k in ps]
-        out[spec] = name + (f" ({', '.join(extra)})" if extra else "")
-    if len(set(out.values())) < len(out):
-        return {s: s for s in specs}
-    return out
+    return derive_judge_names(specs)

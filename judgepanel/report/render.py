@@ -97,6 +97,14 @@ def _display(col: str, facts: Any, short: dict[str, str]) -> str:
     return " / ".join([short.get(judge, judge), *[p for p in col[len(judge) :].split("/") if p]])
 
 
+def rater_label(col: str, facts: Any) -> str:
+    """A judge column of a campaign report (`SPEC` or `SPEC/CONDITION`) as people read it: the
+    judge's short name (`facts.judge_names`), then the condition; other raters unchanged."""
+    if not any(col == j or col.startswith(j + "/") for j in facts.judges):
+        return col
+    return _display(col, facts, facts.judge_names or plots.short_judge_names(facts.judges))
+
+
 def _plots(r: CampaignReport, short: dict[str, str]) -> dict[str, Any]:
     facts = r.facts
     confusion = []
@@ -123,14 +131,14 @@ def _plots(r: CampaignReport, short: dict[str, str]) -> dict[str, Any]:
 def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list[RenderedCampaign]:
     out = []
     for i, r in enumerate(reports, 1):
-        short = plots.short_judge_names(r.facts.judges)
+        short = r.facts.judge_names or plots.short_judge_names(r.facts.judges)
         out.append(
             RenderedCampaign(
                 anchor=f"c{i}-{re.sub(r'[^A-Za-z0-9_-]', '-', r.facts.name)}",
                 facts=r.facts,
                 unit_kind=r.unit_kind,
                 agreement=r.agreement,
-                clusters=r.clusters,
+                clusters=[[rater_label(n, r.facts) for n in cl] for cl in r.clusters],
                 bias=r.bias,
                 versus=r.versus,
                 cases=r.cases,
@@ -138,7 +146,14 @@ def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list
                 plots=_plots(r, short),
                 simulated=simulated.get(r.facts.name, False),
                 short={
-                    c: _display(c, r.facts, short) for c in {v.judge for k in r.cases for v in k.verdicts}
+                    c: _display(c, r.facts, short)
+                    for c in {
+                        *r.facts.judges,
+                        *(v.judge for k in r.cases for v in k.verdicts),
+                        *(u.judge for u in r.facts.usage),
+                        *(b["judge"] for b in r.bias),
+                        *(v.judge for v in r.versus),
+                    }
                 },
             )
         )

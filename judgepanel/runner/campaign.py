@@ -27,7 +27,7 @@ from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.protocol.templates import Prompt
 from judgepanel.providers.caching import CacheForecast
 from judgepanel.providers.keys import key_source
-from judgepanel.providers.spec import parse_spec
+from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name, stored_judge_names
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
@@ -72,6 +72,8 @@ def create(
     (`@classic-pairwise`); each is validated before anything is stored and kept, source and
     sha256, in the spec. `max_cost` is the default budget of `run`; `origin` records where the
     spec came from (a campaign file and its sha256)."""
+    named = [split_judge_name(j) for j in judges]
+    judges = [j for _, j in named]
     specs = [parse_spec(j) for j in judges]
     spec = CampaignSpec(
         name=name,
@@ -86,6 +88,7 @@ def create(
         split=split,
         limit=limit,
         judge_specs=tuple(j.strip() for j in judges),
+        judge_names=tuple(panel_names([s.name for s in specs], [n for n, _ in named])),
         max_cost=max_cost,
         origin=origin,
         turn=turn,
@@ -316,6 +319,9 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
         }
         for n in ctx.judges
     }
+    names = stored_judge_names(list(ctx.judges), spec.as_dict())
+    for n, d in by_judge.items():
+        d["name"], d["spec"] = names[n], n
     forecasts = {n: CacheForecast(js.provider, js.model) for n, js in ctx.judges.items()}
     for p in preps:
         d = by_judge[p.job.judge]

@@ -16,9 +16,10 @@ flags or from a file is one campaign.
       reference: my_pairwise_ref.j2     # for the items of `reference_categories`
     reference_categories: [math, reasoning, coding]
     turn: 2                             # judge the 2nd assistant reply of each conversation
-    judges:
-      - "openai:gpt-4o-mini?temperature=0"
-      - "openai:qwen2.5-7b?base_url=http://127.0.0.1:8000/v1&key_env=LOCAL_KEY"
+    judges:                             # a spec, NAME=SPEC, or {name: NAME, spec: SPEC}
+      - "mini=openai:gpt-4o-mini?temperature=0"
+      - name: qwen-local
+        spec: "openai:qwen2.5-7b?base_url=http://127.0.0.1:8000/v1&key_env=LOCAL_KEY"
     max_cost: 5.0
 """
 
@@ -35,6 +36,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.spec import check_judge_name
 
 # key -> what it holds ("str", "int", "number", "strings" (a list or a comma-separated string),
 # "judges" (a non-empty list of strings), "templates" (a mapping protocol -> path))
@@ -121,6 +123,29 @@ def _strings(path: Path, key: str, node: Node) -> list[str]:
     return [_scalar(path, key, n, "str") for n in node.value]
 
 
+def _judge(path: Path, node: Node) -> str:
+    """A judge entry: `"SPEC"`, `"NAME=SPEC"` or `{name: NAME, spec: SPEC}` (-> `"NAME=SPEC"`)."""
+    if not isinstance(node, MappingNode):
+        return str(_scalar(path, "judges", node, "str"))
+    got: dict[str, str] = {}
+    for k, v in node.value:
+        key = _scalar(path, "judges", k, "str")
+        if key not in ("name", "spec"):
+            raise BadInput(f"{_where(path, k)}: judges: unknown key {key!r}; a judge is {{name: …, spec: …}}")
+        if key in got:
+            raise BadInput(f"{_where(path, k)}: judges: {key} is given twice")
+        got[key] = _scalar(path, f"judges.{key}", v, "str")
+    if "spec" not in got:
+        raise BadInput(f"{_where(path, node)}: judges: a judge mapping needs spec: PROVIDER:MODEL[?…]")
+    if "name" not in got:
+        return got["spec"]
+    try:
+        name = check_judge_name(got["name"])
+    except BadInput as exc:
+        raise BadInput(f"{_where(path, node)}: {exc}") from None
+    return f"{name}={got['spec']}"
+
+
 def _value(path: Path, key: str, node: Node) -> Any:
     kind = KEYS[key]
     if kind in ("str", "int", "number"):
@@ -130,7 +155,7 @@ def _value(path: Path, key: str, node: Node) -> Any:
     if kind == "judges":
         if not isinstance(node, SequenceNode) or not node.value:
             raise BadInput(f"{_where(path, node)}: judges: expected a non-empty list of judge specs")
-        return [_scalar(path, "judges", n, "str") for n in node.value]
+        return [_judge(path, n) for n in node.value]
     if not isinstance(node, MappingNode):
         raise BadInput(f"{_where(path, node)}: templates: expected {_KIND_WORDS['templates']}")
     out: dict[str, str] = {}
@@ -248,7 +273,13 @@ def to_yaml(spec: Mapping[str, Any], name: str) -> str:
     templates = spec.get("templates") or {}
     if templates:
         out["templates"] = {p: (d.get("path") or d["name"]) for p, d in templates.items()}
-    out["judges"] = list(spec.get("judge_specs") or spec["judges"])
+    judges = list(spec.get("judge_specs") or spec["judges"])
+    names = spec.get("judge_names") or []
+    out["judges"] = (
+        [{"name": n, "spec": j} for n, j in zip(names, judges, strict=True)]
+        if len(names) == len(judges)
+        else judges
+    )
     if spec.get("max_cost") is not None:
         out["max_cost"] = spec["max_cost"]
     if spec.get("turn") is not None:

@@ -8,14 +8,14 @@ exports in bounded memory. The column lists are fixed and documented here; `judg
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import Engine, Select, case, func, literal, select
 from sqlalchemy.orm import Session, aliased
 
-from judgepanel.store.campaigns import campaign_by_name
+from judgepanel.store.campaigns import campaign_by_name, campaign_judge_names
 from judgepanel.store.models import (
     Annotator,
     Clause,
@@ -46,6 +46,7 @@ class Column:
 _JOB = [
     Column("campaign", "str", "campaign name"),
     Column("judge", "str", "judge spec (never a key)"),
+    Column("judge_name", "str", "the judge's short name in the campaign (given NAME=SPEC, or derived)"),
     Column("job_key", "str", "deterministic job key"),
     Column("unit", "str", "item id, or 'a|b' for a pair (canonical order)"),
     Column("item", "str", "external id of the item (item a of a pair)"),
@@ -122,7 +123,9 @@ def campaign_ids(engine: Engine, name: str) -> tuple[int, int]:
         return c.id, (-1 if c.dataset_id is None else c.dataset_id)  # editor campaigns read no dataset
 
 
-def _job_columns(campaign_name: str) -> tuple[list[Any], Callable[[Select[Any]], Select[Any]]]:
+def _job_columns(
+    campaign_name: str, names: Mapping[str, str]
+) -> tuple[list[Any], Callable[[Select[Any]], Select[Any]]]:
     item_a, item_b, item_p = aliased(Item), aliased(Item), aliased(Item)
     unit = case(
         (Job.pair_id.is_not(None), item_a.external_id + literal("|") + item_b.external_id),
@@ -131,6 +134,7 @@ def _job_columns(campaign_name: str) -> tuple[list[Any], Callable[[Select[Any]],
     cols = [
         literal(campaign_name).label("campaign"),
         Judge.name.label("judge"),
+        (case(dict(names), value=Judge.name, else_=Judge.name) if names else Judge.name).label("judge_name"),
         Job.job_key,
         unit.label("unit"),
         func.coalesce(item_a.external_id, item_p.external_id).label("item"),
@@ -167,7 +171,9 @@ def _resp_columns() -> list[Any]:
     ]
 
 
-def _statement(what: What, campaign_id: int, dataset_id: int, campaign_name: str) -> Select[Any]:
+def _statement(
+    what: What, campaign_id: int, dataset_id: int, campaign_name: str, names: Mapping[str, str]
+) -> Select[Any]:
     if what == "labels":
         return (
             select(
@@ -188,7 +194,7 @@ def _statement(what: What, campaign_id: int, dataset_id: int, campaign_name: str
             .where(Item.dataset_id == dataset_id)
             .order_by(Item.position, Annotator.name, Label.dimension)
         )
-    job_cols, joins = _job_columns(campaign_name)
+    job_cols, joins = _job_columns(campaign_name, names)
     if what == "verdicts":
         stmt = select(
             *job_cols,
@@ -257,7 +263,8 @@ def export_rows(
     if what not in WHATS:
         raise ValueError(what)
     campaign_id, dataset_id = campaign_ids(engine, campaign)
-    stmt = _statement(what, campaign_id, dataset_id, campaign)
+    names = campaign_judge_names(engine, campaign) if what != "labels" else {}
+    stmt = _statement(what, campaign_id, dataset_id, campaign, names)
     # bound parameters, never text pasted into the SQL: a campaign name may hold `%`, `'` or `?`,
     # which each driver's paramstyle reads differently
     compiled = stmt.compile(dialect=engine.dialect)

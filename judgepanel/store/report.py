@@ -15,6 +15,7 @@ from sqlalchemy import Engine, func, literal, select
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.spec import stored_judge_names
 from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.models import (
     Annotator,
@@ -65,6 +66,8 @@ class CampaignFacts:
     templates: dict[str, str]  # name -> sha256
     jobs: dict[str, int]  # status -> count
     usage: list[JudgeUsage]
+    # judge spec -> its short name (given `NAME=SPEC` or derived; `providers.spec.stored_judge_names`)
+    judge_names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,7 @@ def campaign_facts(engine: Engine, name: str) -> CampaignFacts:
             templates=templates,
             jobs={str(k): int(v) for k, v in jobs.items()},
             usage=usage,
+            judge_names=stored_judge_names(judges, c.spec),
         )
 
 

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.store import browse
+from judgepanel.store.campaigns import campaign_judge_names
 from judgepanel.store.models import utcnow
 
 RATE_WINDOW_S = 30.0  # calls/s is measured over the last this many seconds
@@ -133,18 +134,23 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
 
     info = browse.campaign_row(engine, name)
     st = campaign_status(engine, name).as_dict()
+    names = campaign_judge_names(engine, name)
+    failures = [
+        {**f, "judge_name": names.get(f["judge"], f["judge"])} for f in browse.failure_examples(engine, name)
+    ]
     out: dict[str, Any] = {
         **st,
         "campaign": name,
         "protocol": info["protocol"],
         "judges": info["judges"],
+        "judge_names": {j: names.get(j, j) for j in info["judges"]},
         "max_cost_usd": info["max_cost_usd"],
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
         "agreement": [],
         "bias": {"judges": {}},
         "matrix": {"raters": [], "kappa": [], "clusters": [], "groups": []},
         "versus": [],
-        "failures": browse.failure_examples(engine, name),
+        "failures": failures,
         "cost_split": {
             "list_usd": st["cost_list_usd"],
             "saved_by_cache_usd": st["saved_by_cache_usd"],
@@ -164,14 +170,26 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
     out["agreement"] = [
         {**asdict(a), "value": _finite(a.value), "ci": list(a.ci) if a.ci else None} for a in rep.agreement
     ]
-    out["bias"] = {"judges": {b["judge"]: {k: v for k, v in b.items() if k != "judge"} for b in rep.bias}}
+    # as `metrics bias --json`: keyed by the judge's short name, its spec inside
+    out["bias"] = {
+        "judges": {
+            names.get(b["judge"], b["judge"]): {
+                **{k: v for k, v in b.items() if k != "judge"},
+                "spec": b["judge"],
+            }
+            for b in rep.bias
+        }
+    }
+    from judgepanel.report.render import rater_label
+
     out["matrix"] = {
-        "raters": rep.kappa_names,
+        # judges by their short names, as `metrics matrix --json` names its judge columns
+        "raters": [rater_label(n, rep.facts) for n in rep.kappa_names],
         "kappa": rep.kappa,
-        "clusters": rep.clusters,
+        "clusters": [[rater_label(n, rep.facts) for n in cl] for cl in rep.clusters],
         "groups": rep.kappa_groups,
     }
-    out["versus"] = [asdict(v) for v in rep.versus]
+    out["versus"] = [{**asdict(v), "judge_name": names.get(v.judge, v.judge)} for v in rep.versus]
     out["notes"] += rep.notes
     return out
 
@@ -228,6 +246,7 @@ def verdicts(engine: Engine, name: str, q: VerdictQuery) -> dict[str, Any]:
     from judgepanel.store.simulated import simulated_campaigns
 
     info = browse.campaign_row(engine, name)
+    names = campaign_judge_names(engine, name)
     rows, more = browse.verdict_page(engine, name, q.filter, after=q.after, limit=q.limit)
     labels = browse.unit_labels(engine, info["protocol"], sorted({r.unit for r in rows}))
     spec = info["spec"]
@@ -240,6 +259,7 @@ def verdicts(engine: Engine, name: str, q: VerdictQuery) -> dict[str, Any]:
                 "verdict_id": r.verdict_id,
                 "campaign": name,
                 "judge": r.judge,
+                "judge_name": names.get(r.judge, r.judge),
                 "unit": labels.get(r.unit, str(r.unit)),
                 "case": r.unit,
                 "order": r.order,
@@ -261,6 +281,7 @@ def verdicts(engine: Engine, name: str, q: VerdictQuery) -> dict[str, Any]:
         "limit": q.limit,
         "filters": {
             "judge": info["judges"],
+            "judge_names": {j: names.get(j, j) for j in info["judges"]},
             "dimension": list(spec.get("dimensions") or ([info["dimension"]] if info["dimension"] else [])),
             "condition": list(spec.get("conditions") or ([info["condition"]] if info["condition"] else [])),
             "order": list(browse.ORDERS) if info["protocol"] == "pairwise" else [],
@@ -279,13 +300,14 @@ def case(engine: Engine, name: str, unit: int) -> dict[str, Any]:
     rec = browse.case_record(engine, name, unit)
     if rec is None:
         raise NotFound(f"campaign {name!r} has no case {unit}")
+    names = campaign_judge_names(engine, name)
     return {
         "campaign": name,
         "protocol": rec.protocol,
         "case": unit,
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
         "items": rec.items,
-        "verdicts": [asdict(a) for a in rec.attempts],
+        "verdicts": [{**asdict(a), "judge_name": names.get(a.judge, a.judge)} for a in rec.attempts],
         "humans": rec.pair_labels,
         "labels": [asdict(h) for h in rec.labels],
     }

@@ -251,7 +251,9 @@ def test_metrics_matrix_keys_and_shapes(db: str, pairs: dict[str, Any]) -> None:
 
 def test_metrics_bias_keys(db: str, pairwise: str) -> None:
     out = _json(cli("metrics", "bias", "--campaign", pairwise, "--json", db=db))
-    assert set(out["judges"]) == {JUDGE_A, JUDGE_B}
+    # keyed by the judge's short name, its full spec inside (issue 19 §3)
+    assert set(out["judges"]) == {"judge-a", "judge-b"}
+    assert {b["spec"] for b in out["judges"].values()} == {JUDGE_A, JUDGE_B}
     for b in out["judges"].values():
         assert {"back_wins", "front_wins", "consistent", "inconsistent", "p_value"} <= set(b)
         assert all(_count(b[k]) for k in ("back_wins", "front_wins", "consistent", "inconsistent"))

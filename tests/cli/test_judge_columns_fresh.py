@@ -73,11 +73,11 @@ def test_fresh_agreement_sees_campaign_judges(db_url: str) -> None:
         "alpha",
         "--json",
     )
-    assert got["raters"] == [f"sim:j{j}@bench" for j in range(3)]
+    assert got["raters"] == [f"j{j}@bench" for j in range(3)]  # short names (issue 19 §3)
     assert got["n_units"] == 40
     assert abs(float(got["value"]) - _reference_alpha(db_url)) < 1e-9  # type: ignore[arg-type]
     bias = _cli(db_url, "metrics", "bias", "--campaign", "bench", "--json")
-    assert {j: b["pairs"] for j, b in bias["judges"].items()} == {f"sim:j{j}": 40 for j in range(3)}  # type: ignore[attr-defined]
+    assert {j: b["pairs"] for j, b in bias["judges"].items()} == {f"j{j}": 40 for j in range(3)}  # type: ignore[attr-defined]
 
 
 def test_bench_measure_reports_own_peak(tmp_path: Path) -> None:

@@ -204,6 +204,10 @@ def create_campaign(
                     f"campaign {spec.name!r} exists with another spec{_what_differs(camp.spec, stored)}; "
                     f"choose another name (see `judgepanel campaign list`)"
                 )
+            if stored.get("judge_names") and camp.spec.get("judge_names") != stored["judge_names"]:
+                camp.spec = dict(
+                    camp.spec, judge_names=stored["judge_names"]
+                )  # names are for people: renaming is allowed
         else:
             camp = Campaign(
                 name=spec.name,
@@ -327,7 +331,7 @@ def remember_served_models(engine: Engine, campaign: str, served: Mapping[str, s
 
 
 # not part of what a campaign *is*: provenance, and what its runs learnt about the judges' servers
-_NOT_COMPARED = ("origin", "refused_params", "served_models")
+_NOT_COMPARED = ("origin", "refused_params", "served_models", "judge_names")
 
 
 def _compared(spec: dict[str, Any]) -> dict[str, Any]:
@@ -389,6 +393,7 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
                 origin=d.get("origin"),
                 turn=d.get("turn"),
                 reference_categories=tuple(d.get("reference_categories") or ()),
+                judge_names=tuple(d.get("judge_names") or ()),
                 items=tuple(d.get("items") or ()),
             ),
             rv,

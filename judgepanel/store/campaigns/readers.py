@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine, Row, Select, and_, func, select
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.pairs import as_label, combine_orders
+from judgepanel.providers.spec import stored_judge_names
 from judgepanel.store.rater_sources import MatrixScope, register_rater_source
 
 # Core tables, not the ORM models: `campaign status`, `campaign list` and the rating matrices read
@@ -116,6 +117,24 @@ class CampaignStatus:
             "reserved_usd": self.reserved_usd,
             "left_usd": self.left_usd,
         }
+
+
+def judge_names_in(s: Connection | Session, c: Any) -> dict[str, str]:
+    """judge spec -> short name for the judges linked to campaign `c` (a campaign row or model;
+    stored names, else derived)."""
+    judges = s.scalars(
+        select(Judge.name)
+        .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
+        .where(CampaignJudge.campaign_id == c.id)
+        .order_by(Judge.id)
+    ).all()
+    return stored_judge_names(list(judges), c.spec)
+
+
+def campaign_judge_names(engine: Engine, name: str) -> dict[str, str]:
+    """judge spec -> the short name shown for it, for the judges of campaign `name`."""
+    with engine.connect() as conn:
+        return judge_names_in(conn, _campaign(conn, name))
 
 
 def campaign_status(engine: Engine, name: str) -> CampaignStatus:
@@ -249,6 +268,9 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             )
             saved_batch = _add(saved_batch, d["saved_by_batch_usd"])
             cost_list = _add(cost_list, d["cost_list_usd"])
+        names = stored_judge_names(list(by_judge), c.spec)
+        for jname, d in by_judge.items():
+            d["name"], d["spec"] = names[jname], jname  # keyed by spec as before; `name` is for people
         judge_costs = [d["cost_usd"] for d in by_judge.values()]
         total_cost = None if None in judge_costs else round(sum(judge_costs), 6)
         partial = _partial_jobs(s, c.id)
@@ -449,12 +471,14 @@ def list_campaigns(engine: Engine) -> list[dict[str, Any]]:
         out = []
         for c in camps:
             n = counts[c.id]
+            names = stored_judge_names(judges[c.id], c.spec)
             out.append(
                 {
                     "name": c.name,
                     "dataset": datasets.get(c.dataset_id) if c.dataset_id is not None else None,
                     "protocol": c.protocol,
                     "judges": judges[c.id],
+                    "judge_names": [names[j] for j in judges[c.id]],
                     "jobs": sum(n.values()),
                     "done": n["done"],
                     "failed": n["failed"],
@@ -593,8 +617,9 @@ def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[Rat
     jobs judged the matrix's dimension: the argmax score of the first sample (repeat 0). Pair matrices get
     one column per (pairwise campaign over the pair set, judge): the pair's combined AB/BA verdict
     as a three-way label (`protocol.pairs.as_label`: an inconsistent pair counts as a tie, a pair
-    missing an order has no label). Columns are named `JUDGE@CAMPAIGN` (plus `/CONDITION` or
-    `/DIMENSION` when the campaign asked several), in group `judge`.
+    missing an order has no label). Columns are named `NAME@CAMPAIGN` (plus `/CONDITION` or
+    `/DIMENSION` when the campaign asked several), NAME the judge's short name in the campaign, in
+    group `judge`; `SPEC@CAMPAIGN…` (the judge's full spec) selects the same column.
 
     One judge (spec) counts once per request: campaigns are read in creation order, and a unit whose
     verdict came from a request that judge already answered in an earlier campaign (copied from the
@@ -607,14 +632,17 @@ def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[Rat
         if scope.kind == "pair"
         else Campaign.dataset_id == scope.dataset_id
     )
-    camps = s.execute(
-        select(Campaign.id, Campaign.name).where(where, Campaign.protocol == protocol).order_by(Campaign.id)
+    camps = s.scalars(
+        select(Campaign).where(where, Campaign.protocol == protocol).order_by(Campaign.id)
     ).all()
     columns: list[RaterColumn] = []
     # one judge counts once per request: a later campaign that asked a judge the same request (its
     # verdict copied from the cache, or asked again) adds no second vote for that unit
     counted: set[tuple[str, str]] = set()
-    for cid, cname in camps:
+    for camp in camps:
+        cid, cname = camp.id, camp.name
+        # named by the judge's short name; `SPEC@CAMPAIGN` still selects it (`--raters`, `--with-judges`)
+        short = judge_names_in(s, camp)
         q = (
             _done_verdicts(
                 cid,
@@ -639,13 +667,16 @@ def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[Rat
         if scope.kind == "pair":
             orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
             names: dict[tuple[str, str | None], str] = {}
+            alias: dict[str, str] = {}
             seen_before: set[tuple[str, int]] = set()  # (column, pair) with a request counted already
             mine: set[tuple[str, str]] = set()
             for jname, _item, pid, order, dim, canon, rhash in rows:
                 if pid is not None and order is not None and canon is not None:
                     col = names.get((jname, dim))
                     if col is None:
-                        col = names[(jname, dim)] = f"{jname}@{cname}" + (f"/{dim}" if several else "")
+                        tail = f"@{cname}" + (f"/{dim}" if several else "")
+                        col = names[(jname, dim)] = short.get(jname, jname) + tail
+                        alias[col] = jname + tail
                     orders[(col, pid)][order] = canon
                     if (jname, rhash) in counted:
                         seen_before.add((col, pid))
@@ -656,20 +687,27 @@ def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[Rat
                 label = as_label(combine_orders(o.get("AB"), o.get("BA")))
                 if label is not None and (col, pid) not in seen_before:
                     labels[col][pid] = label
-            columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(labels.items())]
+            columns += [
+                RaterColumn(n, v, "judge", "judge", aliases=(alias[n],)) for n, v in sorted(labels.items())
+            ]
         else:
             scores: dict[str, dict[int, float | str]] = defaultdict(dict)
+            alias = {}
             mine = set()
             for jname, item, _pid, _o, cond, canon, rhash in rows:
                 # the argmax verdict: agreement coefficients compare categories, and a
                 # `scoring=logprobs` judge's stored score is a continuous expectation
                 value = _as_number(canon)
                 if item is not None and value is not None and (jname, rhash) not in counted:
-                    suffix = f"/{cond}" if several else ""
-                    scores[f"{jname}@{cname}{suffix}"][item] = value
+                    tail = f"@{cname}" + (f"/{cond}" if several else "")
+                    col = short.get(jname, jname) + tail
+                    alias[col] = jname + tail
+                    scores[col][item] = value
                     mine.add((jname, rhash))
             counted |= mine
-            columns += [RaterColumn(n, v, "judge", "judge") for n, v in sorted(scores.items())]
+            columns += [
+                RaterColumn(n, v, "judge", "judge", aliases=(alias[n],)) for n, v in sorted(scores.items())
+            ]
     return columns
 
 

@@ -39,12 +39,19 @@ class CampaignInfo:
     # is sent to ({"judge", "key_env", "host"}); filled in by the runner, which resolves them
     judge_keys: tuple[dict[str, str | None], ...] = ()
 
+    def judge_names(self) -> dict[str, str]:
+        """judge spec -> its short name (given or derived; `providers.spec.stored_judge_names`)."""
+        from judgepanel.providers.spec import stored_judge_names
+
+        return stored_judge_names([j.name for j in self.judges], self.spec)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "campaign": self.name,
             "dataset": self.dataset,
             "protocol": self.protocol,
             "judges": [j.name for j in self.judges],
+            "judge_names": list(self.judge_names().values()),
             "judge_keys": list(self.judge_keys),
             "jobs": self.jobs,
             "added": self.added,
