@@ -632,7 +632,7 @@ def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[Rat
         if scope.kind == "pair"
         else Campaign.dataset_id == scope.dataset_id
     )
-    camps = s.scalars(
+    camps = s.execute(
         select(Campaign).where(where, Campaign.protocol == protocol).order_by(Campaign.id)
     ).all()
     columns: list[RaterColumn] = []
