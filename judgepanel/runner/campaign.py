@@ -29,6 +29,7 @@ from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
+from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare
 from judgepanel.runner.served import served_models_now
@@ -226,14 +227,16 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
     spec, rv_id = store.campaign_spec(engine, name)
     cid = store.campaign_id(engine, name)
     judges = {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))}
+    _plan = clause_plan(engine, rv_id, spec.protocol, custom=bool(spec.templates))
     ctx = CampaignContext(
         spec.protocol,
         store.rubric_doc(engine, rv_id) if rv_id is not None else None,
-        store.campaign_clauses(engine, rv_id),
+        _plan[0],
         judges,
         served_models=served_models_now(judges) if use_cache else {},
         tasks=editor_tasks(engine, name) if spec.protocol == "editor" else {},
         refused=store.learnt_refusals(engine, list(judges)),
+        checkers=_plan[1],
         **context_options(spec),
     )
     counts = store.job_counts(engine, cid)

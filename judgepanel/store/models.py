@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -334,9 +335,34 @@ class ClauseVerdict(Base):
     clause_id: Mapped[int] = mapped_column(ForeignKey("clause.id"))
     met: Mapped[bool | None] = mapped_column(Boolean)
     rationale: Mapped[str | None] = mapped_column(Text)
+    # answered by a kept clause checker (`ClauseChecker`), not by the model: removed from the request
+    by_checker: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 # ---------------------------------------------------------------- rubric repair
+
+
+class ClauseChecker(Base):
+    """One editor proposal of a deterministic checker for one clause (`repair checkers`): the
+    checker and its parameters (kind None: the editor said "none"), its agreement with the judge
+    majority on the iteration's development items, the threshold, and whether it was kept. A kept
+    checker answers its clause in later clause campaigns on `rubric_version_id`."""
+
+    __tablename__ = "clause_checker"
+    __table_args__ = (UniqueConstraint("iteration", "clause_key"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    iteration: Mapped[str] = mapped_column(String(200))
+    rubric_version_id: Mapped[int] = mapped_column(ForeignKey("rubric_version.id", ondelete="CASCADE"))
+    clause_key: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str | None] = mapped_column(String(20))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    reason: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)  # why the proposal is unusable (invalid parameters)
+    agreement: Mapped[float | None] = mapped_column(Float)
+    n_items: Mapped[int] = mapped_column(Integer, default=0)
+    threshold: Mapped[float] = mapped_column(Float)
+    kept: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class RepairIteration(Base):

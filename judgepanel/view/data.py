@@ -353,7 +353,9 @@ def iterations(engine: Engine) -> dict[str, Any]:
 
 def iteration(engine: Engine, name: str) -> dict[str, Any]:
     """`repair status --json` with `comparison` (`repair compare --json`, None until compared),
-    `selection`, `rewrites` (clause id -> old, new, reason) and `simulated`."""
+    `selection`, `rewrites` (clause id -> old, new, reason), `checkers` (`repair checkers`: every
+    proposal, kept or refused) and `simulated`."""
+    from judgepanel.store.checkers import iteration_checkers
     from judgepanel.store.repair import get_iteration
     from judgepanel.store.simulated import iteration_simulated
 
@@ -365,4 +367,5 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
         "comparison": rec.comparison,
         "selection": rec.selection,
         "rewrites": rec.rewrites,
+        "checkers": [r.as_dict() for r in iteration_checkers(engine, name)],
     }
