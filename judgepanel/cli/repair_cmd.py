@@ -399,7 +399,7 @@ def print_checkers(rows: list[dict[str, Any]]) -> None:
             [
                 r["clause"],
                 r["checker"],
-                ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "-",
+                ", ".join(f"{k}={v}" for k, v in r["params"].items() if v is not None) or "-",
                 "-" if r["agreement"] is None else f"{r['agreement']:.3f}",
                 r["n_items"],
                 "kept"

@@ -63,7 +63,7 @@ def checkers_part(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
         return "", []
 
     def params(r: dict[str, Any]) -> str:
-        return ", ".join(f"{k}={v}" for k, v in r["params"].items()) or "—"
+        return ", ".join(f"{k}={v}" for k, v in r["params"].items() if v is not None) or "—"
 
     def decision(r: dict[str, Any]) -> str:
         if r["checker"] == "none":

@@ -309,3 +309,46 @@ def test_checkers_need_the_dev_step(sqlite_url: str) -> None:
     assert res.code == 2
     res = cli("repair", "checkers", "nope", "--threshold", "1.5", db=sqlite_url)
     assert res.code == 2
+
+
+def test_compare_json_report_and_viewer_carry_the_proposals(sqlite_url: str) -> None:
+    from tests.repair.conftest import run_args
+
+    prepare_db(sqlite_url)
+    assert cli(*run_args("r1", PANEL_SIM, "sim:editor"), "--json", db=sqlite_url).code == 0
+    before = cli("repair", "compare", "r1", "--json", db=sqlite_url).json()
+    assert before["checkers"] == []
+    out = cli("repair", "checkers", "r1", "--threshold", "0.8", "--json", db=sqlite_url).json()
+    assert out["threshold"] == 0.8 and len(out["checkers"]) == 6  # the six coherence clauses
+    after = cli("repair", "compare", "r1", "--json", db=sqlite_url).json()
+    assert after["checkers"] == out["checkers"]
+    assert {k: v for k, v in after.items() if k != "checkers"} == {
+        k: v for k, v in before.items() if k != "checkers"
+    }
+    for r in after["checkers"]:
+        assert list(r) == [
+            "clause",
+            "checker",
+            "params",
+            "reason",
+            "error",
+            "agreement",
+            "n_items",
+            "threshold",
+            "kept",
+        ]
+    # coherence.5 ("No statement is repeated …") gets the sim editor's bad word cap
+    rows = {r["clause"]: r for r in after["checkers"]}
+    assert rows["coherence.5"]["checker"] == "word_count" and rows["coherence.5"]["kept"] is False
+    assert rows["coherence.1"]["checker"] == "none" and rows["coherence.1"]["agreement"] is None
+    text = cli("repair", "compare", "r1", db=sqlite_url).stdout
+    assert "clause checkers" in text and "coherence.5" in text
+
+    from judgepanel.report.iteration import iteration_section
+    from judgepanel.view.data import iteration
+
+    engine = create_engine(sqlite_url)
+    sec = iteration_section(engine, "r1")
+    assert "data-table='checkers'" in sec["html"] and "| `coherence.5` | word_count |" in sec["markdown"]
+    assert iteration(engine, "r1")["checkers"] == out["checkers"]
+    engine.dispose()
