@@ -284,7 +284,11 @@ def run(
     if json_:
         out = {**rec.status_dict(), "simulated": simulated}
         if rec.comparison is not None:
-            out["comparison"] = {**rec.comparison, "simulated": simulated}
+            out["comparison"] = {
+                **rec.comparison,
+                "checkers": rep.checker_rows(engine, name),
+                "simulated": simulated,
+            }
         emit_json(out)
         return
     if rec.comparison is not None:

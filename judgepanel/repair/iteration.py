@@ -553,7 +553,7 @@ def compare(engine: Engine, name: str, *, resample: str | None = None) -> dict[s
         raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {resample!r}")
     stored = rec.comparison if rec.steps["compare"] == "done" else None
     if stored is not None and (resample is None or stored.get("resample", "items") == resample):
-        return {**stored, "checkers": _checkers(engine, name)}
+        return {**stored, "checkers": checker_rows(engine, name)}
     _need(rec, "evaluate")
     inp = _inputs(rec)
     _doc, ids, dims = _clause_order(engine, rec)
@@ -623,10 +623,10 @@ def compare(engine: Engine, name: str, *, resample: str | None = None) -> dict[s
     result = dict(json.loads(json.dumps(result)))
     if stored is None and (resample is None or resample == c.resample):
         store.finish_step(engine, name, "compare", comparison=result)
-    return {**result, "checkers": _checkers(engine, name)}
+    return {**result, "checkers": checker_rows(engine, name)}
 
 
-def _checkers(engine: Engine, name: str) -> list[dict[str, Any]]:
+def checker_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
     """Every checker proposal of the iteration (`repair checkers`), kept or refused; read when
     asked, not stored with the comparison, so proposals made after `compare` show too."""
     from judgepanel.store.checkers import iteration_checkers

@@ -128,11 +128,12 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
     `kappa`, `clusters`), `versus`, `failures` (per kind: count and a first example) and
     `cost_split` (list price, saved by the prompt cache and by batch APIs, paid)."""
     from judgepanel.report.build import campaign_report
+    from judgepanel.runner.checkers import checker_use
     from judgepanel.store.campaigns import campaign_status
     from judgepanel.store.simulated import simulated_campaigns
 
     info = browse.campaign_row(engine, name)
-    st = campaign_status(engine, name).as_dict()
+    st = {**campaign_status(engine, name).as_dict(), **checker_use(engine, name).as_dict()}
     out: dict[str, Any] = {
         **st,
         "campaign": name,
@@ -355,6 +356,7 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
     """`repair status --json` with `comparison` (`repair compare --json`, None until compared),
     `selection`, `rewrites` (clause id -> old, new, reason), `checkers` (`repair checkers`: every
     proposal, kept or refused) and `simulated`."""
+    from judgepanel.repair.iteration import chain
     from judgepanel.store.checkers import iteration_checkers
     from judgepanel.store.repair import get_iteration
     from judgepanel.store.simulated import iteration_simulated
@@ -368,4 +370,5 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
         "selection": rec.selection,
         "rewrites": rec.rewrites,
         "checkers": [r.as_dict() for r in iteration_checkers(engine, name)],
+        "chain": chain(engine, name),  # as `repair status --json`
     }
