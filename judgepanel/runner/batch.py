@@ -214,7 +214,7 @@ class BatchRunner:
             judges[rec.name] = _Judge(jid, js, provider, price_for(js))
         rubric = store.rubric_doc(self.engine, rv_id) if rv_id is not None else None
         tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
-        _plan = clause_plan(self.engine, rv_id, spec.protocol, custom=bool(spec.templates))
+        _plan = clause_plan(self.engine, self.name, rv_id, spec.protocol, custom=bool(spec.templates))
         ctx = CampaignContext(
             spec.protocol,
             rubric,

@@ -227,7 +227,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
     spec, rv_id = store.campaign_spec(engine, name)
     cid = store.campaign_id(engine, name)
     judges = {s.name: s for s in (parse_spec(j) for j in (spec.judge_specs or spec.judges))}
-    _plan = clause_plan(engine, rv_id, spec.protocol, custom=bool(spec.templates))
+    _plan = clause_plan(engine, name, rv_id, spec.protocol, custom=bool(spec.templates))
     ctx = CampaignContext(
         spec.protocol,
         store.rubric_doc(engine, rv_id) if rv_id is not None else None,

@@ -1,7 +1,9 @@
 """Kept clause checkers in a clause campaign (issue 18 §2).
 
 A checker kept by `repair checkers` for a clause of rubric version V answers that clause in every
-later clause campaign on V without a model call: the clause is left out of the request (prompt,
+clause campaign on V created after it was kept without a model call (campaigns created earlier,
+and a repair iteration's own campaigns, ask every clause as before — a resumed campaign does not
+change how it asks, and a repair comparison asks every version alike): the clause is left out of the request (prompt,
 schema, parse and output cap all see only the clauses still asked) and its verdict is computed
 from the candidate text and stored with the judge's verdict, marked `by_checker`. When every clause
 of a dimension has a kept checker the dimension is asked as before (a request cannot be empty) and
@@ -30,13 +32,13 @@ Answered = Mapping[str, tuple[tuple[ClauseRow, Checker], ...]]
 
 
 def clause_plan(
-    engine: Engine, rubric_version_id: int | None, protocol: str, *, custom: bool = False
+    engine: Engine, campaign: str, rubric_version_id: int | None, protocol: str, *, custom: bool = False
 ) -> tuple[dict[str, list[ClauseRow]], dict[str, tuple[tuple[ClauseRow, Checker], ...]]]:
     """(dimension -> the clauses the model is asked, dimension -> the clauses a checker answers)."""
     clauses = campaign_clauses(engine, rubric_version_id)
     if protocol != "clauses" or custom or rubric_version_id is None:
         return clauses, {}
-    kept = store.kept_checkers(engine, rubric_version_id)
+    kept = store.kept_checkers(engine, rubric_version_id, campaign=campaign)
     if not kept:
         return clauses, {}
     asked: dict[str, list[ClauseRow]] = {}

@@ -457,7 +457,7 @@ class Runner:
         refused = assume_learnt_refusals(
             self.engine, {n: j.provider for n, j in judges.items()}, self.warnings
         )
-        _plan = clause_plan(self.engine, rv_id, spec.protocol, custom=bool(spec.templates))
+        _plan = clause_plan(self.engine, self.name, rv_id, spec.protocol, custom=bool(spec.templates))
         ctx = CampaignContext(
             spec.protocol,
             rubric,

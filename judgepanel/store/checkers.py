@@ -12,7 +12,16 @@ from sqlalchemy import Engine, case, delete, func, select
 
 from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import ClauseChecker, ClauseVerdict, Job, Response, Verdict
+from judgepanel.store.models import (
+    Campaign,
+    ClauseChecker,
+    ClauseVerdict,
+    Job,
+    RepairIteration,
+    Response,
+    Verdict,
+    utcnow,
+)
 
 
 @dataclass(frozen=True)
@@ -44,12 +53,21 @@ class CheckerRow:
 def store_checkers(
     engine: Engine, iteration: str, rubric_version_id: int, rows: Sequence[CheckerRow]
 ) -> None:
-    """Replace the iteration's proposals by `rows`, in one transaction."""
+    """Replace the iteration's proposals by `rows`, in one transaction. A proposal decided as
+    before (same checker, parameters and decision) keeps its time stamp: campaigns created since
+    it was kept keep using it."""
     with session_scope(engine) as s:
+        old = {
+            c.clause_key: c
+            for c in s.scalars(select(ClauseChecker).where(ClauseChecker.iteration == iteration))
+        }
         s.execute(delete(ClauseChecker).where(ClauseChecker.iteration == iteration))
         for r in rows:
+            was = old.get(r.clause_key)
+            same = was is not None and (was.kind, dict(was.params or {}), was.kept) == (r.kind, dict(r.params), r.kept)
             s.add(
                 ClauseChecker(
+                    created_at=was.created_at if same and was is not None else utcnow(),
                     iteration=iteration,
                     rubric_version_id=rubric_version_id,
                     clause_key=r.clause_key,
@@ -87,16 +105,24 @@ def iteration_checkers(engine: Engine, iteration: str) -> list[CheckerRow]:
         return [_row(c) for c in rows]
 
 
-def kept_checkers(engine: Engine, rubric_version_id: int) -> dict[str, CheckerRow]:
+def kept_checkers(engine: Engine, rubric_version_id: int, *, campaign: str | None = None) -> dict[str, CheckerRow]:
     """clause key -> the kept checker for that clause of the rubric version (the latest proposal
-    when several iterations kept one)."""
+    when several iterations kept one). With `campaign`: only checkers kept before the campaign was
+    created, and none for a repair iteration's own campaigns (their comparison must ask every
+    version the same way)."""
     with session_scope(engine) as s:
-        rows = s.scalars(
-            select(ClauseChecker)
-            .where(ClauseChecker.rubric_version_id == rubric_version_id, ClauseChecker.kept.is_(True))
-            .order_by(ClauseChecker.id)
+        stmt = select(ClauseChecker).where(
+            ClauseChecker.rubric_version_id == rubric_version_id, ClauseChecker.kept.is_(True)
         )
-        return {c.clause_key: _row(c) for c in rows}
+        if campaign is not None:
+            created = s.scalar(select(Campaign.created_at).where(Campaign.name == campaign))
+            if created is None:
+                return {}
+            for used in s.scalars(select(RepairIteration.campaigns)):
+                if campaign in (used or {}).values():
+                    return {}
+            stmt = stmt.where(ClauseChecker.created_at <= created)
+        return {c.clause_key: _row(c) for c in s.scalars(stmt.order_by(ClauseChecker.id))}
 
 
 def checker_verdict_count(engine: Engine, campaign: str) -> int:

@@ -199,6 +199,20 @@ def _format_iteration(db: str, name: str = "k1") -> dict[str, Any]:
     args += ["--dimension", "format", "--limit", "12", "--control-seed", "7", "--stop-after", "dev", "--json"]
     res = cli(*args, db=db)
     assert res.code == 0, res.stderr
+    # created before any checker is kept: it asks every clause, even when run afterwards
+    engine = create_engine(db)
+    create(
+        engine,
+        "earlier",
+        dataset="se",
+        protocol="clauses",
+        judges=("sim:judge-a",),
+        rubric="summeval_format@1",
+        dimensions=("format",),
+        split="eval",
+        limit=3,
+    )
+    engine.dispose()
     out = cli("repair", "checkers", name, "--json", db=db)
     assert out.code == 0, out.stderr
     return out.json()
@@ -300,6 +314,17 @@ def test_threshold_keeps_one_refuses_one_and_later_campaign_skips_the_model(db_u
     st = cli("campaign", "status", "later", "--json", db=db_url).json()
     assert st["checker_verdicts"] == 12 and st["checker_cost_saved_usd"] == 0.0
     assert "clause checkers: 12" in cli("campaign", "status", "later", db=db_url).stdout
+    run(engine, "earlier", RunOptions())
+    assert cli("campaign", "status", "earlier", "--json", db=db_url).json()["checker_verdicts"] == 0
+
+    # the iteration's own evaluation asks every version alike: no checker in its campaigns
+    res = cli("repair", "run", "k1", "--json", db=db_url)
+    assert res.code == 0, res.stderr
+    for camp in ("k1-original", "k1-contested", "k1-control"):
+        st = cli("campaign", "status", camp, "--json", db=db_url)
+        if st.code == 0:
+            assert st.json()["checker_verdicts"] == 0
+    assert [r["kept"] for r in res.json()["comparison"]["checkers"]] == [r["kept"] for r in again["checkers"]]
     engine.dispose()
 
 
