@@ -186,7 +186,7 @@ REPAIR_RUBRIC = "summeval@1"  # the bundled rubric as `run_panel` stored it
 def run_repair(engine: Engine, report: DemoReport, say: Callable[[str], None]) -> None:
     """One repair iteration with the simulated panel and the simulated editor: the sample split by
     article into dev and eval halves, the coherence clauses the judges split on most rewritten, and
-    the before/after comparison against a random-clause control (all simulated, see `providers.sim`)."""
+    the before/after comparison against a random-clause control (all simulated, see `judgepanel.simjudge`)."""
     from judgepanel.repair.iteration import RepairInputs, run_iteration
     from judgepanel.runner import RunOptions
     from judgepanel.store.splits import split_dataset

@@ -11,6 +11,7 @@ Every failure a user can see is one of these, so the CLI can map it to an exit c
         ├── Transient               5xx, 529 overloaded, timeouts, connection resets: retry with back-off
         │   └── TimedOut            no complete answer within the timeout: retried at most once or twice
         ├── Fatal                   400/401/403/404, exhausted quota: never retried
+        │   └── Oversize            a reply over the judge's max_reply_bytes: not retried, only by --retry-failed
         └── ParseFailure            the reply arrived but holds no verdict; stored with its raw text
 
 Provider errors carry no request headers, so an API key can never travel inside one.
@@ -74,6 +75,14 @@ class TimedOut(Transient):
 
 class Fatal(ProviderError):
     error_class = "fatal"
+
+
+class Oversize(Fatal):
+    """A reply body larger than the judge's `max_reply_bytes`: reading stopped at the cap, the size
+    read so far and its hash are kept, nothing else. Not retried automatically (the same question
+    usually gets the same huge answer, paid again); `campaign run --retry-failed` re-asks it."""
+
+    error_class = "oversize"
 
 
 class ParseFailure(ProviderError):

@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": ("judgepanel.cli.export_cmd", "export", "Export a campaign's verdicts, attempts, clause verdicts or labels for pandas and other tools."),
     "worker": ("judgepanel.cli.worker_cmd", "worker", "Lease and run campaign jobs alongside other workers on a shared PostgreSQL database."),
     "view": ("judgepanel.cli.view_cmd", "view", "A read-only web viewer over the results database, live while campaigns run; JSON under /api/."),
+    "fake-server": ("judgepanel.cli.fake_server_cmd", "fake_server", "Serve fake OpenAI and Anthropic APIs on this machine, answered by simulated judges."),
 }  # fmt: skip
 
 
@@ -58,12 +59,14 @@ def _tidy(cmd: Any) -> Any:
 def load_command(name: str) -> Any:
     """The click command of one top-level name, importing its module now."""
     module, attr, _ = COMMANDS[name]
-    obj = getattr(importlib.import_module(module), attr)
+    mod = importlib.import_module(module)
+    obj = getattr(mod, attr)
     if isinstance(obj, typer.Typer):  # a group, even with a single command (`simulate designs`)
         cmd: Any = typer.main.get_group(obj)
     else:
         single = typer.Typer(add_completion=False)
-        single.command(name)(obj)
+        # a command module may pass its own settings (`fake-server` hands every option on)
+        single.command(name, **getattr(mod, "COMMAND_SETTINGS", {}))(obj)
         cmd = typer.main.get_command(single)
     cmd.name = name
     return use_plain_coercion(_tidy(cmd))
@@ -123,7 +126,9 @@ def _root(
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    print(f"judgepanel: {' '.join(message.split())}", file=sys.stderr)
+    from judgepanel.providers.errors import scrubber  # no configured key in any form, ever
+
+    print(f"judgepanel: {' '.join(scrubber()(message).split())}", file=sys.stderr)
     sys.exit(code)
 
 

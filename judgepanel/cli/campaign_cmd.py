@@ -108,6 +108,7 @@ def create(
         f"campaign {info.name}: {info.jobs} jobs ({verb}{f', {info.added} new' if 0 < info.added < info.jobs else ''}), "
         f"{info.protocol}, judges: {', '.join(j.name for j in info.judges)}"
     )
+    _echo_keys(info.judge_keys)
     if info.skipped_no_turn:
         typer.echo(
             f"{info.skipped_no_turn} unit(s) left out: an item has no assistant reply at turn "
@@ -156,6 +157,17 @@ def plan(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON
         ],
         rows,
     )
+    _echo_keys(est.judge_keys)
+
+
+def _echo_keys(keys: Any) -> None:
+    """Each networked judge's key source (a variable's name, never its value) and destination host
+    (simulated judges send nothing anywhere; `--json` lists them too)."""
+    for k in keys:
+        if str(k["judge"]).startswith("sim:"):
+            continue
+        source = f"key from ${k['key_env']}" if k["key_env"] else "no key"
+        typer.echo(f"  {k['judge']}: {source} -> {k['host']}")
 
 
 def _usd(v: float | None) -> str:
@@ -190,14 +202,16 @@ def _options(
     )
 
 
-def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *, reask: bool) -> None:
+def _execute(
+    ctx: typer.Context, name: str, options: RunOptions, json_: bool, *, reask: bool, truncated: bool = False
+) -> None:
     from judgepanel.runner.executor import Runner, RunSummary
     from judgepanel.runner.progress import enabled, live_progress
 
     engine = state(ctx).engine()
 
     async def main() -> RunSummary:
-        runner = Runner(engine, name, options, reask_parse_failures=reask)
+        runner = Runner(engine, name, options, reask_parse_failures=reask, reask_truncated=truncated)
         with interrupt_on_signals(runner.interrupt):
             async with live_progress(runner.stats, show=enabled(json_)):
                 return await runner.run()
@@ -217,6 +231,8 @@ def _execute(ctx: typer.Context, name: str, options: RunOptions, json_: bool, *,
         warn(warning)
     if summary.status == "interrupted":
         raise Interrupted("interrupted; finished calls are stored, run again to resume")
+    if summary.status == "unreadable" and summary.stopped:
+        err_console.print(summary.stopped, soft_wrap=True, markup=False, highlight=False)
     if summary.status == "budget":
         err_console.print(
             f"stopped by --max-cost {summary.max_cost_usd:g}: spent {_usd(summary.spent_usd)} USD, "
@@ -267,7 +283,9 @@ def run(
     timeout: float = TIMEOUT,
     max_attempts: int = MAX_ATTEMPTS,
     retry_failed: bool = typer.Option(
-        False, "--retry-failed", help="Also retry jobs that failed on rate limits or transient errors."
+        False,
+        "--retry-failed",
+        help="Also retry jobs that failed on rate limits, transient errors or an oversize reply.",
     ),
     batch: bool = typer.Option(
         False,
@@ -349,12 +367,18 @@ def retry_parse_failures(
     max_cost: float | None = MAX_COST,
     timeout: float = TIMEOUT,
     max_attempts: int = MAX_ATTEMPTS,
+    truncated: bool = typer.Option(
+        False,
+        "--truncated",
+        help="Also re-ask replies cut at the output cap (each re-ask pays for the whole cap again).",
+    ),
     json_: bool = JSON,
 ) -> None:
     """Re-ask the jobs whose reply could not be read or left clauses unanswered (with a note
-    asking for the full JSON answer). Exit codes as for `campaign run`."""
+    asking for the full JSON answer); replies cut at the output cap only with --truncated.
+    Exit codes as for `campaign run`."""
     opts = _options(concurrency, rpm, tpm, max_cost, False, timeout, max_attempts, False)
-    _execute(ctx, name, opts, json_, reask=True)
+    _execute(ctx, name, opts, json_, reask=True, truncated=truncated)
 
 
 @app.command("status")

@@ -41,8 +41,8 @@ def conditions(
 ) -> None:
     """Judge-vs-human agreement per prompt condition (none / criteria / rubric): exact, Cohen κ,
     quadratic-weighted κ and Spearman with item-bootstrap CIs, and paired differences against none."""
+    from judgepanel.analysis.conditions import condition_report
     from judgepanel.metrics.conditions import STATISTICS
-    from judgepanel.store.conditions import condition_report
 
     engine = state(ctx).engine()
     report = condition_report(

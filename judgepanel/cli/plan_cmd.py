@@ -51,7 +51,7 @@ def overlap(
     if dataset is not None:
         if sigma0 is not None or mu_d is not None or delta_min is not None:
             raise BadInput("give either --sigma0/--mu-d/--delta-min or --dataset with --judge, not both")
-        from judgepanel.store.validation import estimate_overlap_plan  # the store: only with --dataset
+        from judgepanel.analysis.validation import estimate_overlap_plan  # the store: only with --dataset
 
         plan = estimate_overlap_plan(
             state(ctx).engine(),
@@ -121,7 +121,7 @@ def allocate(
     json_: bool = JSON,
 ) -> None:
     """Assign items to secondary annotators at coverage ρ; write CSVs and record the assignment."""
-    from judgepanel.store.validation import create_allocation
+    from judgepanel.analysis.allocation import create_allocation
 
     summary = create_allocation(
         state(ctx).engine(),

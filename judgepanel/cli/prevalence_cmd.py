@@ -23,8 +23,8 @@ def prevalence(
     json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """The judge's raw pass rate and the rate corrected for its errors on human-labelled items."""
+    from judgepanel.analysis.outcomes import pass_fail
     from judgepanel.metrics.prevalence import corrected_prevalence
-    from judgepanel.store.outcomes import pass_fail
 
     engine = state(ctx).engine()
     pf = pass_fail(

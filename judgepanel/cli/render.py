@@ -9,7 +9,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -50,28 +50,36 @@ console = cast("Console", _LazyConsole())
 err_console = cast("Console", _LazyConsole(stderr=True))
 
 
-def _clean(value: Any) -> Any:
-    """NaN and infinities are not JSON: they become null."""
+def _clean(value: Any, scrub: Callable[[str], str]) -> Any:
+    """NaN and infinities are not JSON: they become null; a configured key in any string is cut."""
+    if isinstance(value, str):
+        return scrub(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {scrub(str(k)): _clean(v, scrub) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [_clean(v, scrub) for v in value]
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return _clean(value.item())
+        return _clean(value.item(), scrub)
     return value
 
 
 def emit_json(obj: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps(_clean(obj), sort_keys=False) + "\n")
+    """The one JSON object of a `--json` command, with every configured key (in any form a server
+    may have echoed it in) cut from its strings (`providers.errors.redact`)."""
+    from judgepanel.providers.errors import scrubber
+
+    sys.stdout.write(json.dumps(_clean(obj, scrubber()), sort_keys=False) + "\n")
     sys.stdout.flush()
 
 
 def warn(message: str) -> None:
     """One warning, one stderr line: no wrapping at the terminal width, no rich markup (names and
     messages may hold brackets)."""
-    err_console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+    from judgepanel.providers.errors import scrubber  # no configured key in any form, ever
+
+    err_console.print(f"warning: {scrubber()(message)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def fmt_number(value: Any, digits: int = 3) -> str:

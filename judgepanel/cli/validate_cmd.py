@@ -62,7 +62,7 @@ def _labels(
     dimension: str | None, map_: list[str] | None, campaign: str | None, condition: str | None
 ) -> _Labels:
     """Which labels every validation command reads: the options it shares, as the library's keywords."""
-    from judgepanel.store.validation import parse_label_map
+    from judgepanel.analysis.validation import parse_label_map
 
     return {
         "dimension": dimension,
@@ -106,7 +106,7 @@ def loo(
     json_: bool = JSON,
 ) -> None:
     """The leave-one-annotator-out rule: accept iff d_k ≥ −ε for at least half the humans."""
-    from judgepanel.store.validation import loo_dataset
+    from judgepanel.analysis.validation import loo_dataset
 
     if level is not None and agreement != "alpha":
         raise BadInput(f"--level applies to --agreement alpha, not {agreement}")
@@ -157,7 +157,7 @@ def alt_test(
     json_: bool = JSON,
 ) -> None:
     """The alternative annotator test (Calderon, Reichart & Dror, ACL 2025)."""
-    from judgepanel.store.validation import alt_test_dataset
+    from judgepanel.analysis.validation import alt_test_dataset
 
     out = alt_test_dataset(
         state(ctx).engine(),
@@ -226,7 +226,7 @@ def rank(
     json_: bool = JSON,
 ) -> None:
     """Rank judges by the same score, with bootstrap top-1 and pairwise order probabilities."""
-    from judgepanel.store.validation import rank_dataset
+    from judgepanel.analysis.validation import rank_dataset
 
     out = rank_dataset(
         state(ctx).engine(),

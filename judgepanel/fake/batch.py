@@ -26,19 +26,35 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
-import hashlib
 import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from judgepanel.fake.server import FakeServer
+
+class BatchHost(Protocol):
+    """What the batch APIs need from the server that hosts them (`FakeServer`): its URL, ids, the
+    batch behaviour it was told, and one answer per entry, as its `/v1/chat/completions` or
+    `/v1/messages` would give it (faults and all). A protocol, so this module imports no server."""
+
+    batch_seconds: float
+    batch_expire: bool
+    batch_lost_creates: int
+
+    @property
+    def url(self) -> str: ...
+
+    def next_id(self) -> str: ...
+
+    def answer_entry(self, wire: str, payload: dict[str, Any], version: str) -> tuple[int, bytes]:
+        """(HTTP status, JSON body) for one batch entry's request body."""
+        ...
 
 
 class LostReply(Exception):
@@ -86,7 +102,7 @@ def _json(status: int, body: Any) -> BatchReply:
 
 
 class FakeBatches:
-    def __init__(self, server: FakeServer) -> None:
+    def __init__(self, server: BatchHost) -> None:
         self.server = server
         self.files: dict[str, _File] = {}
         self.batches: dict[str, _Batch] = {}
@@ -181,7 +197,7 @@ class FakeBatches:
         if purpose != "batch":
             return self._oa_error(400, f"purpose {purpose!r} is not supported by this server")
         f = _File(
-            f"file-{self.server._next_id()}",
+            f"file-{self.server.next_id()}",
             fields["file"][0] or "upload.jsonl",
             purpose,
             fields["file"][1],
@@ -260,7 +276,7 @@ class FakeBatches:
                 return self._oa_error(400, f"line {n}: method must be POST and url {endpoint}")
             seen.add(cid)
             lines.append({"custom_id": cid, "body": line.get("body")})
-        batch = self._new("openai", f"batch_{self.server._next_id()}", lines)
+        batch = self._new("openai", f"batch_{self.server.next_id()}", lines)
         batch.meta = {
             "input_file_id": f.id,
             "endpoint": endpoint,
@@ -336,7 +352,7 @@ class FakeBatches:
             if not all(isinstance(r.get("params"), dict) for r in requests):
                 return self._an_error(400, "requests: params required")
             lines = [{"custom_id": r["custom_id"], "body": r["params"]} for r in requests]
-            batch = self._new("anthropic", f"msgbatch_{self.server._next_id()}", lines)
+            batch = self._new("anthropic", f"msgbatch_{self.server.next_id()}", lines)
             batch.meta = {"version": headers.get("anthropic-version", "")}
             self._lose_create()
             return _json(200, self._an_object(batch))
@@ -435,40 +451,25 @@ class FakeBatches:
     def _store_file(self, b: _Batch, kind: str, lines: list[dict[str, Any]]) -> str:
         data = "".join(json.dumps(line) + "\n" for line in lines).encode()
         f = _File(
-            f"file-{self.server._next_id()}", f"{b.id}_{kind}.jsonl", f"batch_{kind}", data, int(time.time())
+            f"file-{self.server.next_id()}", f"{b.id}_{kind}.jsonl", f"batch_{kind}", data, int(time.time())
         )
         self.files[f.id] = f
         return f.id
 
     def _answer(self, b: _Batch, line: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        from judgepanel.fake.server import _parse_model
-
         payload = line["body"] if isinstance(line["body"], dict) else {}
-        model, faults, knobs = _parse_model(str(payload.get("model", "")))
-        if self.server.served_model:
-            model = self.server.served_model
-        raw = json.dumps(payload, sort_keys=True).encode()
-        digest = hashlib.blake2b(raw, digest_size=16, key=str(self.server.seed).encode()[:64]).digest()
-        attempt = self.server._seen.get(digest, 0)
-        self.server._seen[digest] = attempt + 1
-        fault = self.server._choose_fault({}, faults, digest, attempt)
-        if fault is not None and fault.rstrip("s").isdigit():
-            reply = self.server._error(b.wire, int(fault.rstrip("s")), None)
-        elif b.wire == "openai":
-            reply = self.server._openai(payload, model, knobs)
-        else:
-            reply = self.server._anthropic(payload, model, knobs, str(b.meta.get("version", "")))
-        body = json.loads(reply.body)
-        ident = self.server._next_id()
+        status, raw = self.server.answer_entry(b.wire, payload, str(b.meta.get("version", "")))
+        body = json.loads(raw)
+        ident = self.server.next_id()
         if b.wire == "openai":
             out = {
                 "id": f"batch_req_{ident}",
                 "custom_id": line["custom_id"],
-                "response": {"status_code": reply.status, "request_id": f"req_{ident}", "body": body},
+                "response": {"status_code": status, "request_id": f"req_{ident}", "body": body},
                 "error": None,
             }
-            return ("succeeded" if reply.status == 200 else "errored"), out
-        if reply.status == 200:
+            return ("succeeded" if status == 200 else "errored"), out
+        if status == 200:
             return "succeeded", {
                 "custom_id": line["custom_id"],
                 "result": {"type": "succeeded", "message": body},
@@ -485,7 +486,7 @@ class FakeBatches:
             else ("batch_cancelled", "This request was cancelled before it was executed.")
         )
         return kind, {
-            "id": f"batch_req_{self.server._next_id()}",
+            "id": f"batch_req_{self.server.next_id()}",
             "custom_id": line["custom_id"],
             "response": None,
             "error": {"code": code, "message": message},

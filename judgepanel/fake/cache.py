@@ -9,7 +9,7 @@ is cached:
   reported as `usage.prompt_tokens_details.cached_tokens` (part of `prompt_tokens`). Nothing is
   reported for writes.
 * Anthropic (explicit): only prefixes ending at a content block marked `cache_control` are
-  written, and only when the prefix is at least the model's minimum (`caching.anthropic_min_tokens`). A request reads the longest marked prefix already cached
+  written, and only when the prefix is at least the model's minimum (`providers.wire.anthropic_min_tokens`). A request reads the longest marked prefix already cached
   (`cache_read_input_tokens`) and writes the rest up to its last eligible mark
   (`cache_creation_input_tokens`); `input_tokens` counts only what is neither.
 
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from judgepanel.providers.caching import OPENAI_MIN_TOKENS, OPENAI_STEP, anthropic_min_tokens
+from judgepanel.providers.wire import OPENAI_MIN_TOKENS, OPENAI_STEP, anthropic_min_tokens
 
 CHARS_PER_TOKEN = 4
 DEFAULT_TTL = 300.0

@@ -22,7 +22,7 @@ connections, no framework) that answers
 `model`: when set, `/v1/models` lists only it, replies report it as `model`, and the sim brain
 answers as that model whatever the request names. Change it between runs to swap "the weights".
 
-Answers come from `judgepanel.providers.sim` (model returned as `sim/<model>`, fingerprint
+Answers come from the simulated judge, `judgepanel.simjudge` (model returned as `sim/<model>`, fingerprint
 `judgepanel-sim-v1`), so they are deterministic per request.
 
 Injected behaviour
@@ -38,7 +38,13 @@ and `retry-after: 86400`), `drip` (a 200 whose body arrives one byte every `drip
 `finish_reason: length` / `stop_reason: max_tokens`, as a model stopped at its output cap),
 `echo` (a normal 200 that echoes the caller's key — `Authorization: Bearer …` or `x-api-key` — in
 the reply text and every rationale, in `model` and in OpenAI's `system_fingerprint`, as a hostile
-or buggy server might).
+or buggy server might), `echoforms` (the same, but the key in every reversible form: base64,
+base64url, hex, reversed, upper- and lower-case, `-` → `_`, split by a space, a newline, `.` and
+`/`, with `...` inserted; `model` carries the base64 form), `huge` (a valid 200 answer padded to
+`huge` bytes, default 64 MB, sent with its Content-Length in 64 KB writes, never held in memory
+whole), `endless` (a 200 whose chunked body never ends: spaces, 64 KB a chunk, until the client
+hangs up), `gzipbomb` (the `huge` answer gzip-compressed: a few hundred KB on the wire that
+decode to `huge` bytes, chunked, `content-encoding: gzip`), `echo401` (a 401 whose error message carries the key in those forms).
 
 Choosing a fault, first match wins:
 
@@ -70,7 +76,7 @@ Every request is recorded (path, status, fault, model, headers, body, arrival ti
 `record_limit` in full and all of them in counters, so tests can prove a key was sent over the wire
 and what parameters were.
 
-Run it as a process (the first stdout line is its URL)::
+Run it as a process (the first stdout line is its URL), as `judgepanel fake-server` or::
 
     python -m judgepanel.fake.server --port 0 --latency 1.0 --jitter 0.2 --rpm 3000
 
@@ -82,6 +88,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -96,16 +103,17 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import parse_qs, urlsplit
 
 from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
 from judgepanel.fake.logprobs import fake_logprobs
-from judgepanel.providers.sim import SIM_FINGERPRINT, content_text, simulate
+from judgepanel.simjudge import SIM_FINGERPRINT, content_text, simulate
 
 FAULTS = (
     "429",
@@ -132,6 +140,11 @@ FAULTS = (
     "drip",
     "length",
     "echo",
+    "huge",
+    "endless",
+    "echoforms",
+    "echo401",
+    "gzipbomb",
 )
 # Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
 # sim brain scores a summary by its word overlap with the article.
@@ -235,6 +248,9 @@ class _Reply:
     headers: list[tuple[str, str]] = field(default_factory=list)
     content_type: str = "application/json"
     drip: float = 0.0  # seconds between body bytes (0: all at once)
+    pad: int = 0  # `huge`: the body is padded to this many bytes
+    endless: bool = False  # `endless`: a chunked body that never ends
+    gzip: bool = False  # `gzipbomb`: the padded body gzip-compressed, chunked
 
 
 class _NoReply(Exception):
@@ -278,6 +294,7 @@ class FakeServer:
         record_limit: int = 20_000,
         served_model: str | None = None,
         drip: float = 2.0,
+        huge: int = 64 * 1024 * 1024,
         prompt_cache: bool = True,
         cache_min_tokens: int | None = None,
         cache_ttl: float = DEFAULT_TTL,
@@ -303,6 +320,7 @@ class FakeServer:
         self.sim = dict(sim or {})
         self.served_model = served_model
         self.drip = drip
+        self.huge = huge  # bytes of a `huge` reply
         self.prompt_cache = PromptCache(ttl=cache_ttl, min_tokens=cache_min_tokens) if prompt_cache else None
         # Chat Completions parameters this "server" does not support: a request carrying one gets
         # the 400 an OpenAI-compatible server gives (as vLLM or llama.cpp do for what they lack)
@@ -457,7 +475,7 @@ class FakeServer:
                 keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
                 path = urlsplit(target).path
                 if path.startswith("/_fake/"):  # control requests are answered, not recorded
-                    writer.write(_encode(self._control(method, target), keep_alive, self._next_id()))
+                    writer.write(_encode(self._control(method, target), keep_alive, self.next_id()))
                     continue
                 text = body[:8192].decode("utf-8", "replace")
                 record = RequestRecord(method, path, None, None, None, headers, text, time.time())
@@ -474,9 +492,19 @@ class FakeServer:
                 record.seconds = time.time() - record.arrived
                 self.counts[(record.path, reply.status)] += 1
                 if reply.drip > 0:
-                    await _drip(writer, _encode(reply, keep_alive, self._next_id()), reply)
+                    await _drip(writer, _encode(reply, keep_alive, self.next_id()), reply)
                     continue
-                writer.write(_encode(reply, keep_alive, self._next_id()))
+                if reply.pad or reply.endless:
+                    if reply.endless:
+                        sent = await _endless(writer)
+                    elif reply.gzip:
+                        sent = await _gzip_bomb(writer, reply)
+                    else:
+                        sent = await _huge(writer, reply, keep_alive)
+                    if not sent:
+                        return
+                    continue
+                writer.write(_encode(reply, keep_alive, self.next_id()))
                 if writer.transport.get_write_buffer_size() > 65536:
                     await writer.drain()
                 if not keep_alive:
@@ -505,7 +533,7 @@ class FakeServer:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, ConnectionError):
             return None
 
-    def _next_id(self) -> str:
+    def next_id(self) -> str:
         self._counter += 1
         return f"{self.port:x}{self._counter:08x}"
 
@@ -590,7 +618,38 @@ class FakeServer:
             return _cut_at_length(wire, reply)
         if fault == "echo":
             return _echo(reply, _caller_key(headers))
+        if fault == "echoforms":
+            return _echo(reply, _caller_key(headers), forms=True)
+        if fault == "huge":
+            reply.pad = int(knobs.get("huge", self.huge))
+            return reply
+        if fault == "endless":
+            reply.endless = True
+            return reply
+        if fault == "gzipbomb":
+            reply.pad = int(knobs.get("huge", self.huge))
+            reply.gzip = True
+            return reply
         return _malformed(fault, reply)
+
+    def answer_entry(self, wire: str, payload: dict[str, Any], version: str) -> tuple[int, bytes]:
+        """One batch entry's answer (`fake.batch.BatchHost`): as a direct call would get it, with
+        the model-name faults drawn per distinct body; error faults become error entries."""
+        model, faults, knobs = _parse_model(str(payload.get("model", "")))
+        if self.served_model:
+            model = self.served_model
+        raw = json.dumps(payload, sort_keys=True).encode()
+        digest = hashlib.blake2b(raw, digest_size=16, key=str(self.seed).encode()[:64]).digest()
+        attempt = self._seen.get(digest, 0)
+        self._seen[digest] = attempt + 1
+        fault = self._choose_fault({}, faults, digest, attempt)
+        if fault is not None and fault.rstrip("s").isdigit():
+            reply = self._error(wire, int(fault.rstrip("s")), None)
+        elif wire == "openai":
+            reply = self._openai(payload, model, knobs)
+        else:
+            reply = self._anthropic(payload, model, knobs, version)
+        return reply.status, reply.body
 
     def _choose_fault(
         self, headers: Mapping[str, str], model_faults: Sequence[str], digest: bytes, attempt: int
@@ -663,6 +722,9 @@ class FakeServer:
             raise _NoReply("hang")
         if fault == "reset":
             raise _NoReply("reset")
+        if fault == "echo401":
+            forms = key_forms(_caller_key(headers))
+            return self._error(wire, 401, f"bad key {forms[0]} / {forms[-1]} ({' '.join(forms[1:-1])})")
         if fault == "html502":
             return _Reply(502, _HTML, content_type="text/html")
         if fault in ("429far", "429inf"):
@@ -702,11 +764,11 @@ class FakeServer:
             body: dict[str, Any] = {
                 "error": {"message": message or default, "type": kind, "param": param, "code": code}
             }
-            headers = [("x-request-id", f"req_{self._next_id()}")]
+            headers = [("x-request-id", f"req_{self.next_id()}")]
         else:
             kind, default = _ANTHROPIC_ERRORS.get(status, ("api_error", "Error."))
             body = {"type": "error", "error": {"type": kind, "message": message or default}}
-            headers = [("request-id", f"req_{self._next_id()}")]
+            headers = [("request-id", f"req_{self.next_id()}")]
         return _Reply(status, json.dumps(body).encode(), headers)
 
     def _brain_params(self, payload: Mapping[str, Any], knobs: Mapping[str, float]) -> dict[str, Any]:
@@ -742,7 +804,7 @@ class FakeServer:
             params=self._brain_params(payload, knobs),
             structured=structured,
         )
-        ident = self._next_id()
+        ident = self.next_id()
         cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
         body = {
             "id": f"chatcmpl-fake{ident}",
@@ -810,7 +872,7 @@ class FakeServer:
             params=self._brain_params(payload, knobs),
             structured=tool_name is not None,
         )
-        ident = self._next_id()
+        ident = self.next_id()
         usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
         read = min(usage.read, reply.input_tokens) if usage else 0
         written = min(usage.written, reply.input_tokens - read) if usage else 0
@@ -880,7 +942,18 @@ class FakeServer:
         return _Reply(404, b'{"error": {"message": "unknown control path"}}')
 
 
-_AFTER_ANSWER = ("truncated", "missing", "html", "drip", "length", "echo")  # faults applied to a real answer
+_AFTER_ANSWER = (
+    "truncated",
+    "missing",
+    "html",
+    "drip",
+    "length",
+    "echo",
+    "echoforms",
+    "huge",
+    "endless",
+    "gzipbomb",
+)  # faults applied to a real answer
 
 
 def _cut_at_length(wire: str, reply: _Reply) -> _Reply:
@@ -914,6 +987,79 @@ async def _drip(writer: asyncio.StreamWriter, data: bytes, reply: _Reply) -> Non
         await writer.drain()
 
 
+_BLOCK = 1 << 16
+
+
+async def _huge(writer: asyncio.StreamWriter, reply: _Reply, keep_alive: bool) -> bool:
+    """The real answer as a JSON object with a `padding` member in front, `reply.pad` bytes in all,
+    written 64 KB at a time (the server never holds it whole); False when the client hung up."""
+    head_field = b'{"padding":"'
+    rest = b'",' + reply.body[1:]
+    n = max(0, reply.pad - len(head_field) - len(rest))
+    total = len(head_field) + n + len(rest)
+    head = _encode(_Reply(reply.status, b"", reply.headers, reply.content_type), keep_alive, "")
+    head = head.replace(b"content-length: 0\r\n", f"content-length: {total}\r\n".encode())
+    block = b"x" * _BLOCK
+    try:
+        writer.write(head + head_field)
+        while n > 0:
+            writer.write(block[: min(n, _BLOCK)])
+            n -= min(n, _BLOCK)
+            await writer.drain()
+        writer.write(rest)
+        await writer.drain()
+    except (ConnectionError, OSError):
+        return False
+    return keep_alive
+
+
+async def _gzip_bomb(writer: asyncio.StreamWriter, reply: _Reply) -> bool:
+    """`_huge`'s body gzip-compressed as it is produced, sent chunked with content-encoding gzip:
+    small on the wire, `reply.pad` bytes once decoded."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
+        b"transfer-encoding: chunked\r\nconnection: close\r\nserver: judgepanel-fakeserver\r\n\r\n"
+    )
+
+    def chunk(data: bytes) -> bytes:
+        return f"{len(data):x}\r\n".encode() + data + b"\r\n" if data else b""
+
+    rest = b'",' + reply.body[1:]
+    n = max(0, reply.pad - len(rest) - 12)
+    block = b"x" * _BLOCK
+    try:
+        writer.write(head + chunk(packer.compress(b'{"padding":"')))
+        while n > 0:
+            if writer.is_closing():
+                return False
+            writer.write(chunk(packer.compress(block[: min(n, _BLOCK)])))
+            n -= min(n, _BLOCK)
+            await writer.drain()
+            await asyncio.sleep(0)  # the compressed pieces are small: drain alone would not yield
+        writer.write(chunk(packer.compress(rest) + packer.flush()) + b"0\r\n\r\n")
+        await writer.drain()
+    except (ConnectionError, OSError):
+        return False
+    return False  # connection: close
+
+
+async def _endless(writer: asyncio.StreamWriter) -> bool:
+    """A 200 whose chunked body never ends; stops only when the client hangs up."""
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n"
+        b"connection: close\r\nserver: judgepanel-fakeserver\r\n\r\n"
+    )
+    chunk = f"{_BLOCK:x}\r\n".encode() + b" " * _BLOCK + b"\r\n"
+    try:
+        writer.write(head + b'5\r\n{"a":\r\n')
+        while True:
+            writer.write(chunk)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        return False
+
+
 def _malformed(fault: str, reply: _Reply) -> _Reply:
     if fault == "truncated":
         return _Reply(200, reply.body[: len(reply.body) // 2], reply.headers)
@@ -932,13 +1078,37 @@ def _caller_key(headers: Mapping[str, str]) -> str:
     )
 
 
-def _echo(reply: _Reply, key: str) -> _Reply:
-    """The reply with `key` planted in every free-text field a client stores."""
+def key_forms(key: str) -> list[str]:
+    """`key` in the reversible forms a hostile or buggy server may send it back in."""
+    raw = key.encode()
+    half = len(key) // 2
+    return [
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        raw.hex(),
+        raw.hex().upper(),
+        key[::-1],
+        key.upper(),
+        key.lower(),
+        key.replace("-", "_"),
+        f"{key[:half]} {key[half:]}",
+        f"{key[:half]}\n{key[half:]}",
+        f"{key[:half]}.{key[half:]}",
+        "/".join(key[i : i + 8] for i in range(0, len(key), 8)),
+        f"{key[:half]}...{key[half:]}",
+    ]
+
+
+def _echo(reply: _Reply, key: str, *, forms: bool = False) -> _Reply:
+    """The reply with `key` planted in every free-text field a client stores (with `forms`: in
+    every form of `key_forms`, and `model` carrying the base64 one)."""
+    planted = " | ".join(key_forms(key)) if forms else key
+    in_model = key_forms(key)[0] if forms else key
 
     def plant(value: Any) -> Any:
         if isinstance(value, dict):
             return {
-                k: (f"{key} {v}" if k == "rationale" and isinstance(v, str) else plant(v))
+                k: (f"{planted} {v}" if k == "rationale" and isinstance(v, str) else plant(v))
                 for k, v in value.items()
             }
         if isinstance(value, list):
@@ -950,12 +1120,12 @@ def _echo(reply: _Reply, key: str) -> _Reply:
             obj = json.loads(content)
         except ValueError:
             obj = None
-        return json.dumps(plant(obj)) if isinstance(obj, dict) else f"{key}\n{content}"
+        return json.dumps(plant(obj)) if isinstance(obj, dict) else f"{planted}\n{content}"
 
     payload = json.loads(reply.body)
-    payload["model"] = f"{payload.get('model')}+{key}"
+    payload["model"] = f"{payload.get('model')}+{in_model}"
     if "system_fingerprint" in payload:
-        payload["system_fingerprint"] = key
+        payload["system_fingerprint"] = in_model
     for choice in payload.get("choices") or []:
         message = choice.get("message") or {}
         if isinstance(message.get("content"), str):
@@ -1055,8 +1225,26 @@ class FakeServerProcess:
         self.stop()
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m judgepanel.fake.server", description=__doc__.split("\n")[0])
+class _Usage(argparse.HelpFormatter):
+    def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad options end in one line on stderr and exit 2, as every judgepanel command does."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
+def _parser(prog: str = "python -m judgepanel.fake.server") -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=prog,
+        description="Fake OpenAI and Anthropic APIs on this machine (real HTTP, real wire formats), "
+        "answered by simulated judges. The first stdout line is its URL (the OpenAI base_url is URL/v1, the Anthropic one URL);"
+        " Ctrl-C stops it.",
+        formatter_class=_Usage,
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument(
         "--port", type=int, default=0, help="0 picks a free port; the URL is the first stdout line"
@@ -1067,6 +1255,13 @@ def _parser() -> argparse.ArgumentParser:
         "--rpm", type=float, default=None, help="server-side requests-per-minute limit (429 above it)"
     )
     p.add_argument("--burst", type=float, default=None, help="token bucket size for --rpm (default rpm/60)")
+    p.add_argument(
+        "--fail-rate",
+        type=float,
+        default=None,
+        metavar="P",
+        help="share of calls answered with a retryable 503 (shorthand for --fault 503=P)",
+    )
     p.add_argument(
         "--fault",
         action="append",
@@ -1082,6 +1277,7 @@ def _parser() -> argparse.ArgumentParser:
         "--served-model", default=None, help="answer as this model whatever is asked (a local server)"
     )
     p.add_argument("--drip", type=float, default=2.0, help="seconds between body bytes for the 'drip' fault")
+    p.add_argument("--huge", type=int, default=64 * 1024 * 1024, help="bytes of a 'huge' reply")
     p.add_argument("--no-prompt-cache", action="store_true", help="report no cached prompt tokens")
     p.add_argument(
         "--cache-min-tokens", type=int, default=None, help="shortest cached prefix (default: the providers')"
@@ -1101,10 +1297,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = _parser()
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
+    """Serve until SIGINT or SIGTERM; the first stdout line is the URL."""
+    parser = _parser(prog) if prog else _parser()
     args = parser.parse_args(argv)
     faults: dict[str, float] = {}
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be 0 (any free port) or a port number up to 65535, got {args.port}")
+    if args.fail_rate is not None:
+        if not 0.0 <= args.fail_rate <= 1.0:
+            parser.error(f"--fail-rate must be in [0, 1], got {args.fail_rate:g}")
+        faults["503"] = args.fail_rate
     for item in args.fault:
         name, _, rate = item.partition("=")
         try:
@@ -1128,6 +1331,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             record_limit=args.record_limit,
             served_model=args.served_model,
             drip=args.drip,
+            huge=args.huge,
             refuse=args.refuse,
             prompt_cache=not args.no_prompt_cache,
             cache_min_tokens=args.cache_min_tokens,
@@ -1139,7 +1343,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(str(exc))
 
     async def serve() -> None:
-        print(await server.start(), flush=True)
+        try:
+            url = await server.start()
+        except OSError as exc:
+            print(
+                f"{parser.prog}: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            raise SystemExit(1) from None
+        print(url, flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,12 +1,16 @@
 """Bring-your-own judge prompts: a user's Jinja template (or a named classic one) for a protocol.
 
 `campaign create … --template pairwise=my_pairwise.j2` replaces the bundled user message of that
-protocol (the shared `system.v1` message stays). A template is checked before any call
-(`validate`): it must compile; use only the variables below; show the candidates (pairwise:
-`candidate_a` and `candidate_b`, in the presented order, so the AB/BA swap cannot be undone by the
-template); render against sample units with `StrictUndefined`; and ask for an answer the parser
-can read (a `"verdict"` / `"score"` JSON key, a `Verdict:` / `Score:` line, `[[A]]`/`[[B]]`/`[[C]]`,
-`[[7]]`), or declare its own `verdict_pattern`.
+protocol. The system message is the shared `system.v2`, which names only the tags the template
+itself shows (`material_tags`: "source and candidate", or none, when it shows none of them);
+campaigns created before it keep `system.v1` (their stored template has no `system` key).
+
+A template is checked before any call (`validate`): it must compile; use only the variables
+below; show the candidates (pairwise: `candidate_a` and `candidate_b`, in the presented order, so
+the AB/BA swap cannot be undone by the template); render against sample units with
+`StrictUndefined`; and ask for an answer the parser can read (a `"verdict"` / `"score"` JSON key,
+a `Verdict:` / `Score:` line, `[[A]]`/`[[B]]`/`[[C]]`, `[[7]]`), or declare its own
+`verdict_pattern`.
 
 Declarations go in a Jinja comment opening the file, read as YAML::
 
@@ -34,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +107,23 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "clauses": ("candidate", "clauses"),
 }
 REQUIRABLE = ("reference", "conversation", "source")
+# the system message of custom templates; a stored template without a `system` key predates it
+CUSTOM_SYSTEM = "system.v2"
+LEGACY_SYSTEM = SYSTEM_TEMPLATE  # system.v1: "enclosed in tags named source, candidate, …" always
+# the tags whose contents are neutralised data (`_RESERVED`), in the order the system message names them
+MATERIAL_TAGS = (
+    "source",
+    "reference",
+    "conversation",
+    "conversation_a",
+    "conversation_b",
+    "turn",
+    "candidate",
+    "candidate_a",
+    "candidate_b",
+    "clause",
+)
+_COMMENT = re.compile(r"\{#.*?#\}", re.DOTALL)
 _DECLARED_KEYS = ("structured", "scale", "verdict_pattern", "requires")
 _FRONT = re.compile(r"\A\s*\{#-?\s*judgepanel:[ \t]*\n(?P<body>.*?)-?#\}", re.DOTALL)
 # Custom templates may show references and conversations, so their tags are reserved too.
@@ -142,6 +163,14 @@ class CustomTemplate:
     scale: int = LEVELS[-1]
     pattern: str | None = None
     requires: tuple[str, ...] = ()
+    system: str = CUSTOM_SYSTEM  # the system message's template (LEGACY_SYSTEM for old campaigns)
+
+    @property
+    def material_tags(self) -> tuple[str, ...]:
+        """The reserved tags this template shows (outside Jinja comments), in `MATERIAL_TAGS` order:
+        what the system message may say the material is enclosed in."""
+        body = _COMMENT.sub("", self.source)
+        return tuple(t for t in MATERIAL_TAGS if re.search(rf"<\s*/?\s*{t}\b(?![-\w])", body, re.IGNORECASE))
 
     @property
     def sha256(self) -> str:
@@ -152,7 +181,7 @@ class CustomTemplate:
     def template_hash(self) -> str:
         """What every request records: system and template sources, each followed by a NUL byte."""
         h = hashlib.sha256()
-        for src in (template_source(SYSTEM_TEMPLATE), self.source):
+        for src in (template_source(self.system), self.source):
             h.update(src.encode("utf-8"))
             h.update(b"\0")
         return h.hexdigest()
@@ -163,7 +192,13 @@ class CustomTemplate:
 
     def stored(self) -> dict[str, Any]:
         """What the campaign spec keeps: enough to render exactly this version again."""
-        return {"name": self.name, "path": self.path, "sha256": self.sha256, "source": self.source}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "sha256": self.sha256,
+            "source": self.source,
+            "system": self.system,
+        }
 
 
 def _one_line(text: object) -> str:
@@ -264,7 +299,8 @@ def load_template(protocol: str, ref: str, *, base: Path | None = None) -> Custo
 
 
 def from_stored(protocol: str, stored: Mapping[str, Any]) -> CustomTemplate:
-    return from_source(protocol, str(stored["name"]), str(stored["source"]), path=stored.get("path"))
+    t = from_source(protocol, str(stored["name"]), str(stored["source"]), path=stored.get("path"))
+    return replace(t, system=str(stored.get("system", LEGACY_SYSTEM)))
 
 
 # ---------------------------------------------------------------- rendering
@@ -363,17 +399,28 @@ def context_for(
     return ctx
 
 
+def _material(t: CustomTemplate) -> dict[str, Any]:
+    """What the system message says the material is enclosed in: `material_tags` as words
+    (`source, candidate_a and candidate_b`) and how many (0: the template shows none of our tags)."""
+    names = t.material_tags
+    listed = " and ".join(filter(None, (", ".join(names[:-1]), names[-1]))) if names else ""
+    return {"material_tags": listed, "material_count": len(names)}
+
+
 def render_custom(t: CustomTemplate, context: Mapping[str, Any]) -> Prompt:
     """Messages for one job: the bundled system message, then `t` rendered with `context`."""
     from judgepanel.protocol.templates import _environment
 
-    system = _environment(resource_dir("prompts")).from_string(template_source(SYSTEM_TEMPLATE))
+    system = _environment(resource_dir("prompts")).from_string(template_source(t.system))
     try:
         user = _compile(t).render(**context).strip()
     except jinja2.TemplateError as exc:
         raise BadInput(f"template {t.name}: {_one_line(exc)}") from None
     messages = [
-        {"role": "system", "content": system.render(**context).strip()},
+        {
+            "role": "system",
+            "content": system.render(**context, **_material(t)).strip(),
+        },
         {"role": "user", "content": user},
     ]
     if t.protocol == "pairwise":

@@ -48,7 +48,7 @@ from judgepanel.errors import BadInput, ProviderError
 from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.providers.keys import api_key
-from judgepanel.providers.spec import JudgeSpec
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 
 DEFAULT_MAX_TOKENS = 1024
 SAMPLING_API_VERSION = "2023-06-01"  # the last API version that takes temperature / top_p / top_k
@@ -94,11 +94,10 @@ class AnthropicProvider:
         ]
         self._secrets = tuple(s for s in (key, token) if s)
         self._custom_endpoint = base_url is not None
-        http_client = None
-        if max_connections:
-            http_client = anthropic.DefaultAsyncHttpxClient(
-                limits=sdk.connection_limits(anthropic.DEFAULT_CONNECTION_LIMITS, max_connections)
-            )
+        self._max_reply = max_reply_bytes(spec)
+        http_client = sdk.http_client(
+            anthropic.DefaultAsyncHttpxClient, anthropic.DEFAULT_CONNECTION_LIMITS, max_connections
+        )
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
             auth_token=None if key else token,
@@ -163,14 +162,20 @@ class AnthropicProvider:
         sent = {"model": self.model, **kwargs, **kwargs.pop("extra_body", {})}
         sent.pop("extra_body", None)
         try:
-            raw = await self._client.post(
-                "/v1/messages",
-                cast_to=_WIRE_RESPONSE,
-                body=sent,
-                options={"timeout": timeout, "headers": headers or {}},
-            )
+            with sdk.reply_cap(self._max_reply):
+                raw = await self._client.post(
+                    "/v1/messages",
+                    cast_to=_WIRE_RESPONSE,
+                    body=sent,
+                    options={
+                        "timeout": sdk.request_timeout(anthropic.DefaultAsyncHttpxClient, timeout),
+                        "headers": headers or {},
+                    },
+                )
             body = raw.text
             status = raw.status_code
+        except sdk.ReplyTooLarge as exc:
+            failure = sdk.oversize("anthropic", exc)
         except anthropic.AnthropicError as exc:
             failure = sdk.sdk_failure(
                 exc, _ERRORS, provider="anthropic", timeout=timeout, secrets=self._secrets

@@ -7,6 +7,9 @@ A judge is named `PROVIDER:MODEL[?param=value&…]`, e.g. `openai:gpt-4o-mini`,
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -65,3 +68,54 @@ class ReportsServedModel(Protocol):
     async def served_model(self, *, timeout: float) -> str | None:
         """The model a custom endpoint says it serves (`GET /v1/models`), None when it does not say."""
         ...
+
+
+class CallClock:
+    """When one call waited and when its request left, as its provider saw it.
+
+    The runner puts a clock in `CURRENT_CLOCK` around each `Provider.complete`; a provider that
+    knows better than the runner says `waiting()` when the call queues inside it (an OpenAI-
+    compatible judge's calls wait for its first, probing call) and `sent()` when the request is
+    handed to the HTTP client (the SDK's request hook). The runner's per-attempt deadline is
+    paused while waiting and restarts at `sent()`, and the time before `sent()` is stored as
+    `queued_ms`, apart from the latency. A provider that says nothing (the simulator) is timed
+    from the start, as before."""
+
+    def __init__(
+        self,
+        on_waiting: Callable[[], None] | None = None,
+        on_sent: Callable[[], None] | None = None,
+    ) -> None:
+        self.started = time.perf_counter()
+        self.sent_at: float | None = None
+        self.bind(on_waiting=on_waiting, on_sent=on_sent)
+
+    def bind(
+        self,
+        *,
+        on_waiting: Callable[[], None] | None = None,
+        on_sent: Callable[[], None] | None = None,
+    ) -> None:
+        self._on_waiting = on_waiting
+        self._on_sent = on_sent
+
+    def waiting(self) -> None:
+        if self.sent_at is None and self._on_waiting is not None:
+            self._on_waiting()
+
+    def sent(self) -> None:
+        self.sent_at = time.perf_counter()
+        if self._on_sent is not None:
+            self._on_sent()
+
+    @property
+    def queued_ms(self) -> float | None:
+        """Milliseconds from the start of the call to its request leaving (None: never sent)."""
+        return None if self.sent_at is None else (self.sent_at - self.started) * 1000
+
+    def since_sent_ms(self, now: float | None = None) -> float:
+        """Milliseconds since the request left (since the start when it was never sent)."""
+        return ((now or time.perf_counter()) - (self.sent_at or self.started)) * 1000
+
+
+CURRENT_CLOCK: ContextVar[CallClock | None] = ContextVar("judgepanel_call_clock", default=None)

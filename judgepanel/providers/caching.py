@@ -1,6 +1,6 @@
 """Prompt-cache rules of the providers, and a forecast of what a sequence of calls would hit.
 
-What the providers document (and `judgepanel.fake.cache` imitates):
+What the providers document (the figures are in `providers.wire`; `judgepanel.fake.cache` imitates them):
 
 * OpenAI caches every prompt prefix of at least 1,024 tokens by itself, for a few minutes after
   last use; a later prompt with the same start reads the longest cached prefix, counted in steps of
@@ -22,19 +22,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-OPENAI_MIN_TOKENS = 1024
-OPENAI_STEP = 128
-
-
-def anthropic_min_tokens(model: str) -> int:
-    """The shortest prefix Anthropic caches for `model`: 4,096 tokens for Haiku 4.5 and Opus 4.5
-    on, 2,048 for Sonnet 4.6 and the Haiku 3 models, 1,024 for the others (the provider's table)."""
-    m = model.lower()
-    if "haiku-4" in m or any(f"opus-4-{v}" in m for v in (5, 6, 7, 8, 9)):
-        return 4096
-    if "haiku" in m or "sonnet-4-6" in m:
-        return 2048
-    return 1024
+from judgepanel.providers.wire import OPENAI_MIN_TOKENS, OPENAI_STEP, anthropic_min_tokens
 
 
 @dataclass

@@ -4,9 +4,13 @@
 |-------------------|----------------------------|-------------|-------------------------|----------|-------|
 | openai            | response_format json_schema| 0..2        | max_completion_tokens   | yes      | no    |
 | azure             | response_format json_schema| 0..2        | max_completion_tokens   | yes      | no    |
-| openai-compatible | response_format json_schema| 0..2        | max_tokens              | no       | yes   |
+| openai-compatible | response_format json_schema| 0..2        | max_tokens              | served¹  | yes   |
 | anthropic         | a forced tool              | 0..1        | max_tokens              | no       | no    |
 | sim               | the simulator's JSON       | 0..2        | max_tokens              | no       | no    |
+
+¹ when the server implements them: llama.cpp's `llama-server` returns `logprobs` and
+`top_logprobs` on `/v1/chat/completions` (tried with a real GGUF model), and so does vLLM; a server
+that sends none leaves `scoring=logprobs` without a distribution (the verdict is read from the text).
 
 `openai-compatible` is an `openai:` judge with a `base_url` (vLLM, llama.cpp, Ollama, Together,
 Groq, Gemini's and Mistral's OpenAI endpoints): servers differ in what they accept, so such a
@@ -29,7 +33,9 @@ class Capabilities:
     structured: bool  # can be asked for schema-constrained output
     temperature: tuple[float, float]  # the range the API accepts
     max_tokens_param: str  # the name of the output-cap parameter on the wire
-    logprobs: bool  # returns token log-probabilities when asked
+    logprobs: (
+        bool  # may return token log-probabilities when asked (compatible servers: if they implement them)
+    )
     probe: bool  # unknown server: learn what it refuses from its first 400s
 
 
@@ -38,7 +44,7 @@ TABLE: dict[str, Capabilities] = {
     for c in (
         Capabilities("openai", True, (0.0, 2.0), "max_completion_tokens", True, False),
         Capabilities("azure", True, (0.0, 2.0), "max_completion_tokens", True, False),
-        Capabilities("openai-compatible", True, (0.0, 2.0), "max_tokens", False, True),
+        Capabilities("openai-compatible", True, (0.0, 2.0), "max_tokens", True, True),  # logprobs: if served
         Capabilities("anthropic", True, (0.0, 1.0), "max_tokens", False, False),
         Capabilities("sim", True, (0.0, 2.0), "max_tokens", False, False),
     )

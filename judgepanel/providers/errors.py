@@ -20,11 +20,13 @@ holds the Authorization header). Any configured key that a server echoes back is
 
 from __future__ import annotations
 
+import base64
+import functools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -67,20 +69,145 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
 
 
 # Every environment variable a provider reads a key from (see openai_provider / anthropic_provider).
-KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY")
+# … and every variable named like a credential, as a judge's `key_env` may name any of them
+_SECRET_ENV = re.compile(r"[A-Z_][A-Z0-9_]*(?:_API_KEY|_KEY|_TOKEN|_SECRET|_PASSWORD)")
+_MIN_SECRET = 8  # shorter values (placeholders such as "no-key") are not treated as secrets
+_MIN_FUZZY = 12  # letters and digits a key needs before its reformatted forms are looked for
 
 
 def configured_secrets() -> tuple[str, ...]:
-    """The key values configured in the environment: what must never be stored or shown."""
-    return tuple(v for v in (os.environ.get(name, "").strip() for name in KEY_ENVS) if v)
+    """The key values configured in the environment: what must never be stored or shown. The
+    provider variables, and every variable named like a credential (`*_API_KEY`, `*_KEY`,
+    `*_TOKEN`, `*_SECRET`, `*_PASSWORD`), which is what a judge's `key_env` may name."""
+    names = [*KEY_ENVS, *sorted(n for n in os.environ if _SECRET_ENV.fullmatch(n) and n not in KEY_ENVS)]
+    values = (os.environ.get(n, "").strip() for n in names)
+    return tuple(dict.fromkeys(v for v in values if len(v) >= _MIN_SECRET))
+
+
+# Between two characters of a reformatted key: punctuation or whitespace, or a JSON escape (a key
+# split by a newline reads `\n` in a raw JSON body), a few of them at most.
+_GAP = r"(?:[^A-Za-z0-9\\]|\\[nrtbf/\\\"]|\\u[0-9a-fA-F]{4}){0,6}"
+_B64_GAP = r"(?:\s|\\[nr]){0,2}"  # base64 wrapped into lines
+
+
+def _spaced(chars: str, gap: str) -> str:
+    return gap.join(re.escape(c) for c in chars)
+
+
+def _base64_cores(raw: bytes) -> set[str]:
+    """The base64 (standard and URL-safe) characters that encode `raw` whatever the 0–2 bytes
+    before it in a longer encoded blob: the characters that only `raw`'s bits decide."""
+    cores: set[str] = set()
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + raw).decode()
+        start, end = -(-8 * shift // 6), (8 * (shift + len(raw))) // 6
+        core = encoded[start:end]
+        cores |= {core, core.replace("+", "-").replace("/", "_")}
+    return cores
+
+
+@dataclass(frozen=True)
+class _Redactor:
+    pattern: re.Pattern[str]
+    folded: re.Pattern[bytes]  # letters and digits of each fuzzy form, lower-cased
+    exact: re.Pattern[bytes] | None  # letters and digits of each base64 core, as they are
+    shortest: int  # no text with fewer letters and digits than this can hold a key
+
+
+# what is left of a text for the quick test: its ASCII letters and digits, JSON escapes dropped whole
+_JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
+_DROP = bytes(c for c in range(128) if not chr(c).isalnum())
+
+
+@functools.lru_cache(maxsize=64)
+def _redactor(secrets: tuple[str, ...]) -> _Redactor | None:
+    """One pattern matching every configured key in every reversible form a server may echo it
+    in: as is, upper- or lower-cased, reversed, as hex, as base64 or base64url (also inside a
+    longer encoded blob), and with whitespace or punctuation put in or changed between its
+    characters (split at a space or a newline, `-` → `_`, `...` inserted, `/` every 8 characters);
+    and, for speed, what each form leaves once punctuation and whitespace are dropped. Secrets
+    shorter than `_MIN_SECRET` are ignored."""
+    branches: list[str] = []
+    folded: list[bytes] = []
+    exact: list[bytes] = []
+    for secret in sorted({s.strip() for s in secrets if s and len(s.strip()) >= _MIN_SECRET}):
+        alnum = "".join(c for c in secret if c.isascii() and c.isalnum())
+        if len(alnum) < _MIN_FUZZY:
+            branches.append(re.escape(secret))
+            exact.append(alnum.encode())
+            continue
+        raw = secret.encode()
+        for form in (alnum, alnum[::-1], raw.hex()):
+            branches.append("(?i:" + _spaced(form, _GAP) + ")")
+            folded.append(form.lower().encode())
+        for core in sorted(_base64_cores(raw)):
+            if len(core) >= _MIN_FUZZY:
+                branches.append(_spaced(core, _B64_GAP))
+                exact.append("".join(c for c in core if c.isalnum()).encode())
+    if not branches:
+        return None
+
+    def either(needles: list[bytes]) -> re.Pattern[bytes] | None:
+        return re.compile(b"|".join(re.escape(n) for n in needles)) if needles else None
+
+    return _Redactor(
+        re.compile("|".join(branches)),
+        either(folded) or re.compile(b"(?!)"),
+        either(exact),
+        min(len(n) for n in (*folded, *exact)),
+    )
+
+
+def _holds(r: _Redactor, text: str) -> bool:
+    if len(text) < r.shortest:
+        return False
+    if "\\" in text:
+        text = _JSON_ESCAPE.sub("", text)
+    bare = text.encode("ascii", "ignore").translate(None, _DROP)
+    if len(bare) < r.shortest:
+        return False
+    if r.exact is not None and r.exact.search(bare):
+        return True
+    return r.folded.search(bare.lower()) is not None
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Remove configured secrets and key-shaped strings from text that may be shown or stored."""
-    for secret in secrets:
-        if secret and len(secret) >= 6 and secret in text:
-            text = text.replace(secret, "[redacted]")
+    """Remove configured secrets (in every form `_redactor` knows) and key-shaped strings from
+    text that may be shown or stored. A text that still holds a key's letters and digits in
+    order after the cut (spread wider than the pattern allows) is withheld whole."""
+    r = _redactor(secrets if isinstance(secrets, tuple) else tuple(secrets))
+    if r is not None and _holds(r, text):
+        text = r.pattern.sub("[redacted]", text)
+        if _holds(r, text):
+            text = "[redacted: held a configured key in a form that could not be cut out]"
+    if "sk-" not in text:  # what `_KEYISH` needs, found far faster than the pattern finds nothing
+        return text
     return _KEYISH.sub(r"\1…[redacted]", text)
+
+
+def scrubber(secrets: Iterable[str] | None = None) -> Callable[[str], str]:
+    """`redact` with the secrets (default: `configured_secrets()`) read once, for the writers of
+    everything judgepanel shows or writes out (JSON output, exports, reports)."""
+    keys = tuple(configured_secrets() if secrets is None else secrets)
+    return lambda text: redact(text, keys)
+
+
+def redact_value(value: Any, secrets: Iterable[str] | None = None) -> Any:
+    """`value` (a string, or JSON-shaped lists and dicts of them) with `redact` applied to every
+    string in it, keys of dicts included; default secrets: `configured_secrets()`."""
+    keys = tuple(configured_secrets() if secrets is None else secrets)
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, str):
+            return redact(v, keys)
+        if isinstance(v, dict):
+            return {clean(k): clean(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [clean(x) for x in v]
+        return v
+
+    return clean(value)
 
 
 def redact_result(result: ChatResult, secrets: Iterable[str] | None = None) -> ChatResult:
@@ -92,13 +219,7 @@ def redact_result(result: ChatResult, secrets: Iterable[str] | None = None) -> C
     keys = tuple(configured_secrets() if secrets is None else secrets)
 
     def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact(value, keys)
-        if isinstance(value, dict):
-            return {clean(k): clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
+        return redact_value(value, keys)
 
     return replace(
         result,

@@ -41,10 +41,10 @@ import openai
 from judgepanel.errors import BadInput, ProviderError
 from judgepanel.protocol.logprobs import logprob_request
 from judgepanel.providers import errors, sdk
-from judgepanel.providers.base import ChatRequest, ChatResult
+from judgepanel.providers.base import CURRENT_CLOCK, ChatRequest, ChatResult
 from judgepanel.providers.capabilities import Capabilities, capabilities, refused_parameter
 from judgepanel.providers.keys import api_key
-from judgepanel.providers.spec import JudgeSpec
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 
 _WIRE_RESPONSE = sdk.wire_response_class(openai.DefaultAsyncHttpxClient)
 PLACEHOLDER_KEY = "no-key"  # what local OpenAI-compatible servers get when no key is configured
@@ -97,6 +97,7 @@ class OpenAIProvider:
         self._dropped: set[str] = set()
         self._probe = asyncio.Lock()
         self._probed = not caps.probe
+        self._max_reply = max_reply_bytes(spec)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider({self.name!r})"
@@ -144,7 +145,10 @@ class OpenAIProvider:
     async def complete(self, request: ChatRequest, *, timeout: float) -> ChatResult:
         if not self._probed:
             # an OpenAI-compatible server's first call goes alone: what it refuses is learnt once,
-            # not as one 400 per job in flight
+            # not as one 400 per job in flight. The others wait here, unsent: their deadlines wait too.
+            clock = CURRENT_CLOCK.get()
+            if clock is not None and self._probe.locked():
+                clock.waiting()
             async with self._probe:
                 if not self._probed:
                     try:
@@ -175,14 +179,20 @@ class OpenAIProvider:
         failure: ProviderError | None = None
         refused: str | None = None
         try:
-            raw = await self._client.post(
-                "/chat/completions",
-                cast_to=_WIRE_RESPONSE,
-                body={"model": self.model, "messages": request.messages, **kwargs},
-                options={"timeout": timeout, "security": {"bearer_auth": True}},
-            )
+            with sdk.reply_cap(self._max_reply):
+                raw = await self._client.post(
+                    "/chat/completions",
+                    cast_to=_WIRE_RESPONSE,
+                    body={"model": self.model, "messages": request.messages, **kwargs},
+                    options={
+                        "timeout": sdk.request_timeout(openai.DefaultAsyncHttpxClient, timeout),
+                        "security": {"bearer_auth": True},
+                    },
+                )
             body = raw.text
             status = raw.status_code
+        except sdk.ReplyTooLarge as exc:
+            failure = sdk.oversize("openai", exc)
         except openai.OpenAIError as exc:
             if self.caps.probe and isinstance(exc, openai.BadRequestError):
                 refused = refused_parameter(sdk.body_of(exc.response), kwargs)
@@ -276,11 +286,7 @@ class OpenAIProvider:
 
 
 def _http_client(max_connections: int | None) -> Any:
-    if not max_connections:
-        return None
-    return openai.DefaultAsyncHttpxClient(
-        limits=sdk.connection_limits(openai.DEFAULT_CONNECTION_LIMITS, max_connections)
-    )
+    return sdk.http_client(openai.DefaultAsyncHttpxClient, openai.DEFAULT_CONNECTION_LIMITS, max_connections)
 
 
 class AzureOpenAIProvider(OpenAIProvider):

@@ -11,7 +11,8 @@
 at half the realtime ones as well).
 
 A price nobody told us is unknown, and an unknown price gives `None`, never 0: a plan that shows
-"$0.00" for a model we cannot price would be a lie. Lookup order for a judge:
+"$0.00" for a model we cannot price would be a lie. A price of zero is a price: a judge given
+`price_in=0&price_out=0` (a local server) costs 0, cached prompt tokens and batch calls included. Lookup order for a judge:
 
 1. the spec's own `price_in` and `price_out` parameters (both needed);
 2. the file named by `$JUDGEPANEL_PRICES` (TOML, JSON or YAML), then the built-in table below;
@@ -80,19 +81,33 @@ class Price:
         if input_tokens is None or output_tokens is None:
             return None
         read, write = cache_read_tokens or 0, cache_write_tokens or 0
-        if (read and self.cache_read is None) or (write and self.cache_write is None):
+        read_rate, write_rate = self.cache_rates()
+        if (read and read_rate is None) or (write and write_rate is None):
             return None
         uncached = max(0, input_tokens - read - write)
         return (
             uncached * self.input
-            + read * (self.cache_read or 0.0)
-            + write * (self.cache_write or 0.0)
+            + read * (read_rate or 0.0)
+            + write * (write_rate or 0.0)
             + output_tokens * self.output
         ) / 1_000_000
 
+    def cache_rates(self) -> tuple[float | None, float | None]:
+        """The cache read and write rates; a free prompt (`input` 0, e.g. `price_in=0&price_out=0`
+        for a local server, whose reused-prompt counts arrive as cached tokens) makes unknown
+        cache rates free too: a cached copy of a free token costs nothing."""
+        if self.input == 0:
+            return (self.cache_read or 0.0, self.cache_write or 0.0)
+        return (self.cache_read, self.cache_write)
+
     def batch(self, cost: float | None) -> float | None:
-        """What `cost` comes to through the provider's batch API; None when the discount is unknown."""
-        if cost is None or self.batch_discount is None:
+        """What `cost` comes to through the provider's batch API; None when the discount is unknown
+        (0 when the call costs nothing)."""
+        if cost is None:
+            return None
+        if cost == 0:
+            return 0.0
+        if self.batch_discount is None:
             return None
         return cost * (1.0 - self.batch_discount)
 

@@ -37,7 +37,7 @@ def make_provider(spec: JudgeSpec, **opts: Any) -> Provider:
 
         return AnthropicProvider(spec, max_connections=max_connections)
     if spec.provider == "sim":
-        from judgepanel.providers.sim import SimProvider
+        from judgepanel.providers.sim_provider import SimProvider
 
         return SimProvider(spec.name, spec.model, spec.params)
     raise BadInput(f"unknown provider {spec.provider!r}")

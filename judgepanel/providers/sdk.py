@@ -6,18 +6,30 @@ pool connections, raise errors and hand back raw bodies the same way.
 - `SdkErrors` + `sdk_failure`: an SDK exception → judgepanel's `ProviderError` (see `errors`).
 - `reply_object`, `int_or_none`: reading a 2xx body that may be malformed.
 - `served_model` + `pick_served`: what a custom endpoint says it serves (`/v1/models`).
+- `http_client` + `reply_cap` + `ReplyTooLarge`: the SDK's HTTP client with two event hooks: a
+  request hook that tells the runner's `CallClock` when the request leaves (so the per-attempt
+  deadline starts then, not while the call waited inside the provider), and a response hook that
+  reads the body through a counter: past the judge's `max_reply_bytes` (raw, and decoded when the
+  server compressed it) reading stops with `ReplyTooLarge`, so a 500 MB or endless reply costs at
+  most the cap in memory. The cap is per call (a context variable set around the chat call), so
+  the batch API's result files, read through the same client, are not cut.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
 import json
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
-from judgepanel.errors import Fatal, ProviderError
+from judgepanel.errors import Fatal, Oversize, ProviderError
 from judgepanel.providers import errors
+from judgepanel.providers.base import CURRENT_CLOCK
 
 _Limits = TypeVar("_Limits")
 
@@ -29,13 +41,160 @@ def connection_limits(sdk_default: _Limits, max_connections: int) -> _Limits:
     return make(max_connections=max_connections, max_keepalive_connections=max_connections)
 
 
+def _http_library(default_client: type[Any]) -> Any:
+    for cls in default_client.__mro__:
+        if cls.__name__ == "AsyncClient" and not cls.__module__.startswith(("openai", "anthropic")):
+            return importlib.import_module(cls.__module__.split(".")[0])
+    raise RuntimeError(f"{default_client!r}: no HTTP client class among its bases")  # pragma: no cover
+
+
 def wire_response_class(default_client: type[Any]) -> type[Any]:
     """The Response class of the HTTP library an SDK sends with (httpx2, or httpx in older SDKs),
     found from the SDK's public `DefaultAsyncHttpxClient` so judgepanel never names that library."""
-    for cls in default_client.__mro__:
-        if cls.__name__ == "AsyncClient" and not cls.__module__.startswith(("openai", "anthropic")):
-            return importlib.import_module(cls.__module__.split(".")[0]).Response  # type: ignore[no-any-return]
-    raise RuntimeError(f"{default_client!r}: no HTTP client class among its bases")  # pragma: no cover
+    return _http_library(default_client).Response  # type: ignore[no-any-return]
+
+
+# ---- the reply cap and the moment a request leaves
+
+DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
+_REPLY_CAP: ContextVar[int | None] = ContextVar("judgepanel_reply_cap", default=None)
+_CHUNK = 1 << 16
+
+
+class ReplyTooLarge(Exception):
+    """A reply body that went over the cap; reading stopped there. `received` counts the bytes read
+    off the wire, `sha256` hashes the first `cap + 1` of them (the same for the same reply however
+    it was chunked), `announced` is the Content-Length the server sent (None without one)."""
+
+    def __init__(
+        self, cap: int, received: int, sha256: str, status: int, announced: int | None, decoded: int | None
+    ) -> None:
+        super().__init__(f"reply over {cap} bytes")
+        self.cap, self.received, self.sha256, self.status = cap, received, sha256, status
+        self.announced, self.decoded = announced, decoded
+
+
+@contextlib.contextmanager
+def reply_cap(max_bytes: int | None) -> Iterator[None]:
+    """Cap the reply bodies of the calls made inside (in this task) at `max_bytes`."""
+    token = _REPLY_CAP.set(max_bytes)
+    try:
+        yield
+    finally:
+        _REPLY_CAP.reset(token)
+
+
+def oversize(provider: str, exc: ReplyTooLarge) -> Oversize:
+    """The stored failure for a reply over the cap: its size so far and hash, never its body."""
+    announced = f", {exc.announced:,} announced" if exc.announced is not None else ""
+    decoded = f", over {exc.decoded:,} once decompressed" if exc.decoded is not None else ""
+    return Oversize(
+        f"{provider} HTTP {exc.status}: the reply went over max_reply_bytes={exc.cap:,} "
+        f"({exc.received:,} bytes read{decoded}{announced}; sha256 of the first "
+        f"{min(exc.received, exc.cap + 1):,} bytes {exc.sha256}); not retried: raise the judge's max_reply_bytes= or re-ask with "
+        "`campaign run --retry-failed`",
+        status=exc.status,
+    )
+
+
+_CAPPED: dict[Any, type[Any]] = {}
+
+
+def _capped_stream(lib: Any) -> type[Any]:
+    """A response stream of the HTTP library `lib` that counts what passes and raises
+    `ReplyTooLarge` past the cap (made once per library: it must subclass the library's own
+    `AsyncByteStream`)."""
+    if lib in _CAPPED:
+        return _CAPPED[lib]
+
+    class CappedStream(lib.AsyncByteStream):  # type: ignore[misc]
+        def __init__(self, inner: Any, cap: int, status: int, encoding: str, announced: int | None) -> None:
+            self._inner, self._cap, self._status, self._announced = inner, cap, status, announced
+            self._hash = hashlib.sha256()
+            self._received = 0
+            self._decoded = 0
+            # a compressed body is counted as it will be decoded too: 8 MB of gzip may be 8 GB of JSON
+            enc = encoding.strip().lower()
+            self._inflate = (
+                zlib.decompressobj(47)
+                if enc in ("gzip", "x-gzip")
+                else zlib.decompressobj()
+                if enc == "deflate"
+                else None
+            )
+
+        def _count(self, chunk: bytes) -> None:
+            room = self._cap + 1 - self._received
+            if room > 0:
+                self._hash.update(chunk[:room])
+            self._received += len(chunk)
+            if self._inflate is not None:
+                with contextlib.suppress(zlib.error):  # the library reports a bad stream itself
+                    data = chunk
+                    while data and self._decoded <= self._cap:
+                        self._decoded += len(self._inflate.decompress(data, _CHUNK))
+                        data = self._inflate.unconsumed_tail
+            if self._received > self._cap or self._decoded > self._cap:
+                raise ReplyTooLarge(
+                    self._cap,
+                    self._received,
+                    self._hash.hexdigest(),
+                    self._status,
+                    self._announced,
+                    self._decoded if self._decoded > self._cap else None,
+                )
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for chunk in self._inner:
+                self._count(chunk)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    _CAPPED[lib] = CappedStream
+    return CappedStream
+
+
+CONNECT_TIMEOUT = 10.0
+
+
+def request_timeout(default_client: type[Any], timeout: float) -> Any:
+    """The SDK call's timeout: `timeout` for the answer, but connecting (and waiting for a pooled
+    connection) may take at most half of it, at most `CONNECT_TIMEOUT`: so a server that cannot be
+    reached fails as a connection error, apart from one that was reached and did not answer in time
+    (the runner's deadline on the whole call would otherwise fire first and call it a timeout)."""
+    first = min(timeout / 2, CONNECT_TIMEOUT)
+    return _http_library(default_client).Timeout(timeout, connect=first, pool=first)
+
+
+def http_client(default_client: type[Any], sdk_limits: Any, max_connections: int | None) -> Any:
+    """The SDK's default HTTP client (its timeouts, redirects and pool; the pool sized for
+    `max_connections` when given) with judgepanel's two hooks: the clock and the reply cap."""
+    lib = _http_library(default_client)
+    capped = _capped_stream(lib)
+
+    async def on_request(request: Any) -> None:
+        clock = CURRENT_CLOCK.get()
+        if clock is not None:
+            clock.sent()
+
+    async def on_response(response: Any) -> None:
+        cap = _REPLY_CAP.get()
+        if cap is None:
+            return
+        length = response.headers.get("content-length")
+        announced = int(length) if length is not None and length.strip().isdigit() else None
+        response.stream = capped(
+            response.stream,
+            cap,
+            response.status_code,
+            response.headers.get("content-encoding", ""),
+            announced,
+        )
+
+    limits = connection_limits(sdk_limits, max_connections) if max_connections else sdk_limits
+    return default_client(limits=limits, event_hooks={"request": [on_request], "response": [on_response]})
 
 
 @dataclass(frozen=True)
@@ -57,7 +216,13 @@ def sdk_failure(
 ) -> ProviderError:
     """The `ProviderError` for what the SDK raised. Raise it outside the SDK's `except` block, so that
     not even `__context__` points at the SDK's request (which holds the key)."""
+    if isinstance(exc.__cause__, ReplyTooLarge):  # an SDK that wraps what the body reader raised
+        return oversize(provider, exc.__cause__)
     if isinstance(exc, kinds.timeout):
+        cause = type(exc.__cause__).__name__
+        if cause in ("ConnectTimeout", "PoolTimeout"):
+            # the request never reached the server: a connection failure, not a slow answer
+            return errors.connection_error(provider, exc.__cause__)
         return errors.timeout_error(provider, timeout)
     if isinstance(exc, kinds.connection):
         return errors.connection_error(provider, exc.__cause__)
@@ -102,9 +267,10 @@ async def served_model(
     """What a custom endpoint says it serves, from the SDK client's `models.list`; None when the
     listing fails or says nothing usable."""
     try:
-        page = await client.models.list(timeout=timeout)
+        with reply_cap(DEFAULT_MAX_REPLY_BYTES):
+            page = await client.models.list(timeout=timeout)
         ids = [getattr(m, "id", None) for m in page.data]
-    except (sdk_error, ValueError, TypeError, AttributeError):
+    except (sdk_error, ReplyTooLarge, ValueError, TypeError, AttributeError):
         return None
     return pick_served(requested, ids, secrets=secrets)
 

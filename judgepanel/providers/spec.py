@@ -20,7 +20,8 @@ Parameters fall into three groups, and only the first two are part of the judge'
 * endpoint: `base_url` (a different server may serve a different build of the "same" model);
 * operational, which never change an answer and so are left out of `name`: `timeout`, `rpm`,
   `tpm`, `concurrency`, `price_in`, `price_out`, `price_cache_read`, `price_cache_write` (USD per
-  million tokens), `batch_discount`, `prompt_cache=on|off`, and the simulator's
+  million tokens), `batch_discount`, `prompt_cache=on|off`, `max_reply_bytes` (the largest reply
+  body read, default 8 MB; `8M`, `512k` or bytes), and the simulator's
   `error_rate`, `latency`, `jitter`.
 
 Secrets are refused outright, whatever they are called (`api_key`, `key`, `token`, `secret`,
@@ -37,6 +38,7 @@ messages name the offending parameter, never its value.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -45,6 +47,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from judgepanel.errors import BadInput
 from judgepanel.providers.capabilities import capabilities
 from judgepanel.providers.errors import configured_secrets
+from judgepanel.providers.keys import key_env_refusal, key_value_refusal
 
 ParamValue = str | int | float | bool
 
@@ -164,10 +167,37 @@ def _revision(raw: str) -> str:
 
 
 def _env_name(raw: str) -> str:
-    # upper-case letters, digits and _ only: a name such as OPENAI_API_KEY, never a key itself
+    # upper-case letters, digits and _ only: a name such as OPENAI_API_KEY, never a key itself; and
+    # a model-server credential, never judgepanel's own settings, a database URL, a cloud key …
+    # (the rule is in `providers.keys`)
     if not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,63}", raw):
         raise ValueError("must name an environment variable (A-Z, 0-9 and _), e.g. TOGETHER_API_KEY")
+    why = key_env_refusal(raw)
+    if why is None:
+        value = os.environ.get(raw)
+        why = key_value_refusal(raw, value) if value else None
+    if why is not None:
+        raise ValueError(why)
     return raw
+
+
+def _byte_size(raw: str) -> int:
+    # 8388608, 8MB, 8M, 512k, 512KB (binary units: 1 MB = 1,048,576 bytes)
+    m = re.fullmatch(r"(\d+)\s*([kKmM]?)[bB]?", raw.strip())
+    if m is None:
+        raise ValueError("must be a number of bytes, optionally with k or M, e.g. 8M")
+    value = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    if value < 1024:
+        raise ValueError("must be at least 1k")
+    return value
+
+
+def max_reply_bytes(spec: JudgeSpec) -> int:
+    """The judge's reply cap in bytes (`max_reply_bytes=`, default 8 MB)."""
+    from judgepanel.providers.sdk import DEFAULT_MAX_REPLY_BYTES
+
+    value = spec.params.get("max_reply_bytes")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_MAX_REPLY_BYTES
 
 
 _IDENTITY: dict[str, Callable[[str], ParamValue]] = {"revision": _revision}
@@ -182,6 +212,7 @@ _OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
     "price_cache_write": _float(0.0),  # … written to it
     "batch_discount": _float(0.0, 1.0),  # share of the price a batch API call saves (0.5 = half price)
     "prompt_cache": _switch,  # off: no cache_control marks (Anthropic)
+    "max_reply_bytes": _byte_size,  # the largest reply body read (default 8 MB); more is `oversize`
 }
 # where a judge's key is read from: never sent, never part of the name (which key does not change
 # what a model answers), stored as the variable's name only

@@ -15,7 +15,7 @@ import csv
 import importlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +23,7 @@ from typing import Any, Literal
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.errors import scrubber
 from judgepanel.store.export import COLUMNS, WHATS, Column, export_rows
 
 Format = Literal["csv", "jsonl", "parquet"]
@@ -135,6 +136,24 @@ def _write_parquet(path: Path, cols: Sequence[Column], chunks: Iterable[Sequence
     return n
 
 
+def _scrubbed(
+    cols: Sequence[Column], chunks: Iterable[Sequence[tuple[Any, ...]]]
+) -> Iterator[Sequence[tuple[Any, ...]]]:
+    """The rows with every configured key cut from their text cells (`providers.errors.redact`):
+    the store never holds one, and an export is written where anyone may read it."""
+    scrub = scrubber()
+    texts = [i for i, c in enumerate(cols) if c.kind == "str"]
+    for chunk in chunks:
+        out = []
+        for row in chunk:
+            r = list(row)
+            for i in texts:
+                if isinstance(r[i], str):
+                    r[i] = scrub(r[i])
+            out.append(tuple(r))
+        yield out
+
+
 WRITERS = {"csv": _write_csv, "jsonl": _write_jsonl, "parquet": _write_parquet}
 
 
@@ -149,7 +168,7 @@ def export_campaign(engine: Engine, campaign: str, *, what: str, fmt: str, out: 
         raise BadInput(f"--out: folder {str(path.parent)!r} does not exist")
     kind = next(w for w in WHATS if w == what)
     cols = COLUMNS[kind]
-    chunks = export_rows(engine, campaign, kind)
+    chunks = _scrubbed(cols, export_rows(engine, campaign, kind))
     tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
     try:
         n = WRITERS[fmt](tmp, cols, chunks)

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.errors import scrubber
 from judgepanel.report import plots
 from judgepanel.report.build import CampaignReport, campaign_report
 
@@ -205,6 +206,8 @@ def write_report(
         "page": CASES_PAGE,
     }
     files: list[str] = []
+    # every configured key, in any form a server may have echoed it in, is cut from what is written
+    scrub = scrubber()
     if fmt_ == "html":
         text = _env(True).get_template("report.html.j2").render(**context)
     else:
@@ -214,19 +217,20 @@ def write_report(
             for key in ("latency", "kappa", "bias"):
                 if c.plots.get(key):
                     f = folder / f"{c.anchor}-{key}.svg"
-                    f.write_text(c.plots[key], encoding="utf-8")
+                    f.write_text(scrub(c.plots[key]), encoding="utf-8")
                     c.plots[key] = f"{folder.name}/{f.name}"
                     files.append(str(f))
             links = []
             for i, svg in enumerate(c.plots.get("confusion", [])):
                 f = folder / f"{c.anchor}-confusion-{i}.svg"
-                f.write_text(svg, encoding="utf-8")
+                f.write_text(scrub(svg), encoding="utf-8")
                 links.append(f"{folder.name}/{f.name}")
                 files.append(str(f))
             c.plots["confusion"] = links
         env = _env(False)
         env.filters["cell"] = _md_cell
         text = env.get_template("report.md.j2").render(**context)
+    text = scrub(text)
     path.write_text(text, encoding="utf-8")
     sections = sorted(
         set(re.findall(r'data-section="([a-z-]+)"', text))

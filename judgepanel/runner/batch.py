@@ -54,8 +54,10 @@ from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.runner.budget import Price, price_for
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import (
+    RETRY_FAILED,
     answered_row,
     cached_answer,
+    failed_class,
     judged_reply,
     prepare_leased,
     run_exit_code,
@@ -243,7 +245,7 @@ class BatchRunner:
             self.warnings += warnings
             self.ctx = replace(ctx, served_models=served)
             if self.opts.retry_failed:
-                await asyncio.to_thread(store.requeue, self.engine, cid, ("rate_limit", "transient"))
+                await asyncio.to_thread(store.requeue, self.engine, cid, RETRY_FAILED)
             await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
             await asyncio.to_thread(store.set_campaign_status, self.engine, cid, "running")
             for b in await asyncio.to_thread(pb.open_batches, self.engine, cid):
@@ -622,16 +624,16 @@ class BatchRunner:
             err = error or Transient("no result")
             cls = "fatal" if isinstance(err, Fatal) else "transient"
             self.stats.errors[cls] += 1
+            keys = (*perrors.configured_secrets(), *getattr(j.provider, "secrets", ()))
+            body = err.raw_body if err.raw_body is not None else (json.dumps(line) if line else None)
             out.attempts.append(
                 replace(
                     row,
                     ok=False,
                     error_class=cls,
                     http_status=err.status,
-                    error_message=str(err)[:2000],
-                    raw_body=err.raw_body
-                    if err.raw_body is not None
-                    else (json.dumps(line) if line else None),
+                    error_message=perrors.redact(str(err), keys)[:2000],
+                    raw_body=None if body is None else perrors.redact(body, keys),
                 )
             )
             out.outcomes.append(JobOutcome(job.id, "failed", e.attempt, cls))
@@ -653,7 +655,7 @@ class BatchRunner:
         if perr is None:
             out.outcomes.append(JobOutcome(job.id, "done", e.attempt, None, verdict))
         else:
-            out.outcomes.append(JobOutcome(job.id, "failed", e.attempt, "parse", verdict))
+            out.outcomes.append(JobOutcome(job.id, "failed", e.attempt, failed_class(verdict), verdict))
 
 
 def _jsonl(text: str) -> list[dict[str, Any]]:

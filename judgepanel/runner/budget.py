@@ -75,6 +75,8 @@ class Price:
         """The same call made through a provider's batch API (its discount applies to every rate);
         None when the discount or a cache rate the call used is unknown."""
         full = self.call_cost(input_tokens, output_tokens, cache_read, cache_write)
+        if full == 0:
+            return 0.0  # a free judge is free through a batch too, whatever its discount
         return None if full is None or self.batch_discount is None else full * (1.0 - self.batch_discount)
 
 
@@ -91,7 +93,9 @@ def check_prices(max_cost: float | None, prices: Mapping[str, Price | None]) -> 
     if unknown:
         raise BadInput(
             f"--max-cost cannot be enforced: no price known for {', '.join(unknown)}; "
-            "add price_in=…&price_out=… (USD per million tokens) to the judge spec"
+            "add price_in=…&price_out=… (USD per million tokens) to the judge spec "
+            "(price_in=0&price_out=0 for a free local server: its calls, cached prompt tokens "
+            "included, then cost 0)"
         )
 
 

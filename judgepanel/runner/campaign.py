@@ -25,6 +25,7 @@ from judgepanel.protocol.custom import CLASSIC_REF, load_template
 from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.providers.caching import CacheForecast
+from judgepanel.providers.keys import key_source
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
@@ -115,7 +116,8 @@ def create(
             dim = doc.dimension(dimensions[0]) if dimensions else doc.dimensions[0]
         validate_template(t, dimension=dim, dimension_name=dimensions[0] if dimensions else None)
     records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
-    return store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+    info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id)
+    return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs))
 
 
 def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> CampaignInfo:
@@ -199,6 +201,8 @@ class Estimate:
     cost_batch_cached_usd: float | None = None
     cache_read_tokens: int = 0  # forecast: prompt tokens read from the providers' caches
     cache_write_tokens: int = 0  # … and written to them
+    # per judge: the variable its key comes from (never the value) and the host it goes to
+    judge_keys: tuple[dict[str, str | None], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -214,6 +218,7 @@ class Estimate:
             "cache_write_tokens": self.cache_write_tokens,
             "cached": self.cached,
             "by_judge": self.by_judge,
+            "judge_keys": list(self.judge_keys),
         }
 
 
@@ -311,6 +316,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True) -> Estimate:
         cost_batch_cached_usd=rounded["cost_batch_cached_usd"],
         cache_read_tokens=sum(d["cache_read_tokens"] for d in by_judge.values()),
         cache_write_tokens=sum(d["cache_write_tokens"] for d in by_judge.values()),
+        judge_keys=tuple(key_source(js).as_dict() for js in ctx.judges.values()),
     )
 
 
@@ -318,6 +324,8 @@ _COSTS = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_us
 
 
 def _batch(price: Price | None, cost: float | None) -> float | None:
+    if cost == 0:
+        return 0.0  # a free judge is free through a batch too
     if price is None or cost is None or price.batch_discount is None:
         return None
     return cost * (1.0 - price.batch_discount)

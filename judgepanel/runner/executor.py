@@ -20,6 +20,14 @@ everything in batches. Retries live here and only here, in `_run_job`, with tena
                                            raw text stored, and `campaign retry-parse-failures`
                                            re-asks it
 
+A run whose first `RunOptions.unreadable_stop` (20) answers ALL fail to parse stops scheduling
+(status `unreadable`, exit 3): the prompt, the custom template or the judge cannot produce a
+readable answer, and spending through every job would not change that. The calls in flight finish
+and are stored, the rest stay pending, and the summary quotes the first failure. Why twenty: a
+broken template or judge costs twenty calls instead of the whole campaign, while a judge that
+parses a fifth of its replies is stopped by chance only with probability 0.8²⁰ ≈ 1 % (one that
+parses 5 % of them, 0.95²⁰ ≈ 36 %, is no judge to spend a campaign on anyway).
+
 Every attempt, failed or not, is stored with its error class. Stopping: `interrupt()` once stops
 scheduling (in-flight calls finish and are stored; jobs waiting in back-off are handed back);
 twice abandons the calls in flight (their jobs stay pending). Either way the writer commits what
@@ -27,7 +35,9 @@ finished and the unfinished leases are released, so a later `run` picks up exact
 
 Every attempt has a deadline: the judge's `timeout` bounds the whole call (connect, queueing in the
 HTTP pool, every byte of the body), not each read, so a server that drips a byte a second cannot
-keep a call alive. Time spent waiting for the judge's limiter is not part of it.
+keep a call alive. It starts when the request leaves for the server (`providers.base.CallClock`):
+time spent waiting for the judge's limiter, or inside the provider behind an OpenAI-compatible
+judge's probing first call, is not part of it and is stored apart as `queued_ms`.
 """
 
 from __future__ import annotations
@@ -54,8 +64,8 @@ from judgepanel.errors import (
     TimedOut,
     Transient,
 )
-from judgepanel.providers.base import ChatResult, Provider
-from judgepanel.providers.errors import redact_result
+from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
+from judgepanel.providers.errors import configured_secrets, redact, redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
@@ -88,8 +98,12 @@ from judgepanel.store.campaigns import (
 from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
 from judgepanel.store.editor import editor_tasks
 
+# what `--retry-failed` puts back: failures that another try may cure (an `oversize` reply is not
+# retried by itself, as the same question tends to get the same huge answer, paid again)
+RETRY_FAILED = ("rate_limit", "transient", "oversize")
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
+UNREADABLE_STOP = 20  # a run whose first this-many answers all fail to parse stops (module docstring)
 
 
 def run_exit_code(status: str, done: int, jobs: int) -> int:
@@ -123,12 +137,14 @@ class RunOptions:
     no_cache: bool = False
     timeout: float = 120.0  # per call, unless the spec says `timeout=`
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    retry_failed: bool = False  # put jobs that failed rate_limit/transient back first
+    retry_failed: bool = False  # put jobs that failed rate_limit/transient/oversize back first
     batch_size: int = 500
     flush_ms: float = 100.0
     lease_seconds: float = 120.0
     lease_chunk: int | None = None  # jobs leased at a time per judge (default: 4 × concurrency, ≥ 128)
     shared_limits: bool = False  # RPM/TPM budgets shared with other workers through the database
+    # stop when the first this-many answers of the run all fail to parse (None: never)
+    unreadable_stop: int | None = UNREADABLE_STOP
 
     def validate(self) -> None:
         if self.lease_seconds <= 0:
@@ -143,6 +159,8 @@ class RunOptions:
                 raise BadInput(f"{name} must be positive, got {v}")
         if self.timeout <= 0:
             raise BadInput(f"--timeout must be positive, got {self.timeout}")
+        if self.unreadable_stop is not None and self.unreadable_stop < 1:
+            raise BadInput(f"unreadable_stop must be at least 1 (or None), got {self.unreadable_stop}")
 
 
 @dataclass
@@ -171,7 +189,7 @@ class RunStats:
 @dataclass(frozen=True)
 class RunSummary:
     campaign: str
-    status: str  # done | incomplete | interrupted | budget
+    status: str  # done | incomplete | interrupted | budget | unreadable
     jobs: int
     done: int
     failed: int
@@ -189,6 +207,7 @@ class RunSummary:
     unscheduled: int = 0  # jobs left pending because the next call did not fit under --max-cost
     partial: int = 0  # failed jobs whose reply left clauses unanswered
     max_cost_usd: float | None = None
+    stopped: str | None = None  # why the run stopped early (status unreadable), quoting the first failure
 
     @property
     def spent_usd(self) -> float | None:
@@ -218,6 +237,7 @@ class RunSummary:
             "elapsed_s": round(self.elapsed_s, 3),
             "warnings": list(self.warnings),
             "parse_failures": self.parse_failures,
+            "stopped": self.stopped,
         }
 
 
@@ -327,11 +347,19 @@ def cached_answer(p: Prepared, hit: CacheHit, ctx: CampaignContext) -> tuple[Att
     return row, JobOutcome(job.id, "done", attempt, None, verdict)
 
 
+def failed_class(verdict: VerdictRow | None) -> str:
+    """The job's error class for a reply that was read but held no verdict: `truncated` when it
+    was cut at the output cap (re-asking it costs the whole cap again, and a rambling model
+    rambles again: `retry-parse-failures` leaves these unless told `--truncated`), else `parse`."""
+    return "truncated" if verdict is not None and verdict.failure_kind == "truncated" else "parse"
+
+
 def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[VerdictRow, str | None]:
     """The verdict read from a reply and the parse error (None when it parsed). A failure is
     classified from what the provider said, not from the text: a reply cut at the output cap
-    (`finish_reason` length / max_tokens) is `truncated` and needs a larger max_tokens, not a
-    re-ask; a partial clause reply keeps its own kind, `missing_clauses`."""
+    (`finish_reason` length / max_tokens) is `truncated` — not re-asked by default, and not cured by
+    a larger cap when the model loops inside its rationale —; a partial clause reply keeps its own
+    kind, `missing_clauses`."""
     verdict, error = read(p, ctx, r.text, r.structured)
     verdict = with_logprob_score(p, ctx, r.raw_body, verdict)
     if error is None:
@@ -340,6 +368,20 @@ def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[Verd
     if kind == "truncated":
         error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
     return replace(verdict, failure_kind=kind), error
+
+
+def truncation_advice(cut: int) -> str:
+    """What to do about replies cut at the output cap. A small model looping inside its rationale
+    hits any cap, and a larger one only makes each failure slower and dearer."""
+    replies = "reply was" if cut == 1 else "replies were"
+    return (
+        f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored as "
+        "failures of kind 'truncated'. A larger max_tokens= rarely helps a model that rambles or "
+        "loops (each failure only gets slower and dearer): lower the cap (max_tokens=), ask for a "
+        "shorter rationale (a --template that asks for one or two sentences), or lower the "
+        "temperature (temperature=0), as a new judge spec. `campaign retry-parse-failures` does not "
+        "re-ask truncated jobs (each re-ask pays for the whole cap again) unless given --truncated"
+    )
 
 
 def _share_limits(engine: Engine, limiter: JudgeLimiter, judge: str, rpm: Any, tpm: Any) -> None:
@@ -375,6 +417,7 @@ class Runner:
         *,
         provider_factory: ProviderFactory | None = None,
         reask_parse_failures: bool = False,
+        reask_truncated: bool = False,
     ) -> None:
         self.engine = engine
         self.name = campaign
@@ -382,6 +425,7 @@ class Runner:
         self.opts.validate()
         self.factory = provider_factory or _default_factory
         self.reask = reask_parse_failures
+        self.reask_truncated = reask_truncated
         self.owner = store.lease_owner_id()
         self.stats = RunStats()
         self._stopping = asyncio.Event()
@@ -390,6 +434,10 @@ class Runner:
         self._workers: list[asyncio.Task[None]] = []
         self.warnings: list[str] = []
         self._background: list[asyncio.Task[None]] = []  # writes of what probes learnt
+        self._answered = 0  # replies received this run (not from the cache) …
+        self._readable = 0  # … and how many of them parsed
+        self._first_unreadable: str | None = None  # the first that did not, described
+        self._redact_keys: dict[int, tuple[str, ...]] = {}
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._expo = wait_exponential_jitter(
             multiplier=self.opts.retry.initial_wait,
@@ -490,9 +538,10 @@ class Runner:
         try:
             check_prices(self.opts.max_cost, {j.spec.name: j.price for j in judges.values()})
             if self.opts.retry_failed:
-                await asyncio.to_thread(store.requeue, self.engine, cid, ("rate_limit", "transient"))
+                await asyncio.to_thread(store.requeue, self.engine, cid, RETRY_FAILED)
             if self.reask:
-                await asyncio.to_thread(store.requeue, self.engine, cid, ("parse",))
+                classes = ("parse", "truncated") if self.reask_truncated else ("parse",)
+                await asyncio.to_thread(store.requeue, self.engine, cid, classes)
             await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
             counts = await asyncio.to_thread(store.job_counts, self.engine, cid)
             self.stats.total = sum(counts.values())
@@ -573,7 +622,30 @@ class Runner:
             unscheduled=pending if status == "budget" else 0,
             partial=partial,
             max_cost_usd=self.opts.max_cost,
+            stopped=self._unreadable_reason(pending) if status == "unreadable" else None,
         )
+
+    def _unreadable_reason(self, pending: int) -> str:
+        return (
+            f"stopped early: the first {self._answered} answers all failed to parse, so the "
+            f"{pending} job(s) left were not sent (they stay pending; fix the template or the judge, "
+            f"then run again, and `campaign retry-parse-failures {self.name}` re-asks the failed ones). "
+            f"The first failure: {self._first_unreadable}"
+        )
+
+    def _count_answer(self, j: _Judge, p: Prepared, r: ChatResult, error: str | None) -> None:
+        """Stop the run when its first `unreadable_stop` answers all failed to parse."""
+        self._answered += 1
+        if error is None:
+            self._readable += 1
+            return
+        if self._first_unreadable is None:
+            text = " ".join((r.text or "").split())
+            shown = text if len(text) <= 300 else text[:300] + " …"
+            self._first_unreadable = f"{j.spec.name}, job {p.job.id}: {error}; the reply was {shown!r}"
+        limit = self.opts.unreadable_stop
+        if limit is not None and self._readable == 0 and self._answered >= limit:
+            self._stop("unreadable")
 
     def _summary_warnings(self) -> list[str]:
         # what the providers learnt (parameters a server refused and that were dropped) comes first
@@ -583,12 +655,7 @@ class Runner:
         warnings = [*learnt, *self.warnings][:20]
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
-            replies = "reply was" if cut == 1 else "replies were"
-            warnings = [
-                f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored "
-                "as parse failures of kind 'truncated': give the judge a larger max_tokens= in its spec",
-                *warnings,
-            ]
+            warnings = [truncation_advice(cut), *warnings]
         return warnings
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
@@ -752,7 +819,9 @@ class Runner:
             self.writer.outcome(JobOutcome(job.id, "done", state["attempt"], None, verdict))
             self.stats.done += 1
         else:
-            self.writer.outcome(JobOutcome(job.id, "failed", state["attempt"], "parse", verdict))
+            self.writer.outcome(
+                JobOutcome(job.id, "failed", state["attempt"], failed_class(verdict), verdict)
+            )
             self.stats.failed += 1
 
     async def _call(self, j: _Judge, p: Prepared, state: dict[str, Any]) -> None:
@@ -768,11 +837,10 @@ class Runner:
         state["attempt"] += 1
         n = state["attempt"]
         self.stats.in_flight += 1
-        t0 = time.perf_counter()
+        clock = CallClock()
         try:
             try:
-                async with asyncio.timeout(j.timeout):
-                    result = redact_result(await j.provider.complete(p.request, timeout=j.timeout))
+                result = await self._timed_call(j, p, clock)
             except TimeoutError:
                 raise TimedOut(
                     f"{j.spec.provider}: no complete answer within {j.timeout:g} s (per-attempt deadline)"
@@ -780,18 +848,44 @@ class Runner:
         except ProviderError as exc:
             if isinstance(exc, TimedOut):
                 state["timeouts"] += 1
-            self._failed_attempt(j, self._as_sent(j, p), n, exc, time.perf_counter() - t0)
+            self._failed_attempt(j, self._as_sent(j, p), n, exc, clock)
             raise
         except (asyncio.CancelledError, _Abandoned):
             raise
         except Exception as exc:  # a provider bug must not be retried forever, nor lost
             fatal = Fatal(f"{type(exc).__name__}: {exc}")
-            self._failed_attempt(j, self._as_sent(j, p), n, fatal, time.perf_counter() - t0)
+            self._failed_attempt(j, self._as_sent(j, p), n, fatal, clock)
             raise fatal from exc
         finally:
             self.stats.in_flight -= 1
             j.limiter.release()
-        self._succeeded(j, self._as_sent(j, p), n, result, tokens, state)
+        self._succeeded(j, self._as_sent(j, p), n, result, tokens, state, clock.queued_ms)
+
+    async def _timed_call(self, j: _Judge, p: Prepared, clock: CallClock) -> ChatResult:
+        """One provider call under the per-attempt deadline, which runs from the moment the request
+        leaves (`CallClock.sent`): while the call waits inside the provider (behind an
+        OpenAI-compatible judge's probing first call) the deadline is paused."""
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(j.timeout) as deadline:
+
+            def move(when: float | None) -> None:
+                with contextlib.suppress(RuntimeError):  # the deadline has already fired
+                    deadline.reschedule(when)
+
+            clock.bind(on_waiting=lambda: move(None), on_sent=lambda: move(loop.time() + j.timeout))
+            token = CURRENT_CLOCK.set(clock)
+            try:
+                return redact_result(await j.provider.complete(p.request, timeout=j.timeout), self._keys(j))
+            finally:
+                CURRENT_CLOCK.reset(token)
+
+    def _keys(self, j: _Judge) -> tuple[str, ...]:
+        """Every configured key and this judge's own (read once per run: the environment does not
+        change under a running campaign), to redact replies and errors against."""
+        keys = self._redact_keys.get(j.id)
+        if keys is None:
+            keys = self._redact_keys[j.id] = (*configured_secrets(), *getattr(j.provider, "secrets", ()))
+        return keys
 
     def _as_sent(self, j: _Judge, p: Prepared) -> Prepared:
         """`p` as its judge's provider sent it: without what the server refused. What a probe learns
@@ -810,26 +904,36 @@ class Runner:
             )
         return as_sent(p, self.ctx, learnt)
 
-    def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, seconds: float) -> None:
+    def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, clock: CallClock) -> None:
         if isinstance(exc, RateLimited):
             j.limiter.on_rate_limited(exc.retry_after)
         elif isinstance(exc, TimedOut):
             j.limiter.on_timeout(j.timeout)
         self.stats.calls += 1
         self.stats.errors[exc.error_class] += 1
+        # what the provider raised is redacted already; a provider bug's message may not be
+        keys = self._keys(j)
         self.writer.attempt(
             replace(
                 sent_row(p, n, ok=False),
                 error_class=exc.error_class,
                 http_status=exc.status,
-                error_message=str(exc)[:2000],
-                raw_body=exc.raw_body,
-                latency_ms=seconds * 1000,
+                error_message=redact(str(exc), keys)[:2000],
+                raw_body=None if exc.raw_body is None else redact(exc.raw_body, keys),
+                latency_ms=clock.since_sent_ms(),
+                queued_ms=clock.queued_ms,
             )
         )
 
     def _succeeded(
-        self, j: _Judge, p: Prepared, n: int, r: ChatResult, tokens_reserved: int, state: dict[str, Any]
+        self,
+        j: _Judge,
+        p: Prepared,
+        n: int,
+        r: ChatResult,
+        tokens_reserved: int,
+        state: dict[str, Any],
+        queued_ms: float | None = None,
     ) -> None:
         real_tokens = (r.input_tokens or 0) + (r.output_tokens or 0)
         j.limiter.on_success(real_tokens - tokens_reserved if tokens_reserved and real_tokens else 0.0)
@@ -849,7 +953,11 @@ class Runner:
         if error is not None:
             self.stats.errors["parse"] += 1
             self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
+        self._count_answer(j, p, r, error)
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         self.writer.attempt(
-            answered_row(sent_row(p, n, ok=True), r, cost=cost, error=error, latency_ms=r.latency_ms)
+            replace(
+                answered_row(sent_row(p, n, ok=True), r, cost=cost, error=error, latency_ms=r.latency_ms),
+                queued_ms=queued_ms,
+            )
         )

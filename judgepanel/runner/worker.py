@@ -137,6 +137,9 @@ class Worker:
         self.errors: Counter[str] = Counter()
         self.warnings: list[str] = []
         self.passes = 0
+        # campaigns whose answers all failed to parse (`RunOptions.unreadable_stop`): not leased
+        # again by this worker, which would only spend another round of calls on them
+        self.halted: set[str] = set()
 
     def interrupt(self) -> None:
         """First call: stop leasing, let calls in flight finish and hand the rest back. Second
@@ -161,12 +164,14 @@ class Worker:
         names = self.names or None
         while not self.stopping:
             left = await asyncio.to_thread(store.work_left, self.engine, names)
-            todo = [n for n, (leasable, _, _) in left.items() if leasable > 0]
+            todo = [n for n, (leasable, _, _) in left.items() if leasable > 0 and n not in self.halted]
             if todo:
                 self.passes += 1
                 await self._pass(todo)
                 continue
-            if not self.follow and not any(unfinished for _, unfinished, _ in left.values()):
+            if not self.follow and not any(
+                unfinished for n, (_, unfinished, _) in left.items() if n not in self.halted
+            ):
                 break
             # other workers hold what is left: wait for them to finish it or for their leases to expire
             with contextlib.suppress(TimeoutError):
@@ -204,6 +209,10 @@ class Worker:
             self._count(s)
 
     def _count(self, s: RunSummary) -> None:
+        if s.status == "unreadable":
+            self.halted.add(s.campaign)
+            if s.stopped:
+                self.warnings.append(f"{s.campaign}: {s.stopped}")
         self.calls += s.calls
         self.cached += s.cached
         self.errors.update(s.errors)

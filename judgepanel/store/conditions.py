@@ -1,6 +1,7 @@
 """Reading a pointwise campaign's verdicts and a human group's labels for the rubric-condition
-study (`metrics conditions`): the statistics live in `metrics.conditions`, this module only
-collects the arrays and the texts a disagreement case shows.
+study (`metrics conditions`): the statistics live in `metrics.conditions` and the study's
+orchestration (the human reference, the scale checks, the cases) in `analysis.conditions`; this
+module only collects the rows and the texts a disagreement case shows.
 
 What is compared, per condition (`none`, `criteria`, `rubric`): one judge's accepted score on an
 item (repeat 0: a campaign with `--repeats N` is compared on its first sample) against the human
@@ -14,21 +15,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
-import numpy as np
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput, JudgepanelError, NotFound
-from judgepanel.metrics.conditions import (
-    STATISTICS,
-    Comparisons,
-    ConditionStudy,
-    Estimate,
-    condition_study,
-    rounded_mean,
-)
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import SCALE, RubricDoc
 from judgepanel.store.campaigns import campaign_by_name
@@ -62,8 +53,9 @@ class JudgeScore:
 
 
 @dataclass(frozen=True)
-class ConditionData:
-    """Everything `metrics conditions` needs, already aligned on `items` (index = position here)."""
+class ConditionRows:
+    """What a campaign and a human group hold for the study, aligned on `items` (index = position
+    here): only items judged and rated by the group, in dataset order."""
 
     campaign: str
     dataset: str
@@ -76,23 +68,8 @@ class ConditionData:
     outputs: list[str | None]
     groups: list[str | None]  # per item: its group key (article), None when it has none
     humans: list[list[HumanRating]]  # per item
-    reference: list[float]  # per item: the rounded group mean
     scores: dict[str, dict[int, JudgeScore]]  # condition -> item index -> judge score
     skipped: dict[str, int] = field(default_factory=dict)
-
-    def comparisons(self) -> dict[str, Comparisons]:
-        out: dict[str, Comparisons] = {}
-        for cond, by_item in self.scores.items():
-            judge: list[float] = []
-            human: list[float] = []
-            item: list[int] = []
-            for i, js in sorted(by_item.items()):
-                refs = [h.value for h in self.humans[i]] if self.per_human else [self.reference[i]]
-                judge += [js.score] * len(refs)
-                human += refs
-                item += [i] * len(refs)
-            out[cond] = Comparisons.of(np.array(judge), np.array(human), np.array(item, dtype=np.intp))
-        return out
 
 
 def _campaign(s: Session, name: str) -> Campaign:
@@ -133,7 +110,7 @@ def _scale(s: Session, c: Campaign, dimension: str | None) -> tuple[int, int]:
     return doc.dimension(dimension).scale
 
 
-def load_condition_data(
+def load_condition_rows(
     engine: Engine,
     campaign: str,
     human_group: str,
@@ -141,7 +118,7 @@ def load_condition_data(
     dimension: str | None = None,
     judge: str | None = None,
     per_human: bool = False,
-) -> ConditionData:
+) -> ConditionRows:
     with session_scope(engine) as s:
         c = _campaign(s, campaign)
         dims = sorted(
@@ -235,7 +212,6 @@ def load_condition_data(
     items: list[str] = []
     outputs: list[str | None] = []
     humans: list[list[HumanRating]] = []
-    reference: list[float] = []
     no_label = 0
     item_groups: list[str | None] = []
     for item_id, ext, output, _pos, group in rows:
@@ -248,28 +224,15 @@ def load_condition_data(
         outputs.append(output)
         item_groups.append(group)
         humans.append(ratings)
-        reference.append(rounded_mean([h.value for h in ratings]))
     if not items:
         raise NotFound(
             f"no item judged in campaign {campaign!r} has a {human_group!r} rating"
             + (f" of {dim!r}" if dim else "")
         )
-    allowed = set(categories)
-    for i, hs in enumerate(humans):
-        values = [h.value for h in hs] if per_human else [reference[i]]
-        bad = [v for v in values if v not in allowed]
-        if bad:
-            raise BadInput(
-                f"item {items[i]!r}: human rating {bad[0]:g} is not on the {lo}..{hi} scale of "
-                f"{dim or 'the campaign'}"
-            )
     scores: dict[str, dict[int, JudgeScore]] = {}
     for cond in sorted(by_cond, key=lambda k: (CONDITION_ORDER.index(k) if k in CONDITION_ORDER else 9, k)):
         scores[cond] = {index[i]: js for i, js in by_cond[cond].items() if i in index}
-        for js in scores[cond].values():
-            if js.score not in allowed:
-                raise BadInput(f"a {jname} score {js.score:g} is not on the {lo}..{hi} scale")
-    return ConditionData(
+    return ConditionRows(
         campaign=campaign,
         dataset=dataset,
         dimension=dim,
@@ -281,137 +244,6 @@ def load_condition_data(
         outputs=outputs,
         groups=item_groups,
         humans=humans,
-        reference=reference,
         scores=scores,
         skipped={"items_without_human_rating": no_label} if no_label else {},
     )
-
-
-# ---------------------------------------------------------------- the report
-
-
-@dataclass(frozen=True)
-class DisagreementCase:
-    condition: str
-    item: str
-    judge: float
-    human: float  # the reference (rounded group mean)
-    judge_rationale: str | None
-    humans: tuple[HumanRating, ...]
-    output: str | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "condition": self.condition,
-            "item": self.item,
-            "judge": self.judge,
-            "human": self.human,
-            "gap": self.judge - self.human,
-            "judge_rationale": self.judge_rationale,
-            "human_ratings": [
-                {"annotator": h.annotator, "value": h.value, "rationale": h.rationale} for h in self.humans
-            ],
-            "output": None if self.output is None else self.output[:CASE_OUTPUT_CHARS],
-        }
-
-
-CASE_OUTPUT_CHARS = 300
-
-
-def disagreement_cases(data: ConditionData, per_condition: int) -> list[DisagreementCase]:
-    """Up to `per_condition` items per condition where the judge's score differs from the human
-    reference, largest gap first, then dataset order (deterministic)."""
-    out: list[DisagreementCase] = []
-    if per_condition <= 0:
-        return out
-    for cond, by_item in data.scores.items():
-        differing = [(i, js) for i, js in by_item.items() if js.score != data.reference[i]]
-        differing.sort(key=lambda t: (-abs(t[1].score - data.reference[t[0]]), t[0]))
-        for i, js in differing[:per_condition]:
-            out.append(
-                DisagreementCase(
-                    cond,
-                    data.items[i],
-                    js.score,
-                    data.reference[i],
-                    js.rationale,
-                    tuple(data.humans[i]),
-                    data.outputs[i],
-                )
-            )
-    return out
-
-
-def _estimate(e: Estimate) -> dict[str, Any]:
-    return {"value": e.value, "ci": list(e.ci)}
-
-
-@dataclass(frozen=True)
-class ConditionReport:
-    data: ConditionData
-    study: ConditionStudy
-    cases: list[DisagreementCase]
-
-    def as_dict(self) -> dict[str, Any]:
-        d, st = self.data, self.study
-        return {
-            "campaign": d.campaign,
-            "dataset": d.dataset,
-            "dimension": d.dimension,
-            "judge": d.judge,
-            "human_group": d.group,
-            "reference": "each human" if d.per_human else "rounded group mean",
-            "scale": [d.categories[0], d.categories[-1]],
-            "bootstrap": st.n_boot,
-            "confidence": st.confidence,
-            "seed": st.seed,
-            "resample": st.resample,
-            "n_groups": st.n_groups,
-            "conditions": {
-                name: {
-                    "n": r.n,
-                    "items": r.items,
-                    **{s: _estimate(getattr(r, s)) for s in STATISTICS},
-                }
-                for name, r in st.conditions.items()
-            },
-            "deltas": {
-                key: {"items": r.items, **{s: _estimate(getattr(r, s)) for s in STATISTICS}}
-                for key, r in st.deltas.items()
-            },
-            "cases": [c.as_dict() for c in self.cases],
-            "skipped": d.skipped,
-        }
-
-
-def condition_report(
-    engine: Engine,
-    campaign: str,
-    human_group: str,
-    *,
-    dimension: str | None = None,
-    judge: str | None = None,
-    per_human: bool = False,
-    cases: int = 0,
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    resample: str | None = None,
-) -> ConditionReport:
-    """The whole `metrics conditions` computation: read, compute, pick the cases."""
-    if cases < 0:
-        raise BadInput(f"--cases must be 0 or more, got {cases}")
-    data = load_condition_data(
-        engine, campaign, human_group, dimension=dimension, judge=judge, per_human=per_human
-    )
-    study = condition_study(
-        data.comparisons(),
-        data.categories,
-        n_items=len(data.items),
-        n_boot=n_boot,
-        confidence=confidence,
-        seed=seed,
-        groups=data.groups,
-        resample=resample,
-    )
-    return ConditionReport(data, study, disagreement_cases(data, cases))

@@ -278,8 +278,9 @@ class Request(Base):
     template_hash: Mapped[str] = mapped_column(String(64))
     messages: Mapped[list[Any]] = mapped_column()
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # the JSON schema / tool definition sent for structured output (None when the reply is free text)
-    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # the JSON schema / tool definition sent for structured output; SQL NULL (not JSON null) when the
+    # reply is free text, so `output_schema IS NULL` finds those requests
+    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -298,7 +299,10 @@ class Response(Base):
     finish_reason: Mapped[str | None] = mapped_column(String(40))  # finish_reason / stop_reason as returned
     input_tokens: Mapped[int | None] = mapped_column(Integer)
     output_tokens: Mapped[int | None] = mapped_column(Integer)
-    latency_ms: Mapped[float | None] = mapped_column(Float)
+    latency_ms: Mapped[float | None] = mapped_column(Float)  # from the request leaving to the whole answer
+    # from the start of the attempt until its request left (waiting inside the provider, e.g. behind an
+    # OpenAI-compatible judge's probing first call); None when the provider does not say
+    queued_ms: Mapped[float | None] = mapped_column(Float)
     cost_usd: Mapped[float | None] = mapped_column(Float)
     cached_from: Mapped[int | None] = mapped_column(ForeignKey("response.id"))  # answered from the store
     cache_read_tokens: Mapped[int | None] = mapped_column(Integer)  # prompt-cache hits, as reported

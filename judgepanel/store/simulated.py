@@ -1,6 +1,6 @@
 """Which stored answers are simulated: from a `sim:` judge, or from the fake server answering in
 place of a real provider. Both mark every reply (`system_fingerprint` = `SIM_FINGERPRINT`, a
-`model` of `sim/<model>`; see `providers.sim` and `fake.server`), so a campaign whose judges are
+`model` of `sim/<model>`; see `simjudge` and `fake.server`), so a campaign whose judges are
 named `openai:gpt-4o-mini` but were answered by the fake server is found too.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, or_, select
 
-from judgepanel.providers.sim import SIM_FINGERPRINT
+from judgepanel.simjudge import SIM_FINGERPRINT
 from judgepanel.store.models import Campaign, CampaignJudge, Job, Judge, Request, Response
 
 

@@ -294,7 +294,7 @@ def case(engine: Engine, name: str, unit: int) -> dict[str, Any]:
 
 def raw(engine: Engine, name: str, request_id: int) -> dict[str, Any]:
     """The request as sent (`messages`, `params`, `output_schema`) and the reply as received."""
-    from judgepanel.providers.sim import SIM_FINGERPRINT
+    from judgepanel.simjudge import SIM_FINGERPRINT
 
     r = browse.raw_attempt(engine, name, request_id)
     if r is None:

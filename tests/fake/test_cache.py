@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from judgepanel.fake.cache import PromptCache
-from judgepanel.providers.caching import CacheForecast, anthropic_min_tokens
+from judgepanel.providers.caching import CacheForecast
+from judgepanel.providers.wire import anthropic_min_tokens
 
 
 class Clock:

@@ -12,9 +12,9 @@ from judgepanel.errors import BadInput
 from judgepanel.protocol import UnitText, parse_reply, render_pointwise
 from judgepanel.protocol.schemas import pointwise_schema
 from judgepanel.protocol.templates import POINTWISE_TEMPLATES, SCALED_POINTWISE_TEMPLATES, pointwise_scale
-from judgepanel.providers.sim import prompt_scale, simulate
 from judgepanel.rubrics import SCALE, RubricDoc, bundled_rubric
 from judgepanel.runner.prepare import score_levels
+from judgepanel.simjudge import prompt_scale, simulate
 
 USR = bundled_rubric("usr")
 SUMMEVAL = bundled_rubric("summeval")

@@ -264,6 +264,8 @@ def test_neutralise_is_linear_on_hostile_text() -> None:
 # released file must never change: a new wording is a new file (`pairwise.v2.j2`) and a new entry here.
 FROZEN = {
     "system.v1": "f15c2c8d69cae253398f4a5f1e21b3e2c9f1b8586aaa7ea2091be0cd8f0c105e",
+    # custom templates: names only the tags the template shows (issue 19 §5)
+    "system.v2": "d6313ed4013517a26840470b1a7efc02a7518135e94651420c7439b9ad488fb8",
     "pairwise.v1": "d08a134eef8182f75b8033eb54c34f1bdb43875f370e3f1ce264ea46087f8eb9",
     "pointwise_none.v1": "458e0c51ac1f9eb29724146593bddae1d22e3014476909fc9ca9843c70f16762",
     "pointwise_criteria.v1": "67845b0862b5af9b9f610c4dc9faa7655c20f9ff1aa070e9d9bc6908412ace78",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judgepanel.errors import BadInput
-from judgepanel.providers.keys import api_key
+from judgepanel.providers.keys import api_key, key_source
 from judgepanel.providers.spec import parse_spec
 
 
@@ -38,3 +38,79 @@ def test_the_named_variable_wins_and_a_missing_one_is_an_error(monkeypatch: pyte
     monkeypatch.setenv("HOST_KEY", "")
     with pytest.raises(BadInput, match="key_env HOST_KEY is not set"):
         api_key(parse_spec("openai:m?key_env=HOST_KEY"), "OPENAI_API_KEY")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AWS_SECRET_ACCESS_KEY",  # a cloud credential
+        "JUDGEPANEL_DB",  # judgepanel's own settings
+        "JUDGEPANEL_API_KEY",
+        "DATABASE_URL",
+        "PGPASSWORD",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "SSH_AUTH_KEY",
+        "DJANGO_SECRET_KEY",  # an application signing key
+        "SENTRY_DSN",
+        "HOME",  # not named like a credential at all
+        "PATH",
+        "OPENAI_BASE_URL",
+    ],
+)
+def test_key_env_refuses_variables_that_are_not_model_credentials(name: str) -> None:
+    with pytest.raises(BadInput, match="key_env"):
+        parse_spec(f"openai:m?base_url=http://127.0.0.1:9/v1&key_env={name}")
+
+
+@pytest.mark.parametrize(
+    "name", ["TOGETHER_API_KEY", "LOCAL_KEY", "HF_TOKEN", "AZURE_OPENAI_API_KEY", "GROQ_API_KEY"]
+)
+def test_key_env_takes_model_server_credentials(name: str) -> None:
+    assert parse_spec(f"openai:m?key_env={name}").get("key_env") == name
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "postgresql://judge:hunter2hunter2@db.internal:5432/panel",  # a database URL with its password
+        "https://user:pa55word@example.org/v1",
+        "-----BEGIN PRIVATE KEY-----MIIEv",
+        "two words",
+    ],
+)
+def test_a_key_env_whose_value_is_not_an_api_key_is_refused_without_quoting_it(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOCAL_KEY", value)
+    with pytest.raises(BadInput) as at_parse:
+        parse_spec("openai:m?key_env=LOCAL_KEY")
+    assert value not in str(at_parse.value) and "LOCAL_KEY" in str(at_parse.value)
+    # … and when the key is read before a call (the variable may change between create and run)
+    monkeypatch.setenv("LOCAL_KEY", "fine-key-1234567890")
+    spec = parse_spec("openai:m?key_env=LOCAL_KEY")
+    monkeypatch.setenv("LOCAL_KEY", value)
+    with pytest.raises(BadInput) as at_read:
+        api_key(spec, "OPENAI_API_KEY")
+    assert value not in str(at_read.value)
+
+
+def test_key_source_names_the_variable_and_the_host_never_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-ambient-0123456789abcdef")
+    monkeypatch.setenv("TOGETHER_API_KEY", "tg-0123456789abcdef")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    cases = {
+        "openai:m": ("OPENAI_API_KEY", "api.openai.com"),
+        "openai:m?base_url=http://10.0.0.7:8000/v1&key_env=TOGETHER_API_KEY": (
+            "TOGETHER_API_KEY",
+            "10.0.0.7:8000",
+        ),
+        "anthropic:c?base_url=http://127.0.0.1:18001": (None, "127.0.0.1:18001"),
+        "sim:a": (None, "(simulated, no network)"),
+    }
+    for text, (env, host) in cases.items():
+        src = key_source(parse_spec(text))
+        assert (src.key_env, src.host) == (env, host), text
+        assert "0123456789abcdef" not in repr(src.as_dict()) + src.describe()

@@ -7,13 +7,15 @@ import pytest
 
 from judgepanel.errors import Transient
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
-from judgepanel.providers.sim import (
+from judgepanel.simjudge import (
     CLAUSES,
     PAIRWISE,
     POINTWISE,
     SIM_FINGERPRINT,
+    infer_kind,
     last_tag,
     quality,
+    read_layout,
     simulate,
 )
 
@@ -218,3 +220,53 @@ def test_clause_prose_ends_with_one_line_per_clause() -> None:
     tail = reply.text.splitlines()[-2:]
     assert [line.split(":")[0] for line in tail] == ["c.1", "c.2"]
     assert all(line.endswith((": met", ": not met")) for line in tail)
+
+
+# ---------------------------------------------------------------- custom layouts (issue 19 §5)
+
+LAYOUTS = {
+    "labelled": "Which is better?\n\nArticle:\n{src}\n\nSummary A:\n{a}\n\nSummary B:\n{b}\n\nEnd with Verdict: A or B.",
+    "inline": "Source: {src}\nResponse 1: {a}\nResponse 2: {b}\n\nWhich response is better? Verdict: A or B",
+    "own_tags": "<document>{src}</document>\n<answer-a>{a}</answer-a>\n<answer-b>{b}</answer-b>\nSay A or B.",
+    "mt_bench": (
+        "[Question]\n{src}\n\n[The Start of Assistant A's Answer]\n{a}\n[The End of Assistant A's Answer]\n\n"
+        "[The Start of Assistant B's Answer]\n{b}\n[The End of Assistant B's Answer]\n\nReply [[A]], [[B]] or [[C]]."
+    ),
+    "headings": "### Context\n{src}\n\n### Output (a)\n{a}\n\n### Output (b)\n{b}\n\nWhich output is better? [[A]] or [[B]]",
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_read_layout_finds_both_candidates_and_the_source_without_our_tags(layout: str) -> None:
+    text = LAYOUTS[layout].format(src=SOURCE, a=GOOD, b=BAD)
+    assert infer_kind(None, text) == PAIRWISE
+    found = read_layout(text, pairwise=True)
+    assert found.candidates == (GOOD, BAD)
+    assert found.source == SOURCE
+    # answered as the tagged prompt with the same texts is: the faithful summary wins
+    reply = simulate("m", [{"role": "user", "content": text}], params={"noise": 0.0, "prose_rate": 0.0})
+    assert reply.kind == PAIRWISE and json.loads(reply.text)["verdict"] == "A"
+
+
+def test_read_layout_finds_a_single_labelled_candidate() -> None:
+    text = f"Rate the summary from 1 to 5.\n\nArticle:\n{SOURCE}\n\nSummary:\n{GOOD}\n\nEnd with Score: N."
+    assert infer_kind(None, text) == POINTWISE
+    assert read_layout(text, pairwise=False).candidates == (GOOD,)
+    reply = simulate("m", [{"role": "user", "content": text}], params={"prose_rate": 0.0})
+    assert "could not find" not in reply.text
+
+
+def test_a_candidate_that_quotes_a_label_does_not_move_the_slots() -> None:
+    tricky = "Summary B: this line is part of candidate A's own text"
+    text = f"Summary A:\n{tricky}\n\nSummary B:\n{BAD}\n\nVerdict: A or B?"
+    assert read_layout(text, pairwise=True).candidates == (tricky, BAD)
+
+
+def test_nothing_to_find_is_said_in_a_reply_the_parser_reads() -> None:
+    reply = simulate(
+        "m", [{"role": "user", "content": "Which is better, A or B?"}], params={"prose_rate": 0.0}
+    )
+    assert json.loads(reply.text) == {
+        "rationale": "[simulated] I could not find both candidates.",
+        "verdict": "tie",
+    }

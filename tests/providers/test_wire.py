@@ -11,7 +11,7 @@ from judgepanel.errors import BadInput, Fatal
 from judgepanel.fake.server import FakeServer
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
 from judgepanel.providers.anthropic_provider import SAMPLING_API_VERSION
-from judgepanel.providers.sim import SIM_FINGERPRINT
+from judgepanel.simjudge import SIM_FINGERPRINT
 from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
 
 SCHEMA = {

@@ -17,9 +17,9 @@ from judgepanel.protocol.editor import (
     task_from_dict,
 )
 from judgepanel.protocol.templates import template_hash
-from judgepanel.providers.sim import _clause_feature, quality, simulate
 from judgepanel.repair.tasks import split_task
 from judgepanel.rubrics import bundled_rubric
+from judgepanel.simjudge import _clause_feature, quality, simulate
 from tests.helpers import cli
 from tests.repair.conftest import PANEL_SIM, prepare_db, run_args
 

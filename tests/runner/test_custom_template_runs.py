@@ -43,7 +43,7 @@ def db(sqlite_url: str) -> tuple[str, Engine]:
 
 
 def _expected_hash(source: str) -> str:
-    return hashlib.sha256(template_source("system.v1").encode() + b"\0" + source.encode() + b"\0").hexdigest()
+    return hashlib.sha256(template_source("system.v2").encode() + b"\0" + source.encode() + b"\0").hexdigest()
 
 
 def test_a_custom_template_runs_and_every_request_records_its_hash(
@@ -186,3 +186,32 @@ def test_a_file_edited_before_the_first_run_does_not_change_what_the_campaign_se
             )
         }
     assert by_campaign == {"c": {_expected_hash(TEMPLATE)}, "c2": {_expected_hash(edited)}}
+
+
+def test_a_campaign_stored_before_system_v2_is_the_same_campaign_and_keeps_system_v1(
+    db: tuple[str, Engine], tmp_path: Path
+) -> None:
+    """A campaign created before custom templates had their own system message (its stored
+    template has no `system` key) re-creates as itself and is still sent the message it was
+    planned with, so its requests and cache keys do not change under it."""
+    url, eng = db
+    path = tmp_path / "mine.j2"
+    path.write_text(TEMPLATE, encoding="utf-8")
+    argv = create_argv(
+        "c", "sim:a", protocol="pairwise", extra=("--pairs", PAIRS, "--template", f"pairwise={path}")
+    )
+    assert cli(*argv, db=url).code == 0
+    with eng.begin() as c:  # as an older judgepanel stored it
+        spec = dict(c.scalar(select(Campaign.spec)))
+        spec["templates"] = {
+            p: {k: v for k, v in t.items() if k != "system"} for p, t in spec["templates"].items()
+        }
+        c.execute(Campaign.__table__.update().values(spec=spec))
+    again = cli(*argv, db=url)
+    assert again.code == 0, again.stderr
+    assert cli("campaign", "run", "c", "--json", db=url).json()["done"] == 8
+    with eng.connect() as c:
+        hashes = set(c.scalars(select(Request.template_hash)))
+        assert "system" not in c.scalar(select(Campaign.spec))["templates"]["pairwise"]
+    v1 = hashlib.sha256(template_source("system.v1").encode() + b"\0" + TEMPLATE.encode() + b"\0").hexdigest()
+    assert hashes == {v1}

@@ -4,6 +4,8 @@ whole database dump is searched for it on both backends."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.engine import make_url
 
-from judgepanel.fake.server import FakeServerProcess
+from judgepanel.fake.server import FakeServerProcess, key_forms
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Response, Verdict
@@ -73,3 +75,103 @@ def test_keys_echoed_in_a_200_reply_are_not_stored(
             assert part.encode() not in dump, part
         for r in runs:
             assert key not in r.stdout and key not in r.stderr
+
+
+def _forms(key: str) -> list[str]:
+    return [key, *key_forms(key)]
+
+
+def _assert_no_key(where: str, text: str, keys: list[str]) -> None:
+    """No key in any form the fake server sent it in, and not even its letters and digits in order
+    once punctuation and whitespace are dropped (the forms split or reformatted)."""
+    bare = re.sub(r"[^a-z0-9]", "", text.lower())
+    for key in keys:
+        for form in _forms(key):
+            assert form not in text, f"{where}: {form!r}"
+        alnum = re.sub(r"[^a-z0-9]", "", key.lower())
+        for folded in (alnum, alnum[::-1], key.encode().hex()):
+            assert folded not in bare, f"{where}: {folded!r} once reformatting is undone"
+
+
+def test_every_reversible_form_of_an_echoed_key_is_cut_everywhere(
+    db: tuple[str, Engine],
+    fake: FakeServerProcess,
+    keys_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """The `echoforms` server sends each key back as base64, base64url, hex, reversed, upper- and
+    lower-case, `-` → `_`, split by a space, a newline, `.` and `/`, and with `...` inserted, in
+    the text, every rationale, `model` and `system_fingerprint`; `echo401` puts them in an error
+    message. Nothing of it reaches the database (file bytes / pg_dump), any export, the report or
+    any `--json` output."""
+    url, eng = db
+    together = "tg-judgepanel-together-9a8b7c6d5e4f3a2b1c0d"
+    monkeypatch.setenv("TOGETHER_API_KEY", together)
+    keys = [*keys_env.values(), together]
+    judges = [
+        f"openai:forms-o!echoforms?base_url={fake.url}/v1",
+        f"openai:forms-p!echoforms?base_url={fake.url}/v1&structured=off",
+        f"anthropic:forms-a!echoforms?base_url={fake.url}",
+        f"openai:forms-t!echoforms?base_url={fake.url}/v1&key_env=TOGETHER_API_KEY",
+        f"openai:forms-e!echo401?base_url={fake.url}/v1",
+        f"anthropic:forms-e!echo401?base_url={fake.url}",
+    ]
+    outputs = [
+        cli(
+            *create_argv("forms", *judges, protocol="pairwise", extra=("--pairs", PAIRS, "--limit", "2")),
+            db=url,
+        ),
+        cli("campaign", "run", "forms", "--json", db=url),
+        cli("campaign", "status", "forms", "--json", db=url),
+        cli("campaign", "plan", "forms", "--json", db=url),
+        cli("query", "select * from response", "--format", "json", db=url),
+    ]
+    assert outputs[0].code == 0, outputs[0].stderr
+    ran = json.loads(outputs[1].stdout)
+    assert (ran["done"], ran["failed"]) == (16, 8), ran
+    planted = [r for r in fake.requests(limit=400) if r.get("fault") in ("echoforms", "echo401")]
+    assert len(planted) >= 24  # the server did send the keys back
+    files: dict[str, str] = {}
+    for what in ("verdicts", "attempts", "clauses", "labels"):
+        for fmt in ("csv", "jsonl", "parquet"):
+            out = tmp_path / f"{what}.{fmt}"
+            r = cli("export", "forms", "--format", fmt, "--what", what, "--out", str(out), "--json", db=url)
+            assert r.code == 0, r.stderr
+            outputs.append(r)
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                files[out.name] = json.dumps(pq.read_table(out).to_pylist(), default=str)
+            else:
+                files[out.name] = out.read_text(encoding="utf-8")
+    for fmt in ("html", "md"):
+        out = tmp_path / f"report.{fmt}"
+        r = cli("report", "forms", "--out", str(out), "--format", fmt, "--bootstrap", "0", "--json", db=url)
+        assert r.code == 0, r.stderr
+        outputs.append(r)
+        files[out.name] = out.read_text(encoding="utf-8")
+        for extra in (tmp_path / "report_files").glob("*.svg"):
+            files[extra.name] = extra.read_text(encoding="utf-8")
+    attempts = files["attempts.jsonl"]
+    assert attempts.count("[redacted]") >= 12  # the forms were there, and were cut
+    with eng.connect() as conn:
+        messages = conn.execute(select(Response.error_message).where(Response.ok.is_(False))).scalars().all()
+    assert len(messages) == 8 and all("bad key [redacted]" in m for m in messages), messages
+    for name, text in files.items():
+        _assert_no_key(name, text, keys)
+    for i, r in enumerate(outputs):
+        _assert_no_key(f"output {i} stdout", r.stdout, keys)
+        _assert_no_key(f"output {i} stderr", r.stderr, keys)
+    _assert_no_key("database", _dump(url, eng).decode("latin-1"), keys)
+
+
+def test_error_lines_never_show_a_configured_key(db: tuple[str, Engine], keys_env: dict[str, str]) -> None:
+    """Whatever a one-line error quotes (here a dataset name the user pasted a reversed, base64'd
+    key into) passes the same redaction as everything stored."""
+    url, _ = db
+    key = keys_env["OPENAI_API_KEY"]
+    for form in key_forms(key)[:5]:
+        r = cli(*create_argv("x", "sim:a", dataset=f"data-{form}"), db=url)
+        assert r.code == 2 and "[redacted]" in r.stderr, r.stderr
+        _assert_no_key("stderr", r.stderr, [key])

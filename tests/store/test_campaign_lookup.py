@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from judgepanel.errors import NotFound
 from judgepanel.runner import campaign as api
-from judgepanel.store.conditions import load_condition_data
+from judgepanel.store.conditions import load_condition_rows
 from judgepanel.store.export import campaign_ids
 from judgepanel.store.logprob_scores import campaign_logprob_scores
 from judgepanel.store.repair import clause_verdict_rows
@@ -32,7 +32,7 @@ LOOKUPS: dict[str, Callable[[Engine, str], Any]] = {
     "repair.clause_verdict_rows": clause_verdict_rows,
     "report.campaign_facts": campaign_facts,
     "report.campaign_verdicts": campaign_verdicts,
-    "conditions.load_condition_data": lambda e, n: load_condition_data(e, n, "expert"),
+    "conditions.load_condition_rows": lambda e, n: load_condition_rows(e, n, "expert"),
     "validation.read_campaign_panel": _panel,
 }
 

@@ -285,8 +285,16 @@ _NOT_COMPARED = ("origin", "refused_params")
 
 
 def _compared(spec: dict[str, Any]) -> dict[str, Any]:
-    """A stored spec without its provenance: the same campaign from a file or from flags is one campaign."""
-    return {k: v for k, v in spec.items() if k not in _NOT_COMPARED}
+    """A stored spec without its provenance: the same campaign from a file or from flags is one
+    campaign. A template's `system` message version is left out too: a campaign stored before
+    custom templates had one (system.v1) is the same campaign as its re-creation, and keeps the
+    message it was created with."""
+    out = {k: v for k, v in spec.items() if k not in _NOT_COMPARED}
+    if out.get("templates"):
+        out["templates"] = {
+            p: {k: v for k, v in t.items() if k != "system"} for p, t in out["templates"].items()
+        }
+    return out
 
 
 def _what_differs(old: dict[str, Any], new: dict[str, Any]) -> str:

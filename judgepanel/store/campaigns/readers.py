@@ -272,9 +272,13 @@ def _saved_by_batch(price: Price | None, calls: int, tokens: Sequence[int]) -> f
     read, cache write): their one-by-one cost × the discount."""
     if not calls:
         return 0.0
-    if price is None or price.batch_discount is None:
+    if price is None:
         return None
     full = price.cost(*tokens)
+    if full == 0:
+        return 0.0  # nothing to save on a free judge
+    if price.batch_discount is None:
+        return None
     return None if full is None else round(full * price.batch_discount, 6)
 
 
@@ -309,14 +313,13 @@ def _saved(price: Price | None, read: int, written: int) -> float | None:
     """USD the prompt cache saved: reads below the input rate, less what writes cost above it."""
     if not read and not written:
         return 0.0
-    if price is None or (read and price.cache_read is None) or (written and price.cache_write is None):
+    if price is None:
+        return None
+    read_rate, write_rate = price.cache_rates()  # a free prompt's cache rates are free too
+    if (read and read_rate is None) or (written and write_rate is None):
         return None
     return round(
-        (
-            read * (price.input - (price.cache_read or 0.0))
-            - written * ((price.cache_write or 0.0) - price.input)
-        )
-        / 1e6,
+        (read * (price.input - (read_rate or 0.0)) - written * ((write_rate or 0.0) - price.input)) / 1e6,
         6,
     )
 

@@ -35,6 +35,9 @@ class CampaignInfo:
     added: int  # jobs inserted by this call (0 when the campaign was already planned)
     # `--turn` campaigns: units left out because an item has no assistant reply at that turn
     skipped_no_turn: int | None = None
+    # per judge: which environment variable its key comes from (never the value) and the host it
+    # is sent to ({"judge", "key_env", "host"}); filled in by the runner, which resolves them
+    judge_keys: tuple[dict[str, str | None], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +45,7 @@ class CampaignInfo:
             "dataset": self.dataset,
             "protocol": self.protocol,
             "judges": [j.name for j in self.judges],
+            "judge_keys": list(self.judge_keys),
             "jobs": self.jobs,
             "added": self.added,
             **({"skipped_no_turn": self.skipped_no_turn} if self.skipped_no_turn is not None else {}),
@@ -119,6 +123,7 @@ class AttemptRow:
     output_schema: dict[str, Any] | None = None  # the JSON schema sent for structured output
     finish_reason: str | None = None  # finish_reason / stop_reason as the provider returned it
     cache_read_tokens: int | None = None  # part of input_tokens read from the provider's prompt cache
+    queued_ms: float | None = None  # from the start of the attempt until its request left (not latency)
     cache_write_tokens: int | None = None  # part of input_tokens written to it (Anthropic)
 
 

@@ -165,6 +165,7 @@ def _insert_attempts(
                 "finish_reason": a.finish_reason,
                 "cache_read_tokens": a.cache_read_tokens,
                 "cache_write_tokens": a.cache_write_tokens,
+                "queued_ms": a.queued_ms,
                 "created_at": now,
             }
             for a in attempts

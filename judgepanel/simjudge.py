@@ -2,16 +2,30 @@
 
 Everything it produces is labelled simulated: `model_returned` is `sim/<model>`, the fingerprint
 is `judgepanel-sim-v1`, and every rationale starts with `[simulated]`. The same brain answers for
-the in-process `sim` provider and for the fake OpenAI/Anthropic server (`judgepanel.fake.server`).
+the in-process `sim` provider (`judgepanel.providers.sim_provider`) and for the fake
+OpenAI/Anthropic server (`judgepanel.fake.server`); it lives beside both, in neither, and knows
+nothing of providers, HTTP or the store: messages in, a `SimReply` out.
 
-How it reads a prompt. The prompt templates guarantee these tags in the final user message, and
-the LAST occurrence of each is the real one (an item may quote the tags itself)::
+How it reads a prompt. The bundled templates put these tags in the final user message, and the
+LAST occurrence of each is the real one (an item may quote the tags itself)::
 
     <source>…</source>              optional context (the article)
     <candidate_a>…</candidate_a>    pairwise, front slot
     <candidate_b>…</candidate_b>    pairwise, back slot
     <candidate>…</candidate>        pointwise and clause prompts
     <clause id="coherence.2">…</clause>   one per clause to check
+
+A custom template need not use them, so without the tags the simulator reads the layouts people
+write (`read_layout`): a pair of its own tags that differ only in the slot (`<summary_a>` /
+`<summary_b>`, `<response1>` / `<response2>`), or a pair of labelled sections whose labels differ
+only in the slot (`Summary A:` / `Summary B:`, `Response 1` / `Response 2`, `[The Start of
+Assistant A's Answer]` … `[The End of Assistant A's Answer]`); a single candidate under a label
+such as `Summary:`, `Response:` or `Answer:`; the source under `Article:`, `Source:`, `Document:`,
+`Context:`, `Question:` …. A section runs to the next label, an `[The End of …]` line, or the
+template's own instructions (a paragraph that asks for a verdict or a score). Without a response
+format (structured output), the question is pairwise when it shows two slots or asks for `[[A]]`
+/ `Verdict: A`, else pointwise. Found nothing: the reply says so ("I could not find …") as a tie
+or the lowest score, which the parser reads.
 
 How it judges. A candidate's quality q ∈ [0, 1] is
 
@@ -60,23 +74,18 @@ same request always gets the same reply.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import html
 import json
 import math
 import random
 import re
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Literal
-
-from judgepanel.errors import TimedOut, Transient
-from judgepanel.providers.base import ChatRequest, ChatResult
 
 SIM_FINGERPRINT = "judgepanel-sim-v1"
 PAIRWISE = "pairwise_verdict"
@@ -287,6 +296,172 @@ def clauses_in(text: str) -> list[tuple[str, str]]:
     return list(found.items())
 
 
+# ---- reading custom layouts (see the module docstring) ------------------------------------------
+
+_SLOT = {"a": "A", "b": "B", "1": "A", "2": "B"}
+# `<summary_a>`, `<response-2>`, `<answer1>`: a tag whose name ends in a slot
+_SLOT_NAME = re.compile(r"(?P<stem>[a-z][\w-]*?)[_-]?(?P<slot>[ab12])")
+# a label line: up to four words, the slot, a short tail (`'s Answer`), then a colon, a closing
+# bracket or the end of the line; `rest` is any text after the colon on the same line
+_HEAD = re.compile(
+    r"^[ \t]*[#>*_\[(-]*[ \t]*(?P<noun>(?:[A-Za-z][\w'-]*[ \t]+){1,4}?)\(?(?P<slot>[AB12]|(?<=\()[ab])\)?"
+    r"(?P<tail>(?:'s)?(?:[ \t]+[A-Za-z][\w-]*){0,2})[ \t]*[\])*_]*[ \t]*(?:[:：][ \t]*(?P<rest>.*))?$",
+    re.M,
+)
+_END = re.compile(r"^[ \t]*[#>*_\[(-]*[ \t]*(?:the[ \t]+)?end[ \t]+of\b", re.I)
+_CANDIDATE_WORDS = (
+    "candidate", "summary", "response", "answer", "reply", "output", "completion", "text", "translation",
+    "assistant", "model", "option", "essay", "story", "generation",
+)  # fmt: skip
+_SOURCE_WORDS = (
+    "source", "article", "document", "context", "question", "input", "passage", "prompt", "instruction",
+    "conversation", "dialogue", "dialog", "request", "task", "query", "original", "news",
+)  # fmt: skip
+# a single label line: `Article:` (text may follow the colon), `[Article]` or `### Article`
+_LABEL = re.compile(
+    r"^[ \t]*(?:[#>*_(-]*[ \t]*(?P<noun>[A-Za-z][\w'-]*(?:[ \t]+[A-Za-z][\w'-]*){0,4}?)[ \t]*[)*_]*[ \t]*"
+    r"[:：][ \t]*(?P<rest>.*)|\[[ \t]*(?P<bracketed>[A-Za-z][\w' -]{0,40}?)[ \t]*\]"
+    r"|#{1,6}[ \t]+(?P<heading>[A-Za-z][\w' -]{0,40}?)[ \t]*)$",
+    re.M,
+)
+
+
+def _label_words(m: re.Match[str]) -> list[str]:
+    return (m.group("noun") or m.group("bracketed") or m.group("heading") or "").lower().split()
+
+
+# the template's own instructions: a paragraph that asks for an answer format
+_ASKS = re.compile(
+    r"\bverdict\b|\[\[|\bwinner\b|\"rationale\"|\bscore\b|\brating\b|\brate\b|\banswer with\b|\brespond with\b"
+    r"|\bwhich (?:one|summary|response|answer|text|candidate)\b|\bbetter\b.*\?|\bjudge\b|\bevaluate\b",
+    re.I,
+)
+_PAIRWISE_ASK = re.compile(r"\[\[\s*A\s*\]\]|verdict\W{0,3}A\b|\"A\"\s*(?:,|or)\s*\"B\"|\bA or B\b", re.I)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What the simulator found in a prompt: the candidates (two for a pair) and the source."""
+
+    candidates: tuple[str, ...]
+    source: str | None
+
+
+def _until_instructions(lines: list[str]) -> str:
+    """The text of one section, `lines[0]` being what follows its label on the label's line. It
+    runs to an `[The End of …]` line, or to a blank line after which the template's instructions
+    or another label begin; a section that starts on its label's line (`Response 1: …`) ends at
+    the next label line too."""
+    inline = bool(lines and lines[0].strip())
+    out: list[str] = []
+    blank = False
+    for line in lines:
+        if _END.match(line):
+            break
+        labelled = bool(_LABEL.match(line) or _HEAD.match(line))
+        if out and (blank or inline) and line.strip() and (labelled or (blank and _ASKS.search(line))):
+            break
+        if line.strip() or out:
+            blank = not line.strip()
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def _slot_heads(text: str) -> list[tuple[str, str, int, int, str]]:
+    """(key, slot, start, end, rest) of every label line naming a slot; `key` is the label without
+    the slot, so `Summary A:` and `Summary B:` share it."""
+    heads = []
+    for m in _HEAD.finditer(text):
+        if _END.match(m.group(0)):
+            continue  # `[The End of Assistant A's Answer]` closes a section, it opens none
+        noun = " ".join(m.group("noun").lower().split())
+        if not any(w in noun.split() for w in (*_CANDIDATE_WORDS, "the", "of")):
+            continue
+        key = f"{noun}|{' '.join(m.group('tail').lower().split())}"
+        heads.append((key, _SLOT[m.group("slot").lower()], m.start(), m.end(), m.group("rest") or ""))
+    return heads
+
+
+def _pair_from_heads(text: str) -> tuple[str, str] | None:
+    heads = _slot_heads(text)
+    for j in range(len(heads) - 1, -1, -1):
+        key_b, slot_b, start_b, end_b, rest_b = heads[j]
+        if slot_b != "B":
+            continue
+        front = [h for h in heads[:j] if h[0] == key_b and h[1] == "A"]
+        if not front:
+            continue
+        _, _, _, end_a, rest_a = front[-1]
+        a_lines = [rest_a, *text[end_a:start_b].split("\n")[1:]]
+        b_lines = [rest_b, *text[end_b:].split("\n")[1:]]
+        a, b = _until_instructions(a_lines), _until_instructions(b_lines)
+        if a and b:
+            return a, b
+    return None
+
+
+_ANY_TAG = re.compile(r"<(/?)([A-Za-z][\w-]*)>")
+
+
+def _own_tags(text: str) -> list[tuple[str, str]]:
+    """(lower-cased name, body) of every `<name>…</name>`, in the order they close: an opening tag
+    pairs with the first closing tag of its name after it. One pass over the tags, so an item full
+    of unclosed `<br>`s costs no more than its length."""
+    opened: dict[str, int] = {}
+    found: list[tuple[str, str]] = []
+    for m in _ANY_TAG.finditer(text):
+        name = m.group(2).lower()
+        if not m.group(1):
+            opened.setdefault(name, m.end())
+        elif name in opened:
+            found.append((name, text[opened.pop(name) : m.start()].strip()))
+    return found
+
+
+def _own_tag(text: str, words: Sequence[str]) -> str | None:
+    """The body of the LAST `<name>…</name>` whose name (split at `_` and `-`) has one of `words`."""
+    found = [body for name, body in _own_tags(text) if any(w in re.split(r"[_-]", name) for w in words)]
+    return found[-1] if found and found[-1] else None
+
+
+def _labelled(text: str, words: Sequence[str]) -> str | None:
+    """The section under the LAST label line whose words include one of `words`."""
+    found = None
+    for m in _LABEL.finditer(text):
+        if any(w in _label_words(m) for w in words):
+            found = m
+    if found is None:
+        return None
+    section = _until_instructions([found.group("rest") or "", *text[found.end() :].split("\n")[1:]])
+    return section or None
+
+
+def read_layout(text: str, pairwise: bool) -> Layout:
+    """The candidates and the source of a judge prompt, tagged or not (module docstring). A prompt
+    with our candidate tags is read by the tags alone, as it always was."""
+    tagged_source = last_tag(text, "source")
+    if pairwise:
+        a, b = last_tag(text, "candidate_a"), last_tag(text, "candidate_b")
+        if a is not None and b is not None:
+            return Layout((a, b), tagged_source)
+    else:
+        cand = last_tag(text, "candidate")
+        if cand is not None:
+            return Layout((cand,), tagged_source)
+    source = tagged_source or _own_tag(text, _SOURCE_WORDS) or _labelled(text, _SOURCE_WORDS)
+    if not pairwise:
+        cand = _own_tag(text, _CANDIDATE_WORDS) or _labelled(text, _CANDIDATE_WORDS)
+        return Layout((cand,) if cand else (), source)
+    slots: dict[str, dict[str, str]] = {}
+    for name, body in _own_tags(text):
+        m = _SLOT_NAME.fullmatch(name)
+        if m is not None:
+            slots.setdefault(m.group("stem"), {})[_SLOT[m.group("slot")]] = body
+    pair = next(((t["A"], t["B"]) for t in reversed(slots.values()) if "A" in t and "B" in t), None)
+    pair = pair or _pair_from_heads(text)
+    return Layout(pair if pair is not None else (), source)
+
+
 def final_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
     for message in reversed(messages):
         if message.get("role") == "user":
@@ -339,6 +514,10 @@ def infer_kind(schema_name: str | None, user_text: str) -> str:
         return CLAUSES
     if "</candidate_b>" in user_text:
         return PAIRWISE
+    if "</candidate>" in user_text:
+        return POINTWISE
+    if _PAIRWISE_ASK.search(user_text) or read_layout(user_text, pairwise=True).candidates:
+        return PAIRWISE
     return POINTWISE
 
 
@@ -352,9 +531,11 @@ def _describe(label: str, q: Quality) -> str:
 def _pairwise(
     model: str, text: str, source: str | None, rng: random.Random, s: SimSettings
 ) -> dict[str, Any]:
-    a, b = last_tag(text, "candidate_a"), last_tag(text, "candidate_b")
-    if a is None or b is None:
+    found = read_layout(text, pairwise=True)
+    if len(found.candidates) != 2:
         return {"rationale": "[simulated] I could not find both candidates.", "verdict": "tie"}
+    a, b = found.candidates
+    source = source if source is not None else found.source
     qa, qb = quality(a, source), quality(b, source)
     seen_a = qa.score + _model_noise(model, a, s.noise) + rng.gauss(0.0, s.noise / 4)
     seen_b = qb.score + _model_noise(model, b, s.noise) + rng.gauss(0.0, s.noise / 4)
@@ -375,9 +556,11 @@ def _pointwise(
     model: str, text: str, source: str | None, rng: random.Random, s: SimSettings
 ) -> dict[str, Any]:
     lo, hi = prompt_scale(text)
-    cand = last_tag(text, "candidate")
-    if cand is None:
+    found = read_layout(text, pairwise=False)
+    if not found.candidates:
         return {"rationale": "[simulated] I could not find the candidate.", "score": lo}
+    cand = found.candidates[0]
+    source = source if source is not None else found.source
     q = quality(cand, source)
     seen = q.score + _model_noise(model, cand, s.noise) + rng.gauss(0.0, s.noise / 4)
     score = min(hi, max(lo, round(lo + (hi - lo) * (seen - s.q_low) / s.q_span)))
@@ -415,8 +598,9 @@ def _clause_feature(clause: str, q: Quality) -> tuple[str, float]:
 
 
 def _clauses(model: str, text: str, source: str | None, rng: random.Random, s: SimSettings) -> dict[str, Any]:
-    cand = last_tag(text, "candidate") or ""
-    q = quality(cand, source)
+    found = read_layout(text, pairwise=False)
+    cand = found.candidates[0] if found.candidates else ""
+    q = quality(cand, source if source is not None else found.source)
     verdicts: list[dict[str, Any]] = []
     for cid, clause in clauses_in(text):
         feature, value = _clause_feature(clause, q)
@@ -639,76 +823,3 @@ def _prose(kind: str, answer: dict[str, Any]) -> str:
         return f"{answer['rationale']}\n\nScore: {answer['score']}"
     lines = [f"{c['id']}: {'met' if c['met'] else 'not met'}" for c in answer["clauses"]]
     return "\n".join([answer["rationale"], "", *lines])
-
-
-class SimProvider:
-    """The offline `sim` provider: the brain above behind the `Provider` protocol.
-
-    Parameters come from the spec, overridden by `ChatRequest.params`. `error_rate` raises
-    `Transient` on that share of attempts; the draw is seeded by the request and the attempt number
-    (counted per provider instance), so retries can succeed while a fresh run repeats exactly.
-    `latency` (seconds, ± uniform `jitter`) is slept before answering."""
-
-    def __init__(self, name: str, model: str, params: Mapping[str, Any] | None = None) -> None:
-        self.name = name
-        self.model = model
-        self._params = dict(params or {})
-        self._attempts: dict[int, int] = {}
-
-    async def complete(self, request: ChatRequest, *, timeout: float) -> ChatResult:
-        started = time.perf_counter()
-        params = {**self._params, **request.params}
-        settings = SimSettings.from_params(params)
-        answer_params = {
-            k: v for k, v in params.items() if k not in ("error_rate", "latency", "jitter", "timeout")
-        }
-        seed = request_seed(self.model, answer_params, request.messages, request.schema_name)
-        attempt = self._attempts.get(seed, 0)
-        self._attempts[seed] = attempt + 1
-        draw = random.Random(seed ^ (attempt + 1) * 0x9E3779B97F4A7C15)
-        delay = max(0.0, settings.latency + draw.uniform(-settings.jitter, settings.jitter))
-        if delay > timeout:
-            await asyncio.sleep(timeout)
-            raise TimedOut(f"sim {self.model}: timed out after {timeout:g} s", status=None)
-        if delay:
-            await asyncio.sleep(delay)
-        if draw.random() < settings.error_rate:
-            body = json.dumps({"error": {"type": "overloaded_error", "message": "simulated transient error"}})
-            raise Transient(
-                f"sim {self.model}: simulated transient error (HTTP 503)", status=503, raw_body=body
-            )
-        structured = request.schema is not None and bool(params.get("structured", True))
-        reply = simulate(
-            self.model,
-            request.messages,
-            schema_name=request.schema_name,
-            params=answer_params,
-            structured=structured,
-        )
-        model_returned = f"sim/{self.model}"
-        raw = json.dumps(
-            {
-                "simulated": True,
-                "model": model_returned,
-                "system_fingerprint": SIM_FINGERPRINT,
-                "content": reply.text,
-                "finish_reason": reply.finish_reason,
-                "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
-            },
-            ensure_ascii=False,
-        )
-        return ChatResult(
-            text=reply.text,
-            raw_body=raw,
-            model_returned=model_returned,
-            system_fingerprint=SIM_FINGERPRINT,
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            http_status=200,
-            structured=reply.structured if structured else None,
-            finish_reason=reply.finish_reason,
-        )
-
-    async def aclose(self) -> None:
-        return None

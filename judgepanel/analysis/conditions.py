@@ -1,0 +1,243 @@
+"""The rubric-condition study (`metrics conditions`): read a pointwise campaign's scores and a
+human group's ratings (`store.conditions`), form the human reference, run
+`metrics.conditions.condition_study` and pick the disagreement cases.
+
+What is compared, per condition (`none`, `criteria`, `rubric`): one judge's accepted score on an
+item (repeat 0) against the human reference on the same item and dimension — the group's mean
+rounded half up (`metrics.conditions.rounded_mean`), or, with `per_human`, each human's own
+rating. Every reference and score must lie on the campaign's scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine
+
+from judgepanel.errors import BadInput
+from judgepanel.metrics.conditions import (
+    STATISTICS,
+    Comparisons,
+    ConditionStudy,
+    Estimate,
+    condition_study,
+    rounded_mean,
+)
+from judgepanel.store.conditions import ConditionRows, HumanRating, JudgeScore, load_condition_rows
+
+
+@dataclass(frozen=True)
+class ConditionData:
+    """Everything `metrics conditions` needs, already aligned on `items` (index = position here)."""
+
+    campaign: str
+    dataset: str
+    dimension: str | None
+    judge: str
+    group: str
+    per_human: bool
+    categories: tuple[float, ...]
+    items: list[str]  # external ids, in dataset order
+    outputs: list[str | None]
+    groups: list[str | None]  # per item: its group key (article), None when it has none
+    humans: list[list[HumanRating]]  # per item
+    reference: list[float]  # per item: the rounded group mean
+    scores: dict[str, dict[int, JudgeScore]]  # condition -> item index -> judge score
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def comparisons(self) -> dict[str, Comparisons]:
+        out: dict[str, Comparisons] = {}
+        for cond, by_item in self.scores.items():
+            judge: list[float] = []
+            human: list[float] = []
+            item: list[int] = []
+            for i, js in sorted(by_item.items()):
+                refs = [h.value for h in self.humans[i]] if self.per_human else [self.reference[i]]
+                judge += [js.score] * len(refs)
+                human += refs
+                item += [i] * len(refs)
+            out[cond] = Comparisons.of(np.array(judge), np.array(human), np.array(item, dtype=np.intp))
+        return out
+
+
+def condition_data(rows: ConditionRows) -> ConditionData:
+    """The rows with each item's human reference, every reference (or rating) and score checked
+    against the scale."""
+    reference = [rounded_mean([h.value for h in ratings]) for ratings in rows.humans]
+    lo, hi = rows.categories[0], rows.categories[-1]
+    allowed = set(rows.categories)
+    for i, hs in enumerate(rows.humans):
+        values = [h.value for h in hs] if rows.per_human else [reference[i]]
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            raise BadInput(
+                f"item {rows.items[i]!r}: human rating {bad[0]:g} is not on the {lo:g}..{hi:g} scale of "
+                f"{rows.dimension or 'the campaign'}"
+            )
+    for by_item in rows.scores.values():
+        for js in by_item.values():
+            if js.score not in allowed:
+                raise BadInput(f"a {rows.judge} score {js.score:g} is not on the {lo:g}..{hi:g} scale")
+    return ConditionData(
+        campaign=rows.campaign,
+        dataset=rows.dataset,
+        dimension=rows.dimension,
+        judge=rows.judge,
+        group=rows.group,
+        per_human=rows.per_human,
+        categories=rows.categories,
+        items=rows.items,
+        outputs=rows.outputs,
+        groups=rows.groups,
+        humans=rows.humans,
+        reference=reference,
+        scores=rows.scores,
+        skipped=rows.skipped,
+    )
+
+
+def load_condition_data(
+    engine: Engine,
+    campaign: str,
+    human_group: str,
+    *,
+    dimension: str | None = None,
+    judge: str | None = None,
+    per_human: bool = False,
+) -> ConditionData:
+    rows = load_condition_rows(
+        engine, campaign, human_group, dimension=dimension, judge=judge, per_human=per_human
+    )
+    return condition_data(rows)
+
+
+# ---------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class DisagreementCase:
+    condition: str
+    item: str
+    judge: float
+    human: float  # the reference (rounded group mean)
+    judge_rationale: str | None
+    humans: tuple[HumanRating, ...]
+    output: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "condition": self.condition,
+            "item": self.item,
+            "judge": self.judge,
+            "human": self.human,
+            "gap": self.judge - self.human,
+            "judge_rationale": self.judge_rationale,
+            "human_ratings": [
+                {"annotator": h.annotator, "value": h.value, "rationale": h.rationale} for h in self.humans
+            ],
+            "output": None if self.output is None else self.output[:CASE_OUTPUT_CHARS],
+        }
+
+
+CASE_OUTPUT_CHARS = 300
+
+
+def disagreement_cases(data: ConditionData, per_condition: int) -> list[DisagreementCase]:
+    """Up to `per_condition` items per condition where the judge's score differs from the human
+    reference, largest gap first, then dataset order (deterministic)."""
+    out: list[DisagreementCase] = []
+    if per_condition <= 0:
+        return out
+    for cond, by_item in data.scores.items():
+        differing = [(i, js) for i, js in by_item.items() if js.score != data.reference[i]]
+        differing.sort(key=lambda t: (-abs(t[1].score - data.reference[t[0]]), t[0]))
+        for i, js in differing[:per_condition]:
+            out.append(
+                DisagreementCase(
+                    cond,
+                    data.items[i],
+                    js.score,
+                    data.reference[i],
+                    js.rationale,
+                    tuple(data.humans[i]),
+                    data.outputs[i],
+                )
+            )
+    return out
+
+
+def _estimate(e: Estimate) -> dict[str, Any]:
+    return {"value": e.value, "ci": list(e.ci)}
+
+
+@dataclass(frozen=True)
+class ConditionReport:
+    data: ConditionData
+    study: ConditionStudy
+    cases: list[DisagreementCase]
+
+    def as_dict(self) -> dict[str, Any]:
+        d, st = self.data, self.study
+        return {
+            "campaign": d.campaign,
+            "dataset": d.dataset,
+            "dimension": d.dimension,
+            "judge": d.judge,
+            "human_group": d.group,
+            "reference": "each human" if d.per_human else "rounded group mean",
+            "scale": [d.categories[0], d.categories[-1]],
+            "bootstrap": st.n_boot,
+            "confidence": st.confidence,
+            "seed": st.seed,
+            "resample": st.resample,
+            "n_groups": st.n_groups,
+            "conditions": {
+                name: {
+                    "n": r.n,
+                    "items": r.items,
+                    **{s: _estimate(getattr(r, s)) for s in STATISTICS},
+                }
+                for name, r in st.conditions.items()
+            },
+            "deltas": {
+                key: {"items": r.items, **{s: _estimate(getattr(r, s)) for s in STATISTICS}}
+                for key, r in st.deltas.items()
+            },
+            "cases": [c.as_dict() for c in self.cases],
+            "skipped": d.skipped,
+        }
+
+
+def condition_report(
+    engine: Engine,
+    campaign: str,
+    human_group: str,
+    *,
+    dimension: str | None = None,
+    judge: str | None = None,
+    per_human: bool = False,
+    cases: int = 0,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    resample: str | None = None,
+) -> ConditionReport:
+    """The whole `metrics conditions` computation: read, compute, pick the cases."""
+    if cases < 0:
+        raise BadInput(f"--cases must be 0 or more, got {cases}")
+    data = load_condition_data(
+        engine, campaign, human_group, dimension=dimension, judge=judge, per_human=per_human
+    )
+    study = condition_study(
+        data.comparisons(),
+        data.categories,
+        n_items=len(data.items),
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+        groups=data.groups,
+        resample=resample,
+    )
+    return ConditionReport(data, study, disagreement_cases(data, cases))

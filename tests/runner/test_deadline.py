@@ -1,0 +1,81 @@
+"""The per-attempt deadline starts when the request leaves, not while the call waits behind an
+OpenAI-compatible judge's probing first call; the wait is stored apart as `queued_ms`. The real
+OpenAI SDK against the fake server, whose every answer takes 1.2 s, under a 2 s timeout: calls
+that wait 1.2 s for the probe and then take 1.2 s themselves must not time out."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+
+from sqlalchemy import select
+
+from judgepanel.fake.server import FakeServerProcess
+from judgepanel.store.engine import make_engine
+from judgepanel.store.migrate import upgrade
+from judgepanel.store.models import Request, Response
+from tests.helpers import cli
+from tests.runner.conftest import create_argv, load_tiny
+
+
+def test_calls_waiting_for_the_probe_are_timed_from_when_they_are_sent(
+    sqlite_url: str, fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    eng = make_engine(sqlite_url)
+    upgrade(eng)
+    load_tiny(eng, n_groups=1, per_group=4)
+    judge = f"openai:slow!latency=1.2?base_url={fake.url}/v1&timeout=2&concurrency=4"
+    assert cli(*create_argv("slow", judge), db=sqlite_url).code == 0
+    before = fake.stats()["by_path"].get("/v1/chat/completions", 0)
+    ran = cli("campaign", "run", "slow", "--json", db=sqlite_url).json()
+    assert (ran["done"], ran["errors"], ran["calls"]) == (4, {}, 4), ran
+    assert fake.stats()["by_path"]["/v1/chat/completions"] - before == 4  # no call was asked twice
+    with eng.connect() as conn:
+        rows = conn.execute(
+            select(Response.queued_ms, Response.latency_ms, Response.error_class)
+            .join(Request, Request.id == Response.request_id)
+            .order_by(Response.queued_ms)
+        ).all()
+    assert [r.error_class for r in rows] == [None] * 4
+    probe, *waited = rows
+    assert probe.queued_ms is not None and probe.queued_ms < 500
+    for r in waited:  # waited for the probe (about 1.2 s), then answered in about 1.2 s
+        assert r.queued_ms is not None and r.queued_ms > 900, rows
+        assert 900 < r.latency_ms < 2000, rows
+    eng.dispose()
+
+
+def test_a_call_that_never_reached_the_server_is_not_a_timeout(
+    sqlite_url: str, keys_env: dict[str, str]
+) -> None:
+    """A server whose listen queue is full never completes the TCP handshake: the call fails as a
+    connection error (never sent), not as an answer that took too long."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    queued = []
+    for _ in range(8):  # fill the backlog: later handshakes are never answered
+        c = socket.socket()
+        c.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            c.connect(("127.0.0.1", port))
+        queued.append(c)
+    try:
+        eng = make_engine(sqlite_url)
+        upgrade(eng)
+        load_tiny(eng, n_groups=1, per_group=2)
+        judge = f"openai:unreachable?base_url=http://127.0.0.1:{port}/v1&timeout=1"
+        assert cli(*create_argv("unreachable", judge), db=sqlite_url).code == 0
+        ran = cli("campaign", "run", "unreachable", "--json", "--max-attempts", "1", db=sqlite_url).json(
+            code=3
+        )
+        assert ran["errors"] == {"transient": 2}
+        with eng.connect() as conn:
+            messages = conn.execute(select(Response.error_message)).scalars().all()
+        assert messages == ["openai: connection failed (ConnectTimeout)"] * 2, messages
+        eng.dispose()
+    finally:
+        for c in queued:
+            c.close()
+        server.close()
