@@ -64,7 +64,11 @@ def store_checkers(
         s.execute(delete(ClauseChecker).where(ClauseChecker.iteration == iteration))
         for r in rows:
             was = old.get(r.clause_key)
-            same = was is not None and (was.kind, dict(was.params or {}), was.kept) == (r.kind, dict(r.params), r.kept)
+            same = was is not None and (was.kind, dict(was.params or {}), was.kept) == (
+                r.kind,
+                dict(r.params),
+                r.kept,
+            )
             s.add(
                 ClauseChecker(
                     created_at=was.created_at if same and was is not None else utcnow(),
@@ -105,7 +109,9 @@ def iteration_checkers(engine: Engine, iteration: str) -> list[CheckerRow]:
         return [_row(c) for c in rows]
 
 
-def kept_checkers(engine: Engine, rubric_version_id: int, *, campaign: str | None = None) -> dict[str, CheckerRow]:
+def kept_checkers(
+    engine: Engine, rubric_version_id: int, *, campaign: str | None = None
+) -> dict[str, CheckerRow]:
     """clause key -> the kept checker for that clause of the rubric version (the latest proposal
     when several iterations kept one). With `campaign`: only checkers kept before the campaign was
     created, and none for a repair iteration's own campaigns (their comparison must ask every

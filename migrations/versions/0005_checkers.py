@@ -1,7 +1,7 @@
 """clause checkers: proposals of deterministic checkers and checker-answered clause verdicts
 
 Revision ID: 0005_checkers
-Revises: 0004
+Revises: 0005_wire
 Create Date: 2026-12-01 18:00:00.000000
 
 - `clause_checker`: one editor proposal per (repair iteration, clause): the checker and its
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005_checkers"
-down_revision: str | None = "0004"
+down_revision: str | None = "0005_wire"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

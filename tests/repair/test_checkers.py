@@ -11,10 +11,10 @@ from sqlalchemy import create_engine, select
 
 from judgepanel.protocol import checkers as ck
 from judgepanel.protocol.editor import CHECKER, CheckerTask, checker_schema, parse_editor, render_editor
-from judgepanel.providers.sim import simulate
 from judgepanel.repair.checkers import agreement, majority
 from judgepanel.runner import RunOptions, create, run
 from judgepanel.runner.checkers import saved_estimate
+from judgepanel.simjudge import simulate
 from judgepanel.store.models import Campaign, Clause, ClauseVerdict, Job, Request, Verdict
 from judgepanel.store.repair import item_texts
 from tests.helpers import cli
