@@ -45,15 +45,17 @@ import resource, sys, time
 t = time.perf_counter()
 from judgepanel.report.export import export_campaign
 from judgepanel.store.engine import make_engine
-r = export_campaign(make_engine(sys.argv[1]), "bench", what="verdicts", fmt=sys.argv[3], out=sys.argv[2])
+r = export_campaign(
+    make_engine(sys.argv[1]), "bench", what="verdicts", fmt=sys.argv[3], out=sys.argv[2], raw=sys.argv[4:] == ["raw"]
+)
 assert r.rows > 0
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
 
 
-def run(code: str, url: str, out: Path, fmt: str) -> tuple[float, float]:
+def run(code: str, url: str, out: Path, fmt: str, *extra: str) -> tuple[float, float]:
     done = subprocess.run(
-        [sys.executable, "-c", code, url, str(out), fmt], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, url, str(out), fmt, *extra], capture_output=True, text=True, check=True
     )
     seconds, rss = done.stdout.split()
     return float(seconds), float(rss)
@@ -73,6 +75,12 @@ def main() -> None:
                 f"pandas read_sql + write {ref[0]:6.1f} s, peak {ref[1]:6.0f} MB | "
                 f"time ratio {ref[0] / ours[0]:.2f}x, memory ratio {ref[1] / ours[1]:.2f}x"
             )
+        # what neutralising formula cells costs: the default CSV export against --raw, same run
+        raw = run(OURS, url, Path(tmp) / "raw.csv", "csv", "raw")
+        safe = run(OURS, url, Path(tmp) / "safe.csv", "csv")
+        print(
+            f"csv      default (neutralised) {safe[0]:6.1f} s | --raw {raw[0]:6.1f} s | ratio {safe[0] / raw[0]:.2f}x"
+        )
 
 
 if __name__ == "__main__":

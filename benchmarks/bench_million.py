@@ -79,8 +79,8 @@ def commands(tmp: Path) -> list[tuple[str, list[str]]]:
         ("metrics agreement", ["metrics", "agreement", "--pairs", "bench-pairs", "--group", "judge",
                                "--metric", "alpha", "--json"]),
         ("metrics bias", ["metrics", "bias", "--campaign", "bench", "--json"]),
-        ("export csv", ["export", "bench", "--format", "csv", "--out", str(tmp / "v.csv"), "--json"]),
-        ("export parquet", ["export", "bench", "--format", "parquet", "--out", str(tmp / "v.parquet"), "--json"]),
+        ("export csv", ["export", "bench", "--format", "csv", "--out", str(tmp / "v.csv"), "--force", "--json"]),
+        ("export parquet", ["export", "bench", "--format", "parquet", "--out", str(tmp / "v.parquet"), "--force", "--json"]),
     ]  # fmt: skip
 
 

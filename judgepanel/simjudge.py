@@ -59,9 +59,11 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   editor appends to a vague clause the property its dimension's name points to (source support
   for consistency, else the source's main points), restates a specific clause unchanged in
   effect, and splits a dimension into one clause per property; every reason starts with
-  `[simulated editor]`. With probability `keep_rate` it returns the clause unchanged. Checker
-  requests (`clause_checker`) get a deterministic proposal, good or deliberately bad (see
-  `_checker`), so the agreement threshold has a mapping to keep and one to refuse;
+  `[simulated editor]`. With probability `keep_rate` it returns the clause unchanged.
+  `editor_sprawl=N` makes it an editor that does not stop: a rewrite N characters long, a split
+  into N clauses (to test the bounds of `protocol.editor`).
+  Checker requests (`clause_checker`) get a deterministic proposal, good or deliberately bad
+  (see `_checker`), so the agreement threshold has a mapping to keep and one to refuse.
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
 probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
@@ -200,6 +202,8 @@ class SimSettings:
     keep_rate: float = 0.0  # editor: the share of rewrite requests answered with the clause as it was
     latency: float = 0.0
     jitter: float = 0.0
+    # editor replies: a rewrite this many characters long, a split into this many clauses
+    editor_sprawl: float = 0.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> SimSettings:
@@ -754,6 +758,16 @@ def _split(text: str) -> dict[str, Any]:
     }
 
 
+def _sprawl(answer: dict[str, Any], n: int) -> dict[str, Any]:
+    """An editor that does not stop: the rewrite padded to `n` characters, or `n` split clauses."""
+    if "clause" in answer:
+        filler = " Also, the text reads well in every respect."
+        text = answer["clause"]
+        return {**answer, "clause": (text + filler * (1 + n // len(filler)))[:n]}
+    clauses = answer["clauses"]
+    return {**answer, "clauses": [f"{clauses[i % len(clauses)]} (variant {i + 1})" for i in range(n)]}
+
+
 _GARBLED = (
     "I'm sorry, but I can't determine an answer from the text provided.",
     "Both texts have strengths and weaknesses; it depends on what the reader values.",
@@ -783,6 +797,8 @@ def simulate(
         # drawn only when asked for, so the other replies' random stream stays as it was
         if kind == REWRITE and settings.keep_rate > 0 and rng.random() < settings.keep_rate:
             answer = _keep(text)
+        if settings.editor_sprawl >= 1:
+            answer = _sprawl(answer, int(settings.editor_sprawl))
     else:
         answer = {PAIRWISE: _pairwise, POINTWISE: _pointwise, CLAUSES: _clauses}[kind](
             model, text, source, rng, settings

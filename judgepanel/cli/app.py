@@ -114,11 +114,26 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("judgepanel")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            from judgepanel import __version__ as installed
+        print(f"judgepanel {installed}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
     db: str | None = typer.Option(
         None, "--db", envvar=DB_ENV, help="Database URL (default sqlite:///judgepanel.db)."
+    ),
+    _show_version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the installed version and exit."
     ),
 ) -> None:
     ctx.obj = AppState(db_url=database_url(db))
@@ -126,9 +141,10 @@ def _root(
 
 
 def _fail(message: str, code: int) -> NoReturn:
+    from judgepanel.cli.render import printable  # messages may quote stored names
     from judgepanel.providers.errors import scrubber  # no configured key in any form, ever
 
-    print(f"judgepanel: {' '.join(scrubber()(message).split())}", file=sys.stderr)
+    print(f"judgepanel: {printable(' '.join(scrubber()(message).split()))}", file=sys.stderr)
     sys.exit(code)
 
 

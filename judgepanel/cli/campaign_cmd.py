@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -221,11 +222,15 @@ def _execute(
         emit_json(summary.as_dict())
     else:
         errs = ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"
-        cap = "" if summary.max_cost_usd is None else f" of --max-cost {summary.max_cost_usd:g}"
+        cap = (
+            ""
+            if summary.max_cost_usd is None
+            else f" (campaign total {_usd(summary.campaign_spent_usd)} of its cap {summary.max_cost_usd:g})"
+        )
         typer.echo(
             f"campaign {name}: {summary.status}; {summary.done}/{summary.jobs} done, {summary.failed} failed, "
             f"{summary.pending} pending; {summary.calls} calls, {summary.cached} from cache, "
-            f"errors: {errs}; spent {_usd(summary.spent_usd)}{cap} USD in {summary.elapsed_s:.1f} s"
+            f"errors: {errs}; spent {_usd(summary.spent_usd)} USD{cap} in {summary.elapsed_s:.1f} s"
         )
     for warning in summary.warnings:
         warn(warning)
@@ -234,10 +239,12 @@ def _execute(
     if summary.status == "unreadable" and summary.stopped:
         err_console.print(summary.stopped, soft_wrap=True, markup=False, highlight=False)
     if summary.status == "budget":
+        limit = summary.max_cost_usd or 0.0
         err_console.print(
-            f"stopped by --max-cost {summary.max_cost_usd:g}: spent {_usd(summary.spent_usd)} USD, "
-            f"and the next call did not fit under the cap; {summary.unscheduled} job(s) unscheduled "
-            "(run again with a larger --max-cost to continue)",
+            f"stopped by the campaign's cap of {limit:g} USD (max_cost, across all its runs): it has spent "
+            f"{_usd(summary.campaign_spent_usd)} USD ({_usd(summary.spent_usd)} in this run) and the next "
+            f"call did not fit; {summary.unscheduled} job(s) unscheduled. Running again does not help: "
+            f"raise the cap with `campaign run {name} --max-cost USD` (a total above {limit:g})",
             soft_wrap=True,
         )
     if summary.exit_code != 0:
@@ -246,7 +253,7 @@ def _execute(
             kinds = f" (partial clause replies: {summary.partial})" if summary.partial else ""
             left.append(f"{summary.failed} failed{kinds}")
         if summary.unscheduled:
-            left.append(f"{summary.unscheduled} unscheduled by --max-cost")
+            left.append(f"{summary.unscheduled} unscheduled by the campaign's max_cost")
         other = summary.pending - summary.unscheduled
         if other > 0:
             left.append(f"{other} pending")
@@ -261,7 +268,12 @@ def _execute(
 CONCURRENCY = typer.Option(16, "--concurrency", help="Calls in flight per judge.")
 RPM = typer.Option(None, "--rpm", help="Requests per minute per judge (client-side limit).")
 TPM = typer.Option(None, "--tpm", help="Tokens per minute per judge (client-side limit).")
-MAX_COST = typer.Option(None, "--max-cost", help="Stop scheduling before this many USD would be spent.")
+MAX_COST = typer.Option(
+    None,
+    "--max-cost",
+    help="Cap on the campaign's TOTAL spend in USD (every run, worker and batch), recorded on the "
+    "campaign for later runs; stop scheduling before it would be exceeded.",
+)
 NO_CACHE = typer.Option(
     False, "--no-cache", help="Call the judge even when the store has the identical request."
 )
@@ -308,8 +320,8 @@ def run(
     --max-cost (or, with --batch, still waiting in open batches); 130 on Ctrl-C; 2 on bad input;
     1 otherwise."""
     if batch:
-        if max_cost is not None:
-            raise BadInput("--max-cost is not supported with --batch (a batch is priced when it ends)")
+        if max_cost is not None and not (max_cost >= 0 and math.isfinite(max_cost)):
+            raise BadInput(f"--max-cost must be a non-negative number of USD, got {max_cost}")
         from judgepanel.runner.batch import BatchOptions
 
         bopts = BatchOptions(
@@ -318,6 +330,7 @@ def run(
             no_cache=no_cache,
             wait=not no_wait,
             retry_failed=retry_failed,
+            max_cost=max_cost,
         )
         bopts.validate()
         _execute_batch(ctx, name, bopts, json_)
@@ -399,6 +412,12 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         f"{st.calls} calls ({st.cached} from cache), {st.input_tokens} in / {st.output_tokens} out tokens, "
         f"spent {_usd(st.cost_usd)} USD"
     )
+    if st.max_cost_usd is not None:
+        held = f", {_usd(st.reserved_usd)} reserved by runs in progress" if st.reserved_usd else ""
+        typer.echo(
+            f"budget: {_usd(st.spent_usd)} of max_cost {st.max_cost_usd:g} USD spent{held}; "
+            f"{_usd(st.left_usd)} left"
+        )
     if st.cache_read_tokens or st.cache_write_tokens:
         typer.echo(
             f"prompt cache: {st.cache_read_tokens} tokens read, {st.cache_write_tokens} written, "
@@ -491,3 +510,19 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
             for r in rows
         ],
     )
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context, name: str = typer.Argument(..., help="Campaign name."), json_: bool = JSON
+) -> None:
+    """Delete a campaign and its jobs, attempts and verdicts in one transaction (refused while
+    jobs are leased, while another campaign reuses its answers, or while a repair iteration uses it)."""
+    from judgepanel.store.campaigns.deletion import delete_campaign
+
+    done = delete_campaign(state(ctx).engine(), name)
+    if json_:
+        emit_json(done.as_dict())
+        return
+    rows = ", ".join(f"{n} {t}" for t, n in done.rows.items() if n and t != "campaign")
+    typer.echo(f"deleted campaign {name}" + (f": {rows} rows" if rows else ""))

@@ -149,19 +149,42 @@ def import_items(
     _import(ctx, dataset, lambda: parse_items(file), replace, json_)
 
 
+def _list_pair_sets(ctx: typer.Context, dataset: str | None, json_: bool) -> None:
+    from judgepanel.store.queries import list_pair_sets
+
+    rows = [p for p in list_pair_sets(state(ctx).engine()) if dataset is None or p["dataset"] == dataset]
+    if json_:
+        emit_json({"pair_sets": rows})
+        return
+    table(
+        "pair sets" + (f" of {dataset}" if dataset else ""),
+        ["name", "dataset", "pairs", "of", "seed", "pair labels"],
+        [[p["name"], p["dataset"], p["pairs"], p["pairs_total"], p["seed"], p["labels"]] for p in rows],
+    )
+
+
 @app.command("pairs")
 def pairs(
     ctx: typer.Context,
-    dataset: str = typer.Argument(...),
-    name: str = typer.Option(..., "--name", help="Name under which the pair set is stored."),
+    dataset: str | None = typer.Argument(None, help="The dataset to draw pairs from (with --list: to list)."),
+    name: str | None = typer.Option(None, "--name", help="Name under which the pair set is stored."),
     seed: int = typer.Option(42, "--seed"),
     sample: int = typer.Option(1000, "--sample", help="How many pairs to draw."),
     tie_eps: float = typer.Option(1e-6, "--tie-eps", help="Mean-score gap below which a pair is a tie."),
     replace: bool = REPLACE,
+    list_: bool = typer.Option(False, "--list", help="List the stored pair sets (of DATASET, if given)."),
     json_: bool = JSON,
 ) -> None:
     """Sample within-group pairs and derive each annotator's A/B/T preference."""
     from judgepanel.store.queries import create_pair_set
+
+    if list_:
+        _list_pair_sets(ctx, dataset, json_)
+        return
+    if dataset is None:
+        raise BadInput("missing DATASET; see `judgepanel data pairs --help` (or --list to see the pair sets)")
+    if name is None:
+        raise BadInput("missing --name for the new pair set (or --list to see the stored ones)")
 
     summary = create_pair_set(
         state(ctx).engine(), dataset, name, seed=seed, sample=sample, tie_eps=tie_eps, replace=replace
@@ -220,14 +243,25 @@ def split(
 
 @app.command("list")
 def list_(ctx: typer.Context, json_: bool = JSON) -> None:
-    """The datasets in the database."""
-    from judgepanel.store.queries import list_datasets
+    """The datasets in the database, and the pair sets drawn from them."""
+    from judgepanel.store.queries import list_datasets, list_pair_sets
 
-    rows = list_datasets(state(ctx).engine())
+    engine = state(ctx).engine()
+    rows = list_datasets(engine)
+    pair_sets = list_pair_sets(engine)
     if json_:
-        emit_json({"datasets": rows})
+        emit_json({"datasets": rows, "pair_sets": pair_sets})
         return
     table("datasets", ["name", "kind", "items", "labels"], [list(r.values()) for r in rows])
+    if pair_sets:
+        table(
+            "pair sets",
+            ["name", "dataset", "pairs", "of", "seed", "pair labels"],
+            [
+                [p["name"], p["dataset"], p["pairs"], p["pairs_total"], p["seed"], p["labels"]]
+                for p in pair_sets
+            ],
+        )
 
 
 # MT-Bench lives beside `metrics votes` (cli/votes_cmd.py), whose agreement settings it feeds

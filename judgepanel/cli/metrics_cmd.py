@@ -9,7 +9,7 @@ import typer
 
 from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, sim_title, simulated, table
+from judgepanel.cli.render import console, emit_json, printable, sim_title, simulated, table
 from judgepanel.errors import BadInput
 from judgepanel.metrics.names import LEVELS, METHODS, METRICS, WEIGHT_NAMES  # no numpy: `--help` stays light
 
@@ -234,6 +234,7 @@ def matrix_cmd(
     """Rater × rater Cohen κ (pairwise-complete) and average-linkage clusters on 1 − κ."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 
@@ -268,7 +269,11 @@ def matrix_cmd(
     for i in range(m.n_raters):
         grid.add_column(str(i + 1), justify="right", no_wrap=True)
     for i, name in enumerate(m.rater_names):
-        grid.add_row(f"{i + 1} {name}", groups[name] or "", *(_fmt(v, 2) for v in km.kappa[i]))
+        grid.add_row(
+            Text(printable(f"{i + 1} {name}")),
+            Text(printable(groups[name] or "")),
+            *(_fmt(v, 2) for v in km.kappa[i]),
+        )
     console.print(grid)
     for i, members in enumerate(found, 1):
         composition = ", ".join(
@@ -587,7 +592,7 @@ def _render_summary(pairs: str, res: MetaEvaluation, duplicate_items: dict[str, 
     from judgepanel.metrics.summary import group_composition
 
     console.print(
-        f"[bold]meta-evaluation of pair set {pairs}[/bold]: {res.n_units} pairs, "
+        f"meta-evaluation of pair set {pairs}: {res.n_units} pairs, "
         f"{len(res.raters)} raters; train = first {res.n_train}, test = last {res.n_test}; seed {res.seed}"
     )
     table(

@@ -10,14 +10,16 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, table
+from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
 
-# judgepanel.store.readonly.DEFAULT_TIMEOUT, repeated so `--help` imports no SQLAlchemy
-# (tests/cli/test_help.py checks that the two agree)
+# judgepanel.store.readonly.DEFAULT_TIMEOUT and DEFAULT_MAX_BYTES, repeated so `--help` imports
+# no SQLAlchemy (tests/cli/test_help.py checks that they agree)
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_BYTES = 100_000_000
 
 FORMATS = ("table", "csv", "json")
+SCHEMA_FORMATS = ("table", "json", "md")
 
 
 def _plain(v: Any) -> Any:
@@ -30,23 +32,64 @@ def _plain(v: Any) -> Any:
     return str(v)
 
 
+def _schema(fmt: str) -> None:
+    from judgepanel.store import schema_doc
+
+    if fmt not in SCHEMA_FORMATS:
+        raise BadInput(f"--schema --format must be one of {', '.join(SCHEMA_FORMATS)}, got {fmt!r}")
+    tables = schema_doc.tables()
+    if fmt == "json":
+        emit_json({"tables": [t.as_dict() for t in tables]})
+    elif fmt == "md":
+        sys.stdout.write(schema_doc.markdown())
+    else:  # plain aligned lines: a meaning is a sentence, which a table would cut or wrap
+        for t in tables:
+            kinds = [c.type + (f" → {c.references}" if c.references else "") for c in t.columns]
+            w_name = max(len(c.name) for c in t.columns)
+            w_kind = max(len(k) for k in kinds)
+            console.print(f"{t.name}: {t.doc}", soft_wrap=True, highlight=False)
+            for c, k in zip(t.columns, kinds, strict=True):
+                console.print(
+                    f"  {c.name:<{w_name}}  {k:<{w_kind}}  {c.doc}", soft_wrap=True, highlight=False
+                )
+            console.print()
+
+
 def query(
     ctx: typer.Context,
-    sql: str = typer.Argument(..., help="One SQL statement; writes are refused."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json"),
+    sql: str | None = typer.Argument(None, help="One SQL statement; writes are refused."),
+    fmt: str = typer.Option(
+        "table", "--format", help="table, csv or json (with --schema: table, json or md)"
+    ),
     json_: bool = typer.Option(False, "--json", help="Same as --format json."),
     timeout: float = typer.Option(
         DEFAULT_TIMEOUT, "--timeout", metavar="SECONDS", help="Cancel the statement after this long."
     ),
+    max_bytes: int = typer.Option(
+        DEFAULT_MAX_BYTES,
+        "--max-bytes",
+        metavar="BYTES",
+        help="Refuse a result holding more than this (text by characters, blobs by bytes).",
+    ),
+    schema: bool = typer.Option(
+        False, "--schema", help="Print the tables and columns you can select from, with their meaning."
+    ),
 ) -> None:
     """Read-only SQL over the results database (table, CSV or JSON).
     Ctrl-C cancels the statement."""
+    fmt = "json" if json_ else fmt
+    if schema:
+        if sql is not None:
+            raise BadInput("give either SQL or --schema, not both")
+        _schema(fmt)
+        return
+    if sql is None:
+        raise BadInput("give one SQL statement, or --schema to see the tables")
     from judgepanel.store.readonly import run_read_only
 
-    fmt = "json" if json_ else fmt
     if fmt not in FORMATS:
         raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    result = run_read_only(state(ctx).db_url, sql, timeout=timeout)
+    result = run_read_only(state(ctx).db_url, sql, timeout=timeout, max_bytes=max_bytes)
     if fmt == "json":
         emit_json(
             {

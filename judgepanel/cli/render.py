@@ -1,6 +1,12 @@
 """Output: exactly one JSON object for `--json`, rich tables for people.
 
 rich is imported on first use (a command that prints JSON, or `--help`, never pays for it).
+
+Stored text (an item id, a rationale, a judge or annotator name, anything `query` returns) may
+hold terminal control sequences: `\033]0;…\a` retitles the window, `\033[2J` clears the screen,
+and bidirectional overrides reorder what is shown. Everything printed for people goes through
+`printable`, which shows such characters as `\x1b`-style escapes instead of sending them; table
+cells and printed lines are plain text, never rich markup. JSON output is left alone (`json.dumps` escapes them).
 """
 
 from __future__ import annotations
@@ -22,6 +28,20 @@ NAME_WIDTH, NAME_MIN = 40, 10
 SMALL = 1e-3  # below this, a number is shown in scientific notation (a p-value of 4.8e-73 is not 0.000)
 
 
+# C0 controls except tab and newline, DEL, C1 controls, and the Unicode bidirectional controls
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every terminal control character shown as an escape (`\x1b`, `\u202e`)."""
+    return _CONTROL.sub(_escape_char, text)
+
+
 class _LazyConsole:
     """A rich Console created on first use."""
 
@@ -38,6 +58,13 @@ class _LazyConsole:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real(), name)
+
+    def print(self, *objects: Any, markup: bool = False, **options: Any) -> None:
+        """rich's print, with control characters in plain strings escaped and no markup unless
+        asked for: lines hold stored names, and `[/]` in a name is not a tag (module docstring)."""
+        self._real().print(
+            *(printable(o) if isinstance(o, str) else o for o in objects), markup=markup, **options
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):
@@ -123,8 +150,9 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
     printed under the table, instead of wrapping over several lines."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
-    cells = [[fmt_number(v) for v in r] for r in rows]
+    cells = [[printable(fmt_number(v)) for v in r] for r in rows]
     n = len(columns)
     data = [[r[i] for r in cells if len(r) > i and r[i] not in ("", "—")] for i in range(n)]
     numeric = [i > 0 and bool(col) and all(_is_number(v) for v in col) for i, col in enumerate(data)]
@@ -152,7 +180,13 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
                 legend.append((key, r[0]))
                 r[0] = f"{key} {_shorten(r[0], name_width - len(key) - 1)}"
     # the box draws one space between columns and no outer edge: nothing else pads the cells
-    t = Table(title=title, box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    t = Table(
+        title=None if title is None else Text(printable(title)),
+        box=box.SIMPLE_HEAD,
+        padding=0,
+        show_edge=False,
+    )
+    columns = [printable(str(c)) for c in columns]
     for i, c in enumerate(columns):
         if numeric[i]:
             t.add_column(str(c), justify="right", width=widths[i], overflow="fold")
@@ -162,7 +196,7 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
         else:
             t.add_column(str(c), overflow="fold")
     for r in cells:
-        t.add_row(*r)
+        t.add_row(*(Text(c) for c in r))  # text, never rich markup: `[/]` in a name is not a tag
     # too many columns for the terminal: let the lines run long rather than cut numbers
     needed = min(name_width, max(len(str(columns[0])), widest[0])) + others if n else 0
     if needed <= console.width:

@@ -474,9 +474,11 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
     if json_:
         emit_json({"iterations": rows})
         return
+    # the verdict is a mapping (inter_judge, human, …): one column per key, not a Python dict
+    keys = list(dict.fromkeys(k for r in rows if isinstance(r["verdict"], dict) for k in r["verdict"]))
     table(
         "repair iterations",
-        ["name", "dataset", "rubric", "steps done", "next", "verdict"],
+        ["name", "dataset", "rubric", "steps done", "next", *(k.replace("_", "-") for k in keys)],
         [
             [
                 r["name"] + (" (simulated)" if r["simulated"] else ""),
@@ -484,7 +486,7 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
                 r["rubric"],
                 r["steps_done"],
                 r["next"] or "-",
-                str(r["verdict"] or "-"),
+                *(str((r["verdict"] or {}).get(k) or "-") for k in keys),
             ]
             for r in rows
         ],

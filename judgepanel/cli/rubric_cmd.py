@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, table
+from judgepanel.cli.render import emit_json, table, warn
 from judgepanel.errors import BadInput
 
 if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
@@ -157,3 +157,5 @@ def split(
         return
     typer.echo(f"{out['rubric']}@{out['version']}" + ("" if out["created"] else " (unchanged)"))
     table(None, ["dimension", "clauses"], [[d, ", ".join(ids)] for d, ids in out["clauses"].items()])
+    for d, why in out["failed"].items():
+        warn(f"{d} keeps its clauses: the editor's reply was not used ({why})")

@@ -23,6 +23,12 @@ def import_mtbench(
     llm: Path | None = typer.Option(
         None, "--llm", help="LLM votes in the same format (e.g. alttest/mtbench/llm_annotations.json)."
     ),
+    replace: bool = typer.Option(
+        False,
+        "--replace",
+        help="Replace a dataset NAME that holds a different import (e.g. the same folder without --llm), "
+        "with its vote pair set; refused while a campaign uses it.",
+    ),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Import MT-Bench: one item per question, model and turn; each human vote a pair label."""
@@ -30,7 +36,7 @@ def import_mtbench(
     from judgepanel.store.votes import import_votes
 
     parsed = parse_mtbench(folder, votes, llm)
-    result = import_votes(state(ctx).engine(), name, pairs or f"{name}-human", parsed)
+    result = import_votes(state(ctx).engine(), name, pairs or f"{name}-human", parsed, replace=replace)
     if json_:
         emit_json(result.as_dict())
     else:

@@ -21,6 +21,7 @@ from typing import Any
 from judgepanel.datasets.records import (
     READ_ERRORS,
     AnnotatorRecord,
+    DuplicateKey,
     ItemRecord,
     LabelRecord,
     ParsedDataset,
@@ -31,6 +32,7 @@ from judgepanel.datasets.records import (
     open_text,
     read_error,
     sha256_files,
+    unique_keys,
 )
 from judgepanel.errors import BadInput
 
@@ -57,9 +59,11 @@ def _load(path: Path) -> dict[str, Any]:
         raise read_error(path, None, exc) from exc
     try:
         # NaN is let through here so that `_label` can name the annotator and instance it labels
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from exc
+    except DuplicateKey as exc:
+        raise BadInput(f"{path}: not JSON we accept: {exc}") from exc
     except (RecursionError, ValueError):  # absurd nesting, huge integers: loads_json words them
         data = loads_json(text, str(path))
     if not isinstance(data, dict):

@@ -34,7 +34,13 @@ def _rows(path: Path, columns: Sequence[str] = LABEL_FIELDS) -> Iterator[tuple[i
     if name.endswith(".csv"):
         reader = csv.DictReader(read_lines(path))
         try:
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            header = list(reader.fieldnames or [])
+            twice = sorted({c for c in header if header.count(c) > 1})
+            if twice:  # DictReader would keep the last column of that name, silently
+                raise BadInput(
+                    f"{path}:1: the column(s) {', '.join(map(repr, twice))} appear twice in the header"
+                )
+            missing = [c for c in columns if c not in header]
             if missing:
                 raise BadInput(f"{path}:1: missing column(s) {', '.join(missing)}")
             for row in reader:

@@ -34,6 +34,7 @@ from judgepanel.datasets.records import (
     iter_lines,
     open_text,
     sha256_files,
+    unique_keys,
 )
 from judgepanel.errors import BadInput
 
@@ -63,7 +64,7 @@ def _jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
     for n, line in iter_lines(path):
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=unique_keys)
         except (json.JSONDecodeError, RecursionError, ValueError) as exc:
             raise BadInput(f"{path}:{n}: not JSON: {exc}") from exc
         if not isinstance(obj, dict):

@@ -100,11 +100,27 @@ def _nonstandard(name: str) -> Any:
     raise ValueError(f"{name} is not standard JSON")
 
 
+class DuplicateKey(ValueError):
+    pass
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, refusing a key given twice (`json` keeps the last silently,
+    so `{"output": "a", "output": "b"}` would import "b" with no sign; YAML files are refused too)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
 def loads_json(text: str, where: str) -> Any:
-    """`json.loads` for untrusted files: NaN / Infinity, absurd nesting and integers beyond
-    Python's digit limit are one `BadInput` line naming `where` (file:line), not a traceback."""
+    """`json.loads` for untrusted files: NaN / Infinity, absurd nesting, integers beyond Python's
+    digit limit and duplicate keys are one `BadInput` line naming `where` (file:line), not a
+    traceback or a silent choice."""
     try:
-        return json.loads(text, parse_constant=_nonstandard)
+        return json.loads(text, parse_constant=_nonstandard, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{where}: not JSON: {exc.msg}") from exc
     except RecursionError as exc:

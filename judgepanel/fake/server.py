@@ -172,7 +172,7 @@ SAMPLE_WORDS = (
     "season",
     "forecast",
 )
-_SIM_KNOBS = ("position_bias", "noise", "prose_rate", "parse_error_rate")
+_SIM_KNOBS = ("position_bias", "noise", "prose_rate", "parse_error_rate", "editor_sprawl")
 _SAMPLING = ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens")
 _REASONS = {
     200: "OK",
@@ -328,6 +328,8 @@ class FakeServer:
         self.records: deque[RequestRecord] = deque(maxlen=record_limit)
         self.counts: Counter[tuple[str, int | None]] = Counter()
         self.fault_counts: Counter[str] = Counter()
+        # what a real provider would bill: tokens of every chat reply sent (tests compare costs with it)
+        self.billed: Counter[str] = Counter()
         self._seen: dict[bytes, int] = {}
         self._tokens = float(self.burst or 0.0)
         self._refilled = time.monotonic()
@@ -428,6 +430,7 @@ class FakeServer:
             "by_fault": dict(list(self.fault_counts.items())),
             "connections": self.connections,
             "batches": self.batch_api.stats(),
+            "billed": dict(self.billed),
         }
 
     def recent(self, limit: int | None = None) -> list[RequestRecord]:
@@ -438,6 +441,7 @@ class FakeServer:
         self.records.clear()
         self.counts.clear()
         self.fault_counts.clear()
+        self.billed.clear()
         self._seen.clear()
         if self.prompt_cache is not None:
             self.prompt_cache.clear()
@@ -532,6 +536,12 @@ class FakeServer:
             return await reader.readexactly(length) if length else b""
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, ConnectionError):
             return None
+
+    def _bill(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> None:
+        self.billed["replies"] += 1
+        self.billed["input_tokens"] += input_tokens
+        self.billed["output_tokens"] += output_tokens
+        self.billed["cached_tokens"] += cached_tokens
 
     def next_id(self) -> str:
         self._counter += 1
@@ -806,6 +816,7 @@ class FakeServer:
         )
         ident = self.next_id()
         cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
+        self._bill(reply.input_tokens, reply.output_tokens, min(cached, reply.input_tokens))
         body = {
             "id": f"chatcmpl-fake{ident}",
             "object": "chat.completion",
@@ -876,6 +887,7 @@ class FakeServer:
         usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
         read = min(usage.read, reply.input_tokens) if usage else 0
         written = min(usage.written, reply.input_tokens - read) if usage else 0
+        self._bill(reply.input_tokens, reply.output_tokens, read)
         content: list[dict[str, Any]]
         if tool_name is not None and reply.structured is not None:
             content = [

@@ -13,6 +13,11 @@ Two tasks, each one call:
   key present, unused parameters null): {"reason", "checker": none|word_count|phrase|regex|language,
   "params": {...}}.
 
+A reply is bounded: a clause of at most `MAX_CLAUSE_CHARS` characters, a split of at most
+`MAX_CLAUSES` clauses, a reason of at most `MAX_REASON_CHARS`. A reply over a bound is unreadable
+(a failed editor job with the reason as its error), never a rubric version: an 80,000-character
+clause would be pasted into every later evaluation prompt.
+
 Every text inside the prompt has its `<` written as `&lt;`, so a text cannot close its tag and pose
 as instructions. Tasks are plain JSON (`as_dict` / `task_from_dict`) because they are stored with
 the editor campaign and rendered again, identically, when a run resumes.
@@ -39,6 +44,9 @@ SPLIT = "dimension_split"
 CHECKER = "clause_checker"
 MAX_EXAMPLES = 8
 MAX_SOURCE_CHARS = 2000
+MAX_CLAUSE_CHARS = 1000  # an atomic clause is a sentence or two; the bundled ones are under 200
+MAX_CLAUSES = 40  # clauses one dimension may be split into
+MAX_REASON_CHARS = 8000
 
 
 def _escape(text: str | None) -> str | None:
@@ -265,12 +273,34 @@ def _valid(schema_name: str, obj: Any) -> dict[str, Any] | None:
     return None
 
 
+def over_limit(proposal: Mapping[str, Any]) -> str | None:
+    """Why a proposal breaks the bounds in the module docstring, or None."""
+    clauses = [proposal["clause"]] if "clause" in proposal else list(proposal.get("clauses", ()))
+    if len(clauses) > MAX_CLAUSES:
+        return f"the reply proposes {len(clauses):,} clauses, more than the limit of {MAX_CLAUSES}"
+    longest = max((len(c) for c in clauses), default=0)
+    if longest > MAX_CLAUSE_CHARS:
+        return (
+            f"the reply has a clause of {longest:,} characters, more than the limit of {MAX_CLAUSE_CHARS:,}"
+        )
+    if len(proposal.get("reason", "")) > MAX_REASON_CHARS:
+        return f"the reply's reason is longer than the limit of {MAX_REASON_CHARS:,} characters"
+    return None
+
+
+def _checked(got: dict[str, Any], method: str) -> EditorReply:
+    why = over_limit(got)
+    return EditorReply(False, method, None, why) if why else EditorReply(True, method, got)
+
+
 def parse_editor(schema_name: str, text: str | None, structured: Mapping[str, Any] | None) -> EditorReply:
-    """Structured output first; else the last JSON object in the text that has the answer keys."""
+    """Structured output first; else the last JSON object in the text that has the answer keys.
+    The first answer found decides: one over the bounds fails the reply (no earlier object in
+    the text is taken instead)."""
     if structured is not None:
         got = _valid(schema_name, structured)
         if got is not None:
-            return EditorReply(True, "structured", got)
+            return _checked(got, "structured")
     body = text or ""
     decoder = json.JSONDecoder()
     pos = body.rfind("{")
@@ -281,7 +311,7 @@ def parse_editor(schema_name: str, text: str | None, structured: Mapping[str, An
             obj = None
         got = _valid(schema_name, obj)
         if got is not None:
-            return EditorReply(True, "json_tail", got)
+            return _checked(got, "json_tail")
         pos = body.rfind("{", 0, pos)
     key = {REWRITE: "clause", CHECKER: "checker"}.get(schema_name, "clauses")
     return EditorReply(False, None, None, f"no JSON object with a {key!r} field in the reply")

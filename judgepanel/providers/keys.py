@@ -29,13 +29,24 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from judgepanel.errors import BadInput
 
-if TYPE_CHECKING:  # spec.py checks `key_env` with the rules below
-    from judgepanel.providers.spec import JudgeSpec
+
+class JudgeSpec(Protocol):
+    """What the key rules read of a `providers.spec.JudgeSpec` (spec.py imports this module to
+    check `key_env`, so the type is described here rather than imported back)."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def get(self, key: str, default: Any = None) -> Any: ...
+
 
 _CREDENTIAL_NAME = re.compile(r"[A-Z_][A-Z0-9_]*(?:_API_KEY|_KEY|_TOKEN)")
 _NOT_MODEL_CREDENTIALS = re.compile(

@@ -250,6 +250,7 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "error_rate": _float(0.0, 1.0),
         "latency": _float(0.0),
         "jitter": _float(0.0),
+        "editor_sprawl": _int(0),
     },
 }
 # Never sent, never part of the name: they change how a call is made, not what it answers.

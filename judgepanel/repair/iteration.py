@@ -37,7 +37,7 @@ from judgepanel.runner import RunOptions, create, run
 from judgepanel.runner.budget import check_prices, price_for
 from judgepanel.runner.executor import ProviderFactory, RunSummary
 from judgepanel.store import repair as store
-from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_proposals
+from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_failures, editor_proposals
 from judgepanel.store.repair import STEPS, IterationRecord
 from judgepanel.store.rubrics import add_rubric, get_rubric
 
@@ -424,18 +424,21 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
             for c in sorted(sets)
         }
         proposals: dict[str, dict[str, Any]] = {}
+        failures: dict[str, str] = {}
         if tasks:
             create_editor_campaign(
                 engine, rec.campaigns["editor"], _editor_record(inp.editor), tasks, dataset=inp.dataset
             )
             _run(ctx, rec.campaigns["editor"])
             proposals = editor_proposals(engine, rec.campaigns["editor"])
+            failures = editor_failures(engine, rec.campaigns["editor"])
         unanswered = [c for c in sorted(tasks) if c not in proposals]
         if unanswered:
             # a failed editor call is not "no edit": the step stays undone, the calls are re-asked
+            why = f": {failures[unanswered[0]]}" if unanswered[0] in failures else ""  # e.g. over a bound
             raise RepairIncomplete(
                 f"the editor gave no usable rewrite for {len(unanswered)} of {len(tasks)} clauses "
-                f"({', '.join(unanswered[:5])}{', …' if len(unanswered) > 5 else ''}); the rewrite step "
+                f"({', '.join(unanswered[:5])}{', …' if len(unanswered) > 5 else ''}{why}); the rewrite step "
                 f"is not done: run `judgepanel repair run {name} --retry-failed` to ask again"
             )
         rewrites: dict[str, Any] = {}
@@ -762,6 +765,12 @@ def split_rubric(
     create_editor_campaign(engine, camp, record, tasks)
     _run(_Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), camp)
     proposals = editor_proposals(engine, camp)
+    if not proposals:  # nothing to store: say why instead of "created": false
+        failures = editor_failures(engine, camp)
+        first = next(iter(failures.values()), "no reply")
+        raise JudgepanelError(
+            f"the editor gave no usable split for {', '.join(d.name for d in dims)}: {first}; no rubric version was made"
+        )
     body = doc.to_dict()
     out: dict[str, list[str]] = {}
     for d in body["dimensions"]:
@@ -790,9 +799,12 @@ def split_rubric(
         parent=stored.ref,
         editor=record.name,
     )
+    failures = editor_failures(engine, camp)
     return {
         "rubric": added.rubric.name,
         "version": added.rubric.version,
         "clauses": out,
         "created": added.created,
+        # dimensions whose reply was unusable keep their clauses: task key -> why
+        "failed": {k.removeprefix("split:"): v for k, v in failures.items()},
     }

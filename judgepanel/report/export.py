@@ -7,6 +7,15 @@ then renamed), so an interrupted export never leaves half a file that looks whol
 CSV: a header row, empty cells for missing values, booleans as `True` / `False` and times in ISO
 8601, which `pandas.read_csv` reads back as the same values. JSONL: one object per line, `null`
 for missing. Parquet: one typed column per field (pyarrow), written one row group per chunk.
+
+Spreadsheets run a CSV cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return as a
+formula (`=HYPERLINK(…)` in an item id, a rationale). As OWASP recommends, such text cells are
+written with a leading `'` unless they read as a plain number (`-0.5`); `raw=True` (`--raw`)
+writes them unchanged. JSONL and Parquet keep every value as stored: they are read by programs.
+
+The file is never the live database (its path is compared after resolving symlinks, and with
+`os.path.samefile` for hard links), never a folder, and an existing file is replaced only with
+`force=True` (`--force`).
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import csv
 import importlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +34,7 @@ from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput
 from judgepanel.providers.errors import scrubber
+from judgepanel.store.engine import sqlite_file
 from judgepanel.store.export import COLUMNS, WHATS, Column, export_rows
 
 Format = Literal["csv", "jsonl", "parquet"]
@@ -37,6 +48,7 @@ class ExportResult:
     what: str
     rows: int
     columns: list[str]
+    cells_neutralised: int = 0
 
 
 def _special(cols: Sequence[Column]) -> tuple[list[int], list[int]]:
@@ -70,13 +82,56 @@ def _rows(cols: Sequence[Column], chunk: Sequence[tuple[Any, ...]]) -> Sequence[
     return out
 
 
-def _write_csv(path: Path, cols: Sequence[Column], chunks: Iterable[Sequence[tuple[Any, ...]]]) -> int:
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FIRST = frozenset(FORMULA_START)
+_PLAIN_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def neutralise(cell: str) -> str:
+    """`cell` as a spreadsheet shows it as text: a leading `'` when it starts like a formula
+    (OWASP's CSV-injection advice), except a plain number such as `-0.5`."""
+    if cell.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+class _Neutraliser:
+    def __init__(self, cols: Sequence[Column]) -> None:
+        self.text = [i for i, c in enumerate(cols) if c.kind == "str"]
+        self.changed = 0
+
+    def rows(self, rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+        """`rows` with risky cells neutralised; a row without one is passed on as it is (the check
+        is one dictionary lookup per text cell, so a million-row export stays fast)."""
+        out: list[Sequence[Any]] = []
+        text, first = self.text, _FIRST
+        for row in rows:
+            hits = [i for i in text if (v := row[i]).__class__ is str and v[:1] in first]
+            if hits:
+                r = list(row)
+                for i in hits:
+                    safe = neutralise(r[i])
+                    if safe != r[i]:
+                        r[i] = safe
+                        self.changed += 1
+                row = r
+            out.append(row)
+        return out
+
+
+def _write_csv(
+    path: Path,
+    cols: Sequence[Column],
+    chunks: Iterable[Sequence[tuple[Any, ...]]],
+    guard: _Neutraliser | None = None,
+) -> int:
     n = 0
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)  # writes None as an empty cell
         w.writerow([c.name for c in cols])
         for chunk in chunks:
-            w.writerows(_rows(cols, chunk))
+            rows = _rows(cols, chunk)
+            w.writerows(rows if guard is None else guard.rows(rows))
             n += len(chunk)
     return n
 
@@ -154,25 +209,71 @@ def _scrubbed(
         yield out
 
 
-WRITERS = {"csv": _write_csv, "jsonl": _write_jsonl, "parquet": _write_parquet}
+WRITERS = {"jsonl": _write_jsonl, "parquet": _write_parquet}
+# SQLite keeps a database in up to four files; none of them may be written over
+_SQLITE_COMPANIONS = ("", "-wal", "-shm", "-journal")
 
 
-def export_campaign(engine: Engine, campaign: str, *, what: str, fmt: str, out: str | Path) -> ExportResult:
-    """Write one campaign's `what` rows to `out` in `fmt`; returns how many rows were written."""
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links, bind mounts
+    except OSError:  # one of them does not exist
+        return False
+
+
+def check_out_path(engine: Engine, out: str | Path, *, force: bool) -> Path:
+    """`out` if an export may write it: its folder exists, it is not a folder, not the live
+    database (or one of its WAL / journal files), and not an existing file unless `force`."""
+    path = Path(out)
+    if path.is_dir():
+        raise BadInput(f"--out {str(path)!r} is a folder: give a file name")
+    if not path.parent.is_dir():
+        raise BadInput(f"--out: folder {str(path.parent)!r} does not exist")
+    db = sqlite_file(engine)
+    if db is not None:
+        for suffix in _SQLITE_COMPANIONS:
+            live = db.with_name(db.name + suffix)
+            if _same_file(path, live):
+                raise BadInput(f"--out {str(path)!r} is the results database itself: choose another file")
+    if path.exists() and not force:
+        raise BadInput(f"--out {str(path)!r} already exists: pass --force to replace it")
+    return path
+
+
+def export_campaign(
+    engine: Engine,
+    campaign: str,
+    *,
+    what: str,
+    fmt: str,
+    out: str | Path,
+    force: bool = False,
+    raw: bool = False,
+) -> ExportResult:
+    """Write one campaign's `what` rows to `out` in `fmt`; returns how many rows were written.
+    CSV text cells that start like a formula get a leading `'` unless `raw` (module docstring)."""
     if what not in WHATS:
         raise BadInput(f"--what must be one of {', '.join(WHATS)}, got {what!r}")
     if fmt not in FORMATS:
         raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    path = Path(out)
-    if not path.parent.is_dir():
-        raise BadInput(f"--out: folder {str(path.parent)!r} does not exist")
+    path = check_out_path(engine, out, force=force)
     kind = next(w for w in WHATS if w == what)
     cols = COLUMNS[kind]
     chunks = _scrubbed(cols, export_rows(engine, campaign, kind))
+    guard = _Neutraliser(cols) if fmt == "csv" and not raw else None
     tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
     try:
-        n = WRITERS[fmt](tmp, cols, chunks)
+        n = _write_csv(tmp, cols, chunks, guard) if fmt == "csv" else WRITERS[fmt](tmp, cols, chunks)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return ExportResult(path=str(path), format=fmt, what=what, rows=n, columns=[c.name for c in cols])
+    return ExportResult(
+        path=str(path),
+        format=fmt,
+        what=what,
+        rows=n,
+        columns=[c.name for c in cols],
+        cells_neutralised=0 if guard is None else guard.changed,
+    )

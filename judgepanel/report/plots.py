@@ -1,5 +1,6 @@
 """Report plots as SVG text (matplotlib, rendered off-screen; nothing fetched, nothing written).
 
+Every label is plain text (`text.parse_math` off): names are never read as mathtext.
 Text and axes are drawn in `currentColor`, so one SVG reads in the page's light and dark themes;
 data colours come from colour-blind-safe palettes (viridis for magnitudes, a blue–orange diverging
 map for κ). Fonts stay text (`svg.fonttype = none`), so the SVGs are small and searchable.
@@ -34,6 +35,9 @@ def _plt() -> Any:
             "ytick.color": _INK,
             "axes.titlesize": 10,
             "figure.dpi": 100,
+            # names are text, never maths: `$x^2$` in a judge or annotator name is drawn as typed,
+            # and an invalid expression (`$\frac$`) cannot end the report in a ParseException
+            "text.parse_math": False,
         }
     )
     return plt

@@ -21,6 +21,7 @@ from judgepanel.errors import BadInput
 from judgepanel.providers.errors import scrubber
 from judgepanel.report import plots
 from judgepanel.report.build import CampaignReport, campaign_report
+from judgepanel.report.export import check_out_path
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FORMATS = ("html", "md")
@@ -181,9 +182,8 @@ def write_report(
         raise BadInput("name at least one campaign or --iteration")
     if n_boot < 0 or cases < 0:
         raise BadInput("--bootstrap and --cases must not be negative")
-    path = Path(out)
-    if not path.parent.is_dir():
-        raise BadInput(f"--out: folder {str(path.parent)!r} does not exist")
+    # never the live database or a folder; an earlier report is replaced (reports are rebuilt)
+    path = check_out_path(engine, out, force=True)
     section = None
     if iteration is not None:
         from judgepanel.report.iteration import iteration_section

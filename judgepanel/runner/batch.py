@@ -51,10 +51,11 @@ from judgepanel.providers.anthropic_provider import AnthropicProvider
 from judgepanel.providers.base import ChatResult
 from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
-from judgepanel.runner.budget import Price, price_for
+from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import (
     RETRY_FAILED,
+    _reply_kind,
     answered_row,
     cached_answer,
     failed_class,
@@ -71,6 +72,7 @@ from judgepanel.runner.prepare import (
     prepare,
 )
 from judgepanel.runner.served import served_models
+from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import Batch, JobOutcome, LeasedJob
 from judgepanel.store.campaigns import provider_batches as pb
@@ -89,6 +91,7 @@ class BatchOptions:
     no_cache: bool = False
     wait: bool = True  # poll until every open batch has ended (else submit, poll once, return)
     retry_failed: bool = False  # put jobs that failed rate_limit/transient back first
+    max_cost: float | None = None  # USD: sets the campaign's cap on its total spend (as `campaign run`)
 
     def validate(self) -> None:
         if self.poll_interval <= 0:
@@ -187,6 +190,8 @@ class BatchRunner:
         self.warnings: list[str] = []
         self._stop = asyncio.Event()
         self._started = time.monotonic()
+        self.cap: float | None = None  # the campaign's cap on its total spend
+        self._budget_stopped = False  # a batch's jobs no longer fitted under the cap
 
     def interrupt(self) -> None:
         """Stop polling (what was submitted stays open at the provider and in the database)."""
@@ -230,6 +235,16 @@ class BatchRunner:
             checkers=_plan[1],
             **context_options(spec),
         )
+        recorded = budget_store.budget_state(self.engine, cid).max_cost_usd
+        self.cap = (
+            self.opts.max_cost
+            if self.opts.max_cost is not None
+            else (recorded if recorded is not None else spec.max_cost)
+        )
+        if self.cap is not None:
+            check_prices(self.cap, {j.spec.name: _batch_price(j.price) for j in judges.values()})
+            if self.cap != recorded:
+                budget_store.set_cap(self.engine, cid, self.cap)
         return cid, ctx, judges
 
     def _judge(self, judge_id: int) -> _Judge | None:
@@ -247,12 +262,18 @@ class BatchRunner:
             if self.opts.retry_failed:
                 await asyncio.to_thread(store.requeue, self.engine, cid, RETRY_FAILED)
             await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
+            observed = (
+                await asyncio.to_thread(store.output_token_samples, self.engine, list(judges))
+                if self.cap is not None
+                else {}
+            )
+            self.budget = Budget(self.cap, observed=observed)
             await asyncio.to_thread(store.set_campaign_status, self.engine, cid, "running")
             for b in await asyncio.to_thread(pb.open_batches, self.engine, cid):
                 if b.batch_id is None:
                     await self._reconcile(b)
             for j in judges.values():
-                while not self._stop.is_set():
+                while not self._stop.is_set() and not self._budget_stopped:
                     leased = await asyncio.to_thread(
                         store.lease_jobs,
                         self.engine,
@@ -268,6 +289,7 @@ class BatchRunner:
             await self._poll()
         finally:
             await asyncio.to_thread(store.release_leases, self.engine, self.owner)
+            await asyncio.to_thread(budget_store.drop_hold, self.engine, cid, self.owner)
             for j in judges.values():
                 with contextlib.suppress(Exception):
                     await j.provider.aclose()
@@ -281,6 +303,8 @@ class BatchRunner:
             status = "interrupted"
         elif in_batches:
             status = "waiting"
+        elif self._budget_stopped:
+            status = "budget"
         else:
             status = "done" if pending == 0 and counts["failed"] == 0 else "incomplete"
         store.set_campaign_status(
@@ -341,6 +365,11 @@ class BatchRunner:
             await asyncio.to_thread(store.write_batch, self.engine, local, self.owner)
         if not todo:
             return
+        hold = 0.0
+        if self.cap is not None:
+            todo, hold = await self._fit(j, todo)
+            if not todo:
+                return
         pk, token, custom = await asyncio.to_thread(
             pb.open_provider_batch,
             self.engine,
@@ -350,6 +379,7 @@ class BatchRunner:
             self.owner,
             [(p.job.id, p.job.attempts + 1, p.request_hash) for p in todo],
             os.urandom(4).hex(),
+            hold,
         )
         self.stats.submitted += len(todo)
         failure: ProviderError | None = None
@@ -365,6 +395,37 @@ class BatchRunner:
             for b in await asyncio.to_thread(pb.open_batches, self.engine, self.cid):
                 if b.pk == pk:
                     await self._reconcile(b)
+
+    async def _fit(self, j: _Judge, todo: list[Prepared]) -> tuple[list[Prepared], float]:
+        """The first jobs of `todo` whose estimated cost (at the batch discount, as `runner.budget`
+        estimates a call) fits under the campaign's cap, with that much reserved for them; the
+        rest are handed back and the run stops submitting."""
+        price = _batch_price(j.price)
+        costs = [self.budget.estimate(price, p.prompt_chars, p.max_output, _reply_kind(p)) for p in todo]
+        while True:
+            state = await asyncio.to_thread(budget_store.budget_state, self.engine, self.cid)
+            left = state.left_usd if state.left_usd is not None else float("inf")
+            n, total = 0, 0.0
+            while n < len(todo) and total + costs[n] <= left:
+                total += costs[n]
+                n += 1
+            if n == 0:
+                break
+            granted: float = await asyncio.to_thread(
+                budget_store.reserve, self.engine, self.cid, self.owner, total, 0.0, 600.0
+            )
+            if granted:
+                break  # (a reservation refused means another run took money meanwhile: fit again)
+        if n < len(todo):
+            self._budget_stopped = True
+            back = [p.job.id for p in todo[n:]]
+            await asyncio.to_thread(store.release_leases, self.engine, self.owner, back)
+            self.warnings.append(
+                f"stopped by the campaign's cap of {self.cap:g} USD (max_cost, across all its runs): "
+                f"{len(back)} job(s) of judge {j.spec.name} not submitted; raise it with "
+                f"`campaign run {self.name} --batch --max-cost USD`"
+            )
+        return todo[:n], total
 
     async def _submit_openai(
         self, prov: OpenAIProvider, pk: int, token: str, custom: dict[int, str], todo: list[Prepared]
@@ -710,3 +771,11 @@ def _sdk_failure(prov: BatchProvider, exc: Exception) -> ProviderError:
         return sdk.sdk_failure(exc, kinds, provider="openai", timeout=120.0, secrets=prov.secrets)
     kinds = sdk.SdkErrors(anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.APIStatusError)
     return sdk.sdk_failure(exc, kinds, provider="anthropic", timeout=120.0, secrets=prov.secrets)
+
+
+def _batch_price(price: Price | None) -> Price | None:
+    """The judge's prices through its batch API (None when the price or the discount is unknown)."""
+    if price is None or price.batch_discount is None:
+        return None
+    keep = 1.0 - price.batch_discount
+    return Price(price.input * keep, price.output * keep)

@@ -1,4 +1,7 @@
-"""`--max-cost`: stop scheduling calls before the budget would be exceeded.
+"""`max_cost`: a cap on a campaign's total spend, across runs, workers and batch submissions.
+
+The cap is stored on the campaign (`campaign.max_cost_usd`): `max_cost:` in its campaign file, set
+(or raised) by `campaign run --max-cost USD`, kept for every later run, worker and `--batch` run.
 
 Before each call the runner reserves an estimate of its cost: the prompt's tokens (characters ÷
 `CHARS_PER_TOKEN`, scaled up by the largest ratio of real to estimated input tokens seen so far,
@@ -6,18 +9,26 @@ and by `SAFETY`) plus an output allowance, at the judge's prices. The allowance 
 `max_tokens` (or `DEFAULT_OUTPUT_ALLOWANCE` without one) until real usage is known. Once replies
 of the same judge to the same template have been seen (in this run, or stored from earlier runs),
 it is `FEW_MARGIN` (1.5) times the longest of them while there are fewer than `MIN_OBSERVED` (20),
-then the `OUTPUT_QUANTILE` (p95) of their output tokens; never more than `max_tokens`. A call
-starts only if
+then `TAIL_MARGIN` (1.25) times the longest of them (`OUTPUT_QUANTILE` = 1.0 of the last
+`KEEP_OBSERVED`); never more than `max_tokens`. (It was their p95 while the cap was per run; a cap
+users read as the campaign's total must not be overshot by the one reply in twenty longer than
+that.) A call is
+sent only once its estimate is reserved in the database (`store.budget`), where
 
-    spent + reserved_in_flight + estimate ≤ max_cost
+    stored cost of the campaign's replies + every live owner's reservations + estimate ≤ max_cost
 
-and when it ends its reservation is released and its real cost counted. A call that does not fit
-while others are in flight waits for them to settle (their real cost is usually far below their
-reservation); the run stops on the budget only when a call does not fit with nothing in flight.
-So a run spends close to the cap, and exceeds it only when the last calls' replies are longer
-than the p95 of their judge's replies (by at most their `max_tokens` allowance); the summary
-reports what was spent (`spent_usd`) against the cap (`max_cost_usd`). Calls answered from the
-cache cost nothing.
+is checked under the campaign row's write lock, so concurrent runs and workers cannot reserve the
+same money twice. A run reserves a few calls' worth at a time (`SLICE_CALLS`) to save round trips,
+and a call's reservation goes back in the transaction that stores its reply (with its real cost).
+A call that does not fit while this run has calls in flight or replies not yet stored waits for
+them (their real cost is usually far below their reservation); the run stops on the budget only
+when a call does not fit with nothing of its own outstanding. So the campaign spends close to the
+cap — it stops once the next call's reservation no longer fits, so typically within one call's
+reservation of it — and exceeds it only when a reply turns out longer than every reply of its
+judge seen before (and than the slack left by the other calls in flight, which cost less than
+they reserved): by at most the difference between `max_tokens` and the reserved output
+allowance, at the output price, per call in flight. Calls
+answered from the cache cost nothing.
 
 Unknown prices are explicit: a budget cannot be enforced for a judge whose price is unknown, so
 `check_prices` refuses to start rather than treating the unknown as free.
@@ -36,9 +47,11 @@ from judgepanel.providers.spec import JudgeSpec
 CHARS_PER_TOKEN = 4.0
 SAFETY = 1.25
 DEFAULT_OUTPUT_ALLOWANCE = 1024
-MIN_OBSERVED = 20  # replies of a judge to a template before their p95 is trusted
+SLICE_CALLS = 4  # a run's reservation grows by about this many calls' estimates at a time
+MIN_OBSERVED = 20  # replies of a judge to a template before their longest is trusted
 FEW_MARGIN = 1.5  # with fewer: this many times the longest reply seen
-OUTPUT_QUANTILE = 0.95
+OUTPUT_QUANTILE = 1.0  # the longest reply seen…
+TAIL_MARGIN = 1.25  # …times this, once MIN_OBSERVED replies are known
 KEEP_OBSERVED = 1000  # most recent output-token counts kept per judge and template
 
 ReplyKind = tuple[str, str]  # (judge name, template name): whose replies to which prompt
@@ -107,7 +120,12 @@ def upper_quantile(values: Sequence[int], q: float) -> int:
 
 
 class Budget:
-    """Money accounting for one run (all judges share one budget)."""
+    """This run's side of its campaign's cap (all judges share one budget).
+
+    The database grants this run a hold (`store.budget.reserve`) under the campaign's cap, shared
+    with every other run and worker; calls reserve from the hold locally (`take`), and what a call
+    reserved goes back to the database in the transaction that stores its reply (`released`), when
+    its real cost is stored instead. `spent` is what this run's calls cost."""
 
     def __init__(
         self,
@@ -117,8 +135,10 @@ class Budget:
     ) -> None:
         self.max_cost = max_cost
         self.spent = spent
-        self.reserved = 0.0
-        self.holding = 0  # reservations not yet settled (a count: floats do not return to 0)
+        self.held = 0.0  # granted to this run by the database and not yet released
+        self.reserved = 0.0  # of `held`: reserved by calls whose reservation is not yet released
+        self.holding = 0  # calls in flight (reserved, not settled)
+        self.unreleased = 0  # reservations not yet released by a commit (in flight or settled)
         self._ratio = 1.0  # largest real/estimated input-token ratio seen
         self._out: dict[ReplyKind, deque[int]] = {
             k: deque(v[:KEEP_OBSERVED], maxlen=KEEP_OBSERVED) for k, v in (observed or {}).items()
@@ -127,14 +147,15 @@ class Budget:
     def output_allowance(self, max_output: int | None, key: ReplyKind | None = None) -> int:
         """Output tokens to reserve for a call: `max_output` while no reply of this judge to this
         template is known; then `FEW_MARGIN` × the longest seen until MIN_OBSERVED replies are
-        known, and from then on their OUTPUT_QUANTILE (p95); never more than `max_output`."""
+        known, and from then on TAIL_MARGIN × their OUTPUT_QUANTILE (the longest); never more than
+        `max_output`."""
         cap = max_output or DEFAULT_OUTPUT_ALLOWANCE
         seen = self._out.get(key) if key is not None else None
         if not seen:
             return cap
         if len(seen) < MIN_OBSERVED:
             return max(1, min(cap, math.ceil(FEW_MARGIN * max(seen))))
-        return max(1, min(cap, upper_quantile(seen, OUTPUT_QUANTILE)))
+        return max(1, min(cap, math.ceil(TAIL_MARGIN * upper_quantile(seen, OUTPUT_QUANTILE))))
 
     def estimate(
         self, price: Price | None, prompt_chars: int, max_output: int | None, key: ReplyKind | None = None
@@ -144,25 +165,40 @@ class Budget:
         tokens_in = estimate_tokens(prompt_chars) * self._ratio * SAFETY
         return price.cost(math.ceil(tokens_in), self.output_allowance(max_output, key))
 
-    def fits(self, amount: float) -> bool:
-        return self.max_cost is None or self.spent + self.reserved + amount <= self.max_cost
-
-    def try_reserve(self, amount: float) -> bool:
-        """Reserve `amount` if it fits under the cap with what is spent and reserved."""
+    def take(self, amount: float) -> bool:
+        """Reserve `amount` from this run's hold if it has that much left (always, without a cap)."""
         if self.max_cost is None:
             return True
-        if not self.fits(amount):
+        if self.reserved + amount > self.held + 1e-12:
             return False
         self.reserved += amount
         self.holding += 1
+        self.unreleased += 1
         return True
 
-    def settle(self, reserved: float, actual: float | None) -> None:
+    def shortfall(self, amount: float) -> float:
+        """What the hold lacks for a call reserving `amount`."""
+        return max(0.0, amount - (self.held - self.reserved))
+
+    def granted(self, amount: float) -> None:
+        self.held += amount
+
+    def settle(self, actual: float | None) -> None:
+        """A call ended; its reservation stays until its reply is stored (`released`)."""
         if self.max_cost is not None:
             self.holding = max(0, self.holding - 1)
-        self.reserved = max(0.0, self.reserved - reserved) if self.holding else 0.0
         if actual is not None:
             self.spent += actual
+
+    def released(self, amounts: Sequence[float]) -> None:
+        """Reservations went back to the database with the replies they were made for."""
+        total = sum(amounts)
+        self.held -= total
+        self.reserved -= total
+        self.unreleased = max(0, self.unreleased - len(amounts))
+        if not self.unreleased:
+            self.held -= self.reserved  # floats: nothing is reserved now
+            self.reserved = 0.0
 
     def observe_input(self, prompt_chars: int, real_tokens: int | None) -> None:
         if real_tokens:

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from judgepanel.errors import BadInput
+from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.custom import CLASSIC_REF, load_template
 from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
@@ -29,7 +29,7 @@ from judgepanel.providers.keys import key_source
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
-from judgepanel.runner.campaign_file import load_campaign_file, merge, to_yaml
+from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare
@@ -137,8 +137,20 @@ def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> 
             raise BadInput(f"missing {flag}" + src.format(key=key))
     file_templates = dict(cf.values.get("templates") or {}) if cf is not None else {}
     flag_templates = dict(flags.get("templates") or {})
-    base = cf.base if cf is not None else None
     templates = {**file_templates, **{p: _from_cwd(r) for p, r in flag_templates.items()}}
+    try:
+        return _create_merged(engine, cf, opts, templates)
+    except (BadInput, NotFound) as exc:
+        where = locate(cf, flags, str(exc)) if cf is not None else None
+        if where is None:
+            raise
+        raise type(exc)(where) from exc
+
+
+def _create_merged(
+    engine: Engine, cf: CampaignFile | None, opts: Mapping[str, Any], templates: dict[str, str]
+) -> CampaignInfo:
+    base = cf.base if cf is not None else None
     return create(
         engine,
         str(opts["name"]),

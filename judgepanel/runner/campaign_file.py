@@ -25,6 +25,7 @@ flags or from a file is one campaign.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,9 @@ class CampaignFile:
     path: Path
     sha256: str
     values: dict[str, Any] = field(default_factory=dict)
+    # key -> the line its value starts on, and for a list the line of each element
+    lines: dict[str, int] = field(default_factory=dict)
+    item_lines: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def base(self) -> Path:
@@ -158,6 +162,8 @@ def load_campaign_file(path: Path) -> CampaignFile:
     if not isinstance(root, MappingNode):
         raise BadInput(f"{path}:1: a campaign file is a mapping of option: value")
     values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    item_lines: dict[str, list[int]] = {}
     for key_node, value_node in root.value:
         if not isinstance(key_node, ScalarNode):
             raise BadInput(f"{_where(path, key_node)}: keys must be plain names")
@@ -167,7 +173,51 @@ def load_campaign_file(path: Path) -> CampaignFile:
         if key in values:
             raise BadInput(f"{_where(path, key_node)}: {key} is given twice")
         values[key] = _value(path, key, value_node)
-    return CampaignFile(path, hashlib.sha256(data).hexdigest(), values)
+        lines[key] = value_node.start_mark.line + 1
+        if isinstance(value_node, SequenceNode):
+            item_lines[key] = [n.start_mark.line + 1 for n in value_node.value]
+    return CampaignFile(path, hashlib.sha256(data).hexdigest(), values, lines, item_lines)
+
+
+# How the checks shared with the command line start their messages -> the file key they are about.
+_FLAG_OF_KEY = {
+    "protocol": ("--protocol ",),
+    "repeats": ("--repeats ",),
+    "limit": ("--limit ",),
+    "max_cost": ("max_cost ", "--max-cost "),
+    "conditions": ("--condition ",),
+    "dimensions": ("--dimension ",),
+    "turn": ("--turn ",),
+    "split": ("--split ",),
+    "reference_categories": ("--reference-categories ", "--reference-category "),
+    "judges": ("--judge ", "judge spec ", "judge ", "unknown parameter "),
+    "rubric": ("--rubric ", "no rubric named ", "rubric "),
+    "dataset": ("--dataset ", "no dataset named "),
+    "pairs": ("--pairs ", "no pair set named "),
+    "templates": ("--template ", "template "),
+}
+
+
+def locate(file: CampaignFile, flags: Mapping[str, Any], message: str) -> str | None:
+    """`message` (a check's one line about a value) as `FILE:LINE: key: …` when the value came from
+    the campaign file rather than a flag, so the user is sent to the line to fix, not to a flag they
+    never typed; None when the message is about no file value."""
+    for key, starts in _FLAG_OF_KEY.items():
+        start = next((p for p in starts if message.startswith(p)), None)
+        if start is None or key not in file.values or merge(None, {key: flags.get(key)}):
+            continue
+        line = file.lines[key]
+        value = file.values[key]
+        items = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else []
+        quoted = re.findall(r"'([^']+)'", message)
+        for n, item in zip(file.item_lines.get(key, []), items, strict=False):
+            # the list element the message quotes, or whose parameter it names
+            if isinstance(item, str) and (item in quoted or any(f"{q}=" in item for q in quoted)):
+                line = n
+                break
+        rest = message[len(start) :] if start.startswith("--") or start == "max_cost " else message
+        return f"{file.path}:{line}: {key}: {rest}"
+    return None
 
 
 def merge(file: CampaignFile | None, flags: Mapping[str, Any]) -> dict[str, Any]:

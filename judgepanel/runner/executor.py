@@ -68,8 +68,9 @@ from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Prov
 from judgepanel.providers.errors import configured_secrets, redact, redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
-from judgepanel.runner.budget import Budget, Price, check_prices, price_for
+from judgepanel.runner.budget import SLICE_CALLS, Budget, Price, check_prices, price_for
 from judgepanel.runner.checkers import clause_plan
+from judgepanel.runner.dbwait import is_outage, patient
 from judgepanel.runner.limits import JudgeLimiter, SharedBucket
 from judgepanel.runner.prepare import (
     CampaignContext,
@@ -85,7 +86,9 @@ from judgepanel.runner.prepare import (
 )
 from judgepanel.runner.served import served_models
 from judgepanel.runner.writer import Writer
+from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
+from judgepanel.store import liveness
 from judgepanel.store.campaigns import (
     AttemptRow,
     Batch,
@@ -133,7 +136,7 @@ class RunOptions:
     concurrency: int = 16  # per judge, unless the judge spec says `concurrency=`
     rpm: float | None = None  # per judge, unless the spec says `rpm=`
     tpm: float | None = None
-    max_cost: float | None = None  # USD for this run's calls
+    max_cost: float | None = None  # USD: sets the campaign's cap on its total spend (kept for later runs)
     no_cache: bool = False
     timeout: float = 120.0  # per call, unless the spec says `timeout=`
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -206,13 +209,21 @@ class RunSummary:
     )  # by kind: truncated | unreadable | missing_clauses
     unscheduled: int = 0  # jobs left pending because the next call did not fit under --max-cost
     partial: int = 0  # failed jobs whose reply left clauses unanswered
-    max_cost_usd: float | None = None
+    max_cost_usd: float | None = None  # the campaign's cap on its total spend
+    campaign_spent_usd: float | None = None  # what the campaign's stored replies cost, every run
     stopped: str | None = None  # why the run stopped early (status unreadable), quoting the first failure
 
     @property
     def spent_usd(self) -> float | None:
         """What this run's calls cost (None when a judge's price is unknown)."""
         return self.cost_usd
+
+    @property
+    def left_usd(self) -> float | None:
+        """What the campaign may still spend under its cap (None without a cap)."""
+        if self.max_cost_usd is None or self.campaign_spent_usd is None:
+            return None
+        return round(max(0.0, self.max_cost_usd - self.campaign_spent_usd), 6)
 
     @property
     def exit_code(self) -> int:
@@ -232,6 +243,8 @@ class RunSummary:
             "cost_usd": self.cost_usd,
             "spent_usd": self.spent_usd,
             "max_cost_usd": self.max_cost_usd,
+            "campaign_spent_usd": self.campaign_spent_usd,
+            "left_usd": self.left_usd,
             "unscheduled": self.unscheduled,
             "partial": self.partial,
             "elapsed_s": round(self.elapsed_s, 3),
@@ -439,6 +452,9 @@ class Runner:
         self._first_unreadable: str | None = None  # the first that did not, described
         self._redact_keys: dict[int, tuple[str, ...]] = {}
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
+        self._growing = asyncio.Lock()  # one database reservation at a time per run
+        self._record_cap = False
+        self.presence = liveness.Presence(engine)  # its own connection, closed when the run ends
         self._expo = wait_exponential_jitter(
             multiplier=self.opts.retry.initial_wait,
             max=self.opts.retry.max_wait,
@@ -517,8 +533,17 @@ class Runner:
             **context_options(spec),
         )
         self.warnings += template_drift(self.name, spec.templates)
-        if self.opts.max_cost is None and spec.max_cost is not None:
-            self.opts = replace(self.opts, max_cost=spec.max_cost)  # the campaign file's budget
+        # the campaign's cap: --max-cost sets (or raises) it for this and every later run; without
+        # it, the one recorded on the campaign (from an earlier --max-cost or its campaign file)
+        recorded = budget_store.budget_state(self.engine, cid).max_cost_usd
+        if recorded is None:
+            recorded = spec.max_cost
+        if self.opts.max_cost is None and recorded is not None:
+            self.opts = replace(self.opts, max_cost=recorded)
+        self._record_cap = (
+            self.opts.max_cost is not None
+            and self.opts.max_cost != budget_store.budget_state(self.engine, cid).max_cost_usd
+        )
         return cid, ctx, judges
 
     async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:
@@ -529,32 +554,40 @@ class Runner:
 
     # ------------------------------------------------------------ main
 
+    async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """A database step, waited out while PostgreSQL cannot be reached (`runner.dbwait`)."""
+        return await patient(self.engine, fn, *args)
+
     async def run(self) -> RunSummary:
-        cid, ctx, judges = await asyncio.to_thread(self._load)
+        cid, ctx, judges = await self._db(self._load)
         ctx = replace(ctx, served_models=await self._served_models(judges))
         self.ctx, self.judges, self.cid = ctx, judges, cid
         feeders: list[asyncio.Task[None]] = []
         heart: asyncio.Task[None] | None = None
         try:
             check_prices(self.opts.max_cost, {j.spec.name: j.price for j in judges.values()})
+            if self._record_cap:
+                await self._db(budget_store.set_cap, self.engine, cid, self.opts.max_cost)
+            # alive for the other workers (PostgreSQL) before the first lease is taken
+            await self._db(self.presence.hold, self.owner)
             if self.opts.retry_failed:
-                await asyncio.to_thread(store.requeue, self.engine, cid, RETRY_FAILED)
+                await self._db(store.requeue, self.engine, cid, RETRY_FAILED)
             if self.reask:
                 classes = ("parse", "truncated") if self.reask_truncated else ("parse",)
-                await asyncio.to_thread(store.requeue, self.engine, cid, classes)
-            await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
-            counts = await asyncio.to_thread(store.job_counts, self.engine, cid)
+                await self._db(store.requeue, self.engine, cid, classes)
+            await self._db(store.reclaim_dead_leases, self.engine, cid)
+            counts = await self._db(store.job_counts, self.engine, cid)
             self.stats.total = sum(counts.values())
             self.stats.done_at_start = counts["done"]
             self.stats.done = counts["done"]
             self.stats.failed = counts["failed"]
             observed = (
-                await asyncio.to_thread(store.output_token_samples, self.engine, list(judges))
+                await self._db(store.output_token_samples, self.engine, list(judges))
                 if self.opts.max_cost is not None
                 else {}
             )
             self.budget = Budget(self.opts.max_cost, observed=observed)
-            await asyncio.to_thread(store.set_campaign_status, self.engine, cid, "running")
+            await self._db(store.set_campaign_status, self.engine, cid, "running")
             self.writer = Writer(
                 self.engine,
                 self.owner,
@@ -589,21 +622,24 @@ class Runner:
                 heart.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await heart
-            await asyncio.to_thread(store.release_leases, self.engine, self.owner)
+            await self._db(store.release_leases, self.engine, self.owner)
+            await self._db(budget_store.drop_hold, self.engine, cid, self.owner)
+            await asyncio.to_thread(self.presence.drop, self.owner)
             for j in judges.values():
                 with contextlib.suppress(Exception):
                     await j.provider.aclose()
-        counts = await asyncio.to_thread(store.job_counts, self.engine, cid)
+        counts = await self._db(store.job_counts, self.engine, cid)
         pending = counts["pending"] + counts["running"]
-        in_batches = await asyncio.to_thread(jobs_in_open_batches, self.engine, cid)
+        in_batches = await self._db(jobs_in_open_batches, self.engine, cid)
         if in_batches:
             self.warnings.append(
                 f"{in_batches} job(s) wait in open provider batches and were not called again: "
                 f"`campaign run {self.name} --batch` collects them"
             )
         status = self._stop_reason or ("done" if pending == 0 and counts["failed"] == 0 else "incomplete")
-        await asyncio.to_thread(store.set_campaign_status, self.engine, cid, status)
-        partial = await asyncio.to_thread(store.partial_jobs, self.engine, cid)
+        await self._db(store.set_campaign_status, self.engine, cid, status)
+        partial = await self._db(store.partial_jobs, self.engine, cid)
+        money = await self._db(budget_store.budget_state, self.engine, cid)
         return RunSummary(
             self.name,
             status,
@@ -623,6 +659,7 @@ class Runner:
             partial=partial,
             max_cost_usd=self.opts.max_cost,
             stopped=self._unreadable_reason(pending) if status == "unreadable" else None,
+            campaign_spent_usd=round(money.spent_usd, 6),
         )
 
     def _unreadable_reason(self, pending: int) -> str:
@@ -668,13 +705,31 @@ class Runner:
 
     def _committed(self, batch: Batch, result: BatchResult) -> None:
         self.stats.committed += len(result.accepted)
+        if batch.released:
+            self.budget.released([amount for _, amount in batch.released])
+            self._wake_budget()
 
     async def _heartbeat(self) -> None:
+        """Renew the leases (and budget holds) every third of the lease time, and check every
+        second that this owner's liveness lock is held (re-taken after a database restart). A beat
+        that cannot reach the database is skipped; the next one tries again."""
+        renew_every = self.opts.lease_seconds / 3
+        last_renewal = time.monotonic()
+        lost = False
         while True:
-            await asyncio.sleep(self.opts.lease_seconds / 3)
-            await asyncio.to_thread(
-                store.renew_leases, self.engine, self.owner, lease_seconds=self.opts.lease_seconds
-            )
+            await asyncio.sleep(min(1.0, renew_every))
+            try:
+                await asyncio.to_thread(self.presence.check)
+                if lost or time.monotonic() - last_renewal >= renew_every:
+                    await asyncio.to_thread(
+                        store.renew_leases, self.engine, self.owner, lease_seconds=self.opts.lease_seconds
+                    )
+                    last_renewal = time.monotonic()
+                lost = False
+            except Exception as exc:
+                if not is_outage(self.engine, exc):
+                    raise
+                lost = True
 
     # ------------------------------------------------------------ feeding
 
@@ -706,7 +761,7 @@ class Runner:
                 # the first lease is one worker-pool's worth, so calls start as soon as possible
                 n = chunk if started else min(chunk, max(j.workers, 16))
                 started = True
-                preps, hits, bad = await asyncio.to_thread(self._fetch, j, n)
+                preps, hits, bad = await self._db(self._fetch, j, n)
                 if not preps and not bad:
                     break
                 for job, why in bad:
@@ -760,22 +815,46 @@ class Runner:
         return float(self._expo(rs))
 
     async def _reserve(self, amount: float) -> bool:
-        """Reserve budget for one call, waiting while calls in flight hold reservations (they
-        usually cost far less than reserved); False, and the run stops, when the call does not
-        fit with nothing reserved."""
-        while not self.budget.try_reserve(amount):
+        """Reserve budget for one call under the campaign's cap (see `runner.budget`): from this
+        run's hold, grown in the database when short; waiting while this run's calls in flight or
+        replies not yet stored hold reservations (they usually cost far less than reserved); False,
+        and the run stops, when the call does not fit with nothing of this run's outstanding."""
+        while not self.budget.take(amount):
             if self.stopping:
                 return False
-            if not self.budget.holding:
+            settled = self._settled  # set when a reservation of this run settles or is released
+            outstanding = self.budget.unreleased
+            async with self._growing:
+                if self.budget.take(amount):
+                    return True
+                need = self.budget.shortfall(amount)
+                granted = await self._db(
+                    budget_store.reserve,
+                    self.engine,
+                    self.cid,
+                    self.owner,
+                    need,
+                    (SLICE_CALLS - 1) * amount,
+                    self.opts.lease_seconds,
+                )
+            if granted:
+                self.budget.granted(granted)
+                continue
+            if not outstanding and not self.budget.unreleased:
                 self._stop("budget")
                 return False
-            await self._settled.wait()
+            await settled.wait()  # returns at once if something was released meanwhile
         return True
 
-    def _settle(self, reserved: float, actual: float | None) -> None:
-        self.budget.settle(reserved, actual)
+    def _wake_budget(self) -> None:
         settled, self._settled = self._settled, asyncio.Event()
         settled.set()
+
+    def _settle(self, reserved: float, actual: float | None) -> None:
+        self.budget.settle(actual)
+        if self.budget.max_cost is not None:
+            self.writer.release(self.cid, reserved)  # with the reply, whose real cost then counts
+        self._wake_budget()
 
     async def _run_job(self, j: _Judge, p: Prepared) -> None:
         job = p.job
@@ -899,7 +978,7 @@ class Runner:
             self.ctx = replace(self.ctx, refused={**self.ctx.refused, judge: learnt})
             self._background.append(
                 asyncio.create_task(
-                    asyncio.to_thread(store.remember_refusals, self.engine, self.name, judge, sorted(learnt))
+                    self._db(store.remember_refusals, self.engine, self.name, judge, sorted(learnt))
                 )
             )
         return as_sent(p, self.ctx, learnt)

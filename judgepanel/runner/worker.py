@@ -26,8 +26,10 @@ from typing import Any
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, NotFound
+from judgepanel.runner.dbwait import patient
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary, run_exit_code
 from judgepanel.store import campaigns as store
+from judgepanel.store.budget import budget_state
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ class Worker:
         # campaigns whose answers all failed to parse (`RunOptions.unreadable_stop`): not leased
         # again by this worker, which would only spend another round of calls on them
         self.halted: set[str] = set()
+        self._capped: dict[str, float | None] = {}  # campaign -> the cap its last run stopped at
 
     def interrupt(self) -> None:
         """First call: stop leasing, let calls in flight finish and hand the rest back. Second
@@ -158,12 +161,29 @@ class Worker:
         if missing:
             raise NotFound(f"no campaign named {', '.join(repr(n) for n in missing)}")
 
+    async def _db(self, fn: Any, *args: Any) -> Any:
+        return await patient(self.engine, fn, *args)
+
+    async def _capped_now(self, name: str) -> bool:
+        """True while the campaign's cap is the one its last run stopped at (a raised cap, e.g. by
+        `campaign run NAME --max-cost`, lets the worker take it up again)."""
+        if name not in self._capped:
+            return False
+        cid = await self._db(store.campaign_id, self.engine, name)
+        cap = (await self._db(budget_state, self.engine, cid)).max_cost_usd
+        if cap != self._capped[name]:
+            del self._capped[name]
+            return False
+        return True
+
     async def run(self) -> WorkerSummary:
         started = time.monotonic()
-        await asyncio.to_thread(self._check_names)
+        await self._db(self._check_names)
         names = self.names or None
         while not self.stopping:
-            left = await asyncio.to_thread(store.work_left, self.engine, names)
+            everything = await self._db(store.work_left, self.engine, names)
+            # a campaign stopped by its max_cost is done for this worker until its cap is raised
+            left = {n: v for n, v in everything.items() if not await self._capped_now(n)}
             todo = [n for n, (leasable, _, _) in left.items() if leasable > 0 and n not in self.halted]
             if todo:
                 self.passes += 1
@@ -176,10 +196,12 @@ class Worker:
             # other workers hold what is left: wait for them to finish it or for their leases to expire
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), timeout=self.poll)
-        left = await asyncio.to_thread(store.work_left, self.engine, names)
+        left = await self._db(store.work_left, self.engine, names)
         per: dict[str, dict[str, int]] = {}
         for n in left:
-            c = await asyncio.to_thread(store.job_counts, self.engine, store.campaign_id(self.engine, n))
+            c = await self._db(
+                store.job_counts, self.engine, await self._db(store.campaign_id, self.engine, n)
+            )
             per[n] = {
                 "jobs": sum(c.values()),
                 "done": c["done"],
@@ -213,6 +235,13 @@ class Worker:
             self.halted.add(s.campaign)
             if s.stopped:
                 self.warnings.append(f"{s.campaign}: {s.stopped}")
+        if s.status == "budget":
+            self._capped[s.campaign] = s.max_cost_usd
+            self.warnings.append(
+                f"{s.campaign}: stopped by the campaign's cap of {s.max_cost_usd or 0.0:g} USD (max_cost, across "
+                f"all its runs and workers); {s.unscheduled} job(s) unscheduled: raise it with "
+                f"`campaign run {s.campaign} --max-cost USD`"
+            )
         self.calls += s.calls
         self.cached += s.cached
         self.errors.update(s.errors)

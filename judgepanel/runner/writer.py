@@ -4,7 +4,9 @@ whichever comes first, in a worker thread so the event loop keeps serving HTTP m
 Batching is what keeps SQLite off the critical path: one transaction (one fsync of the WAL) per
 batch instead of per call, with `executemany` inserts. `kill -9` can lose at most the records
 not yet committed — calls in flight and at most `flush_ms` of finished ones — never a committed
-result, and the jobs they belong to are simply still pending when the run resumes.
+result, and the jobs they belong to are simply still pending when the run resumes. When the
+database cannot be reached (PostgreSQL restarting), a batch is kept in memory and its commit
+retried with back-off (`runner.dbwait`) while new results keep accumulating.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import time
 from collections.abc import Callable
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 
+from judgepanel.runner.dbwait import Outage
 from judgepanel.store.campaigns import AttemptRow, Batch, BatchResult, JobOutcome, write_batch
 
 CommitHook = Callable[[Batch, BatchResult], None]
@@ -43,6 +47,7 @@ class Writer:
         self.commits = 0
         self.records = 0
         self.write_seconds = 0.0
+        self.retries = 0  # commits retried after the database could not be reached
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="judgepanel-writer")
@@ -51,6 +56,10 @@ class Writer:
         self._buf.attempts.append(row)
         if len(self._buf) >= self.batch_size:
             self._full.set()
+
+    def release(self, campaign_id: int, amount: float) -> None:
+        """Give a call's budget reservation back with the next commit (with its reply, if buffered)."""
+        self._buf.released.append((campaign_id, amount))
 
     def outcome(self, row: JobOutcome) -> None:
         self._buf.outcomes.append(row)
@@ -67,12 +76,26 @@ class Writer:
                 return
 
     async def _flush(self) -> None:
-        if not len(self._buf):
+        if not len(self._buf) and not self._buf.released:
             return
         batch, self._buf = self._buf, Batch()
         t0 = time.perf_counter()
-        # the thread finishes even if this task is cancelled, so a started commit is never torn
-        result = await asyncio.shield(asyncio.to_thread(write_batch, self.engine, batch, self.owner))
+        # the thread finishes even if this task is cancelled, so a started commit is never torn;
+        # while the database is unreachable the batch is kept and retried (`runner.dbwait`)
+        outage = Outage(self.engine)
+        while True:
+            try:
+                result = await asyncio.shield(asyncio.to_thread(write_batch, self.engine, batch, self.owner))
+                break
+            except IntegrityError:
+                if outage.since is None:
+                    raise
+                # the connection broke while the earlier try was committing, and that commit landed
+                result = BatchResult(frozenset(o.job_id for o in batch.outcomes), frozenset())
+                break
+            except Exception as exc:
+                await asyncio.sleep(outage.next_delay(exc))
+                self.retries += 1
         self.write_seconds += time.perf_counter() - t0
         self.commits += 1
         self.records += len(batch)

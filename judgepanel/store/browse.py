@@ -153,6 +153,8 @@ def campaign_row(engine: Engine, name: str) -> dict[str, Any]:
             "dimension": c.dimension,
             "status": c.status,
             "spec": dict(c.spec or {}),
+            # the cap on the campaign's total spend (set by `campaign run --max-cost`), else its file's
+            "max_cost_usd": c.max_cost_usd if c.max_cost_usd is not None else (c.spec or {}).get("max_cost"),
             "judges": judges,
         }
 

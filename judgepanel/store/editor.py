@@ -19,7 +19,7 @@ from sqlalchemy import Engine, func, insert, select
 from judgepanel.errors import BadInput
 from judgepanel.protocol.plan import job_key
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Campaign, CampaignJudge, Job, Judge, Verdict, utcnow
+from judgepanel.store.models import Campaign, CampaignJudge, Job, Judge, Request, Response, Verdict, utcnow
 from judgepanel.store.queries import dataset_by_name
 
 PROTOCOL = "editor"
@@ -128,4 +128,23 @@ def editor_proposals(engine: Engine, campaign: str) -> dict[str, dict[str, Any]]
         ):
             if key is not None and rationale:
                 out[key] = json.loads(rationale)
+        return out
+
+
+def editor_failures(engine: Engine, campaign: str) -> dict[str, str]:
+    """task key -> the error of its last attempt, for tasks without an accepted reply."""
+    with session_scope(engine) as s:
+        cid = s.scalar(select(Campaign.id).where(Campaign.name == campaign))
+        if cid is None:
+            return {}
+        out: dict[str, str] = {}
+        for key, status, message in s.execute(
+            select(Job.dimension, Job.status, Response.error_message)
+            .outerjoin(Request, Request.job_id == Job.id)
+            .outerjoin(Response, Response.request_id == Request.id)
+            .where(Job.campaign_id == cid, Job.status != "done")
+            .order_by(Job.id, Request.attempt)
+        ):
+            if key is not None:
+                out[key] = message or f"no reply ({status})"
         return out

@@ -74,6 +74,16 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+def sqlite_file(engine: Engine) -> Path | None:
+    """The database file of a SQLite engine (None for PostgreSQL or an in-memory database)."""
+    if not is_sqlite(engine):
+        return None
+    database = engine.url.database or ""
+    if database.startswith("file:"):  # a URI filename (the read-only engines)
+        database = database[len("file:") :].split("?", 1)[0]
+    return Path(database) if database and database != ":memory:" else None
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")

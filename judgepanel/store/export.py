@@ -258,9 +258,12 @@ def export_rows(
         raise ValueError(what)
     campaign_id, dataset_id = campaign_ids(engine, campaign)
     stmt = _statement(what, campaign_id, dataset_id, campaign)
-    # literal binds: two integer ids and the campaign name, quoted by the dialect's own literal renderer
-    sql = str(stmt.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+    # bound parameters, never text pasted into the SQL: a campaign name may hold `%`, `'` or `?`,
+    # which each driver's paramstyle reads differently
+    compiled = stmt.compile(dialect=engine.dialect)
+    params = compiled.construct_params()
+    args: Any = tuple(params[k] for k in compiled.positiontup or ()) if compiled.positional else params
     with engine.connect() as conn:
-        result = conn.execution_options(stream_results=True).exec_driver_sql(sql.replace("%", "%%"))
+        result = conn.execution_options(stream_results=True).exec_driver_sql(str(compiled), args)
         while part := result.fetchmany(chunk):
             yield [tuple(r) for r in part]

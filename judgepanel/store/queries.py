@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -77,6 +77,47 @@ def list_datasets(engine: Engine) -> list[dict[str, Any]]:
             )
             out.append({"name": ds.name, "kind": ds.kind, "items": n_items, "labels": n_labels})
         return out
+
+
+def list_pair_sets(engine: Engine) -> list[dict[str, Any]]:
+    """Every pair set: its dataset, how many pairs it holds of how many within-group pairs, how it
+    was drawn (seed, sample) and how many pair labels it carries."""
+    with session_scope(engine) as s:
+        n_pairs = (
+            select(func.count()).select_from(Pair).where(Pair.pair_set_id == PairSet.id).scalar_subquery()
+        )
+        n_labels = (
+            select(func.count())
+            .select_from(PairLabel)
+            .join(Pair, Pair.id == PairLabel.pair_id)
+            .where(Pair.pair_set_id == PairSet.id)
+            .scalar_subquery()
+        )
+        rows = s.execute(
+            select(
+                PairSet.name,
+                Dataset.name,
+                n_pairs,
+                PairSet.pairs_total,
+                PairSet.seed,
+                PairSet.sample,
+                n_labels,
+            )
+            .join(Dataset, Dataset.id == PairSet.dataset_id)
+            .order_by(Dataset.id, PairSet.id)
+        )
+        return [
+            {
+                "name": name,
+                "dataset": dataset,
+                "pairs": int(pairs),
+                "pairs_total": int(total),
+                "seed": seed,
+                "sample": sample,
+                "labels": int(labels),
+            }
+            for name, dataset, pairs, total, seed, sample, labels in rows
+        ]
 
 
 def _scores(s: Session, dataset_id: int) -> dict[int, dict[int, dict[str, float]]]:

@@ -21,6 +21,12 @@ statement runs: the SQLite driver refuses a second one, and on PostgreSQL the st
 a prepared statement, which the server refuses to hold more than one command in (a plain execute
 would run `commit; delete …` after ending the read-only transaction).
 
+Size: the rows a statement returns may hold at most `max_bytes` (text counted by its characters,
+blobs by their bytes, other values as 8). SQLite is told the same bound as its largest string or
+blob (`SQLITE_LIMIT_LENGTH`), so `randomblob(400000000)` fails inside SQLite before it allocates;
+rows are fetched in batches and counted as they come on both backends (PostgreSQL streams them in
+single-row mode), and the statement stops at the first batch over the bound with one line.
+
 Time: `timeout` seconds, enforced by the database (`SET LOCAL statement_timeout`; a SQLite
 progress handler that aborts the statement). Ctrl-C (SIGINT) cancels the statement in the database
 (psycopg's cancel request; `sqlite3.Connection.interrupt`) and raises `Interrupted` (exit 130), so
@@ -34,11 +40,11 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy.exc import DBAPIError
 
@@ -51,6 +57,8 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_BYTES = 100_000_000
+_FETCH = 500  # rows per batch between size checks
 _WRITE_HINTS = ("readonly", "read-only", "read only", "query_only", "attempt to write")
 
 
@@ -116,8 +124,9 @@ class QueryResult:
 class _Stop:
     """Why a statement was stopped: Ctrl-C, the deadline, or an authorizer refusal."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.timeout = timeout
+        self.max_bytes = max_bytes
         self.deadline = time.monotonic() + timeout
         self.interrupted = threading.Event()
         self.denied: str | None = None
@@ -132,6 +141,7 @@ def run_read_only(
     *,
     max_rows: int | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    max_bytes: int = DEFAULT_MAX_BYTES,
     reader_role: str = READER_ROLE,
 ) -> QueryResult:
     """Run one read-only statement; see the module docstring for what stops it."""
@@ -139,8 +149,10 @@ def run_read_only(
         raise BadInput("empty query")
     if not timeout > 0:
         raise BadInput(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if max_bytes < 1:
+        raise BadInput(f"--max-bytes must be a positive number of bytes, got {max_bytes}")
     engine = make_engine(url, read_only=True)
-    stop = _Stop(timeout)
+    stop = _Stop(timeout, max_bytes)
     try:
         if not is_sqlite(engine):
             ensure_reachable(engine)
@@ -151,15 +163,13 @@ def run_read_only(
                 if isinstance(raw, sqlite3.Connection):
                     with _on_sigint(stop, raw.interrupt):
                         cur: Any = _sqlite_execute(raw, sql, stop)
-                        return _fetch(cur, max_rows)
+                        return _fetch(cur, max_rows, stop)
                 import psycopg
 
                 assert isinstance(raw, psycopg.Connection)
                 _pg_enter(raw, timeout, reader_role)
                 with _on_sigint(stop, raw.cancel_safe):
-                    cur = raw.cursor()
-                    cur.execute(sql, prepare=True)  # one command only: see the module docstring
-                    return _fetch(cur, max_rows)
+                    return _pg_fetch(raw, sql, max_rows, stop)
             finally:
                 raw.rollback()
     except _driver_errors() as exc:
@@ -169,12 +179,46 @@ def run_read_only(
         engine.dispose()
 
 
-def _fetch(cur: Any, max_rows: int | None) -> QueryResult:
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, str | bytes | bytearray | memoryview) else 8
+
+
+class _Counter:
+    """The rows kept so far and their size; `TooBig` once the size passes the bound."""
+
+    def __init__(self, stop: _Stop, max_rows: int | None) -> None:
+        self.stop, self.max_rows = stop, max_rows
+        self.rows: list[tuple[Any, ...]] = []
+        self.size = 0
+
+    def full(self) -> bool:
+        return self.max_rows is not None and len(self.rows) >= self.max_rows
+
+    def add(self, row: Any) -> None:
+        self.size += sum(_size(v) for v in row)
+        if self.size > self.stop.max_bytes:
+            raise _too_big(self.stop)
+        self.rows.append(tuple(row))
+
+
+def _too_big(stop: _Stop) -> BadInput:
+    return BadInput(
+        f"the result holds more than {stop.max_bytes:,} bytes: select fewer rows or columns "
+        "(e.g. substr(text, 1, 200)), or raise --max-bytes"
+    )
+
+
+def _fetch(cur: Any, max_rows: int | None, stop: _Stop) -> QueryResult:
     if cur.description is None:
         raise BadInput("the statement returned no rows; `query` only reads")
     columns = [str(d[0]) for d in cur.description]
-    rows = [tuple(r) for r in (cur.fetchmany(max_rows) if max_rows else cur.fetchall())]
-    return QueryResult(columns, rows)
+    kept = _Counter(stop, max_rows)
+    while not kept.full() and (batch := cur.fetchmany(_FETCH)):
+        for row in batch:
+            if kept.full():
+                break
+            kept.add(row)
+    return QueryResult(columns, kept.rows)
 
 
 def _explain(orig: BaseException, stop: _Stop) -> JudgepanelError:
@@ -190,6 +234,8 @@ def _explain(orig: BaseException, stop: _Stop) -> JudgepanelError:
         return JudgepanelError(
             f"query cancelled: it ran longer than its {stop.timeout:g} s limit (raise it with --timeout)"
         )
+    if "string or blob too big" in lowered:  # SQLITE_LIMIT_LENGTH, set to --max-bytes
+        return _too_big(stop)
     if stop.denied == "ATTACH":
         return BadInput("refused: `query` reads only the results database (no ATTACH)")
     if stop.denied is not None:
@@ -233,6 +279,8 @@ def _on_sigint(stop: _Stop, cancel: Callable[[], None]) -> Iterator[None]:
 def _sqlite_execute(raw: sqlite3.Connection, sql: str, stop: _Stop) -> sqlite3.Cursor:
     # ATTACH would open (and create) another file that mode=ro does not cover
     raw.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    # no single string or blob larger than the whole result may hold: SQLite refuses to build it
+    raw.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(stop.max_bytes, raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)))
     raw.execute("PRAGMA query_only=ON")
     raw.execute("SELECT count(*) FROM sqlite_master").fetchall()  # load the schema before the authorizer
     raw.set_progress_handler(lambda: int(stop.interrupted.is_set() or stop.expired()), _PROGRESS_STEPS)
@@ -288,6 +336,29 @@ _ACTION_NAMES = {
 
 
 # ---------------------------------------------------------------- PostgreSQL
+
+
+def _pg_fetch(raw: psycopg.Connection[Any], sql: str, max_rows: int | None, stop: _Stop) -> QueryResult:
+    """Rows in single-row mode, counted as they arrive: the client never holds more than the bound.
+    `stream` always sends the statement with the extended protocol, which, like a prepared
+    statement, the server refuses to hold more than one command in (see the module docstring)."""
+    cur = raw.cursor()
+    kept = _Counter(stop, max_rows)
+    gen = cast("Generator[Any, None, None]", cur.stream(sql))
+    try:
+        for row in gen:
+            if kept.full():
+                break
+            kept.add(row)
+    except raw.ProgrammingError as exc:  # `commit`, `set …`: a command that returns no result set
+        if "didn't produce a result" not in str(exc):
+            raise
+        raise BadInput("the statement returned no rows; `query` only reads") from None
+    finally:
+        gen.close()  # psycopg cancels the statement if rows are still coming, and drops them
+    if cur.description is None:
+        raise BadInput("the statement returned no rows; `query` only reads")
+    return QueryResult([str(d[0]) for d in cur.description], kept.rows)
 
 
 def _pg_enter(raw: psycopg.Connection[Any], timeout: float, reader: str) -> None:

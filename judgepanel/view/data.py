@@ -106,13 +106,13 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     for r in rows:
         cid = r.pop("_id")
         s = tracker.spend.get(cid, _Spend())
-        spec = browse.campaign_row(engine, r["name"])["spec"] if r["name"] in specs else {}
+        row = browse.campaign_row(engine, r["name"]) if r["name"] in specs else {}
         sim = s.simulated or any(str(j).startswith("sim:") for j in r["judges"])
         out.append(
             {
                 **r,
                 "cost_usd": round(s.cost, 6) if s.priced or not s.calls else None,
-                "max_cost_usd": spec.get("max_cost"),
+                "max_cost_usd": row.get("max_cost_usd"),
                 "simulated": sim,
                 "failed_by_class": dict(sorted(failed.get(cid, {}).items())),
                 "progress": progress[r["name"]],
@@ -139,7 +139,7 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
         "campaign": name,
         "protocol": info["protocol"],
         "judges": info["judges"],
-        "max_cost_usd": info["spec"].get("max_cost"),
+        "max_cost_usd": info["max_cost_usd"],
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
         "agreement": [],
         "bias": {"judges": {}},

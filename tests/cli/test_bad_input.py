@@ -253,7 +253,7 @@ def test_default_database_in_the_working_directory(tmp_path: Path, monkeypatch: 
     monkeypatch.delenv("JUDGEPANEL_DB", raising=False)
     assert "no database at judgepanel.db" in _one_line_error(cli("data", "list"))
     assert cli("db", "upgrade").code == 0 and (tmp_path / "judgepanel.db").exists()
-    assert cli("data", "list", "--json").json() == {"datasets": []}
+    assert cli("data", "list", "--json").json() == {"datasets": [], "pair_sets": []}
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a[:2]))

@@ -83,6 +83,7 @@ def test_defaults_written_out_for_help_match_the_library() -> None:
 
     assert repair_cmd.RESAMPLE_MODES == names.RESAMPLE_MODES
     assert query_cmd.DEFAULT_TIMEOUT == readonly.DEFAULT_TIMEOUT
+    assert query_cmd.DEFAULT_MAX_BYTES == readonly.DEFAULT_MAX_BYTES
 
 
 def test_new_commands_are_in_the_lazy_table_and_the_root_help() -> None:
@@ -124,3 +125,11 @@ def test_train_is_the_one_name_and_split_a_hidden_alias(tmp_path: Any) -> None:
     assert by_train != cli(*base, "--train", "30", db=db).json()
     both = cli(*base, "--train", "45", "--split", "45", db=db)
     assert both.code == 2 and "old name of --train" in both.stderr
+
+
+def test_version_prints_the_installed_version() -> None:
+    """`judgepanel --version` (issue 17 §5): the installed distribution's version, exit 0, no database."""
+    from importlib.metadata import version
+
+    r = cli("--version")
+    assert r.code == 0 and r.stdout == f"judgepanel {version('judgepanel')}\n" and r.stderr == ""

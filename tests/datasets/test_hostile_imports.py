@@ -89,6 +89,13 @@ CASES: list[Case] = [
     ("e3.jsonl", _jsonl({"id": "q1", "input": "question only"}), "items", "e3.jsonl:1: field 'output': missing or empty"),
     ("e4.csv", "id,output\nq1,o\nq2,\n", "items", "e4.csv:3: field 'output': missing or empty"),
     ("e5.jsonl", _jsonl(_summeval_row(), _summeval_row(model_id="M2", decoded="  ")), "summeval", "e5.jsonl:2: field 'decoded': empty"),
+    # a key given twice: JSON keeps the last silently; refused, as in YAML files (issue 17 §5)
+    ("k1.jsonl", '{"id": "q1", "output": "a"}\n{"id": "q2", "output": "b", "output": "c"}\n', "items", "k1.jsonl:2: not JSON we accept: the key 'output' appears twice"),
+    ("k2.jsonl", '{"id": "q1", "output": "o", "meta": {"k": 1, "k": 2}}\n', "items", "k2.jsonl:1: not JSON we accept: the key 'k' appears twice"),
+    ("k3.jsonl", '{"item_id": "x1", "annotator": "a", "annotator": "b", "group": "g", "dimension": "d", "value": "1"}\n', "labels", "k3.jsonl:1: not JSON we accept: the key 'annotator'"),
+    ("k5.csv", "id,output,output\nq1,a,b\n", "items", "k5.csv:1: the column(s) 'output' appear twice in the header"),
+    ("k6.csv", LABEL_HEADER.replace("annotator", "annotator,annotator") + "x1,a,b,g,d,1\n", "labels", "k6.csv:1: the column(s) 'annotator' appear twice"),
+    ("k4.jsonl", _jsonl(_summeval_row()).replace('"M1"', '"M1", "model_id": "M2"'), "summeval", "k4.jsonl:1: not JSON we accept: the key 'model_id' appears twice"),
 ]  # fmt: skip
 
 
@@ -177,12 +184,15 @@ ALTTEST: list[tuple[str, str]] = [
     ('{"h1": {"t1": "a\\ud800"}}', "field 'h1': contains a lone surrogate"),
     ('{"h\\u0000": {"t1": "a"}}', "contains a NUL character"),
     ('{"h1": {"t1": ' + "[" * 100_000 + "]" * 100_000 + "}}", "nested too deep"),
+    ('{"h1": {"t1": "a", "t1": "b"}}', "the key 't1' appears twice"),
     ('{"h1": {"t1": ' + HUGE_INT + "}}", "an integer with thousands of digits"),
     ('{"h1": {"t1": NaN}}', "field 'h1': nan is not a finite number"),
 ]
 
 
-@pytest.mark.parametrize(("humans", "message"), ALTTEST, ids=["surrogate", "nul", "deep", "int", "nan"])
+@pytest.mark.parametrize(
+    ("humans", "message"), ALTTEST, ids=["surrogate", "nul", "deep", "duplicate", "int", "nan"]
+)
 def test_hostile_alttest_panel(baseline: str, tmp_path: Path, humans: str, message: str) -> None:
     folder = _alttest(tmp_path / "panel", humans)
     before = dump(baseline)

@@ -189,6 +189,27 @@ def test_campaign_judge_against_the_votes(mtbench: str) -> None:
     assert judge["agree"] == sum(combined[r["unit"]] == r["value"] for r in shared)
 
 
+def test_adding_llm_votes_to_an_existing_import_needs_and_has_replace(
+    mtbench: str, shared_data: Path
+) -> None:
+    """The refusal says "pass --replace", and `import-mtbench` has that option (issue 17 §5)."""
+    folder = str(shared_data / "mtbench")
+    llm = str(shared_data / "alttest" / "mtbench" / "llm_annotations.json")
+    base = ("data", "import-mtbench", folder, "--name", "mtr")
+    assert cli(*base, "--json", db=mtbench).json()["annotators"] == 3
+    refused = cli(*base, "--llm", llm, db=mtbench)
+    assert refused.code == 2 and "pass --replace" in refused.stderr
+    replaced = cli(*base, "--llm", llm, "--replace", "--json", db=mtbench).json()
+    assert replaced["annotators"] == 9 and replaced["pairs"] == "mtr-human" and not replaced["unchanged"]
+    n = cli(
+        "query",
+        "select count(*) as n from pair_set p join dataset d on d.id = p.dataset_id where d.name = 'mtr'",
+        "--json",
+        db=mtbench,
+    ).json()["rows"][0]["n"]
+    assert n == 1
+
+
 def _released_script(
     raw: dict[str, dict[str, str]], judge: str, other: str, turn: int, ban: tuple[str, ...]
 ) -> tuple[int, int]:

@@ -75,6 +75,13 @@ def test_whole_iteration_with_sim(db_url: str) -> None:
 
     listed = cli("repair", "list", "--json", db=db_url).json()["iterations"]
     assert [(r["name"], r["steps_done"]) for r in listed] == [("r1", 5)]
+    # the table shows the verdict as columns, not a Python dict (issue 17 §5)
+    shown = cli("repair", "list", db=db_url)
+    assert shown.code == 0 and "{" not in shown.stdout and "'" not in shown.stdout
+    header = next(ln for ln in shown.stdout.splitlines() if "name" in ln)
+    assert "inter-judge" in header and "human" in header
+    row = next(ln for ln in shown.stdout.splitlines() if ln.strip().startswith("r1"))
+    assert cmp_["verdict"]["inter_judge"] in row.split() and cmp_["verdict"]["human"] in row.split()
     # evaluation never saw a development item
     eng = create_engine(db_url)
     with eng.connect() as c:

@@ -303,3 +303,92 @@ def test_prevalence_cli_on_the_demo(demo_db: tuple[str, Path]) -> None:
     assert bad.code == 2 and "--judge" in bad.stderr
     bad = cli("metrics", "prevalence", "--campaign", PAIRWISE, "--human-group", "expert", db=url)
     assert bad.code == 2 and "pointwise" in bad.stderr
+
+
+# ---------------------------------------------------------------- names are text (issue 17 §5)
+
+MATH_NAMES = {"valid": "$x^2$ panel", "invalid": "$\\frac{1}{0$ ann"}
+
+
+@pytest.fixture(scope="module")
+def mathtext_db(demo_db: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """A copy of the demo whose judge and annotator names hold `$…$`, which matplotlib would read
+    as mathtext: a valid expression drawn as maths, an invalid one a ParseException traceback."""
+    from sqlalchemy import select, update
+
+    from judgepanel.store.engine import make_engine
+    from judgepanel.store.models import Annotator, Judge
+
+    folder = tmp_path_factory.mktemp("mathtext")
+    db = folder / "demo.db"
+    shutil.copyfile(demo_db[1] / "demo.db", db)
+    url = f"sqlite:///{db}"
+    eng = make_engine(url)
+    try:
+        with eng.begin() as conn:
+            judge = conn.execute(select(Judge.id).order_by(Judge.id)).scalars().first()
+            conn.execute(update(Judge).where(Judge.id == judge).values(name="sim:" + MATH_NAMES["valid"]))
+            for i, ann in enumerate(
+                conn.execute(select(Annotator.id).order_by(Annotator.id)).scalars().all()[:2]
+            ):
+                conn.execute(
+                    update(Annotator).where(Annotator.id == ann).values(name=f"{MATH_NAMES['invalid']} {i}")
+                )
+    finally:
+        eng.dispose()
+    return url, folder
+
+
+def test_names_with_dollars_are_drawn_as_text(mathtext_db: tuple[str, Path]) -> None:
+    url, folder = mathtext_db
+    out = folder / "r.html"
+    r = cli("report", PAIRWISE, POINTWISE, "--out", str(out), db=url)
+    assert r.code == 0, r.stderr
+    html = out.read_text(encoding="utf-8")
+    svgs = re.findall(r"<svg.*?</svg>", html, re.S)
+    assert svgs
+    drawn = "".join(svgs)
+    # the SVG keeps fonts as text: a name drawn as typed appears verbatim (XML-escaped)
+    assert "$x^2$ panel" in drawn
+    assert "$\\frac{1}{0$ ann 0" in drawn
+
+
+def test_report_refuses_to_overwrite_the_database(mathtext_db: tuple[str, Path]) -> None:
+    url, folder = mathtext_db
+    before = (folder / "demo.db").read_bytes()
+    r = cli("report", PAIRWISE, "--out", str(folder / "demo.db"), db=url)
+    assert r.code == 2 and "results database itself" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert (folder / "demo.db").read_bytes() == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fragment", ["%", "%E0%A4%A", "%zz&q=x"])
+def test_a_malformed_search_fragment_still_wires_the_search(demo_db: tuple[str, Path], fragment: str) -> None:
+    """`#q=%` made decodeURIComponent throw URIError before the search boxes were wired."""
+    from selenium.webdriver.common.by import By
+
+    page = (demo_db[1] / "demo-report.html").resolve()
+    driver = _driver()
+    try:
+        driver.get(page.as_uri() + "#q=" + fragment)  # type: ignore[attr-defined]
+        errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]  # type: ignore[attr-defined]
+        assert errors == []
+        box = driver.find_elements(By.CSS_SELECTOR, "input.case-search")[0]  # type: ignore[attr-defined]
+        assert box.get_attribute("value") == fragment.split("&")[0]  # taken as typed
+        table = driver.find_element(By.ID, box.get_attribute("data-table"))  # type: ignore[attr-defined]
+        rows = table.find_elements(By.CSS_SELECTOR, "tr.case-row")
+        # the fragment was applied as a filter (the first 50 matching rows are shown), and the box
+        # is wired: typing filters
+        q = fragment.split("&")[0].lower()
+        matching = [q in r.get_attribute("textContent").lower() for r in rows]
+        shown = [r.is_displayed() for r in rows]
+        assert len(rows) > 3
+        assert all(m for m, v in zip(matching, shown, strict=True) if v)
+        assert sum(shown) == min(50, sum(matching))
+        box.clear()
+        box.send_keys(" ")  # an input event with an empty query shows the first page of every row
+        assert sum(r.is_displayed() for r in rows) == min(50, len(rows))
+        box.send_keys("-no-such-text-anywhere")
+        assert not any(r.is_displayed() for r in rows)
+    finally:
+        driver.quit()  # type: ignore[attr-defined]

@@ -129,6 +129,34 @@ def test_show_yaml_writes_a_file_that_recreates_the_same_campaign(
         ("- a\n- b\n", "campaign.yaml:1: a campaign file is a mapping"),
         (FILE.replace("name: c1\n", ""), "missing NAME (or `name:` in"),
         (FILE.replace("prompts/mine.j2", "prompts/none.j2"), "template file"),
+        # a value of the right type that a check refuses names the file line and key, not a flag
+        # the user never typed (issue 17 §5)
+        (
+            FILE.replace("protocol: pairwise", "protocol: pairwize"),
+            "campaign.yaml:4: protocol: must be one of",
+        ),
+        (FILE.replace("repeats: 2", "repeats: 0"), "campaign.yaml:5: repeats: must be at least 1"),
+        (FILE.replace("max_cost: 5.0", "max_cost: -1"), "campaign.yaml:11: max_cost: must be a positive"),
+        (
+            FILE.replace("  - sim:b\n", "  - sim:b?bogus=1\n"),
+            "campaign.yaml:10: judges: unknown parameter 'bogus'",
+        ),
+        (FILE.replace("  - sim:b\n", "  - nope\n"), "campaign.yaml:10: judges: judge spec must look like"),
+        (
+            FILE.replace('"sim:a?noise=0.1"', '"sim:a?noise=99"'),
+            "campaign.yaml:9: judges: judge spec parameter 'noise'",
+        ),
+        (
+            FILE.replace(f"dataset: {DATASET}", "dataset: nosuch"),
+            "campaign.yaml:2: dataset: no dataset named 'nosuch'",
+        ),
+        (
+            FILE.replace(f"pairs: {PAIRS}", "pairs: nosuch"),
+            "campaign.yaml:3: pairs: no pair set named 'nosuch'",
+        ),
+        (FILE + "rubric: nosuch\n", "campaign.yaml:12: rubric: no rubric named 'nosuch'"),
+        (FILE + "conditions: [none, nonsense]\n", "campaign.yaml:12: conditions: must be one of"),
+        (FILE + "limit: -3\n", "campaign.yaml:12: limit: must be at least 1"),
     ],
 )
 def test_mistakes_are_one_line_with_the_line_number_and_store_nothing(
@@ -139,6 +167,18 @@ def test_mistakes_are_one_line_with_the_line_number_and_store_nothing(
     got = cli("campaign", "create", "--from", str(path), db=url)
     assert got.code == 2, got.stderr
     assert expected in got.stderr and len(got.stderr.strip().splitlines()) == 1
+    assert _count(eng, Campaign) == 0
+
+
+def test_a_bad_value_given_as_a_flag_names_the_flag(db: tuple[str, Engine], tmp_path: Path) -> None:
+    url, eng = db
+    path = _write(tmp_path, FILE.replace("repeats: 2", "repeats: 0"))
+    got = cli("campaign", "create", "--from", str(path), "--repeats", "-1", db=url)
+    assert (
+        got.code == 2
+        and "--repeats must be at least 1, got -1" in got.stderr
+        and "campaign.yaml" not in got.stderr
+    )
     assert _count(eng, Campaign) == 0
 
 
@@ -155,6 +195,6 @@ def test_the_files_budget_is_the_default_of_run(db: tuple[str, Engine], tmp_path
     assert cli("campaign", "create", "--from", str(path), db=url).code == 0
     run = cli("campaign", "run", "c1", "--concurrency", "1", "--json", db=url)
     assert run.code == 3
-    assert '"status": "budget"' in run.stdout and "stopped by --max-cost 0.5" in run.stderr
+    assert '"status": "budget"' in run.stdout and "stopped by the campaign's cap of 0.5 USD" in run.stderr
     unlimited = cli("campaign", "run", "c1", "--max-cost", "1000", "--json", db=url)
     assert unlimited.code == 0  # a flag overrides the file's budget

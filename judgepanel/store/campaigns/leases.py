@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import socket
+import time
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy import Engine, and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from judgepanel.store import liveness
 from judgepanel.store.campaigns.records import (
     ItemText,
     LeasedJob,
 )
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
+    BudgetHold,
     Item,
     Job,
     Judge,
@@ -58,37 +59,38 @@ def job_counts(engine: Engine, campaign_id: int) -> dict[str, int]:
 
 
 def lease_owner_id() -> str:
-    """`host:pid:nonce` — the host and pid let a resumed run on the same host recognise a dead owner."""
-    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """`host:pid:nonce:pidns:boot` (see `store.liveness`)."""
+    return liveness.owner_id()
 
 
 def reclaim_dead_leases(engine: Engine, campaign_id: int) -> int:
-    """Give back to `pending` the jobs leased by processes of this host that no longer exist
-    (a run killed with SIGKILL leaves them behind); other hosts' leases wait for their expiry."""
-    host = socket.gethostname()
+    """Give back to `pending` the jobs leased by owners that are certainly dead (see
+    `store.liveness`: on PostgreSQL an owner whose advisory lock is free — twice, `GRACE_S` apart,
+    so a live owner re-connecting after a database restart has time to take its lock again —, on
+    SQLite a process of this host, boot and PID namespace that no longer exists), and drop their
+    budget holds; every other owner's leases wait for their expiry."""
+
+    def candidates() -> list[str]:
+        with session_scope(engine) as s:
+            owners = s.scalars(
+                select(Job.lease_owner)
+                .where(Job.campaign_id == campaign_id, Job.status == "running", Job.lease_owner.is_not(None))
+                .distinct()
+            ).all()
+            holders = s.scalars(select(BudgetHold.owner).where(BudgetHold.campaign_id == campaign_id)).all()
+            found = sorted({o for o in (*owners, *holders) if o and not o.startswith("batch:")})
+            return liveness.dead_owners(s.connection(), found)  # the locks end with this transaction
+
+    suspects = candidates()
+    if not suspects:
+        return 0
+    if engine.dialect.name == "postgresql":
+        time.sleep(liveness.GRACE_S)
     with session_scope(engine) as s:
-        owners = s.scalars(
-            select(Job.lease_owner)
-            .where(Job.campaign_id == campaign_id, Job.status == "running", Job.lease_owner.is_not(None))
-            .distinct()
-        ).all()
-        dead = []
-        for owner in owners:
-            parts = (owner or "").split(":")
-            if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _pid_alive(int(parts[1])):
-                dead.append(owner)
+        dead = liveness.dead_owners(s.connection(), suspects)
         if not dead:
             return 0
+        s.execute(delete(BudgetHold).where(BudgetHold.campaign_id == campaign_id, BudgetHold.owner.in_(dead)))
         res = s.execute(
             update(Job)
             .where(Job.campaign_id == campaign_id, Job.status == "running", Job.lease_owner.in_(dead))
@@ -216,12 +218,15 @@ def _owned(owner: str, job_ids: Iterable[int] | None = None) -> Any:
 
 
 def renew_leases(engine: Engine, owner: str, *, lease_seconds: float = 120.0) -> int:
+    """Extend the owner's leases, and its budget holds with them."""
+    expires = utcnow() + timedelta(seconds=lease_seconds)
     with session_scope(engine) as s:
         res = s.execute(
             update(Job)
             .where(Job.id.in_(_owned(owner)), Job.lease_owner == owner, Job.status == "running")
-            .values(lease_expires=utcnow() + timedelta(seconds=lease_seconds))
+            .values(lease_expires=expires)
         )
+        s.execute(update(BudgetHold).where(BudgetHold.owner == owner).values(expires=expires))
         return int(res.rowcount or 0)  # type: ignore[attr-defined]
 
 

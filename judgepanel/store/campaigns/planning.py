@@ -213,6 +213,7 @@ def create_campaign(
                 limit=spec.limit,
                 status="planned",
                 spec=stored,
+                max_cost_usd=spec.max_cost,
             )
             s.add(camp)
             s.flush()

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, delete, func, select, update
 
+from judgepanel.store import budget
 from judgepanel.store.campaigns.leases import _JOB_COLS, _with_texts
 from judgepanel.store.campaigns.records import LeasedJob
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Job, Judge, ProviderBatch, ProviderBatchJob, utcnow
+from judgepanel.store.models import BudgetHold, Job, Judge, ProviderBatch, ProviderBatchJob, utcnow
 
 BATCH_LEASE_UNTIL = datetime(9999, 1, 1)  # a job in a batch is leased until the batch is closed
 GIVEN_UP = "abandoned"  # a batch never (provably) submitted: its jobs went back to pending
@@ -78,10 +79,12 @@ def open_provider_batch(
     owner: str,
     jobs: Sequence[tuple[int, int, str]],
     nonce: str,
+    hold_usd: float = 0.0,
 ) -> tuple[int, str, dict[int, str]]:
     """Record a batch (`preparing`) and its jobs `(job id, attempt, request hash)`, and move the
-    jobs from `owner`'s lease to the batch's, in one transaction. Returns the batch's pk, its token
-    and each job's custom_id."""
+    jobs from `owner`'s lease to the batch's, in one transaction — with `hold_usd` of `owner`'s
+    budget hold (what the batch was estimated to cost), kept until the batch is closed. Returns the
+    batch's pk, its token and each job's custom_id."""
     with session_scope(engine) as s:
         row = ProviderBatch(
             campaign_id=campaign_id,
@@ -108,6 +111,8 @@ def open_provider_batch(
         )
         if int(moved.rowcount or 0) != len(ids):  # type: ignore[attr-defined]
             raise BatchMoved(f"{len(ids) - int(moved.rowcount or 0)} job(s) were taken over")  # type: ignore[attr-defined]
+        if hold_usd:
+            budget.move_hold(s.connection(), campaign_id, owner, batch_owner(row.id), hold_usd)
         return row.id, token, ids
 
 
@@ -229,6 +234,8 @@ def close_batch(engine: Engine, pk: int, status: str, error: str | None = None) 
             .where(ProviderBatch.id == pk)
             .values(status=status, finished_at=now, error=error)
         )
+        # its results (and their real cost) are stored, or never will be: its budget hold is free
+        s.execute(delete(BudgetHold).where(BudgetHold.owner == owner))
         return int(back.rowcount or 0)  # type: ignore[attr-defined]
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput
 from judgepanel.protocol.pairs import as_label, combine_orders
+from judgepanel.store.budget import spent_and_held
 from judgepanel.store.campaigns.planning import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
@@ -63,6 +64,18 @@ class CampaignStatus:
     # every call at the input and output rates, neither cached nor batched (= cost_usd +
     # saved_by_cache_usd + saved_by_batch_usd); None when a price is unknown
     cost_list_usd: float | None = 0.0
+    # the cap on the campaign's total spend (None: no cap), what its stored replies cost (known
+    # prices; = cost_usd when every price is known) and what live runs hold for calls in flight
+    max_cost_usd: float | None = None
+    spent_usd: float = 0.0
+    reserved_usd: float = 0.0
+
+    @property
+    def left_usd(self) -> float | None:
+        """What may still be spent under the cap (None without one)."""
+        if self.max_cost_usd is None:
+            return None
+        return round(max(0.0, self.max_cost_usd - self.spent_usd - self.reserved_usd), 6)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +101,10 @@ class CampaignStatus:
             "batch_calls": self.batch_calls,
             "saved_by_batch_usd": self.saved_by_batch_usd,
             "cost_list_usd": self.cost_list_usd,
+            "max_cost_usd": self.max_cost_usd,
+            "spent_usd": self.spent_usd,
+            "reserved_usd": self.reserved_usd,
+            "left_usd": self.left_usd,
         }
 
 
@@ -260,6 +277,8 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             sum(d["batch_calls"] for d in by_judge.values()),
             None if saved_batch is None else round(saved_batch, 6),
             None if cost_list is None else round(cost_list, 6),
+            c.max_cost_usd if c.max_cost_usd is not None else c.spec.get("max_cost"),
+            *(round(v, 6) for v in spent_and_held(s.connection(), c.id)),
         )
 
 

@@ -142,6 +142,8 @@ class JobOutcome:
 class Batch:
     attempts: list[AttemptRow] = field(default_factory=list)
     outcomes: list[JobOutcome] = field(default_factory=list)
+    # budget reservations to release with these rows, one (campaign id, USD) per call (`store.budget`)
+    released: list[tuple[int, float]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.attempts) + len(self.outcomes)

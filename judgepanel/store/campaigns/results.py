@@ -9,6 +9,7 @@ from typing import cast
 
 from sqlalchemy import Connection, Engine, Table, bindparam, insert, select, update
 
+from judgepanel.store import budget
 from judgepanel.store.campaigns.records import (
     AttemptRow,
     Batch,
@@ -43,7 +44,7 @@ class _Mismatch(Exception):
 
 def write_batch(engine: Engine, batch: Batch, owner: str) -> BatchResult:
     """Store a batch of attempts and job outcomes in one transaction (see the module docstring)."""
-    if not len(batch):
+    if not len(batch) and not batch.released:
         return BatchResult(frozenset(), frozenset())
     try:
         with engine.begin() as conn:
@@ -120,6 +121,8 @@ def _write(conn: Connection, batch: Batch, owner: str, *, per_row: bool) -> Batc
     verdicts = [o for o in final.values() if o.job_id in accepted and o.verdict is not None]
     if verdicts:
         _insert_verdicts(conn, verdicts, req_ids, now)
+    if batch.released:
+        budget.release(conn, owner, batch.released)
     return BatchResult(frozenset(accepted), rejected)
 
 

@@ -1,7 +1,7 @@
 """clause checkers: proposals of deterministic checkers and checker-answered clause verdicts
 
-Revision ID: 0005_checkers
-Revises: 0005_wire
+Revision ID: 0007_checkers
+Revises: 0006_money
 Create Date: 2026-12-01 18:00:00.000000
 
 - `clause_checker`: one editor proposal per (repair iteration, clause): the checker and its
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0005_checkers"
-down_revision: str | None = "0005_wire"
+revision: str = "0007_checkers"
+down_revision: str | None = "0006_money"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
