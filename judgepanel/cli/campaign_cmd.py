@@ -397,7 +397,7 @@ def retry_parse_failures(
 @app.command("status")
 def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Jobs done, failed and pending; calls made and money spent; clause verdicts answered by checkers."""
-    from judgepanel.runner.checkers import checker_use
+    from judgepanel.analysis.checkers import checker_use
     from judgepanel.store import campaigns as store
 
     engine = state(ctx).engine()

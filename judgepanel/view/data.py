@@ -127,8 +127,8 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
     (`metrics bias --json`: `judges` {name: {…}}), `matrix` (`metrics matrix --json`: `raters`,
     `kappa`, `clusters`), `versus`, `failures` (per kind: count and a first example) and
     `cost_split` (list price, saved by the prompt cache and by batch APIs, paid)."""
+    from judgepanel.analysis.checkers import checker_use
     from judgepanel.report.build import campaign_report
-    from judgepanel.runner.checkers import checker_use
     from judgepanel.store.campaigns import campaign_status
     from judgepanel.store.simulated import simulated_campaigns
 

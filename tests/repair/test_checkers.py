@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
+from judgepanel.analysis.checkers import saved_estimate
 from judgepanel.protocol import checkers as ck
 from judgepanel.protocol.editor import CHECKER, CheckerTask, checker_schema, parse_editor, render_editor
 from judgepanel.repair.checkers import agreement, majority
 from judgepanel.runner import RunOptions, create, run
-from judgepanel.runner.checkers import saved_estimate
 from judgepanel.simjudge import simulate
 from judgepanel.store.models import Campaign, Clause, ClauseVerdict, Job, Request, Verdict
 from judgepanel.store.repair import item_texts
