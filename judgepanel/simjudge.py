@@ -62,6 +62,8 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   `[simulated editor]`. With probability `keep_rate` it returns the clause unchanged.
   `editor_sprawl=N` makes it an editor that does not stop: a rewrite N characters long, a split
   into N clauses (to test the bounds of `protocol.editor`).
+  Checker requests (`clause_checker`) get a deterministic proposal, good or deliberately bad
+  (see `_checker`), so the agreement threshold has a mapping to keep and one to refuse.
 
 Reply shape. With structured output requested the reply is the JSON object. Otherwise, with
 probability `prose_rate` it is prose ending in `Verdict: A` / `Score: 4` (clause replies end
@@ -92,8 +94,9 @@ PAIRWISE = "pairwise_verdict"
 POINTWISE = "pointwise_verdict"
 CLAUSES = "clause_verdicts"
 REWRITE = "clause_rewrite"
+CHECKER = "clause_checker"
 SPLIT = "dimension_split"
-REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES, REWRITE, SPLIT)
+REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES, REWRITE, SPLIT, CHECKER)
 # a clause that names no property the simulated judges can read is vague: each model reads it
 # through this many times its usual noise, so judges split on it (see `_clauses`)
 VAGUE_NOISE = 4.0
@@ -507,6 +510,8 @@ def infer_kind(schema_name: str | None, user_text: str) -> str:
         return schema_name
     if "</clause_to_rewrite>" in user_text:
         return REWRITE
+    if "</clause_to_check>" in user_text:
+        return CHECKER
     if "</dimension_to_split>" in user_text:
         return SPLIT
     if "<clause" in user_text:
@@ -670,6 +675,74 @@ def _keep(text: str) -> dict[str, Any]:
     return {"reason": "[simulated editor] the clause is clear as it stands; kept.", "clause": clause}
 
 
+# Checker proposals (`clause_checker`, labelled "[simulated editor]"), deterministic, good and bad on
+# purpose so that the agreement threshold has something to refuse:
+# - a clause giving a word range ("between 20 and 120 words", "at most 60 words") -> word_count with
+#   those numbers (good);
+# - a clause quoting phrases ("names the sections 'Background' and 'Outcome'") -> phrase, all (good);
+# - a clause naming a language ("written in English") -> language (good);
+# - a clause about repetition -> word_count max 40 (BAD: reads repetition as length);
+# - anything else -> none.
+_CHECK_TAG = re.compile(r"<clause_to_check\s+id=\"([^\"]*)\">(.*?)</clause_to_check>", re.DOTALL)
+_RANGE = re.compile(r"between\s+(\d+)\s+and\s+(\d+)\s+words", re.IGNORECASE)
+_AT_MOST = re.compile(r"(?:at most|no more than|up to)\s+(\d+)\s+words", re.IGNORECASE)
+_AT_LEAST = re.compile(r"(?:at least|no fewer than)\s+(\d+)\s+words", re.IGNORECASE)
+_QUOTED = re.compile(r"[\"'“‘]([^\"'”’]{2,60})[\"'”’]")
+_LANGUAGES = {
+    "english": "en",
+    "german": "de",
+    "french": "fr",
+    "spanish": "es",
+    "italian": "it",
+    "dutch": "nl",
+}
+_NO_PARAMS: dict[str, Any] = {
+    "min": None,
+    "max": None,
+    "phrases": None,
+    "mode": None,
+    "pattern": None,
+    "expect": None,
+    "language": None,
+}
+
+
+def _checker(text: str) -> dict[str, Any]:
+    found = _CHECK_TAG.findall(text)
+    clause = html.unescape(" ".join(found[-1][1].split())) if found else ""
+    lowered = clause.lower()
+    params = dict(_NO_PARAMS)
+    tag = "[simulated editor]"
+    if m := _RANGE.search(clause):
+        params.update(min=int(m.group(1)), max=int(m.group(2)))
+        return {"reason": f"{tag} the clause states a word range.", "checker": "word_count", "params": params}
+    if (hi := _AT_MOST.search(clause)) or (lo := _AT_LEAST.search(clause)):
+        if hi:
+            params["max"] = int(hi.group(1))
+        else:
+            params["min"] = int(lo.group(1))  # type: ignore[union-attr]
+        return {"reason": f"{tag} the clause states a word limit.", "checker": "word_count", "params": params}
+    if quoted := _QUOTED.findall(clause):
+        params.update(phrases=quoted, mode="all")
+        return {"reason": f"{tag} the clause names required phrases.", "checker": "phrase", "params": params}
+    for word, code in _LANGUAGES.items():
+        if word in lowered:
+            params["language"] = code
+            return {"reason": f"{tag} the clause names a language.", "checker": "language", "params": params}
+    if _named_feature(clause) == "distinct":
+        params["max"] = 40
+        return {
+            "reason": f"{tag} repetition makes a text long, so a word cap stands for it (a bad mapping).",
+            "checker": "word_count",
+            "params": params,
+        }
+    return {
+        "reason": f"{tag} no checker answers this clause; it needs a judge.",
+        "checker": "none",
+        "params": params,
+    }
+
+
 def _split(text: str) -> dict[str, Any]:
     found = _SPLIT_ATTR.findall(text)
     dimension = found[-1][0] if found else "the dimension"
@@ -717,7 +790,9 @@ def simulate(
     kind = infer_kind(schema_name, text)
     rng = random.Random(request_seed(model, params, messages, kind))
     source = last_tag(text, "source")
-    if kind in (REWRITE, SPLIT):
+    if kind == CHECKER:
+        answer = _checker(text)
+    elif kind in (REWRITE, SPLIT):
         answer = _rewrite(text) if kind == REWRITE else _split(text)
         # drawn only when asked for, so the other replies' random stream stays as it was
         if kind == REWRITE and settings.keep_rate > 0 and rng.random() < settings.keep_rate:
@@ -756,7 +831,7 @@ def simulate(
 
 
 def _prose(kind: str, answer: dict[str, Any]) -> str:
-    if kind in (REWRITE, SPLIT):
+    if kind in (REWRITE, SPLIT, CHECKER):
         return f"{answer['reason']}\n\n{json.dumps(answer, ensure_ascii=False)}"
     if kind == PAIRWISE:
         return f"{answer['rationale']}\n\nVerdict: {answer['verdict']}"

@@ -418,14 +418,16 @@ def retry_parse_failures(
 
 @app.command("status")
 def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
-    """Jobs done, failed and pending; calls made and money spent."""
+    """Jobs done, failed and pending; calls made and money spent; clause verdicts answered by checkers."""
+    from judgepanel.analysis.checkers import checker_use
     from judgepanel.store import campaigns as store
 
     engine = state(ctx).engine()
     st = store.campaign_status(engine, name)
     sim = simulated(engine, [name])
+    use = checker_use(engine, name)
     if json_:
-        emit_json({**st.as_dict(), "simulated": sim})
+        emit_json({**st.as_dict(), **use.as_dict(), "simulated": sim})
         return
     typer.echo(
         f"campaign {name}{' (' + SIMULATED_WORD + ')' if sim else ''}: {st.status}; {st.done}/{st.jobs} done, {st.failed} failed, {st.pending} pending; "
@@ -450,6 +452,11 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         )
     if st.cache_read_tokens or st.cache_write_tokens or st.batch_calls:
         typer.echo(f"the same calls one by one without the prompt cache: {_usd(st.cost_list_usd)} USD")
+    if use.checker_verdicts:
+        typer.echo(
+            f"clause checkers: {use.checker_verdicts} clause verdicts answered without a model call, "
+            f"saved about {_usd(use.cost_saved_usd)} USD (each reply's cost × checker-answered / asked clauses)"
+        )
     if st.errors:
         typer.echo("attempt errors: " + ", ".join(f"{k} {v}" for k, v in st.errors.items()))
     if st.failed_by_class:

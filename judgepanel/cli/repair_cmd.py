@@ -284,7 +284,11 @@ def run(
     if json_:
         out = {**rec.status_dict(), "simulated": simulated}
         if rec.comparison is not None:
-            out["comparison"] = {**rec.comparison, "simulated": simulated}
+            out["comparison"] = {
+                **rec.comparison,
+                "checkers": rep.checker_rows(engine, name),
+                "simulated": simulated,
+            }
         emit_json(out)
         return
     if rec.comparison is not None:
@@ -356,6 +360,61 @@ def rewrite(
     )
 
 
+@app.command("checkers")
+def checkers(
+    ctx: typer.Context,
+    name: str = typer.Argument(...),
+    threshold: float = typer.Option(
+        0.9,
+        "--threshold",
+        help="Keep a proposed checker when it agrees with the judge majority on at least this share of development items.",
+    ),
+    concurrency: int = CONCURRENCY,
+    max_cost: float | None = MAX_COST,
+    retry_failed: bool = RETRY_FAILED,
+    json_: bool = JSON,
+) -> None:
+    """Ask the editor for a deterministic checker per clause; keep those that agree with the judges."""
+    from judgepanel.repair.checkers import propose_checkers
+    from judgepanel.store import repair as store
+
+    engine = state(ctx).engine()
+    out = propose_checkers(
+        engine, name, threshold=threshold, options=_opts(concurrency, max_cost), retry_failed=retry_failed
+    )
+    simulated = _simulated(engine, store.get_iteration(engine, name))
+    if json_:
+        emit_json({**out, "simulated": simulated})
+        return
+    if simulated:
+        typer.echo(SIM_NOTE)
+    typer.echo(
+        f"repair {name}: {out['proposed']} checker(s) proposed, {out['kept']} kept "
+        f"(agreement with the judge majority >= {threshold:g} on development items); rubric {out['rubric']}"
+    )
+    print_checkers(out["checkers"])
+
+
+def print_checkers(rows: list[dict[str, Any]]) -> None:
+    table(
+        None,
+        ["clause", "checker", "params", "agreement", "items", "decision"],
+        [
+            [
+                r["clause"],
+                r["checker"],
+                ", ".join(f"{k}={v}" for k, v in r["params"].items() if v is not None) or "-",
+                "-" if r["agreement"] is None else f"{r['agreement']:.3f}",
+                r["n_items"],
+                "kept"
+                if r["kept"]
+                else ("-" if r["checker"] == "none" else f"refused{': ' + r['error'] if r['error'] else ''}"),
+            ]
+            for r in rows
+        ],
+    )
+
+
 @app.command("evaluate")
 def evaluate(
     ctx: typer.Context,
@@ -390,6 +449,9 @@ def compare(
     if simulated:
         typer.echo(SIM_NOTE)
     print_comparison(c, f"repair {name}: before/after on the evaluation split")
+    if c.get("checkers"):
+        typer.echo("clause checkers (`repair checkers`):")
+        print_checkers(c["checkers"])
 
 
 @app.command("status")

@@ -8,6 +8,10 @@ Two tasks, each one call:
   (`RewriteTask` has no field that could carry them). Reply: {"reason", "clause"}.
 - `split` (`prompts/editor_split.v1.j2`): one dimension's definition, criteria, anchors and
   current clauses. Reply: {"reason", "clauses": [...]}.
+- `checker` (`prompts/editor_checker.v1.j2`): one clause (id and text) and the checker catalogue
+  (`protocol.checkers.CATALOGUE`), nothing else — no item, no verdict. Reply (strict schema, every
+  key present, unused parameters null): {"reason", "checker": none|word_count|phrase|regex|language,
+  "params": {...}}.
 
 A reply is bounded: a clause of at most `MAX_CLAUSE_CHARS` characters, a split of at most
 `MAX_CLAUSES` clauses, a reason of at most `MAX_REASON_CHARS`. A reply over a bound is unreadable
@@ -27,14 +31,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgepanel.errors import BadInput
+from judgepanel.protocol.checkers import CATALOGUE, KINDS
 from judgepanel.protocol.templates import Prompt, _load, template_hash
 from judgepanel.resources import resource_dir
 
 EDITOR_SYSTEM = "editor_system.v1"
 REWRITE_TEMPLATE = "editor_rewrite.v1"
 SPLIT_TEMPLATE = "editor_split.v1"
+CHECKER_TEMPLATE = "editor_checker.v1"
 REWRITE = "clause_rewrite"
 SPLIT = "dimension_split"
+CHECKER = "clause_checker"
 MAX_EXAMPLES = 8
 MAX_SOURCE_CHARS = 2000
 MAX_CLAUSE_CHARS = 1000  # an atomic clause is a sentence or two; the bundled ones are under 200
@@ -92,7 +99,20 @@ class SplitTask:
         }
 
 
-def task_from_dict(d: Mapping[str, Any]) -> RewriteTask | SplitTask:
+@dataclass(frozen=True)
+class CheckerTask:
+    """What the editor is shown to propose a checker: the clause and the catalogue, nothing else."""
+
+    clause_id: str
+    clause_text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": "checker", "clause_id": self.clause_id, "clause_text": self.clause_text}
+
+
+def task_from_dict(d: Mapping[str, Any]) -> RewriteTask | SplitTask | CheckerTask:
+    if d.get("kind") == "checker":
+        return CheckerTask(d["clause_id"], d["clause_text"])
     if d.get("kind") == "rewrite":
         return RewriteTask(
             d["clause_id"],
@@ -138,12 +158,54 @@ def split_schema() -> dict[str, Any]:
     }
 
 
-def render_editor(task: RewriteTask | SplitTask) -> Prompt:
+_NULLABLE_INT = {"type": ["integer", "null"]}
+_NULLABLE_STR = {"type": ["string", "null"]}
+
+
+def checker_schema() -> dict[str, Any]:
+    """Strict: every key required, no other key, so a constrained local model can answer it."""
+    params = {
+        "min": _NULLABLE_INT,
+        "max": _NULLABLE_INT,
+        "phrases": {"type": ["array", "null"], "items": {"type": "string"}},
+        "mode": {"type": ["string", "null"], "enum": ["all", "any", None]},
+        "pattern": _NULLABLE_STR,
+        "expect": {"type": ["string", "null"], "enum": ["match", "no_match", None]},
+        "language": _NULLABLE_STR,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string"},
+            "checker": {"type": "string", "enum": ["none", *KINDS]},
+            "params": {
+                "type": "object",
+                "properties": params,
+                "required": list(params),
+                "additionalProperties": False,
+            },
+        },
+        "required": ["reason", "checker", "params"],
+        "additionalProperties": False,
+    }
+
+
+def render_editor(task: RewriteTask | SplitTask | CheckerTask) -> Prompt:
     folder = resource_dir("prompts")
     system = _load(folder, EDITOR_SYSTEM)
-    if isinstance(task, RewriteTask):
-        name, schema, schema_name = REWRITE_TEMPLATE, rewrite_schema(), REWRITE
+    if isinstance(task, CheckerTask):
+        name, schema, schema_name = CHECKER_TEMPLATE, checker_schema(), CHECKER
         context: dict[str, Any] = {
+            "clause_id": _escape(task.clause_id),
+            "clause_text": _escape(task.clause_text),
+            "catalogue": [
+                {"checker": c["checker"], "meaning": c["meaning"], "params": json.dumps(c["params"])}
+                for c in CATALOGUE
+            ],
+        }
+    elif isinstance(task, RewriteTask):
+        name, schema, schema_name = REWRITE_TEMPLATE, rewrite_schema(), REWRITE
+        context = {
             "clause_id": _escape(task.clause_id),
             "clause_text": _escape(task.clause_text),
             "dimension": _escape(task.dimension),
@@ -186,6 +248,18 @@ def _valid(schema_name: str, obj: Any) -> dict[str, Any] | None:
         return None
     reason = obj.get("reason")
     reason = str(reason).strip() if isinstance(reason, str | int | float) else ""
+    if schema_name == CHECKER:
+        kind = obj.get("checker")
+        params = obj.get("params")
+        if kind == "none":
+            return {"reason": reason, "checker": "none", "params": {}}
+        if isinstance(kind, str) and kind in KINDS and isinstance(params, Mapping):
+            return {
+                "reason": reason,
+                "checker": kind,
+                "params": {k: v for k, v in params.items() if v is not None},
+            }
+        return None
     if schema_name == REWRITE:
         clause = obj.get("clause")
         if isinstance(clause, str) and clause.strip():
@@ -239,7 +313,7 @@ def parse_editor(schema_name: str, text: str | None, structured: Mapping[str, An
         if got is not None:
             return _checked(got, "json_tail")
         pos = body.rfind("{", 0, pos)
-    key = "clause" if schema_name == REWRITE else "clauses"
+    key = {REWRITE: "clause", CHECKER: "checker"}.get(schema_name, "clauses")
     return EditorReply(False, None, None, f"no JSON object with a {key!r} field in the reply")
 
 

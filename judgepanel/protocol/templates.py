@@ -335,14 +335,18 @@ def pointwise_scale(rubric: RubricDoc | None, dimension: str | None) -> tuple[in
     return rubric.dimension(dimension).scale
 
 
-def render_clauses(item: UnitText, *, dimension: str, rubric: RubricDoc) -> Prompt:
-    """Ask for met / not met on every clause of one dimension, in one call."""
+def render_clauses(
+    item: UnitText, *, dimension: str, rubric: RubricDoc, skip: frozenset[str] = frozenset()
+) -> Prompt:
+    """Ask for met / not met on every clause of one dimension, in one call; the clauses in `skip`
+    (answered by a kept checker) are left out of the prompt and the schema."""
     dim = _dimension(rubric, dimension, required_by="a clause prompt")
+    shown = [c for c in dim.clauses if c.id not in skip]
     context = _context(rubric, item.input)
     context |= {
         "dimension": dim,
-        "clauses": [{"id": c.id, "text": neutralise(c.text)} for c in dim.clauses],
+        "clauses": [{"id": c.id, "text": neutralise(c.text)} for c in shown],
         "candidate": neutralise(item.output.strip()),
         "raw": (item.output.strip(), (item.input or "").strip()),
     }
-    return _render(CLAUSES_TEMPLATE, clauses_schema(dim.clause_ids), "clause_verdicts", context)
+    return _render(CLAUSES_TEMPLATE, clauses_schema([c.id for c in shown]), "clause_verdicts", context)

@@ -556,7 +556,7 @@ def compare(engine: Engine, name: str, *, resample: str | None = None) -> dict[s
         raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {resample!r}")
     stored = rec.comparison if rec.steps["compare"] == "done" else None
     if stored is not None and (resample is None or stored.get("resample", "items") == resample):
-        return stored
+        return {**stored, "checkers": checker_rows(engine, name)}
     _need(rec, "evaluate")
     inp = _inputs(rec)
     _doc, ids, dims = _clause_order(engine, rec)
@@ -626,7 +626,15 @@ def compare(engine: Engine, name: str, *, resample: str | None = None) -> dict[s
     result = dict(json.loads(json.dumps(result)))
     if stored is None and (resample is None or resample == c.resample):
         store.finish_step(engine, name, "compare", comparison=result)
-    return result
+    return {**result, "checkers": checker_rows(engine, name)}
+
+
+def checker_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
+    """Every checker proposal of the iteration (`repair checkers`), kept or refused; read when
+    asked, not stored with the comparison, so proposals made after `compare` show too."""
+    from judgepanel.store.checkers import iteration_checkers
+
+    return [r.as_dict() for r in iteration_checkers(engine, name)]
 
 
 def _sample_summary(rec: IterationRecord) -> dict[str, Any] | None:

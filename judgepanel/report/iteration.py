@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from judgepanel.report import plots
+from judgepanel.store.checkers import iteration_checkers
 from judgepanel.store.repair import get_iteration
 from judgepanel.store.simulated import iteration_simulated
 
@@ -54,6 +55,54 @@ def _fmt(v: Any) -> str:
 def _fmt_ci(ci: Any) -> str:
     c = _ci(ci)
     return "—" if c is None else f"[{c[0]:.3f}, {c[1]:.3f}]"
+
+
+def checkers_part(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The checker proposals (`repair checkers`) as an HTML table and Markdown lines ('' / [] when none)."""
+    if not rows:
+        return "", []
+
+    def params(r: dict[str, Any]) -> str:
+        return ", ".join(f"{k}={v}" for k, v in r["params"].items() if v is not None) or "—"
+
+    def decision(r: dict[str, Any]) -> str:
+        if r["checker"] == "none":
+            return "no checker proposed"
+        if r["kept"]:
+            return "kept"
+        return "refused" + (f" ({r['error']})" if r.get("error") else "")
+
+    threshold = rows[0]["threshold"]
+    intro = (
+        f"Each clause was offered to the editor with the checker catalogue only; a proposed checker is kept "
+        f"when it agrees with the judge majority on at least {threshold:g} of the development items "
+        "(items where the judges tie are left out). A kept checker answers its clause in later campaigns "
+        "on this rubric version without a model call."
+    )
+    body = "".join(
+        f"<tr><td><code>{html.escape(r['clause'])}</code></td><td>{html.escape(r['checker'])}</td>"
+        f"<td>{html.escape(params(r))}</td><td class='num'>{_fmt(r['agreement'])}</td>"
+        f"<td class='num'>{r['n_items']}</td><td class='{'good' if r['kept'] else 'muted'}'>{html.escape(decision(r))}</td></tr>"
+        for r in rows
+    )
+    part = (
+        f"<h3>Clause checkers</h3><p class='muted'>{html.escape(intro)}</p>"
+        "<table data-table='checkers'><tr><th>clause</th><th>checker</th><th>parameters</th>"
+        "<th class='num'>agreement</th><th class='num'>items</th><th>decision</th></tr>" + body + "</table>"
+    )
+    md = [
+        "",
+        "Clause checkers. " + intro,
+        "",
+        "| clause | checker | parameters | agreement | items | decision |",
+        "|---|---|---|---:|---:|---|",
+        *[
+            f"| `{r['clause']}` | {r['checker']} | {params(r).replace('|', '/')} | {_fmt(r['agreement'])} "
+            f"| {r['n_items']} | {decision(r).replace('|', '/')} |"
+            for r in rows
+        ],
+    ]
+    return part, md
 
 
 def word_diff(old: str, new: str) -> tuple[str, str]:
@@ -103,13 +152,14 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         "",
     ]
     extra = {"simulated": simulated, "judges": judges, "editor": editor}
+    checker_html, checker_md = checkers_part([r.as_dict() for r in iteration_checkers(engine, name)])
     if comp is None:
         pending = [s for s, state in rec.steps.items() if state != "done"]
         note = f"The iteration is not compared yet (pending steps: {', '.join(pending)})."
         return {
             "name": name,
-            "html": head + f"<p class='muted'>{html.escape(note)}</p>",
-            "markdown": "\n".join([*md, note]),
+            "html": head + f"<p class='muted'>{html.escape(note)}</p>" + checker_html,
+            "markdown": "\n".join([*md, note, *checker_md]),
             "plots": 0,
             **extra,
         }
@@ -179,6 +229,7 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         + "<h3>Edited clauses</h3><table><tr><th>clause</th><th>before</th><th>after</th><th>editor's reason</th></tr>"
         + "".join(diff_rows)
         + "</table>"
+        + checker_html
     )
     md += [
         f"Criterion `{comp.get('criterion')}` (declared before evaluation): inter-judge "
@@ -195,5 +246,6 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         "| clause | sets | before | after | reason |",
         "|---|---|---|---|---|",
         *md_rewrites,
+        *checker_md,
     ]
     return {"name": name, "html": body, "markdown": "\n".join(md), "plots": 2, **extra}

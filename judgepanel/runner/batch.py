@@ -52,6 +52,7 @@ from judgepanel.providers.base import ChatResult
 from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
+from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import (
     RETRY_FAILED,
     _reply_kind,
@@ -220,16 +221,18 @@ class BatchRunner:
             judges[rec.name] = _Judge(jid, js, provider, price_for(js))
         rubric = store.rubric_doc(self.engine, rv_id) if rv_id is not None else None
         tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
+        _plan = clause_plan(self.engine, self.name, rv_id, spec.protocol, custom=bool(spec.templates))
         ctx = CampaignContext(
             spec.protocol,
             rubric,
-            store.campaign_clauses(self.engine, rv_id),
+            _plan[0],
             specs,
             tasks=tasks,
             # the batch bodies leave out what the servers refused in realtime runs, as the hashes do
             refused=assume_learnt_refusals(
                 self.engine, {n: j.provider for n, j in judges.items()}, self.warnings
             ),
+            checkers=_plan[1],
             **context_options(spec),
         )
         recorded = budget_store.budget_state(self.engine, cid).max_cost_usd

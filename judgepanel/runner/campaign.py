@@ -31,6 +31,7 @@ from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name,
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
+from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare, render
 from judgepanel.store import campaigns as store
@@ -291,14 +292,16 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
             served = store.learnt_served_models(engine, name, wanted)
         if not probe:
             unprobed = tuple(n for n in wanted if n not in served)
+    _plan = clause_plan(engine, name, rv_id, spec.protocol, custom=bool(spec.templates))
     ctx = CampaignContext(
         spec.protocol,
         store.rubric_doc(engine, rv_id) if rv_id is not None else None,
-        store.campaign_clauses(engine, rv_id),
+        _plan[0],
         judges,
         served_models=served,
         tasks=editor_tasks(engine, name) if spec.protocol == "editor" else {},
         refused=store.learnt_refusals(engine, list(judges)),
+        checkers=_plan[1],
         **context_options(spec),
     )
     counts = store.job_counts(engine, cid)

@@ -69,6 +69,7 @@ from judgepanel.providers.errors import configured_secrets, redact, redact_resul
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import SLICE_CALLS, Budget, Price, check_prices, price_for
+from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.dbwait import is_outage, patient
 from judgepanel.runner.limits import JudgeLimiter, SharedBucket
 from judgepanel.runner.prepare import (
@@ -520,13 +521,15 @@ class Runner:
         refused = assume_learnt_refusals(
             self.engine, {n: j.provider for n, j in judges.items()}, self.warnings
         )
+        _plan = clause_plan(self.engine, self.name, rv_id, spec.protocol, custom=bool(spec.templates))
         ctx = CampaignContext(
             spec.protocol,
             rubric,
-            store.campaign_clauses(self.engine, rv_id),
+            _plan[0],
             specs,
             tasks=tasks,
             refused=refused,
+            checkers=_plan[1],
             **context_options(spec),
         )
         self.warnings += template_drift(self.name, spec.templates)

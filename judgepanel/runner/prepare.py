@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from judgepanel.errors import BadInput
+from judgepanel.protocol.checkers import Checker
 from judgepanel.protocol.custom import (
     CustomTemplate,
     context_for,
@@ -86,6 +87,9 @@ class CampaignContext:
     # judge -> parameters its server refused (learnt by the probe, remembered in the campaign
     # spec): left out of the requests built here, so params and hash say what was sent
     refused: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # clause protocol: dimension -> (clause, kept checker) answered without the model (`runner.checkers`);
+    # those clauses are not in `clauses` and not in the prompt
+    checkers: Mapping[str, tuple[tuple[ClauseRow, Checker], ...]] = field(default_factory=dict)
 
 
 def stored_templates(
@@ -205,7 +209,8 @@ def render(job: LeasedJob, ctx: CampaignContext) -> Prompt:
         )
     if ctx.rubric is None or job.dimension is None:
         raise BadInput("the clause protocol needs a rubric and a dimension")
-    return render_clauses(_unit(job.units[0]), dimension=job.dimension, rubric=ctx.rubric)
+    skip = frozenset(c.clause_key for c, _k in ctx.checkers.get(job.dimension, ()))
+    return render_clauses(_unit(job.units[0]), dimension=job.dimension, rubric=ctx.rubric, skip=skip)
 
 
 def render_key(job: LeasedJob) -> tuple[Any, ...]:
@@ -367,10 +372,16 @@ def verdict_from(
     if ctx.protocol == "pairwise" and presented is not None and job.order is not None:
         canonical = to_canonical(presented, cast(Any, job.order))
     rows: tuple[tuple[int, bool | None, str | None], ...] = ()
+    checked: frozenset[int] = frozenset()
     if ctx.protocol == "clauses":
         ids = {c.clause_key: c.clause_id for c in ctx.clauses.get(job.dimension or "", ())}
         rows = tuple((ids[k], met, why) for k, met, why in clauses if k in ids)
-    return VerdictRow("ok", method, presented, canonical, score, rationale, rows)
+        answered = ctx.checkers.get(job.dimension or "", ())
+        if answered:
+            text = _unit(job.units[0]).output
+            rows += tuple((c.clause_id, k.check(text), f"checker {k.describe()}") for c, k in answered)
+            checked = frozenset(c.clause_id for c, _k in answered)
+    return VerdictRow("ok", method, presented, canonical, score, rationale, rows, checked=checked)
 
 
 def with_logprob_score(

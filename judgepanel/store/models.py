@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -517,9 +518,46 @@ class ClauseVerdict(Base):
     clause_id: Mapped[int] = mapped_column(ForeignKey("clause.id"), doc="the clause")
     met: Mapped[bool | None] = mapped_column(Boolean, doc="true or false; null when the judge gave no answer")
     rationale: Mapped[str | None] = mapped_column(Text, doc="the judge's rationale for the clause")
+    by_checker: Mapped[bool] = mapped_column(
+        Boolean,
+        default=False,
+        server_default=false(),
+        doc="answered by a kept clause checker (clause_checker), not by the model: the clause was left out of the request",
+    )
 
 
 # ---------------------------------------------------------------- rubric repair
+
+
+class ClauseChecker(Base):
+    """One editor proposal of a deterministic checker for one clause (`repair checkers`): the
+    checker and its parameters (kind None: the editor said "none"), its agreement with the judge
+    majority on the iteration's development items, the threshold, and whether it was kept. A kept
+    checker answers its clause in clause campaigns on `rubric_version_id` created after it was kept."""
+
+    __tablename__ = "clause_checker"
+    __table_args__ = (UniqueConstraint("iteration", "clause_key"),)
+    id: Mapped[int] = mapped_column(primary_key=True, doc="row id")
+    iteration: Mapped[str] = mapped_column(String(200), doc="the repair iteration that proposed it")
+    rubric_version_id: Mapped[int] = mapped_column(
+        ForeignKey("rubric_version.id", ondelete="CASCADE"), doc="the rubric version whose clause it answers"
+    )
+    clause_key: Mapped[str] = mapped_column(String(200), doc="the clause id, e.g. format.1")
+    kind: Mapped[str | None] = mapped_column(
+        String(20), doc="word_count | phrase | regex | language; null when the editor proposed none"
+    )
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, doc="the checker's parameters")
+    reason: Mapped[str | None] = mapped_column(Text, doc="the editor's reason")
+    error: Mapped[str | None] = mapped_column(Text, doc="why the proposal is unusable (invalid parameters)")
+    agreement: Mapped[float | None] = mapped_column(
+        Float, doc="share of development items with a judge majority where the checker says the same"
+    )
+    n_items: Mapped[int] = mapped_column(Integer, default=0, doc="development items with a judge majority")
+    threshold: Mapped[float] = mapped_column(Float, doc="the agreement a proposal needed to be kept")
+    kept: Mapped[bool] = mapped_column(Boolean, default=False, doc="agreement >= threshold")
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime, default=utcnow, doc="when decided; campaigns created later use a kept checker"
+    )
 
 
 class RepairIteration(Base):

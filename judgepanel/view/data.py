@@ -128,12 +128,13 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
     (`metrics bias --json`: `judges` {name: {…}}), `matrix` (`metrics matrix --json`: `raters`,
     `kappa`, `clusters`), `versus`, `failures` (per kind: count and a first example) and
     `cost_split` (list price, saved by the prompt cache and by batch APIs, paid)."""
+    from judgepanel.analysis.checkers import checker_use
     from judgepanel.report.build import campaign_report
     from judgepanel.store.campaigns import campaign_status
     from judgepanel.store.simulated import simulated_campaigns
 
     info = browse.campaign_row(engine, name)
-    st = campaign_status(engine, name).as_dict()
+    st = {**campaign_status(engine, name).as_dict(), **checker_use(engine, name).as_dict()}
     names = campaign_judge_names(engine, name)
     failures = [
         {**f, "judge_name": names.get(f["judge"], f["judge"])} for f in browse.failure_examples(engine, name)
@@ -375,8 +376,10 @@ def iterations(engine: Engine) -> dict[str, Any]:
 
 def iteration(engine: Engine, name: str) -> dict[str, Any]:
     """`repair status --json` (with its `chain`) plus `comparison` (`repair compare --json`, None
-    until compared), `selection`, `rewrites` (clause id -> old, new, reason) and `simulated`."""
+    until compared), `selection`, `rewrites` (clause id -> old, new, reason), `checkers` (`repair
+    checkers`: every proposal, kept or refused) and `simulated`."""
     from judgepanel.repair.iteration import chain
+    from judgepanel.store.checkers import iteration_checkers
     from judgepanel.store.repair import get_iteration
     from judgepanel.store.simulated import iteration_simulated
 
@@ -385,8 +388,9 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
     return {
         **rec.status_dict(),
         "simulated": sim,
-        "chain": chain(engine, name),
+        "chain": chain(engine, name),  # as `repair status --json`
         "comparison": rec.comparison,
         "selection": rec.selection,
         "rewrites": rec.rewrites,
+        "checkers": [r.as_dict() for r in iteration_checkers(engine, name)],
     }

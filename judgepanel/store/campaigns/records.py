@@ -100,6 +100,7 @@ class VerdictRow:
     rationale: str | None
     clauses: tuple[tuple[int, bool | None, str | None], ...] = ()  # (clause id, met, rationale)
     failure_kind: str | None = None  # failed/partial: unreadable | truncated | missing_clauses
+    checked: frozenset[int] = frozenset()  # clause ids (of `clauses`) answered by a kept checker
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,13 @@ def _insert_verdicts(
     ).all()
     vid = {job: v for v, job in returned}
     clause_rows = [
-        {"verdict_id": vid[o.job_id], "clause_id": cid, "met": met, "rationale": why}
+        {
+            "verdict_id": vid[o.job_id],
+            "clause_id": cid,
+            "met": met,
+            "rationale": why,
+            "by_checker": cid in o.verdict.checked,
+        }
         for o in outcomes
         if o.verdict is not None
         for cid, met, why in o.verdict.clauses
@@ -265,7 +271,7 @@ def cache_lookup(engine: Engine, hashes: Iterable[str]) -> dict[str, CacheHit]:
                 for vid, key, met, why in conn.execute(
                     select(_CLV.c.verdict_id, Clause.clause_key, _CLV.c.met, _CLV.c.rationale)
                     .join(Clause, Clause.id == _CLV.c.clause_id)
-                    .where(_CLV.c.verdict_id.in_(verdict_ids))
+                    .where(_CLV.c.verdict_id.in_(verdict_ids), _CLV.c.by_checker.is_(False))
                     .order_by(_CLV.c.id)
                 ):
                     clauses[vid].append((key, met, why))
