@@ -29,6 +29,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 # Deterministic constraint names, so migrations can address them on every backend.
@@ -406,7 +407,27 @@ clause_verdict = Table(
     Column("clause_id", Integer, ForeignKey("clause.id"), nullable=False),
     Column("met", Boolean, nullable=True),
     Column("rationale", Text, nullable=True),
+    Column("by_checker", Boolean, nullable=False, default=False, server_default=false()),
     UniqueConstraint("verdict_id", "clause_id"),
+)
+
+clause_checker = Table(
+    "clause_checker",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("iteration", String(length=200), nullable=False),
+    Column("rubric_version_id", Integer, ForeignKey("rubric_version.id", ondelete="CASCADE"), nullable=False),
+    Column("clause_key", String(length=200), nullable=False),
+    Column("kind", String(length=20), nullable=True),
+    Column("params", JSON, nullable=False, default=dict),
+    Column("reason", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("agreement", Float, nullable=True),
+    Column("n_items", Integer, nullable=False, default=0),
+    Column("threshold", Float, nullable=False),
+    Column("kept", Boolean, nullable=False, default=False),
+    Column("created_at", DateTime, nullable=False, default=utcnow),
+    UniqueConstraint("iteration", "clause_key"),
 )
 
 
