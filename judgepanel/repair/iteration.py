@@ -142,13 +142,27 @@ def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
 
 
 def _run(ctx: _Ctx, campaign: str) -> RunSummary:
+    # `--retry-failed` is the user asking again on purpose: an editor reply cut at its output cap
+    # (class `truncated`) is re-asked too, which a plain re-run never does
     summary = run(
-        ctx.engine, campaign, ctx.options, provider_factory=ctx.factory, reask_parse_failures=ctx.retry_failed
+        ctx.engine,
+        campaign,
+        ctx.options,
+        provider_factory=ctx.factory,
+        reask_parse_failures=ctx.retry_failed,
+        reask_truncated=ctx.retry_failed,
     )
     ctx.say(
         f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
     )
     if summary.pending:
+        if summary.status == "budget":
+            # the cap is the campaign's total (issue 17): the same command under the same cap buys nothing
+            raise RepairIncomplete(
+                f"campaign {campaign} stopped with {summary.pending} jobs pending at its cap of "
+                f"{summary.max_cost_usd or 0.0:g} USD (max_cost, the campaign's total across runs); "
+                "run the same repair command with a larger --max-cost to resume"
+            )
         raise RepairIncomplete(
             f"campaign {campaign} stopped with {summary.pending} jobs pending ({summary.status}); "
             "run the same repair command again to resume"

@@ -252,11 +252,15 @@ def test_budget_stops_a_step_and_the_same_command_resumes(sqlite_url: str) -> No
         cli(*run_args("p", judges, f"sim:editor?{price}"), "--stop-after", "select", db=sqlite_url).code == 0
     )
     stopped = cli("repair", "rewrite", "p", "--max-cost", "0.0001", db=sqlite_url)
-    assert stopped.code == 3 and "run the same repair command again" in stopped.stderr
+    # the cap is the campaign's total: the message says to raise it, and the same command under the
+    # same cap resumes nothing
+    assert stopped.code == 3 and "with a larger --max-cost to resume" in stopped.stderr
     assert cli("repair", "status", "p", "--json", db=sqlite_url).json()["steps"]["rewrite"] == "pending"
     calls = "SELECT count(*) FROM request r JOIN job j ON j.id = r.job_id JOIN campaign c ON c.id = j.campaign_id WHERE c.name = 'p-editor'"
     assert count(calls) == 0  # the budget stopped the editor before its first call
-    done = cli("repair", "rewrite", "p", "--json", db=sqlite_url).json()
+    again = cli("repair", "rewrite", "p", "--max-cost", "0.0001", db=sqlite_url)
+    assert again.code == 3 and count(calls) == 0
+    done = cli("repair", "rewrite", "p", "--max-cost", "100", "--json", db=sqlite_url).json()
     assert done["rewrites"] and count(calls) == count(
         "SELECT count(*) FROM job j JOIN campaign c ON c.id = j.campaign_id WHERE c.name = 'p-editor'"
     )
