@@ -76,7 +76,8 @@ def test_filters_and_keyset_paging_by_clicking(demo_viewer: Viewer, demo_url: st
     # filter: one judge, BA order only, 25 a page
     form = driver.find_element(By.ID, "filters")
     judge = Select(form.find_element(By.NAME, "judge"))
-    name = judge.options[2].get_attribute("value")
+    name = judge.options[2].text  # the judge's short name; the option's value is its spec
+    spec = judge.options[2].get_attribute("value")
     judge.select_by_index(2)
     Select(form.find_element(By.NAME, "order")).select_by_value("BA")
     Select(form.find_element(By.NAME, "limit")).select_by_visible_text("25")
@@ -104,7 +105,7 @@ def test_filters_and_keyset_paging_by_clicking(demo_viewer: Viewer, demo_url: st
                 "SELECT v.id FROM verdict v JOIN job j ON j.id = v.job_id JOIN judge g ON g.id = j.judge_id "
                 "JOIN campaign c ON c.id = j.campaign_id WHERE c.name = ? AND j.\"order\" = 'BA' AND g.name = ? "
                 "ORDER BY v.id",
-                (PAIRWISE, name),
+                (PAIRWISE, spec),
             )
             .scalars()
             .all()
