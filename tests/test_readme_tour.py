@@ -441,6 +441,12 @@ def test_readme_and_guides_run_as_written(tour_dir: Path, monkeypatch: pytest.Mo
         monkeypatch.setenv("OPENAI_API_KEY", "sk-tour-not-a-real-key-0123456789")
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-tour-not-a-real-key-0123456789")
         monkeypatch.setenv("COLUMNS", "200")
+        # the CLI's rich consoles read COLUMNS when first used: one made by an earlier test in this
+        # process (80 columns) would wrap the pages' long lines, so the tour starts fresh ones
+        from judgepanel.cli import render
+
+        for lazy in (render.console, render.err_console):
+            monkeypatch.setattr(lazy, "_console", None)
         for page, blocks in pages:
             for block in blocks:
                 if block.skip:
