@@ -16,7 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 from judgepanel import api
 from judgepanel.demo import PAIRS, PAIRWISE, POINTWISE
 from tests.conftest import REPO
-from tests.helpers import cli
+from tests.helpers import chromium_driver, cli
 
 SECTIONS = ["agreement", "bias", "cases", "repair", "versus", "what-ran"]
 
@@ -160,28 +160,7 @@ def test_bad_input_is_one_line(demo_db: tuple[str, Path], tmp_path: Path) -> Non
 ARTEFACTS = Path(os.environ.get("JUDGEPANEL_ARTEFACTS", REPO / "test-artefacts"))
 
 
-def _driver() -> object:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if not (chromium and chromedriver):
-        if os.environ.get("JUDGEPANEL_REQUIRE_BROWSER", "") not in ("", "0"):
-            pytest.fail("chromium and chromedriver are required (JUDGEPANEL_REQUIRE_BROWSER=1)")
-        pytest.skip("no chromium/chromedriver on this machine")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1800",
-    ):
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path=chromedriver), options=opts)
+_driver = chromium_driver
 
 
 @pytest.mark.slow

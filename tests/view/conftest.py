@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests import xss
+from tests.helpers import chromium_driver
 
 TOKEN = "t0ken-for-the-viewer-tests-0123456789"
 
@@ -113,28 +113,7 @@ def demo_viewer(demo_url: str) -> Iterator[Viewer]:
     v.stop()
 
 
-def browser() -> object:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if not (chromium and chromedriver):
-        if os.environ.get("JUDGEPANEL_REQUIRE_BROWSER", "") not in ("", "0"):
-            pytest.fail("chromium and chromedriver are required (JUDGEPANEL_REQUIRE_BROWSER=1)")
-        pytest.skip("no chromium/chromedriver on this machine")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1800",
-    ):
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path=chromedriver), options=opts)
+browser = chromium_driver  # the shared set-up (tests.helpers)
 
 
 @pytest.fixture(scope="module")
