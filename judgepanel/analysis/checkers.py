@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from judgepanel.store import checkers as store
+# the Core reader: `campaign status` loads no ORM (tests/cli/test_startup.py)
+from judgepanel.store.campaigns.readers import checker_job_rows
 
 
 @dataclass(frozen=True)
@@ -41,4 +42,4 @@ def saved_estimate(rows: Sequence[tuple[int, int, float | None]]) -> CheckerUse:
 
 
 def checker_use(engine: Engine, campaign: str) -> CheckerUse:
-    return saved_estimate(store.checker_job_rows(engine, campaign))
+    return saved_estimate(checker_job_rows(engine, campaign))

@@ -19,8 +19,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, or_, select, update
 
-from judgepanel.store.engine import session_scope
-from judgepanel.store.models import BudgetHold, Campaign, Job, Request, Response, utcnow
+# Core tables, not the ORM models: `campaign status` reads the budget without loading
+# `sqlalchemy.orm` (see `store.tables`); every statement here names only these tables
+from judgepanel.store.tables import BudgetHold, Campaign, Job, Request, Response, utcnow
 
 
 @dataclass(frozen=True)
@@ -74,16 +75,15 @@ def held_in(conn: Connection, campaign_id: int) -> float:
 
 
 def budget_state(engine: Engine, campaign_id: int) -> BudgetState:
-    with session_scope(engine) as s:
-        conn = s.connection()
+    with engine.begin() as conn:
         cap = conn.execute(select(Campaign.max_cost_usd).where(Campaign.id == campaign_id)).scalar()
         return BudgetState(cap, *spent_and_held(conn, campaign_id))
 
 
 def set_cap(engine: Engine, campaign_id: int, max_cost_usd: float | None) -> None:
     """Record the campaign's cap (`campaign run --max-cost` sets or raises it for every later run)."""
-    with session_scope(engine) as s:
-        s.execute(update(Campaign).where(Campaign.id == campaign_id).values(max_cost_usd=max_cost_usd))
+    with engine.begin() as conn:
+        conn.execute(update(Campaign).where(Campaign.id == campaign_id).values(max_cost_usd=max_cost_usd))
 
 
 def reserve(
@@ -152,5 +152,7 @@ def move_hold(conn: Connection, campaign_id: int, from_owner: str, to_owner: str
 
 def drop_hold(engine: Engine, campaign_id: int, owner: str) -> None:
     """The owner is done with the campaign: whatever it still holds is free again."""
-    with session_scope(engine) as s:
-        s.execute(delete(BudgetHold).where(BudgetHold.campaign_id == campaign_id, BudgetHold.owner == owner))
+    with engine.begin() as conn:
+        conn.execute(
+            delete(BudgetHold).where(BudgetHold.campaign_id == campaign_id, BudgetHold.owner == owner)
+        )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, case, delete, func, select
+from sqlalchemy import Engine, delete, func, select
 
 from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.engine import session_scope
@@ -18,7 +18,6 @@ from judgepanel.store.models import (
     ClauseVerdict,
     Job,
     RepairIteration,
-    Response,
     Verdict,
     utcnow,
 )
@@ -144,21 +143,3 @@ def checker_verdict_count(engine: Engine, campaign: str) -> int:
             )
             or 0
         )
-
-
-def checker_job_rows(engine: Engine, campaign: str) -> list[tuple[int, int, float | None]]:
-    """(checker-answered clauses, model-answered clauses, the reply's cost) of each verdict of the
-    campaign that has a checker-answered clause."""
-    checked = func.sum(case((ClauseVerdict.by_checker.is_(True), 1), else_=0))
-    with session_scope(engine) as s:
-        cid = campaign_by_name(s, campaign).id
-        rows = s.execute(
-            select(checked, func.count(ClauseVerdict.id), func.max(Response.cost_usd))
-            .select_from(ClauseVerdict)
-            .join(Verdict, Verdict.id == ClauseVerdict.verdict_id)
-            .join(Job, Job.id == Verdict.job_id)
-            .outerjoin(Response, Response.request_id == Verdict.request_id)
-            .where(Job.campaign_id == cid)
-            .group_by(ClauseVerdict.verdict_id)
-        ).all()
-        return [(int(k), int(n) - int(k), None if cost is None else float(cost)) for k, n, cost in rows if k]

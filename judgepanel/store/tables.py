@@ -449,8 +449,10 @@ class Columns:
         return self.__table__
 
 
+BudgetHold = Columns(budget_hold)
 Campaign = Columns(campaign)
 CampaignJudge = Columns(campaign_judge)
+ClauseVerdict = Columns(clause_verdict)
 Dataset = Columns(dataset)
 Item = Columns(item)
 Job = Columns(job)

@@ -251,12 +251,14 @@ ORM = ("sqlalchemy.orm", "judgepanel.store.models")
 
 
 def test_read_commands_load_no_orm(finished_campaign: str) -> None:
-    """`campaign list` and `metrics agreement` (with and without the judges' columns) read the
-    store through SQLAlchemy Core. (`campaign status` did too, until it began reading the budget
-    through `store.budget`, which is written against the ORM models.)"""
+    """`campaign list`, `campaign status` (its budget line included: `store.budget` is written on
+    the Core tables) and `metrics agreement` (with and without the judges' columns) read the store
+    through SQLAlchemy Core."""
     for argvs in (
         [["campaign", "list"]],
         [["campaign", "list", "--json"]],
+        [["campaign", "status", "c"]],
+        [["campaign", "status", "c", "--json"]],
         [["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"]],
         [
             [

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, Row, Select, and_, func, select
+from sqlalchemy import Connection, Engine, Row, Select, and_, case, func, select
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.pairs import as_label, combine_orders
@@ -19,6 +19,7 @@ from judgepanel.store.rater_sources import MatrixScope, register_rater_source
 from judgepanel.store.tables import (
     Campaign,
     CampaignJudge,
+    ClauseVerdict,
     Dataset,
     Job,
     Judge,
@@ -137,8 +138,26 @@ def campaign_judge_names(engine: Engine, name: str) -> dict[str, str]:
         return judge_names_in(conn, _campaign(conn, name))
 
 
+def checker_job_rows(engine: Engine, campaign: str) -> list[tuple[int, int, float | None]]:
+    """(checker-answered clauses, model-answered clauses, the reply's cost) of each verdict of the
+    campaign that has a checker-answered clause."""
+    checked = func.sum(case((ClauseVerdict.by_checker.is_(True), 1), else_=0))
+    with engine.connect() as s:
+        cid = _campaign(s, campaign).id
+        rows = s.execute(
+            select(checked, func.count(ClauseVerdict.id), func.max(Response.cost_usd))
+            .select_from(ClauseVerdict)
+            .join(Verdict, Verdict.id == ClauseVerdict.verdict_id)
+            .join(Job, Job.id == Verdict.job_id)
+            .outerjoin(Response, Response.request_id == Verdict.request_id)
+            .where(Job.campaign_id == cid)
+            .group_by(ClauseVerdict.verdict_id)
+        ).all()
+    return [(int(k), int(n) - int(k), None if cost is None else float(cost)) for k, n, cost in rows if k]
+
+
 def campaign_status(engine: Engine, name: str) -> CampaignStatus:
-    from judgepanel.store.budget import spent_and_held  # the ORM models: only for the status
+    from judgepanel.store.budget import spent_and_held
 
     with engine.connect() as s:
         c = _campaign(s, name)
