@@ -7,13 +7,14 @@ bare loop and the runner measured one after the other against the same server:
    response stored in SQLite: wall time against the ideal calls × latency / concurrency
    (target ideal/actual ≥ 0.9);
 2. zero latency: calls/s and client CPU ms per call (process CPU, all threads) of the runner as
-   a ratio to the bare loop (target ≥ 1.0 of its calls/s while storing everything);
+   a ratio to the bare loop (target ≥ 1.0 of its calls/s while storing everything): 5 rounds of
+   each (`BENCH_ROUNDS`), alternating, the ratio of the medians;
 3. a server-enforced 3,000 RPM limit (token bucket, one second's burst): 2,000 calls with the
    runner's `rpm=3000`, total time against the 40 s ideal and the share of calls answered 429
    (targets: within 10 % of ideal, under 1 % 429s). The bare loop (SDK default retries) is shown
    beside it;
 4. zero latency on the Anthropic wire: the runner with an `anthropic:` judge against a bare
-   `AsyncAnthropic` + semaphore loop sending the same Messages requests (same ABBA order as 2).
+   `AsyncAnthropic` + semaphore loop sending the same Messages requests (same rounds as 2).
 
 The bare loop sends exactly the requests the runner sends (same rendered messages, same
 `response_format`), through `AsyncOpenAI(max_retries=0)` and an `asyncio.Semaphore`, and stores
@@ -200,14 +201,22 @@ def scenario_latency() -> dict[str, Any]:
     return out
 
 
-def scenario_zero_latency(calls: int = 2000, conc: int = 64, wire: str = "openai") -> dict[str, Any]:
-    """Bare loop and runner in the order bare, runner, runner, bare (each runner round on a fresh
-    store), so a drift of the shared machine's load during the run falls on both alike; the ratio
-    is of the two sums."""
+def _order(rounds: int) -> list[str]:
+    """`rounds` of each, alternating in pairs: bare, runner, runner, bare, bare, runner, …"""
+    return [who for i in range(rounds) for who in (("bare", "runner") if i % 2 == 0 else ("runner", "bare"))]
+
+
+def scenario_zero_latency(
+    calls: int = 2000, conc: int = 64, wire: str = "openai", rounds: int = 5
+) -> dict[str, Any]:
+    """Bare loop and runner, `rounds` each, alternating bare, runner, runner, bare, bare, … (each
+    runner round on a fresh store), so a drift of the shared machine's load falls on both alike;
+    the ratio is of the two medians (calls/s), and the CPU figures are medians too."""
     import statistics
 
     from judgepanel.fake.server import FakeServerProcess
 
+    load_before = os.getloadavg()
     with FakeServerProcess() as fake:
         url = f"{fake.url}/v1" if wire == "openai" else fake.url
         judge = f"{wire}:bench-zero?base_url={url}"
@@ -220,33 +229,46 @@ def scenario_zero_latency(calls: int = 2000, conc: int = 64, wire: str = "openai
         bare_loop(requests[:100])  # warm the server and imports
         bares: list[Measured] = []
         runs: list[Measured] = []
-        for who in ("bare", "runner", "runner", "bare"):
+        order = _order(rounds)
+        for who in order:
             if who == "bare":
                 bares.append(bare_loop(requests))
+                assert bares[-1].status == {"ok": calls}, bares[-1].status
             else:
                 if runs:
                     engine, _ = _setup(calls, judge)
                 runs.append(_runner(engine, conc))
                 stored = _stored(engine)
                 assert stored == (calls, calls), stored
-    bare_rate = sum(m.calls for m in bares) / sum(m.wall_s for m in bares)
-    run_rate = sum(m.calls for m in runs) / sum(m.wall_s for m in runs)
-    bare_cpu = statistics.fmean(m.cpu_ms_per_call for m in bares)
-    run_cpu = statistics.fmean(m.cpu_ms_per_call for m in runs)
+    load_after = os.getloadavg()
+    bare_rate = statistics.median(m.calls_per_s for m in bares)
+    run_rate = statistics.median(m.calls_per_s for m in runs)
+    bare_cpu = statistics.median(m.cpu_ms_per_call for m in bares)
+    run_cpu = statistics.median(m.cpu_ms_per_call for m in runs)
     ratio = run_rate / bare_rate
-    rounds = " ".join(f"{m.calls_per_s:.0f}" for m in (bares[0], runs[0], runs[1], bares[1]))
+    seq = iter(bares), iter(runs)
+    rounds_text = " ".join(
+        f"{'B' if who == 'bare' else 'R'}{next(seq[0] if who == 'bare' else seq[1]).calls_per_s:.0f}"
+        for who in order
+    )
     print(
-        f"{'2' if wire == 'openai' else '4'}) zero latency, {wire} wire, {calls} calls, concurrency {conc}, rounds bare/runner/runner/bare {rounds} calls/s: "
-        f"bare {bare_rate:.0f} calls/s, {bare_cpu:.2f} CPU ms/call | runner {run_rate:.0f} calls/s, "
-        f"{run_cpu:.2f} CPU ms/call, storing every request and response | "
-        f"ratio {ratio:.3f}, CPU per call {bare_cpu / run_cpu:.2f}x less (target >= 1.0)"
+        f"{'2' if wire == 'openai' else '4'}) zero latency, {wire} wire, {calls} calls, concurrency {conc}, "
+        f"{rounds} rounds each (calls/s, B bare R runner, in order: {rounds_text}); load average "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after: median bare {bare_rate:.0f} calls/s, "
+        f"{bare_cpu:.2f} CPU ms/call | median runner {run_rate:.0f} calls/s, {run_cpu:.2f} CPU ms/call, "
+        f"storing every request and response | ratio of medians {ratio:.3f} (target >= 1.0), "
+        f"CPU per call {bare_cpu / run_cpu:.2f}x the bare loop's"
     )
     return {
+        "rounds": rounds,
+        "load_before": round(load_before[0], 2),
+        "load_after": round(load_after[0], 2),
         "bare_calls_per_s": round(bare_rate, 1),
         "runner_calls_per_s": round(run_rate, 1),
         "bare_cpu_ms_per_call": round(bare_cpu, 3),
         "runner_cpu_ms_per_call": round(run_cpu, 3),
         "ratio": round(ratio, 3),
+        "cpu_ratio": round(bare_cpu / run_cpu, 3),
     }
 
 
@@ -291,15 +313,16 @@ def main(argv: list[str] | None = None) -> None:
         "3",
         "4",
     }
+    rounds = int(os.environ.get("BENCH_ROUNDS", "5"))
     if "2" in which:
-        scenario_zero_latency()
+        scenario_zero_latency(rounds=rounds)
     if "1" in which:
         scenario_latency()
     if "3" in which:
         scenario_rpm()
     if "4" in which:
         os.environ.setdefault("ANTHROPIC_API_KEY", KEY)
-        scenario_zero_latency(wire="anthropic")
+        scenario_zero_latency(wire="anthropic", rounds=rounds)
 
 
 if __name__ == "__main__":
