@@ -18,6 +18,7 @@ pool connections, raise errors and hand back raw bodies the same way.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import json
@@ -159,6 +160,7 @@ def _capped_stream(lib: Any) -> type[Any]:
 CONNECT_TIMEOUT = 10.0
 
 
+@functools.lru_cache(maxsize=64)  # one per judge timeout, not one per call (0.5 % of the runner's CPU)
 def request_timeout(default_client: type[Any], timeout: float) -> Any:
     """The SDK call's timeout: `timeout` for the answer, but connecting (and waiting for a pooled
     connection) may take at most half of it, at most `CONNECT_TIMEOUT`: so a server that cannot be

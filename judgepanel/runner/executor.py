@@ -4,7 +4,7 @@ job out.
 Per judge: a feeder leases jobs in chunks (rendering prompts and looking up the cache in a worker
 thread), a fixed pool of worker coroutines (size = the judge's concurrency) takes them, and a
 `JudgeLimiter` paces calls (adaptive concurrency, RPM/TPM, Retry-After gate). One `Writer` commits
-everything in batches. Retries live here and only here, in `_run_job`, with tenacity:
+everything in batches. Retries live here and only here, in `_run_job` (tenacity's back-off, looped by hand):
 
     RateLimited (429, quota per minute)   wait Retry-After / retry-after-ms when the provider sent
                                            one (+ up to 10 % jitter), never longer than
@@ -49,10 +49,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Engine
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import RetryCallState
 from tenacity.wait import wait_exponential_jitter
 
 from judgepanel.errors import (
@@ -119,6 +119,13 @@ def run_exit_code(status: str, done: int, jobs: int) -> int:
 
 class _Abandoned(Exception):
     """A job given back unfinished (stop requested during its back-off)."""
+
+
+@dataclass(frozen=True)
+class _AttemptNumber:
+    """What tenacity's wait strategies read of a `RetryCallState`."""
+
+    attempt_number: int
 
 
 @dataclass(frozen=True)
@@ -800,7 +807,7 @@ class Runner:
             await self._run_job(j, p)
 
     async def _sleep(self, seconds: float) -> None:
-        """tenacity's sleep: a back-off that a stop request cuts short (the job is handed back)."""
+        """The sleep between attempts: a back-off that a stop request cuts short (the job is handed back)."""
         if self.stopping:
             raise _Abandoned
         with contextlib.suppress(TimeoutError):
@@ -808,13 +815,15 @@ class Runner:
         if self.stopping:
             raise _Abandoned
 
-    def _wait(self, rs: RetryCallState) -> float:
-        exc = rs.outcome.exception() if rs.outcome is not None else None
+    def _backoff(self, exc: BaseException | None, attempt_number: int) -> float:
+        """The wait before the next attempt after attempt `attempt_number` (1, 2, …) raised `exc`:
+        the server's Retry-After (capped, + up to 10 % jitter) when it sent one, else exponential
+        back-off with jitter (tenacity's `wait_exponential_jitter`)."""
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None and retry_after >= 0:  # NaN fails this test: back off instead
             base = min(float(retry_after), self.opts.retry.max_retry_after)
             return base + random.uniform(0, 0.1 * base + 0.01)
-        return float(self._expo(rs))
+        return float(self._expo(cast(RetryCallState, _AttemptNumber(attempt_number))))
 
     async def _reserve(self, amount: float) -> bool:
         """Reserve budget for one call under the campaign's cap (see `runner.budget`): from this
@@ -877,15 +886,20 @@ class Runner:
             return isinstance(exc, RateLimited | Transient)
 
         try:
-            async for attempt in AsyncRetrying(
-                retry=retry_if_exception(retryable),
-                stop=stop_after_attempt(self.opts.retry.max_attempts),
-                wait=self._wait,
-                sleep=self._sleep,
-                reraise=True,
-            ):
-                with attempt:
+            # tenacity's policy (retry if `retryable`, stop after `max_attempts`, re-raise the last
+            # error, wait `_backoff`), looped by hand: building an `AsyncRetrying` per job and its
+            # per-attempt bookkeeping cost more CPU than the rest of the job's own work
+            n = 0
+            while True:
+                n += 1
+                try:
                     await self._call(j, p, state)
+                    break
+                except Exception as exc:
+                    if n >= self.opts.retry.max_attempts or not retryable(exc):
+                        raise
+                    delay = self._backoff(exc, n)
+                await self._sleep(delay)
         except _Abandoned:
             self._settle(reserve, None)
             return
