@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import random
 import time
 from collections import Counter
@@ -107,6 +108,21 @@ RETRY_FAILED = ("rate_limit", "transient", "oversize")
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
 UNREADABLE_STOP = 20  # a run whose first this-many answers all fail to parse stops (module docstring)
+
+
+def freeze_heap() -> bool:
+    """Move every object alive now (the SDKs, SQLAlchemy, the compiled templates: the process's
+    whole heap once a run is set up) out of the cyclic garbage collector's reach until
+    `gc.unfreeze()`; True when this call froze it. Every full collection during the run then walks
+    only what the run allocated instead of some 300,000 objects that cannot become garbage while it
+    runs: at zero latency that was about 5 % of the runner's CPU (one full collection per ~2,000
+    calls, 0.15–0.2 s each). Nothing is kept alive: objects freed by their reference count go as
+    before, and the run unfreezes when it ends. A heap already frozen (by the caller, or by another
+    run in this process) is left to whoever froze it."""
+    if gc.get_freeze_count():
+        return False
+    gc.freeze()
+    return True
 
 
 def run_exit_code(status: str, done: int, jobs: int) -> int:
@@ -573,6 +589,7 @@ class Runner:
         self.ctx, self.judges, self.cid = ctx, judges, cid
         feeders: list[asyncio.Task[None]] = []
         heart: asyncio.Task[None] | None = None
+        froze = freeze_heap()
         try:
             check_prices(self.opts.max_cost, {j.spec.name: j.price for j in judges.values()})
             if self._record_cap:
@@ -637,6 +654,8 @@ class Runner:
             for j in judges.values():
                 with contextlib.suppress(Exception):
                     await j.provider.aclose()
+            if froze:
+                gc.unfreeze()
         counts = await self._db(store.job_counts, self.engine, cid)
         pending = counts["pending"] + counts["running"]
         in_batches = await self._db(jobs_in_open_batches, self.engine, cid)

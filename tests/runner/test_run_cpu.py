@@ -1,0 +1,85 @@
+"""What the runner does to cut its own CPU per call (issue 20 §5) without changing what it does:
+the heap frozen for the cyclic collector while a run works (and handed back as it was), and the
+retry loop written by hand with tenacity's back-off (the attempts themselves are pinned by
+tests/runner/test_executor.py::test_each_error_class_is_handled_as_specified)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from sqlalchemy import Engine
+
+from judgepanel.errors import RateLimited, Transient
+from judgepanel.providers.base import ChatRequest, ChatResult
+from judgepanel.runner import campaign as api
+from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions
+from judgepanel.store.migrate import upgrade
+from tests.runner.conftest import DATASET, ScriptedProvider, load_tiny, reply
+
+GOOD = '{"rationale": "fine", "score": 4}'
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_url: str) -> Engine:
+    from judgepanel.store.engine import make_engine
+
+    eng = make_engine(sqlite_url)
+    upgrade(eng)
+    load_tiny(eng, n_groups=2, per_group=3)
+    api.create(eng, "c", dataset=DATASET, protocol="pointwise", judges=["sim:x"], limit=4)
+    return eng
+
+
+def _run_recording_freeze(engine: Engine) -> list[int]:
+    """Run campaign `c`; the collector's freeze count seen by each call."""
+    seen: list[int] = []
+
+    def script(req: ChatRequest, n: int) -> ChatResult:
+        seen.append(gc.get_freeze_count())
+        return reply(GOOD)
+
+    provider = ScriptedProvider("sim:x", script)
+    summary = api.run(engine, "c", RunOptions(flush_ms=10), provider_factory=lambda s, n: provider)
+    assert summary.done == summary.jobs == 4
+    return seen
+
+
+def test_a_run_freezes_the_heap_while_it_works_and_unfreezes_it_after(sqlite_engine: Engine) -> None:
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    seen = _run_recording_freeze(sqlite_engine)
+    assert len(seen) == 4 and all(n > 0 for n in seen)  # every call ran with the heap frozen
+    assert gc.get_freeze_count() == 0  # and it was handed back unfrozen
+
+
+def test_a_heap_frozen_by_the_caller_stays_frozen(sqlite_engine: Engine) -> None:
+    gc.freeze()
+    try:
+        seen = _run_recording_freeze(sqlite_engine)
+        assert all(n > 0 for n in seen)
+        # still frozen: the run did not unfreeze what it did not freeze (unfrozen, the count is 0;
+        # frozen objects freed by their reference count meanwhile make it a little smaller)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_the_backoff_is_tenacitys_exponential_jitter_or_the_capped_retry_after(sqlite_engine: Engine) -> None:
+    policy = RetryPolicy(initial_wait=0.5, max_wait=6.0, jitter=0.25, max_retry_after=30.0)
+    runner = Runner(sqlite_engine, "c", RunOptions(retry=policy))
+    try:
+        for n in range(1, 9):
+            for _ in range(50):
+                wait = runner._backoff(Transient("503", status=503), n)
+                low = min(0.5 * 2 ** (n - 1), 6.0)
+                assert low - 1e-9 <= wait <= min(low + 0.25, 6.0) + 1e-9, (n, wait)
+        # a Retry-After the server sent wins, capped at max_retry_after, plus up to 10 % (+10 ms) jitter
+        for sent, base in ((2.0, 2.0), (1e9, 30.0), (float("inf"), 30.0)):
+            wait = runner._backoff(RateLimited("429", status=429, retry_after=sent), 3)
+            assert base <= wait <= base * 1.1 + 0.01 + 1e-9, (sent, wait)
+        # no usable Retry-After (NaN): exponential back-off instead
+        wait = runner._backoff(RateLimited("429", status=429, retry_after=float("nan")), 2)
+        assert 1.0 - 1e-9 <= wait <= 1.25 + 1e-9
+    finally:
+        runner.presence.drop(runner.owner)
