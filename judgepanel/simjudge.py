@@ -672,6 +672,7 @@ class Guidance:
         return f"followed: {'; '.join(parts)}. " if parts else ""
 
 
+@lru_cache(maxsize=256)  # the same instructions come with every item of a dimension
 def _read_instructions(text: str) -> tuple[tuple[str, ...], int]:
     emphasis: list[str] = []
     for m in _EMPHASIS.finditer(text):
