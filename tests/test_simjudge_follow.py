@@ -198,3 +198,28 @@ def test_pairwise_follows_an_emphasis_and_ignores_examples() -> None:
     shown = simulate("judge-a", _pair_messages(a, b, example), schema_name=PAIRWISE, structured=True)
     assert json.loads(shown.text)["verdict"] == json.loads(plain.text)["verdict"]
     assert "1 example(s) ignored (pairwise)" in json.loads(shown.text)["rationale"]
+
+
+def test_examples_are_read_in_both_formats_and_cut_out_before_the_item_is_read() -> None:
+    text = (
+        "Rate the summary on a scale from 1 (worst) to 5 (best). Pay attention to repetition.\n\n"
+        '<example n="1">\n<source>\nExample article.\n</source>\n<candidate>\nFirst example.\n</candidate>\n'
+        "<score>2</score>\n</example>\n\n"
+        "Example 2:\nSummary: Second example.\nScore: 4\n\n"
+        "### Example 3\nThird example, just the text.\nRating: [[5]]\n\n"
+        "The summary:\n<candidate>\nThe item itself.\n</candidate>"
+    )
+    guidance, read = read_guidance([{"role": "user", "content": text}], text)
+    assert guidance.emphasis == ("distinct",)
+    assert [(e.candidate, e.source, e.label) for e in guidance.examples] == [
+        ("First example.", "Example article.", "2"),
+        ("Second example.", None, "4"),
+        ("Third example, just the text.", None, "5"),
+    ]
+    # the item has no source of its own: the example's must not become it
+    assert "<source>" not in read and "example" not in read.lower()
+    assert read.rstrip().endswith("<candidate>\nThe item itself.\n</candidate>")
+    reply = simulate("judge-a", [{"role": "user", "content": text}], params={"prose_rate": 0})
+    assert json.loads(reply.text)["rationale"].startswith(
+        "[simulated] followed: emphasis=distinct; calibrated on 3 examples. The candidate: 75% of its word pairs"
+    )
