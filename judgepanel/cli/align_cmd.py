@@ -1,0 +1,206 @@
+"""`judgepanel align …`: human-supervised judge alignment and its comparison with the original
+judge (and a repair iteration) on evaluation items."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.cli.render import console, emit_json, table
+from judgepanel.errors import BadInput
+
+if TYPE_CHECKING:
+    from judgepanel.runner import RunOptions
+
+app = typer.Typer(
+    help="Human-supervised judge alignment (few-shot, instructions, grid), compared with repair.",
+    no_args_is_help=True,
+)
+
+JSON = typer.Option(False, "--json", help="Print one JSON object.")
+SIM_NOTE = "SIMULATED: these figures rest on simulated judges or a simulated editor, not real models"
+
+
+def _opts(concurrency: int, max_cost: float | None) -> RunOptions:
+    from judgepanel.runner import RunOptions
+
+    if max_cost is not None and max_cost < 0:
+        raise BadInput(f"--max-cost must not be negative, got {max_cost}")
+    return RunOptions(concurrency=concurrency, max_cost=max_cost)
+
+
+def _say(json_: bool) -> Any:
+    return (lambda _m: None) if json_ else (lambda m: console.print(f"• {m}"))
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"--grid-instructions: file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"--grid-instructions: cannot read {path}: {' '.join(str(exc).split())}") from None
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The alignment's name; alone, resumes a stored alignment."),
+    dataset: str | None = typer.Option(None, "--dataset"),
+    judge: str | None = typer.Option(None, "--judge", help="The judge to align (its spec)."),
+    human_group: str | None = typer.Option(None, "--human-group", help="The human group whose labels teach."),
+    dev_split: str = typer.Option("dev", "--dev-split", help="Every choice is made on this split only."),
+    eval_split: str = typer.Option("eval", "--eval-split", help="The split the comparison is made on."),
+    method: str | None = typer.Option(None, "--method", help="fewshot, instructions or grid."),
+    dimension: str | None = typer.Option(None, "--dimension", help="The dimension (default: the one rated)."),
+    rubric: str | None = typer.Option(
+        None, "--rubric", help="NAME[@V]: the judge's starting instructions are its dimension's definition."
+    ),
+    rounds: int = typer.Option(3, "--rounds", help="instructions: at most N editor rounds."),
+    k: int = typer.Option(4, "--k", help="fewshot: K worked examples."),
+    editor: str | None = typer.Option(None, "--editor", help="instructions: the editor model's spec."),
+    grid_judge: list[str] = typer.Option([], "--grid-judge", help="grid: another judge spec (repeat)."),
+    grid_instructions: list[str] = typer.Option(
+        [], "--grid-instructions", help="grid: a file of alternative instructions (repeat)."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", help="At most N items per split (seeded, spread over groups)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the item samples, example choice and bootstrap."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+    resample: str | None = typer.Option(
+        None, "--resample", help="groups (default where items share groups) or items."
+    ),
+    epsilon: float = typer.Option(0.2, "--epsilon", help="The alt-test's ε."),
+    margin: float = typer.Option(0.05, "--margin", help="TOST margin on the exact-agreement difference."),
+    stop_after: str | None = typer.Option(
+        None, "--stop-after", help="Stop after this step: dev, align, evaluate."
+    ),
+    concurrency: int = typer.Option(16, "--concurrency", help="Calls in flight per judge."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", help="Each campaign's cap on its total spend, USD (the runner's campaign cap)."
+    ),
+    json_: bool = JSON,
+) -> None:
+    """Run (or resume) an alignment: the original judge on development items, the method's choices
+    (development items only), both judges on evaluation items, and the comparison."""
+    from judgepanel.align.common import AlignInputs
+    from judgepanel.align.run import run_alignment
+
+    engine = state(ctx).engine()
+    inputs = None
+    given = [dataset, judge, human_group, method]
+    if any(x is not None for x in given) or editor or grid_judge or grid_instructions:
+        if None in given:
+            raise BadInput(
+                "a new alignment needs --dataset, --judge, --human-group and --method (or give NAME alone to resume)"
+            )
+        assert dataset is not None and judge is not None and human_group is not None and method is not None
+        inputs = AlignInputs(
+            dataset=dataset,
+            judge=judge,
+            human_group=human_group,
+            dev_split=dev_split,
+            eval_split=eval_split,
+            method=method,
+            dimension=dimension,
+            rubric=rubric,
+            rounds=rounds,
+            k=k,
+            editor=editor,
+            grid_judges=tuple(grid_judge),
+            grid_instructions=tuple(_read(p) for p in grid_instructions),
+            limit=limit,
+            seed=seed,
+            n_boot=bootstrap,
+            resample=resample,
+            epsilon=epsilon,
+            margin=margin,
+        )
+        inputs.validate()
+    rec = run_alignment(
+        engine, name, inputs, _opts(concurrency, max_cost), stop_after=stop_after, say=_say(json_)
+    )
+    out = {**rec.status_dict(), "comparison": rec.comparison}
+    simulated = bool((rec.comparison or {}).get("simulated")) or rec.inputs["judge"].startswith("sim:")
+    if json_:
+        emit_json({**out, "simulated": simulated})
+        return
+    if simulated:
+        typer.echo(SIM_NOTE)
+    table(None, ["step", "state"], [[s, v] for s, v in rec.steps.items()])
+    if rec.comparison is not None:
+        print_comparison(rec.comparison)
+
+
+@app.command("compare")
+def compare_cmd(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The alignment."),
+    repair: str | None = typer.Option(
+        None,
+        "--repair",
+        help="A repair iteration: its rubric versions judged by this judge on the same items.",
+    ),
+    resample: str | None = typer.Option(None, "--resample", help="groups or items (recomputed, not stored)."),
+    concurrency: int = typer.Option(16, "--concurrency"),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Cap of each --repair campaign, USD."),
+    json_: bool = JSON,
+) -> None:
+    """Agreement with the humans on the evaluation items per version, CIs, deltas, the overfitting
+    gap, TOST and cost."""
+    from judgepanel.align.compare import compare
+
+    out = compare(
+        state(ctx).engine(), name, repair=repair, options=_opts(concurrency, max_cost), resample=resample
+    )
+    if json_:
+        emit_json(out)
+        return
+    if out["simulated"]:
+        typer.echo(SIM_NOTE)
+    print_comparison(out)
+
+
+@app.command("status")
+def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
+    """The alignment's steps, campaigns and choices."""
+    from judgepanel.store.align import get_alignment
+
+    rec = get_alignment(state(ctx).engine(), name)
+    if json_:
+        emit_json({**rec.status_dict(), "simulated": rec.inputs["judge"].startswith("sim:")})
+        return
+    table(None, ["step", "state"], [[s, v] for s, v in rec.steps.items()])
+    table(None, ["role", "campaign"], [[k, v] for k, v in rec.campaigns.items()])
+
+
+def print_comparison(c: dict[str, Any]) -> None:
+    def f(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    def ci(x: Any) -> str:
+        return "-" if not x or x[0] is None else f"{x[0]:+.3f}..{x[1]:+.3f}"
+
+    rows = []
+    for v, d in c["versions"].items():
+        a = d["agreement"]
+        rows.append([v, f(a["exact"]), f(a["kappa"]), f(a["qwk"]), ci(a["ci"]["qwk"]), f(a["spearman"])])
+    table(
+        f"{c['method']} alignment on {c['units']['eval']} evaluation items ({c['resample']} bootstrap)",
+        ["version", "exact", "κ", "QWK", "QWK 95% CI", "Spearman"],
+        rows,
+    )
+    drows = [
+        [k, f(d["qwk"]["value"]), ci(d["qwk"]["ci"]), f(d["exact"]["value"]), ci(d["exact"]["ci"])]
+        for k, d in c["delta"].items()
+    ]
+    table("paired deltas", ["delta", "QWK", "95% CI", "exact", "95% CI"], drows)
+    g = c["overfit_gap"]["qwk"]
+    typer.echo(
+        f"overfitting gap (QWK): dev gain {f(g['dev_gain']['value'])} − eval gain {f(g['eval_gain']['value'])} "
+        f"= {f(g['value'])} [{ci(g['ci'])}]"
+    )

@@ -1,0 +1,237 @@
+"""Whole alignments through the CLI, offline with `sim`: the three methods, the JSON contract of
+`align compare`, leakage (no evaluation item in any request that made a choice), determinism and
+bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from sqlalchemy import create_engine, text
+
+from tests.align.conftest import ok, run_args
+from tests.helpers import cli
+from tests.repair.conftest import PANEL_SIM, prepare_db
+from tests.repair.conftest import run_args as repair_args
+
+STATS = {"exact", "kappa", "qwk", "spearman"}
+
+
+def _rows(url: str, sql: str, **params: Any) -> list[Any]:
+    eng = create_engine(url)
+    try:
+        with eng.connect() as c:
+            return list(c.execute(text(sql), params).all())
+    finally:
+        eng.dispose()
+
+
+def _words(text_: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text_.lower()))
+
+
+def _requests(url: str, campaign: str) -> list[tuple[str, str | None]]:
+    """(the request's message texts as words, the external id of the job's item)."""
+    rows = _rows(
+        url,
+        "SELECT r.messages, i.external_id FROM request r JOIN job j ON j.id = r.job_id "
+        "JOIN campaign c ON c.id = j.campaign_id LEFT JOIN item i ON i.id = j.item_id WHERE c.name = :c",
+        c=campaign,
+    )
+    out = []
+    for messages, ext in rows:
+        msgs = json.loads(messages) if isinstance(messages, str) else messages
+        out.append((_words(" ".join(str(m.get("content", "")) for m in msgs)), ext))
+    return out
+
+
+def _eval_items(url: str) -> dict[str, tuple[str, str]]:
+    """external id -> (output text as words, group) of every evaluation-split item of the dataset."""
+    return {
+        e: (_words(o), g)
+        for e, o, g in _rows(url, "SELECT external_id, output, group_key FROM item WHERE split = 'eval'")
+    }
+
+
+def _check_no_leak(url: str, status: dict[str, Any]) -> int:
+    """Every request of every campaign that made a choice holds no evaluation item (id or text);
+    every evaluation request holds its own item and no other evaluation item. Returns the number
+    of choice requests scanned."""
+    evals = _eval_items(url)
+    scanned = 0
+    for role, camp in status["campaigns"].items():
+        bodies = _requests(url, camp)
+        assert bodies, camp
+        if role.startswith("eval-"):
+            for body, own in bodies:
+                assert own is not None and evals[own][0] in body
+                # an extractive summary of the same article is found in the article it quotes
+                others = [e for e, (o, g) in evals.items() if o in body and g != evals[own][1]]
+                assert others == [], (camp, others)
+            continue
+        for body, _own in bodies:
+            scanned += 1
+            for e, (o, _g) in evals.items():
+                assert _words(e) not in body and o not in body, (camp, e)
+    return scanned
+
+
+def test_three_methods_json_contract_and_no_leak(sqlite_url: str) -> None:
+    prepare_db(sqlite_url)
+    outs = {
+        "fewshot": ok(*run_args("f", "fewshot", "--k", "3"), db=sqlite_url),
+        "instructions": ok(
+            *run_args("i", "instructions", "--editor", "sim:editor", "--rounds", "2"), db=sqlite_url
+        ),
+        "grid": ok(*run_args("g", "grid", "--grid-judge", "sim:judge-b"), db=sqlite_url),
+    }
+    for method, out in outs.items():
+        assert set(out["steps"].values()) == {"done"}, method
+        assert out["simulated"] is True
+        c = cli("align", "compare", out["alignment"], "--json", db=sqlite_url).json()
+        assert {"versions", "delta", "overfit_gap", "equivalence", "cost_usd", "simulated"} <= set(c)
+        assert set(c["versions"]) == {"original", "aligned"}
+        for v in c["versions"].values():
+            assert {"agreement", "dev_agreement"} <= set(v)
+            assert STATS | {"omega", "ci"} <= set(v["agreement"])
+            assert set(v["agreement"]["ci"]) == STATS
+        assert set(c["delta"]) == {"aligned_vs_original"}
+        assert set(c["overfit_gap"]) == STATS
+        assert set(c["equivalence"]) == {"aligned_vs_original"}
+        assert {"original", "aligned", "alignment_choices"} <= set(c["cost_usd"])
+        assert c["simulated"] is True and c["resample"] == "groups" and c["units"]["eval"] == 16
+        # the stored comparison is what `run` printed
+        assert c == out["comparison"]
+        scanned = _check_no_leak(
+            sqlite_url, cli("align", "status", out["alignment"], "--json", db=sqlite_url).json()
+        )
+        assert scanned >= 16
+    few = outs["fewshot"]["choices"]
+    assert len(few["examples"]["items"]) == 3 and sum(few["examples"]["strata"].values()) == 3
+    dev_ids = set(outs["fewshot"]["inputs"]["sample"]["dev"]["items"])
+    assert set(few["examples"]["items"]) <= dev_ids
+    # the examples are in the aligned template (a new version, another sha256)
+    t = outs["fewshot"]["templates"]
+    assert t["aligned"]["sha256"] != t["original"]["sha256"]
+    assert [e["item"] for e in t["aligned"]["examples"]] == few["examples"]["items"]
+    ins = outs["instructions"]["choices"]
+    assert ins["rounds"][0]["round"] == 0 and len(ins["rounds"]) >= 2
+    assert "[simulated editor]" in ins["rounds"][1]["reason"]
+    grid = outs["grid"]["choices"]
+    assert [c["judge"] for c in grid["configs"]] == ["sim:judge-a", "sim:judge-b"]
+
+
+def test_same_seed_same_choices(sqlite_url: str) -> None:
+    prepare_db(sqlite_url)
+    a = ok(*run_args("d1", "fewshot", "--k", "4", "--stop-after", "align"), db=sqlite_url)
+    b = ok(*run_args("d2", "fewshot", "--k", "4", "--stop-after", "align"), db=sqlite_url)
+    assert (
+        a["choices"] == b["choices"]
+        and a["templates"]["aligned"]["sha256"] == b["templates"]["aligned"]["sha256"]
+    )
+    assert a["inputs"]["sample"] == b["inputs"]["sample"]
+    # the examples cover as many human levels as they can (stratified)
+    ex = a["choices"]["examples"]
+    assert len(ex["strata"]) == min(4, len(ex["available"]))
+    other = ok(*run_args("d3", "fewshot", "--k", "4", "--stop-after", "align", "--seed", "11"), db=sqlite_url)
+    assert other["inputs"]["sample"] != a["inputs"]["sample"]
+    i1 = ok(*run_args("e1", "instructions", "--editor", "sim:editor", "--stop-after", "align"), db=sqlite_url)
+    i2 = ok(*run_args("e2", "instructions", "--editor", "sim:editor", "--stop-after", "align"), db=sqlite_url)
+    strip = lambda c: [{k: v for k, v in r.items() if k != "dev_campaign"} for r in c["rounds"]]  # noqa: E731
+    assert strip(i1["choices"]) == strip(i2["choices"])
+    assert i1["choices"]["best_round"] == i2["choices"]["best_round"]
+
+
+def test_resume_buys_nothing_again(sqlite_url: str) -> None:
+    prepare_db(sqlite_url)
+    part = ok(*run_args("r", "fewshot", "--stop-after", "dev"), db=sqlite_url)
+    assert part["steps"] == {"dev": "done", "align": "pending", "evaluate": "pending", "compare": "pending"}
+    n = _rows(sqlite_url, "SELECT count(*) FROM request")[0][0]
+    again = ok("align", "run", "r", db=sqlite_url)
+    assert set(again["steps"].values()) == {"done"}
+    assert _rows(sqlite_url, "SELECT count(*) FROM request")[0][0] > n
+    n = _rows(sqlite_url, "SELECT count(*) FROM request")[0][0]
+    ok("align", "run", "r", db=sqlite_url)
+    assert _rows(sqlite_url, "SELECT count(*) FROM request")[0][0] == n
+    # other inputs under the same name are refused
+    r = cli(*run_args("r", "fewshot", "--k", "5"), db=sqlite_url)
+    assert r.code == 2 and r.stderr.count("\n") == 1
+
+
+def test_bad_input_is_one_line_exit_2_and_nothing_written(sqlite_url: str) -> None:
+    prepare_db(sqlite_url)
+    # a split whose articles are in both dev and eval
+    _rows(sqlite_url, "SELECT 1")
+    eng = create_engine(sqlite_url)
+    with eng.begin() as c:
+        c.execute(
+            text("UPDATE item SET split = 'mixed' WHERE id IN (SELECT min(id) FROM item GROUP BY group_key)")
+        )
+    eng.dispose()
+    before = _rows(sqlite_url, "SELECT count(*) FROM campaign")[0][0]
+    cases = [
+        [*run_args("b1", "fewshot")[:4], "nope", *run_args("b1", "fewshot")[5:]],
+        run_args("b2", "fewshot", "--dev-split", "mixed"),
+        run_args("b3", "fewshot", "--k", "500"),
+        run_args("b4", "nomethod"),
+        run_args("b5", "instructions"),  # no --editor
+        run_args("b6", "grid"),  # nothing to search over
+        run_args("b7", "fewshot", "--eval-split", "dev"),
+        run_args("b8", "fewshot", "--human-group", "nobody"),
+        ["align", "run", "b9", "--dataset", "se"],
+        ["align", "compare", "nope"],
+    ]
+    for args in cases:
+        r = cli(*args, db=sqlite_url)
+        assert r.code == 2 and r.stderr.count("\n") == 1, (args, r.stderr)
+    assert _rows(sqlite_url, "SELECT count(*) FROM alignment")[0][0] == 0
+    assert _rows(sqlite_url, "SELECT count(*) FROM campaign")[0][0] == before
+
+
+def test_k_larger_than_disagreements_is_refused_without_a_template(sqlite_url: str) -> None:
+    from judgepanel.align.common import dev_items, split_data
+    from judgepanel.store.align import get_alignment
+    from judgepanel.store.engine import make_engine
+
+    prepare_db(sqlite_url)
+    args = run_args("k0", "fewshot", "--stop-after", "dev")
+    args[args.index("--limit") + 1] = "8"
+    ok(*args, db=sqlite_url)
+    eng = make_engine(sqlite_url)
+    rec = get_alignment(eng, "k0")
+    wrong = sum(d.judge != d.human for d in dev_items(split_data(eng, rec, rec.campaigns["dev-original"])))
+    eng.dispose()
+    assert wrong < 8  # the sim judge agrees on some items, so k = wrong + 1 passes the up-front check
+    args = run_args("k1", "fewshot", "--k", str(wrong + 1))
+    args[args.index("--limit") + 1] = "8"
+    r = cli(*args, db=sqlite_url)
+    assert r.code == 2 and "disagrees" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    rec1 = cli("align", "status", "k1", "--json", db=sqlite_url).json()
+    assert rec1["steps"]["align"] == "pending" and rec1["templates"] is None and rec1["choices"] is None
+    assert _rows(sqlite_url, "SELECT count(*) FROM campaign WHERE name LIKE 'k1-dev-aligned%'")[0][0] == 0
+
+
+def test_compare_with_a_repair_iteration(sqlite_url: str) -> None:
+    prepare_db(sqlite_url)
+    # the repair chooses on the dev split, the alignment compares on eval: disjoint items
+    assert cli(*repair_args("rp", PANEL_SIM, "sim:editor"), "--json", db=sqlite_url).code == 0
+    ok(*run_args("a", "fewshot"), db=sqlite_url)
+    c = cli("align", "compare", "a", "--repair", "rp", "--json", db=sqlite_url).json()
+    assert set(c["versions"]) == {
+        "original",
+        "aligned",
+        "repair_original",
+        "repair_contested",
+        "repair_control",
+    }
+    assert set(c["delta"]) == {f"{v}_vs_original" for v in c["versions"] if v != "original"}
+    assert c["versions"]["repair_contested"]["dev_agreement"] is None
+    assert c["cost_usd"]["repair"] is not None and c["calls"]["repair"] > 0
+    for v in c["versions"].values():
+        assert v["agreement"]["items"] == 16
+    # the stored comparison stays the one without the repair
+    assert set(cli("align", "compare", "a", "--json", db=sqlite_url).json()["versions"]) == {
+        "original",
+        "aligned",
+    }
