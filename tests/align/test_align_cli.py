@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from tests.align.conftest import ok, run_args
@@ -235,3 +236,62 @@ def test_compare_with_a_repair_iteration(sqlite_url: str) -> None:
         "original",
         "aligned",
     }
+
+
+def test_compare_statistics_match_references(sqlite_url: str) -> None:
+    """The stored comparison recomputed from the stored verdicts and human labels with
+    scikit-learn, scipy and statsmodels."""
+    import numpy as np
+    from scipy.stats import spearmanr
+    from sklearn.metrics import cohen_kappa_score
+    from statsmodels.stats.weightstats import ttost_paired
+
+    from judgepanel.align.common import split_data
+    from judgepanel.store.align import get_alignment
+    from judgepanel.store.engine import make_engine
+
+    prepare_db(sqlite_url)
+    out = ok(*run_args("s", "grid", "--grid-judge", "sim:judge-b", "--margin", "0.1"), db=sqlite_url)
+    c = out["comparison"]
+    eng = make_engine(sqlite_url)
+    rec = get_alignment(eng, "s")
+    scores = {}
+    for v in ("original", "aligned"):
+        d = split_data(eng, rec, rec.campaigns[f"eval-{v}"])
+        (by,) = d.scores.values()
+        scores[v] = {d.items[k]: (s.score, d.reference[k]) for k, s in by.items()}
+    eng.dispose()
+    common = sorted(set(scores["original"]) & set(scores["aligned"]))
+    h = np.array([scores["original"][e][1] for e in common])
+    ref = {}
+    for v in ("original", "aligned"):
+        j = np.array([scores[v][e][0] for e in common])
+        ref[v] = {
+            "exact": float(np.mean(j == h)),
+            "kappa": float(cohen_kappa_score(j, h)),
+            "qwk": float(cohen_kappa_score(j, h, weights="quadratic")),
+            "spearman": float(spearmanr(j, h).statistic),
+        }
+        for s, x in ref[v].items():
+            got = c["versions"][v]["agreement"][s]
+            assert got == pytest.approx(x, abs=1e-9), (v, s)
+            lo, hi = c["versions"][v]["agreement"]["ci"][s]
+            assert lo <= got <= hi
+    for s in STATS:
+        assert c["delta"]["aligned_vs_original"][s]["value"] == pytest.approx(
+            ref["aligned"][s] - ref["original"][s], abs=1e-9
+        )
+    xa = np.array([scores["aligned"][e][0] == scores["aligned"][e][1] for e in common], dtype=float)
+    xo = np.array([scores["original"][e][0] == scores["original"][e][1] for e in common], dtype=float)
+    eq = c["equivalence"]["aligned_vs_original"]
+    if np.all(xa == xo):  # no item changed: a zero difference with no spread (statsmodels divides by 0)
+        assert eq["p"] == 0.0 and eq["equivalent"] is True
+    else:
+        p, _lo, _hi = ttost_paired(xa, xo, -0.1, 0.1)
+        assert eq["p"] == pytest.approx(p, abs=1e-6)
+    # development agreement: the choices' scores, recomputed the same way
+    dev = out["choices"]["dev_agreement"]
+    assert c["versions"]["aligned"]["dev_agreement"] == dev["aligned"]
+    gap = c["overfit_gap"]["qwk"]
+    assert gap["value"] == pytest.approx(gap["dev_gain"]["value"] - gap["eval_gain"]["value"], abs=1e-9)
+    assert gap["dev_gain"]["value"] == pytest.approx(dev["aligned"]["qwk"] - dev["original"]["qwk"], abs=1e-9)
