@@ -72,7 +72,9 @@ def _start(url: str, fake: FakeServerProcess) -> subprocess.Popen[bytes]:
     )
 
 
-def test_sigkill_in_each_step_then_resume_without_rebuying(tmp_path: Path, slow_fake: FakeServerProcess) -> None:
+def test_sigkill_in_each_step_then_resume_without_rebuying(
+    tmp_path: Path, slow_fake: FakeServerProcess
+) -> None:
     db = tmp_path / "kill.db"
     url = f"sqlite:///{db}"
     prepare_db(url)

@@ -28,7 +28,9 @@ def _stats(j: np.ndarray, h: np.ndarray) -> dict[str, float]:
     }
 
 
-def _pair(rng: np.random.Generator, n: int, shift: int, groups: int) -> tuple[SplitPair, dict[str, np.ndarray]]:
+def _pair(
+    rng: np.random.Generator, n: int, shift: int, groups: int
+) -> tuple[SplitPair, dict[str, np.ndarray]]:
     h = rng.integers(1, 6, n).astype(float)
     o = np.clip(h + rng.integers(-2, 3, n), 1, 5).astype(float)
     a = np.clip(np.where(rng.random(n) < 0.5, h, o + shift), 1, 5).astype(float)
