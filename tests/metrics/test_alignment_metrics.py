@@ -60,7 +60,7 @@ def test_gain_gap_point_values_match_sklearn_and_scipy() -> None:
 
 def test_gain_gap_is_zero_without_change_and_seeded() -> None:
     rng = np.random.default_rng(2)
-    dev, d = _pair(rng, 40, 0, 8)
+    dev, _d = _pair(rng, 40, 0, 8)
     same = SplitPair(dev.original, dev.original, dev.n_items, dev.groups)
     g = gain_gap(same, same, CATS, n_boot=200, seed=3)
     for s in ("exact", "kappa", "qwk"):
