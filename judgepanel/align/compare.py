@@ -8,7 +8,10 @@ groups = the dataset's groups, SummEval's articles), and the alt-test's ω at th
 Paired deltas against the original judge come from the same resamples. The overfitting gap
 (`metrics.alignment.gain_gap`) is the development gain minus the evaluation gain; the TOST
 (`metrics.alignment.paired_exact_tost`) asks whether each version's exact agreement is within
-±margin of the original's. `cost_usd` and `calls` count what was bought, per method.
+±margin of the original's. `binary` tests claims such as "30–50 % fewer false positives /
+negatives": the label binarised at 4 of 1..5 (pass), each version's false positives and negatives
+against the binarised human reference, and their relative change against the original.
+`cost_usd` and `calls` count what was bought, per method.
 
 With `--repair ITER`, the alignment's judge scores the evaluation items once per rubric version of
 the iteration (original, contested-edited, control-edited) under the `rubric` condition: three
@@ -34,7 +37,7 @@ from judgepanel.align.common import (
 )
 from judgepanel.analysis.conditions import ConditionData
 from judgepanel.errors import BadInput
-from judgepanel.metrics.alignment import SplitPair, gain_gap, paired_exact_tost
+from judgepanel.metrics.alignment import SplitPair, binary_errors, gain_gap, paired_exact_tost
 from judgepanel.metrics.conditions import STATISTICS, Comparisons, Estimate, condition_study
 from judgepanel.metrics.validation import alt_test
 from judgepanel.providers.spec import parse_spec
@@ -46,6 +49,7 @@ from judgepanel.store.align import AlignmentRecord
 from judgepanel.store.simulated import simulated_campaigns
 
 REPAIR_VERSIONS = ("original", "contested", "control")
+PASS_AT = 4.0  # the binarised label: a score of 4 or 5 (of 1..5) passes
 
 
 def _num(x: float) -> float | None:
@@ -273,6 +277,25 @@ def compare(
             "items": len(common),
             **t.as_dict(),
         }
+    binary: dict[str, Any] = {"threshold": PASS_AT, "versions": {}, "relative_change": {}}
+    for v, d in datas.items():
+        pairs = list(_by_item(d).values())
+        b = binary_errors([x for x, _ in pairs], [y for _, y in pairs], PASS_AT)
+        binary["versions"][v] = {
+            "n": b.n,
+            "positives": b.positives,
+            "negatives": b.negatives,
+            "fp": b.fp,
+            "fn": b.fn,
+            "fpr": _num(b.fpr),
+            "fnr": _num(b.fnr),
+        }
+    o = binary["versions"]["original"]
+    for v, b in binary["versions"].items():
+        if v != "original":
+            binary["relative_change"][v] = {
+                k: None if o[k] == 0 else round((b[k] - o[k]) / o[k], 6) for k in ("fp", "fn")
+            }
     choice_campaigns = [rec.campaigns["dev-original"]] + [
         c for k, c in rec.campaigns.items() if k.startswith(("dev-r", "dev-g", "editor-r", "dev-aligned"))
     ]
@@ -316,6 +339,7 @@ def compare(
         "overfit_gap": overfit_gap,
         "equivalence": equivalence,
         "margin": inp.margin,
+        "binary": binary,
         "cost_usd": cost_usd,
         "calls": calls,
         "gain_survives": {

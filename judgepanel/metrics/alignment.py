@@ -132,3 +132,40 @@ def paired_exact_tost(
         return tost(float(d.mean()) if n else nan, nan, -margin, margin, df=None, alpha=alpha)
     se = float(np.std(d, ddof=1) / np.sqrt(n))
     return tost(float(d.mean()), se, -margin, margin, df=float(n - 1), alpha=alpha)
+
+
+@dataclass(frozen=True)
+class BinaryErrors:
+    """A judge's errors on a label binarised at ``threshold`` (pass: score ≥ threshold), against the
+    human reference: false positives (judge pass, humans fail) and false negatives (judge fail,
+    humans pass), with their rates ``fpr = fp / negatives`` and ``fnr = fn / positives`` (NaN
+    without any negative or positive). The claim "30–50 % fewer false positives/negatives" is a
+    relative change of these counts between two judges on the same items."""
+
+    threshold: float
+    n: int
+    positives: int
+    negatives: int
+    fp: int
+    fn: int
+    fpr: float
+    fnr: float
+
+
+def binary_errors(judge: ArrayLike, human: ArrayLike, threshold: float) -> BinaryErrors:
+    j = np.asarray(judge, dtype=np.float64).ravel() >= threshold
+    h = np.asarray(human, dtype=np.float64).ravel() >= threshold
+    if j.shape != h.shape:
+        raise BadInput(f"arrays differ in length: {j.size}, {h.size}")
+    pos, neg = int(h.sum()), int((~h).sum())
+    fp, fn = int((j & ~h).sum()), int((~j & h).sum())
+    return BinaryErrors(
+        threshold,
+        int(j.size),
+        pos,
+        neg,
+        fp,
+        fn,
+        fp / neg if neg else float("nan"),
+        fn / pos if pos else float("nan"),
+    )

@@ -101,6 +101,8 @@ def test_three_methods_json_contract_and_no_leak(sqlite_url: str) -> None:
         assert set(c["overfit_gap"]) == STATS
         assert set(c["equivalence"]) == {"aligned_vs_original"}
         assert {"original", "aligned", "alignment_choices"} <= set(c["cost_usd"])
+        assert set(c["binary"]["versions"]) == {"original", "aligned"} and c["binary"]["threshold"] == 4.0
+        assert set(c["binary"]["relative_change"]) == {"aligned"}
         assert c["simulated"] is True and c["resample"] == "groups" and c["units"]["eval"] == 16
         # the stored comparison is what `run` printed
         assert c == out["comparison"]
@@ -144,7 +146,8 @@ def test_same_seed_same_choices(sqlite_url: str) -> None:
     assert i1["choices"]["best_round"] == i2["choices"]["best_round"]
 
 
-def test_resume_buys_nothing_again(sqlite_url: str) -> None:
+def test_resume_buys_nothing_again(db_url: str) -> None:
+    sqlite_url = db_url  # on SQLite and PostgreSQL
     prepare_db(sqlite_url)
     part = ok(*run_args("r", "fewshot", "--stop-after", "dev"), db=sqlite_url)
     assert part["steps"] == {"dev": "done", "align": "pending", "evaluate": "pending", "compare": "pending"}

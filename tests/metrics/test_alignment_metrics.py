@@ -103,3 +103,19 @@ def test_paired_exact_tost_edges() -> None:
         paired_exact_tost(h, h, h, 0.0)
     with pytest.raises(BadInput):
         paired_exact_tost(h, h[:3], h, 0.1)
+
+
+def test_binary_errors_match_sklearn_confusion_matrix() -> None:
+    from sklearn.metrics import confusion_matrix
+
+    from judgepanel.metrics.alignment import binary_errors
+
+    rng = np.random.default_rng(4)
+    h = rng.integers(1, 6, 80)
+    j = np.clip(h + rng.integers(-2, 3, 80), 1, 5)
+    e = binary_errors(j, h, 4)
+    tn, fp, fn, tp = confusion_matrix(h >= 4, j >= 4, labels=[False, True]).ravel()
+    assert (e.fp, e.fn, e.positives, e.negatives) == (fp, fn, tp + fn, tn + fp)
+    assert e.fpr == pytest.approx(fp / (tn + fp), abs=TOL) and e.fnr == pytest.approx(fn / (tp + fn), abs=TOL)
+    none = binary_errors([1, 2], [1, 2], 4)  # no human positive: fnr undefined
+    assert none.fp == 0 and math.isnan(none.fnr) and none.fpr == 0.0
