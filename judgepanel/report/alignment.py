@@ -305,11 +305,17 @@ def repair_comparison(engine: Engine, name: str, iteration: str) -> dict[str, An
 
 
 def alignment_section(
-    engine: Engine, name: str, comparison: dict[str, Any] | None = None, *, links: bool = False
+    engine: Engine,
+    name: str,
+    comparison: dict[str, Any] | None = None,
+    *,
+    links: bool = False,
+    banner: bool = True,
 ) -> dict[str, Any]:
     """`{"name", "html", "markdown", "plots", "simulated", "comparison"}` for the report templates
     and the viewer; `comparison` defaults to the stored one (`align compare NAME --json`); `links`
-    (the viewer) links each version's campaign to its page."""
+    (the viewer) links each version's campaign to its page; `banner=False` leaves the SIMULATED
+    banner to a page that shows its own."""
     rec = get_alignment(engine, name)
     comp = comparison if comparison is not None else rec.comparison
     inp = rec.inputs
@@ -326,7 +332,7 @@ def alignment_section(
         "<p class='sim-banner' data-simulated='true'><span class='badge sim'>SIMULATED</span> "
         "This alignment rests on simulated judges or a simulated editor (the sim provider or the fake "
         "server), not on real models: its figures show the method working, not a model improving.</p>"
-        if simulated
+        if simulated and banner
         else ""
     )
     head = (
