@@ -328,7 +328,7 @@ def alignment_section(
             for s in [judge, *(inp.get("grid_judges") or []), *([inp["editor"]] if inp.get("editor") else [])]
         )
     )
-    banner = (
+    sim_banner = (
         "<p class='sim-banner' data-simulated='true'><span class='badge sim'>SIMULATED</span> "
         "This alignment rests on simulated judges or a simulated editor (the sim provider or the fake "
         "server), not on real models: its figures show the method working, not a model improving.</p>"
