@@ -394,3 +394,20 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
         "rewrites": rec.rewrites,
         "checkers": [r.as_dict() for r in iteration_checkers(engine, name)],
     }
+
+
+def alignments(engine: Engine) -> dict[str, Any]:
+    """Every alignment: `alignment`, `method`, `steps`."""
+    from judgepanel.store.align import list_alignments
+
+    rows = list_alignments(engine)
+    return {"alignments": rows, "simulated": any(r.get("simulated") for r in rows)}
+
+
+def alignment(engine: Engine, name: str) -> dict[str, Any]:
+    """`align status --json` plus `comparison` (`align compare --json`, None until compared)."""
+    from judgepanel.store.align import get_alignment
+
+    rec = get_alignment(engine, name)
+    sim = bool((rec.comparison or {}).get("simulated")) or str(rec.inputs.get("judge", "")).startswith("sim:")
+    return {**rec.status_dict(), "comparison": rec.comparison, "simulated": sim}
