@@ -131,7 +131,8 @@ def run(
         return
     if simulated:
         typer.echo(SIM_NOTE)
-    table(None, ["step", "state"], [[s, v] for s, v in rec.steps.items()])
+    typer.echo("steps: " + ", ".join(f"{s} {v}" for s, v in rec.steps.items()))
+    print_choices(rec.choices)
     if rec.comparison is not None:
         print_comparison(rec.comparison)
 
@@ -178,29 +179,90 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
     table(None, ["role", "campaign"], [[k, v] for k, v in rec.campaigns.items()])
 
 
+def _f(x: Any) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _ci(x: Any) -> str:
+    return "-" if not x or x[0] is None else f"{x[0]:+.3f}..{x[1]:+.3f}"
+
+
+def print_choices(choices: dict[str, Any] | None) -> None:
+    """What the alignment chose on development items, with the development QWK behind it."""
+    if not choices:
+        return
+    dev = choices.get("dev_agreement") or {}
+    got = f"development QWK {_f((dev.get('original') or {}).get('qwk'))} -> {_f((dev.get('aligned') or {}).get('qwk'))}"
+    if choices["method"] == "fewshot":
+        ex = choices["examples"]
+        strata = ", ".join(f"{n} at human score {lv}" for lv, n in ex["strata"].items())
+        typer.echo(
+            f"chose {len(ex['items'])} of {ex['disagreeing']} disagreeing development items (seed {choices['seed']}): "
+            f"{strata}; {got}"
+        )
+    elif choices["method"] == "instructions":
+        for r in choices["rounds"]:
+            qwk = (r.get("dev_agreement") or {}).get("qwk")
+            note = "unchanged" if r.get("unchanged") else f"development QWK {_f(qwk)}"
+            typer.echo(f"round {r['round']}: {note}")
+        typer.echo(
+            f"kept round {choices['best_round']}"
+            + (f"; stopped: {choices['stopped']}" if choices.get("stopped") else "")
+        )
+    else:
+        for c in choices["configs"]:
+            typer.echo(
+                f"config {c['config']}: {c['judge']}, instructions {c['instructions_index']}: "
+                f"development QWK {_f(c['dev_agreement'].get('qwk'))}"
+            )
+        typer.echo(f"kept config {choices['best_config']}")
+
+
 def print_comparison(c: dict[str, Any]) -> None:
-    def f(x: Any) -> str:
-        return "-" if x is None else f"{x:.3f}"
-
-    def ci(x: Any) -> str:
-        return "-" if not x or x[0] is None else f"{x[0]:+.3f}..{x[1]:+.3f}"
-
     rows = []
     for v, d in c["versions"].items():
         a = d["agreement"]
-        rows.append([v, f(a["exact"]), f(a["kappa"]), f(a["qwk"]), ci(a["ci"]["qwk"]), f(a["spearman"])])
+        rows.append([v, _f(a["exact"]), _f(a["kappa"]), _f(a["qwk"]), _ci(a["ci"]["qwk"]), _f(a["spearman"])])
     table(
-        f"{c['method']} alignment on {c['units']['eval']} evaluation items ({c['resample']} bootstrap)",
+        f"{c['method']}: {c['units']['eval']} evaluation items",
         ["version", "exact", "κ", "QWK", "QWK 95% CI", "Spearman"],
         rows,
     )
     drows = [
-        [k, f(d["qwk"]["value"]), ci(d["qwk"]["ci"]), f(d["exact"]["value"]), ci(d["exact"]["ci"])]
+        [k, _f(d["qwk"]["value"]), _ci(d["qwk"]["ci"]), _f(d["exact"]["value"]), _ci(d["exact"]["ci"])]
         for k, d in c["delta"].items()
     ]
     table("paired deltas", ["delta", "QWK", "95% CI", "exact", "95% CI"], drows)
     g = c["overfit_gap"]["qwk"]
     typer.echo(
-        f"overfitting gap (QWK): dev gain {f(g['dev_gain']['value'])} − eval gain {f(g['eval_gain']['value'])} "
-        f"= {f(g['value'])} [{ci(g['ci'])}]"
+        f"overfitting gap (QWK): development gain {_f(g['dev_gain']['value'])} − evaluation gain "
+        f"{_f(g['eval_gain']['value'])} = {_f(g['value'])} [{_ci(g['ci'])}]"
+    )
+    gain = c["delta"].get("aligned_vs_original", {}).get("qwk", {})
+    lo = (gain.get("ci") or [None])[0]
+    hi = (gain.get("ci") or [None, None])[1]
+    verdict = (
+        "survives its interval (the 95 % CI lies above 0)"
+        if lo is not None and lo > 0
+        else "does not survive its interval (the 95 % CI reaches 0 or below)"
+        if lo is not None
+        else "has no interval"
+    )
+    if hi is not None and hi < 0:
+        verdict = "is a loss (the 95 % CI lies below 0)"
+    typer.echo(f"the aligned judge's QWK gain on new items {verdict}")
+    b = c["binary"]["versions"]
+    typer.echo(
+        "pass at >= 4: "
+        + "; ".join(f"{v} {x['fp']} false positives, {x['fn']} false negatives" for v, x in b.items())
+        + f" (of {b['original']['negatives']} human fails, {b['original']['positives']} passes)"
+    )
+    typer.echo(
+        "bought: "
+        + ", ".join(
+            f"{k} {c['calls'][k]} calls"
+            + ("" if c["cost_usd"][k] is None else f" {c['cost_usd'][k]:.4f} USD")
+            for k in c["calls"]
+        )
+        + f"; {c['bootstrap']} {c['resample']} resamples over {c['n_groups'] or c['units']['eval']} groups"
     )

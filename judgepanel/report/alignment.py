@@ -102,8 +102,11 @@ def _original_scores(engine: Engine, rec: AlignmentRecord) -> dict[str, float]:
     return {d.items[k]: s.score for k, s in scores.items()}
 
 
-def _method_part(engine: Engine, rec: AlignmentRecord) -> tuple[str, list[str]]:
-    """What the method chose, on development items only: HTML and Markdown lines."""
+def _method_part(
+    engine: Engine, rec: AlignmentRecord, diff: list[str] | None = None
+) -> tuple[str, list[str]]:
+    """What the method chose, on development items only: HTML and Markdown lines (`diff`: the
+    comparison's `template_diff`, examples included, for the Markdown)."""
     choices = rec.choices or {}
     templates = rec.templates or {}
     out: list[str] = []
@@ -222,7 +225,7 @@ def _method_part(engine: Engine, rec: AlignmentRecord) -> tuple[str, list[str]]:
             else f" The aligned judge is <code>{_e(a.get('judge'))}</code> (was <code>{_e(o.get('judge'))}</code>)."
         )
         out.append(
-            "<h3>Template: original → aligned</h3>"
+            "<h3>Template diff: original → aligned</h3>"
             f"<p class='muted'>sha256 {_e(str(o.get('sha256', ''))[:12])} → {_e(str(a.get('sha256', ''))[:12])}; "
             f"{len(a.get('examples') or [])} worked example(s) in the aligned template."
             + (" The instructions are unchanged." if same else "")
@@ -235,19 +238,17 @@ def _method_part(engine: Engine, rec: AlignmentRecord) -> tuple[str, list[str]]:
                 f"<tr><td class='text'>{left}</td><td class='text'>{right}</td></tr></table>"
             )
         )
+        lines = diff or (
+            [] if same else _unified(str(o.get("instructions", "")), str(a.get("instructions", "")))
+        )
         md += [
-            f"Template: sha256 `{str(o.get('sha256', ''))[:12]}` → `{str(a.get('sha256', ''))[:12]}`; "
+            f"Template diff: sha256 `{str(o.get('sha256', ''))[:12]}` → `{str(a.get('sha256', ''))[:12]}`; "
             f"{len(a.get('examples') or [])} worked example(s); instructions "
             + ("unchanged." if same else "changed:"),
             "",
         ]
-        if not same:
-            md += [
-                "```diff",
-                *_unified(str(o.get("instructions", "")), str(a.get("instructions", ""))),
-                "```",
-                "",
-            ]
+        if lines:
+            md += ["```diff", *lines, "```", ""]
     return "".join(out), md
 
 
@@ -336,7 +337,7 @@ def alignment_section(
         else ""
     )
     head = (
-        banner + f"<p>Method <strong>{_e(rec.method)}</strong> · dataset {_e(rec.dataset)} · dimension "
+        sim_banner + f"<p>Method <strong>{_e(rec.method)}</strong> · dataset {_e(rec.dataset)} · dimension "
         f"{_e(inp.get('dimension'))} · judge <code>{_e(judge)}</code> · human group {_e(inp.get('human_group'))}"
         + (f" · editor <code>{_e(inp.get('editor'))}</code>" if inp.get("editor") else "")
         + f" · splits: choices on <code>{_e(inp.get('dev_split'))}</code>, comparison on "
@@ -353,11 +354,15 @@ def alignment_section(
         f"`{inp.get('eval_split')}`; seed {inp.get('seed')}.",
         "",
     ]
-    method_html, method_md = _method_part(engine, rec) if rec.steps.get("align") == "done" else ("", [])
+    method_html, method_md = (
+        _method_part(engine, rec, (comp or {}).get("template_diff"))
+        if rec.steps.get("align") == "done"
+        else ("", [])
+    )
     base = {"name": name, "simulated": simulated, "comparison": comp}
     if comp is None:
         pending = [s for s, state in rec.steps.items() if state != "done"]
-        note = f"The alignment is not compared yet (pending steps: {', '.join(pending)}; run `judgepanel align run {name}`)."
+        note = f"Not compared yet (pending steps: {', '.join(pending)}; run `judgepanel align run {name}`)."
         return {
             **base,
             "html": head + f"<p class='muted'>{_e(note)}</p>" + method_html,

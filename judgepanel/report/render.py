@@ -212,6 +212,10 @@ def write_report(
         # with --iteration too, the alignment's comparison carries the repair's versions
         comparison = repair_comparison(engine, alignment, iteration) if iteration is not None else None
         aligned = alignment_section(engine, alignment, comparison)
+        if aligned["comparison"] is None:
+            raise BadInput(
+                f"alignment {alignment!r} is not compared yet; run `judgepanel align run {alignment}` to finish it"
+            )
     reports = [campaign_report(engine, c, n_boot=n_boot, seed=seed, cases=cases) for c in campaigns]
     from judgepanel.store.simulated import simulated_campaigns
 

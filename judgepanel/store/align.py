@@ -111,7 +111,13 @@ def get_alignment(engine: Engine, name: str) -> AlignmentRecord:
 def list_alignments(engine: Engine) -> list[dict[str, Any]]:
     with session_scope(engine) as s:
         return [
-            {"alignment": r.name, "method": r.method, "steps": dict(r.steps)}
+            {
+                "alignment": r.name,
+                "method": r.method,
+                "steps": dict(r.steps),
+                "simulated": str(r.inputs.get("judge", "")).startswith("sim:")
+                or bool((r.comparison or {}).get("simulated")),
+            }
             for r in s.scalars(select(Alignment).order_by(Alignment.name))
         ]
 

@@ -296,9 +296,9 @@ def create_app(
     add("/rubrics/{name}", "rubric.html.j2", lambda r: data.rubric(engine, name(r)))
     add("/repair", "iterations.html.j2", lambda r: data.iterations(engine))
     add("/repair/{name}", "iteration.html.j2", lambda r: data.iteration(engine, name(r)), iteration_html)
-    add("/alignments", "alignments.html.j2", lambda r: data.alignments(engine))
+    add("/align", "alignments.html.j2", lambda r: data.alignments(engine))
     add(
-        "/alignments/{name}",
+        "/align/{name}",
         "alignment.html.j2",
         lambda r: data.alignment(engine, name(r)),
         alignment_html,
