@@ -443,8 +443,8 @@ def alignment(engine: Engine, name: str) -> dict[str, Any]:
 
     rec = get_alignment(engine, name)
     return {
-        **rec.status_dict(),
         **(rec.comparison or {}),
+        **rec.status_dict(),  # the same alignment, dataset and method; the row's name wins
         "comparison": rec.comparison,  # the same keys, nested, as the page showed them at first
         "compared": rec.comparison is not None,
         "simulated": _alignment_simulated(rec),
