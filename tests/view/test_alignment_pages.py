@@ -148,3 +148,24 @@ def test_pages_in_chromium(db: str, xss_db: str) -> None:
                 viewer.stop()
     finally:
         driver.quit()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_through_the_query_role(pg_url: str) -> None:
+    """The alignment pages read the alignment table and its campaigns as the read-only role."""
+    from tests.align.conftest import ok, run_args
+    from tests.repair.conftest import prepare_db
+
+    prepare_db(pg_url)
+    ok(*run_args("f", "fewshot", "--k", "3"), db=pg_url)
+    compared = cli("align", "compare", "f", "--json", db=pg_url).json()
+    eng = read_only_engine(pg_url)
+    try:
+        with TestClient(create_app(eng, n_boot=20), base_url=LOCAL) as c:
+            for path in ("/align", "/align/f", "/campaigns/f-eval-aligned"):
+                assert c.get(path).status_code == 200, path
+            twin = c.get("/api/align/f").json()
+            assert {k: twin[k] for k in compared} == compared
+            assert c.get("/api/campaigns/f-dev-original").json()["alignments"] == ["f"]
+    finally:
+        eng.dispose()
