@@ -229,7 +229,23 @@ def test_compare_with_a_repair_iteration(sqlite_url: str) -> None:
         "repair_contested",
         "repair_control",
     }
-    assert set(c["delta"]) == {f"{v}_vs_original" for v in c["versions"] if v != "original"}
+    assert set(c["delta"]) == {f"{v}_vs_original" for v in c["versions"] if v != "original"} | {
+        "repair_contested_vs_repair_original",
+        "repair_control_vs_repair_original",
+    }
+    # the repair's edited clauses reach the judge: its versions' requests differ from the original's
+    bodies = {
+        v: sorted(
+            _rows(
+                sqlite_url,
+                "SELECT r.template_hash FROM request r JOIN job j ON j.id = r.job_id "
+                "JOIN campaign c ON c.id = j.campaign_id WHERE c.name = :c",
+                c=c["versions"][v]["campaign"],
+            )
+        )
+        for v in ("repair_original", "repair_contested")
+    }
+    assert bodies["repair_original"] != bodies["repair_contested"]
     assert c["versions"]["repair_contested"]["dev_agreement"] is None
     assert c["cost_usd"]["repair"] is not None and c["calls"]["repair"] > 0
     for v in c["versions"].values():
