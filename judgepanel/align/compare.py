@@ -14,9 +14,11 @@ against the binarised human reference, and their relative change against the ori
 `cost_usd` and `calls` count what was bought, per method.
 
 With `--repair ITER`, the alignment's judge scores the evaluation items once per rubric version of
-the iteration (original, contested-edited, control-edited) under the `rubric` condition: three
+the iteration (original, contested-edited, control-edited), each version's dimension given as the
+judge's instructions with its clauses as a checklist (`protocol.align.rubric_instructions`): three
 more pointwise campaigns, so the repair's edits are measured by the same judge on the same items
-and scale as the alignment. The repair's development items must not include an evaluation item of
+and scale as the alignment. `delta` then also holds the edited versions against the repair's
+original (`repair_contested_vs_repair_original`, …), from the same resamples. The repair's development items must not include an evaluation item of
 the alignment (refused otherwise). Only the comparison without `--repair` is stored.
 """
 
@@ -40,12 +42,14 @@ from judgepanel.errors import BadInput
 from judgepanel.metrics.alignment import SplitPair, binary_errors, gain_gap, paired_exact_tost
 from judgepanel.metrics.conditions import STATISTICS, Comparisons, Estimate, condition_study
 from judgepanel.metrics.validation import alt_test
+from judgepanel.protocol.align import JudgeTemplate, rubric_instructions
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner import RunOptions, create
 from judgepanel.runner.executor import ProviderFactory
 from judgepanel.store import align as store
 from judgepanel.store import repair as repair_store
 from judgepanel.store.align import AlignmentRecord
+from judgepanel.store.rubrics import get_rubric
 from judgepanel.store.simulated import simulated_campaigns
 
 REPAIR_VERSIONS = ("original", "contested", "control")
@@ -137,6 +141,11 @@ def _repair_campaigns(
         if v != "original" and it.rubric_ids[v] == it.rubric_ids["original"]:
             out[f"repair_{v}"] = out["repair_original"]
             continue
+        ref = it.rubrics[v]
+        assert ref is not None
+        template = JudgeTemplate(
+            rubric_instructions(get_rubric(ctx.engine, ref).doc.dimension(inp.dimension or ""))
+        )
         camp = f"{rec.name}-eval-repair-{iteration}-{v}"
         create(
             ctx.engine,
@@ -144,11 +153,11 @@ def _repair_campaigns(
             dataset=inp.dataset,
             protocol="pointwise",
             judges=[inp.judge],
-            rubric=it.rubrics[v],
-            conditions=("rubric",),
+            conditions=("none",),
             dimensions=(inp.dimension or "",),
             split=inp.eval_split,
             items=tuple(rec.inputs["sample"]["eval"]["items"]),
+            templates={"pointwise": template.custom()},
         )
         run_to_end(ctx, camp)
         out[f"repair_{v}"] = camp
@@ -235,6 +244,22 @@ def compare(
         key: {"items": d.items, **{s: _est(getattr(d, s)) for s in STATISTICS}}
         for key, d in study.deltas.items()
     }
+    if repair is not None:
+        # the repair's own question: its edited versions against its original rubric (same draws)
+        rep = condition_study(
+            {v: _comparisons(datas[v], index) for v in datas if v.startswith("repair_")},
+            cats,
+            n_items=len(items),
+            baseline="repair_original",
+            n_boot=inp.n_boot,
+            seed=inp.seed,
+            groups=groups,
+            resample=resample or inp.resample,
+        )
+        delta |= {
+            key: {"items": d.items, **{s: _est(getattr(d, s)) for s in STATISTICS}}
+            for key, d in rep.deltas.items()
+        }
     # the overfitting gap: development gain of the aligned judge minus its evaluation gain
     dev_o = split_data(engine, rec, rec.campaigns["dev-original"])
     dev_a = split_data(engine, rec, templates["aligned"]["dev_campaign"])

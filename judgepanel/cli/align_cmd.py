@@ -250,7 +250,10 @@ def print_comparison(c: dict[str, Any]) -> None:
     )
     if hi is not None and hi < 0:
         verdict = "is a loss (the 95 % CI lies below 0)"
-    typer.echo(f"the aligned judge's QWK gain on new items {verdict}")
+    if c["versions"]["aligned"]["campaign"] == c["versions"]["original"]["campaign"]:
+        typer.echo("the alignment kept the original judge: there is no gain on new items to test")
+    else:
+        typer.echo(f"the aligned judge's QWK gain on new items {verdict}")
     b = c["binary"]["versions"]
     typer.echo(
         "pass at >= 4: "

@@ -78,6 +78,15 @@ def default_instructions(dimension: Dimension | None, name: str) -> str:
     return "\n".join(lines)
 
 
+def rubric_instructions(dimension: Dimension) -> str:
+    """A rubric version's dimension as a judge's instructions: the definition and criteria, then
+    its clauses as a checklist — so a repair's edited clauses reach a pointwise judge (the bundled
+    pointwise rubric prompt shows the anchors, not the clauses)."""
+    checklist = [f"- {' '.join(c.text.split())}" for c in dimension.clauses]
+    base = default_instructions(dimension, dimension.name)
+    return base if not checklist else "\n".join([base, "", "A good text meets each of these:", *checklist])
+
+
 @dataclass(frozen=True)
 class JudgeTemplate:
     instructions: str

@@ -229,7 +229,23 @@ def test_compare_with_a_repair_iteration(sqlite_url: str) -> None:
         "repair_contested",
         "repair_control",
     }
-    assert set(c["delta"]) == {f"{v}_vs_original" for v in c["versions"] if v != "original"}
+    assert set(c["delta"]) == {f"{v}_vs_original" for v in c["versions"] if v != "original"} | {
+        "repair_contested_vs_repair_original",
+        "repair_control_vs_repair_original",
+    }
+    # the repair's edited clauses reach the judge: its versions' requests differ from the original's
+    bodies = {
+        v: sorted(
+            _rows(
+                sqlite_url,
+                "SELECT r.template_hash FROM request r JOIN job j ON j.id = r.job_id "
+                "JOIN campaign c ON c.id = j.campaign_id WHERE c.name = :c",
+                c=c["versions"][v]["campaign"],
+            )
+        )
+        for v in ("repair_original", "repair_contested")
+    }
+    assert bodies["repair_original"] != bodies["repair_contested"]
     assert c["versions"]["repair_contested"]["dev_agreement"] is None
     assert c["cost_usd"]["repair"] is not None and c["calls"]["repair"] > 0
     for v in c["versions"].values():
@@ -298,3 +314,34 @@ def test_compare_statistics_match_references(sqlite_url: str) -> None:
     gap = c["overfit_gap"]["qwk"]
     assert gap["value"] == pytest.approx(gap["dev_gain"]["value"] - gap["eval_gain"]["value"], abs=1e-9)
     assert gap["dev_gain"]["value"] == pytest.approx(dev["aligned"]["qwk"] - dev["original"]["qwk"], abs=1e-9)
+
+
+def test_budget_stops_a_step_and_a_larger_cap_resumes(sqlite_url: str) -> None:
+    """`--max-cost` is each campaign's cap (the runner's): a step stops with exit 3 and nothing
+    bought past the cap; the same command with a larger cap resumes without buying anything twice."""
+    prepare_db(sqlite_url)
+    price = "price_in=1000&price_out=1000"
+    unpriced = "openai:no-such-model?base_url=http://127.0.0.1:9/v1"
+    r = cli(*run_args("p0", "fewshot", judge=unpriced), "--max-cost", "1", db=sqlite_url)
+    assert r.code == 2 and "price" in r.stderr and r.stderr.count("\n") == 1
+    assert _rows(sqlite_url, "SELECT count(*) FROM alignment")[0][0] == 0
+    judge = f"sim:judge-a?{price}"
+    stopped = cli(*run_args("p", "fewshot", judge=judge), "--max-cost", "10", db=sqlite_url)
+    assert stopped.code == 3 and "larger --max-cost" in stopped.stderr, stopped.stderr
+    status = cli("align", "status", "p", "--json", db=sqlite_url).json()
+    assert status["steps"]["dev"] == "pending"
+    spent = _rows(
+        sqlite_url,
+        "SELECT sum(s.cost_usd) FROM response s JOIN request r ON r.id = s.request_id JOIN job j ON j.id = r.job_id "
+        "JOIN campaign c ON c.id = j.campaign_id WHERE c.name = 'p-dev-original'",
+    )[0][0]
+    assert spent is not None and 0 < spent <= 10 + 1e-9
+    bought = _rows(sqlite_url, "SELECT count(*) FROM response WHERE cached_from IS NULL")[0][0]
+    done = cli(*run_args("p", "fewshot", judge=judge), "--max-cost", "1000", "--json", db=sqlite_url).json()
+    assert set(done["steps"].values()) == {"done"}
+    per_job = _rows(
+        sqlite_url,
+        "SELECT j.id, count(s.id) FROM job j JOIN request r ON r.job_id = j.id "
+        "JOIN response s ON s.request_id = r.id WHERE s.cached_from IS NULL GROUP BY j.id",
+    )
+    assert all(n == 1 for _j, n in per_job) and len(per_job) > bought
