@@ -60,9 +60,16 @@ def _usd(v: Any) -> str:
     return "unknown (a price is missing)" if v is None else f"{float(v):.4f}"
 
 
+def _pair_name(key: str) -> str:
+    """`repair_contested_vs_repair_original` as `repair_contested − repair_original`."""
+    return key.replace("_vs_", " − ")
+
+
 def tost_words(key: str, eq: dict[str, Any]) -> str:
     """One sentence on a TOST of the exact-agreement difference against the stated margin."""
-    who = key.replace("_vs_original", "").replace("_", " ")
+    mine, _, base = key.partition("_vs_")
+    who = mine.replace("_", " ")
+    against = "the original" if base in ("original", "") else base.replace("_", " ")
     margin = eq.get("margin")
     m = f"±{float(margin):g}" if isinstance(margin, int | float) else str(margin)
     ci = _pair(eq.get("ci90"))
@@ -74,9 +81,9 @@ def tost_words(key: str, eq: dict[str, Any]) -> str:
         )
     span = f"difference in exact agreement {_f(est, True)}, 90 % CI {ci[0]:+.3f}..{ci[1]:+.3f}, p = {eq['p']:.3g}"
     if eq.get("equivalent"):
-        return f"{who}: equivalent to the original within {m} ({span}) — no change beyond the margin."
+        return f"{who}: equivalent to {against} within {m} ({span}) — no change beyond the margin."
     if isinstance(margin, int | float) and (ci[0] > float(margin) or ci[1] < -float(margin)):
-        return f"{who}: differs from the original by more than {m} ({span})."
+        return f"{who}: differs from {against} by more than {m} ({span})."
     return (
         f"{who}: not shown equivalent within {m} ({span}); the interval reaches beyond the margin, "
         "so neither 'no change' nor a change of that size is established."
@@ -383,7 +390,7 @@ def alignment_section(
     deltas: dict[str, Any] = comp.get("delta") or {}
     dkeys = list(deltas)
     forest_delta = plots.forest_plot(
-        [k.replace("_vs_original", " − original") for k in dkeys],
+        [_pair_name(k) for k in dkeys],
         [deltas[k][stat]["value"] for k in dkeys],
         [_pair(deltas[k][stat]["ci"]) for k in dkeys],
         f"paired difference against the original judge: Δ{sname} with 95 % CI",
@@ -401,7 +408,7 @@ def alignment_section(
     )
     head_cells = "".join(f"<th class='num'>{STAT_NAMES[s]}</th><th>95 % CI</th>" for s in STATS)
     drows = "".join(
-        f"<tr><td>{_e(k.replace('_vs_original', ' − original'))}</td>"
+        f"<tr><td>{_e(_pair_name(k))}</td>"
         + "".join(
             f"<td class='num'>{_f(d[s]['value'], True)}</td><td>{_ci(d[s]['ci'], True)}</td>" for s in STATS
         )
@@ -418,11 +425,14 @@ def alignment_section(
         if (g := gap.get(s))
     )
     survives = comp.get("gain_survives") or {}
-    verdict = f"The aligned judge's {sname} gain on the evaluation items " + (
-        "survives its 95 % interval (the lower bound is above 0)."
-        if survives.get(stat)
-        else "does not survive its 95 % interval (the lower bound is not above 0)."
-    )
+    if ((rec.templates or {}).get("aligned") or {}).get("same_as_original"):
+        verdict = "The alignment kept the original judge: there is no gain on new items to test."
+    else:
+        verdict = f"The aligned judge's {sname} gain on the evaluation items " + (
+            "survives its 95 % interval (the lower bound is above 0)."
+            if survives.get(stat)
+            else "does not survive its 95 % interval (the lower bound is not above 0)."
+        )
     tost = [tost_words(k, e) for k, e in (comp.get("equivalence") or {}).items()]
     cost = comp.get("cost_usd") or {}
     calls = comp.get("calls") or {}
@@ -507,7 +517,7 @@ def alignment_section(
         "| paired difference | " + " | ".join(f"Δ{STAT_NAMES[s]} | 95 % CI" for s in STATS) + " |",
         "|---|" + "---:|---|" * len(STATS),
         *[
-            f"| {k.replace('_vs_original', ' − original')} | "
+            f"| {_pair_name(k)} | "
             + " | ".join(f"{_f(d[s]['value'], True)} | {_ci(d[s]['ci'], True)}" for s in STATS)
             + " |"
             for k, d in deltas.items()
