@@ -393,7 +393,7 @@ def alignment_section(
         [_pair_name(k) for k in dkeys],
         [deltas[k][stat]["value"] for k in dkeys],
         [_pair(deltas[k][stat]["ci"]) for k in dkeys],
-        f"paired difference against the original judge: Δ{sname} with 95 % CI",
+        f"paired differences (version − baseline): Δ{sname} with 95 % CI",
     )
     vrows = "".join(
         f"<tr><td>{_e(v)}</td>"
