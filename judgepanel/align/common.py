@@ -186,3 +186,15 @@ def need_steps(rec: AlignmentRecord, *steps: str) -> None:
             raise BadInput(
                 f"alignment {rec.name!r}: step {s!r} is not done yet (run `judgepanel align run {rec.name}`)"
             )
+
+
+def is_simulated(engine: Engine, rec: AlignmentRecord) -> bool:
+    """Whether the alignment rests on simulated answers: a `sim:` judge or editor in its inputs,
+    or a simulated reply in any of its campaigns (the fake server)."""
+    from judgepanel.store.simulated import simulated_campaigns
+
+    inp = inputs_of(rec)
+    specs = [inp.judge, *inp.grid_judges, *([inp.editor] if inp.editor else [])]
+    if any(s.strip().startswith("sim:") for s in specs):
+        return True
+    return any(simulated_campaigns(engine, sorted(set(rec.campaigns.values()))).values())

@@ -465,6 +465,8 @@ def run_alignment(
         rec = start(engine, name, inputs)
     else:
         rec = store.get_alignment(engine, name)
+        have = inputs_of(rec)
+        check_budget(options, [have.judge, *have.grid_judges, *([have.editor] if have.editor else [])])
     ctx = StepContext(engine, options or RunOptions(), provider_factory, say)
     from judgepanel.align.compare import compare
 

@@ -124,8 +124,10 @@ def run(
     rec = run_alignment(
         engine, name, inputs, _opts(concurrency, max_cost), stop_after=stop_after, say=_say(json_)
     )
+    from judgepanel.align.common import is_simulated
+
     out = {**rec.status_dict(), "comparison": rec.comparison}
-    simulated = bool((rec.comparison or {}).get("simulated")) or rec.inputs["judge"].startswith("sim:")
+    simulated = is_simulated(engine, rec)
     if json_:
         emit_json({**out, "simulated": simulated})
         return
@@ -169,11 +171,13 @@ def compare_cmd(
 @app.command("status")
 def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """The alignment's steps, campaigns and choices."""
+    from judgepanel.align.common import is_simulated
     from judgepanel.store.align import get_alignment
 
-    rec = get_alignment(state(ctx).engine(), name)
+    engine = state(ctx).engine()
+    rec = get_alignment(engine, name)
     if json_:
-        emit_json({**rec.status_dict(), "simulated": rec.inputs["judge"].startswith("sim:")})
+        emit_json({**rec.status_dict(), "simulated": is_simulated(engine, rec)})
         return
     table(None, ["step", "state"], [[s, v] for s, v in rec.steps.items()])
     table(None, ["role", "campaign"], [[k, v] for k, v in rec.campaigns.items()])

@@ -72,6 +72,7 @@ def _start(url: str, fake: FakeServerProcess) -> subprocess.Popen[bytes]:
     )
 
 
+@pytest.mark.slow  # five CLI processes against a server with latency: about 45 s, the price of a kill in each step
 def test_sigkill_in_each_step_then_resume_without_rebuying(
     tmp_path: Path, slow_fake: FakeServerProcess
 ) -> None:
