@@ -92,21 +92,21 @@ def tost_words(key: str, eq: dict[str, Any]) -> str:
 
 def _original_scores(engine: Engine, rec: AlignmentRecord) -> dict[str, float]:
     """item -> the original judge's score on the development items (what the examples corrected)."""
-    from judgepanel.analysis.conditions import load_condition_data
+    from judgepanel.store.conditions import load_condition_rows
 
     camp = rec.campaigns.get("dev-original")
     if not camp:
         return {}
     try:
-        d = load_condition_data(
+        rows = load_condition_rows(
             engine, camp, str(rec.inputs["human_group"]), dimension=rec.inputs.get("dimension")
         )
     except BadInput:
         return {}
-    if len(d.scores) != 1:
+    if len(rows.scores) != 1:
         return {}
-    (scores,) = d.scores.values()
-    return {d.items[k]: s.score for k, s in scores.items()}
+    (scores,) = rows.scores.values()
+    return {rows.items[k]: s.score for k, s in scores.items()}
 
 
 def _method_part(
