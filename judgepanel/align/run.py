@@ -58,6 +58,7 @@ from judgepanel.align.common import (
     run_to_end,
     sample_items,
     say_nothing,
+    spec_name,
     split_data,
 )
 from judgepanel.analysis.conditions import ConditionData
@@ -251,8 +252,8 @@ def _disagreements(
 ) -> tuple[Disagreement, ...]:
     inp = inputs_of(rec)
     texts = store.item_texts(engine, inp.dataset, ids)
-    (scores,) = data.scores.values()
-    index = {e: k for k, e in enumerate(data.items)}
+    (scores,) = data.rows.scores.values()
+    index = {e: k for k, e in enumerate(data.rows.items)}
     out = []
     for e in ids:
         k = index[e]
@@ -264,7 +265,7 @@ def _disagreements(
                 js.score,
                 js.rationale,
                 data.reference[k],
-                tuple(h.rationale for h in data.humans[k] if h.rationale),
+                tuple(h.rationale for h in data.rows.humans[k] if h.rationale),
             )
         )
     return tuple(out)
@@ -353,8 +354,8 @@ def _instructions(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
 def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
     inp = inputs_of(rec)
     texts = list(dict.fromkeys([rec.inputs["instructions0"], *inp.grid_instructions]))
-    judges = list(dict.fromkeys([parse_spec(j).name for j in (inp.judge, *inp.grid_judges)]))
-    spec_of = {parse_spec(j).name: j for j in (inp.judge, *inp.grid_judges)}
+    judges = list(dict.fromkeys([spec_name(j) for j in (inp.judge, *inp.grid_judges)]))
+    spec_of = {spec_name(j): j for j in (inp.judge, *inp.grid_judges)}
     configs = []
     campaigns: dict[str, str] = {}
     for k, (j, text) in enumerate(itertools.product(judges, texts)):
@@ -402,9 +403,9 @@ def align_step(ctx: StepContext, name: str) -> AlignmentRecord:
     aligned = got["aligned"]
     original = _original(rec)
     templates = {
-        "original": {"judge": parse_spec(inputs_of(rec).judge).name, **original.as_dict()},
+        "original": {"judge": spec_name(inputs_of(rec).judge), **original.as_dict()},
         "aligned": {
-            "judge": parse_spec(aligned["judge"]).name,
+            "judge": spec_name(aligned["judge"]),
             "judge_spec": aligned["judge"],
             "dev_campaign": aligned["dev_campaign"],
             **aligned["template"].as_dict(),
