@@ -15,12 +15,20 @@ from judgepanel.analysis.conditions import ConditionData, load_condition_data
 from judgepanel.errors import BadInput, JudgepanelError
 from judgepanel.metrics.conditions import STATISTICS, item_tables, table_statistics
 from judgepanel.metrics.names import RESAMPLE_MODES
-from judgepanel.providers.spec import parse_spec, split_judge_name
+from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name
 from judgepanel.runner import RunOptions, run
 from judgepanel.runner.executor import ProviderFactory, RunSummary
 from judgepanel.store.align import AlignmentRecord
 
 METHODS = ("fewshot", "instructions", "grid")
+
+
+def judge_names(judges: list[str]) -> dict[str, str]:
+    """canonical spec -> the short name every table and JSON shows (given `NAME=SPEC`, else
+    derived, as campaigns name their judges)."""
+    split = [split_judge_name(j) for j in judges]
+    specs = [parse_spec(s).name for _n, s in split]
+    return dict(zip(specs, panel_names(specs, [n for n, _s in split]), strict=True))
 
 
 def spec_name(judge: str) -> str:

@@ -33,6 +33,7 @@ from sqlalchemy import Engine
 from judgepanel.align.common import (
     StepContext,
     inputs_of,
+    judge_names,
     need_steps,
     run_to_end,
     spec_name,
@@ -350,7 +351,8 @@ def compare(
         "method": rec.method,
         "dataset": inp.dataset,
         "dimension": inp.dimension,
-        "judge": spec_name(inp.judge),
+        "judge": judge_names(list(dict.fromkeys([inp.judge, *inp.grid_judges])))[spec_name(inp.judge)],
+        "spec": spec_name(inp.judge),
         "human_group": inp.human_group,
         "reference": "rounded group mean",
         "units": {"dev": len(dev_items), "eval": len(items)},

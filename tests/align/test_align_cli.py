@@ -122,7 +122,8 @@ def test_three_methods_json_contract_and_no_leak(sqlite_url: str) -> None:
     assert ins["rounds"][0]["round"] == 0 and len(ins["rounds"]) >= 2
     assert "[simulated editor]" in ins["rounds"][1]["reason"]
     grid = outs["grid"]["choices"]
-    assert [c["judge"] for c in grid["configs"]] == ["sim:judge-a", "sim:judge-b"]
+    assert [c["spec"] for c in grid["configs"]] == ["sim:judge-a", "sim:judge-b"]
+    assert [c["judge"] for c in grid["configs"]] == ["judge-a", "b"]  # short names, a given one kept
 
 
 def test_same_seed_same_choices(sqlite_url: str) -> None:
