@@ -15,12 +15,25 @@ from judgepanel.analysis.conditions import ConditionData, load_condition_data
 from judgepanel.errors import BadInput, JudgepanelError
 from judgepanel.metrics.conditions import STATISTICS, item_tables, table_statistics
 from judgepanel.metrics.names import RESAMPLE_MODES
-from judgepanel.providers.spec import parse_spec
+from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name
 from judgepanel.runner import RunOptions, run
 from judgepanel.runner.executor import ProviderFactory, RunSummary
 from judgepanel.store.align import AlignmentRecord
 
 METHODS = ("fewshot", "instructions", "grid")
+
+
+def judge_names(judges: list[str]) -> dict[str, str]:
+    """canonical spec -> the short name every table and JSON shows (given `NAME=SPEC`, else
+    derived, as campaigns name their judges)."""
+    split = [split_judge_name(j) for j in judges]
+    specs = [parse_spec(s).name for _n, s in split]
+    return dict(zip(specs, panel_names(specs, [n for n, _s in split]), strict=True))
+
+
+def spec_name(judge: str) -> str:
+    """The canonical name of a judge given as SPEC or NAME=SPEC (as campaigns store it)."""
+    return parse_spec(split_judge_name(judge)[1]).name
 
 
 class AlignIncomplete(JudgepanelError):
@@ -80,7 +93,7 @@ class AlignInputs:
                 "beside the original judge"
             )
         for j in (self.judge, *self.grid_judges, *([self.editor] if self.editor else [])):
-            parse_spec(j)
+            spec_name(j)
         for t in self.grid_instructions:
             if not t.strip():
                 raise BadInput("--grid-instructions: an instructions file is empty")
@@ -162,16 +175,16 @@ def split_data(engine: Engine, rec: AlignmentRecord, camp: str) -> ConditionData
 
 
 def dev_items(data: ConditionData) -> list[DevItem]:
-    (scores,) = data.scores.values()
-    return [DevItem(data.items[i], s.score, data.reference[i]) for i, s in sorted(scores.items())]
+    (scores,) = data.rows.scores.values()
+    return [DevItem(data.rows.items[i], s.score, data.reference[i]) for i, s in sorted(scores.items())]
 
 
 def agreement_of(data: ConditionData) -> dict[str, float | None]:
     """Exact, κ, QWK and Spearman of the campaign's judge against the human reference."""
     comparisons = data.comparisons()
     (c,) = comparisons.values()
-    cats = np.asarray(data.categories)
-    stats = table_statistics(item_tables(c, cats, len(data.items)).sum(axis=0, keepdims=True), cats)
+    cats = np.asarray(data.rows.categories)
+    stats = table_statistics(item_tables(c, cats, len(data.rows.items)).sum(axis=0, keepdims=True), cats)
     out: dict[str, float | None] = {}
     for s in STATISTICS:
         v = float(stats[s][0])
@@ -195,6 +208,6 @@ def is_simulated(engine: Engine, rec: AlignmentRecord) -> bool:
 
     inp = inputs_of(rec)
     specs = [inp.judge, *inp.grid_judges, *([inp.editor] if inp.editor else [])]
-    if any(s.strip().startswith("sim:") for s in specs):
+    if any(split_judge_name(s)[1].startswith("sim:") for s in specs):
         return True
     return any(simulated_campaigns(engine, sorted(set(rec.campaigns.values()))).values())

@@ -33,8 +33,10 @@ from sqlalchemy import Engine
 from judgepanel.align.common import (
     StepContext,
     inputs_of,
+    judge_names,
     need_steps,
     run_to_end,
+    spec_name,
     split_data,
 )
 from judgepanel.analysis.conditions import ConditionData
@@ -43,7 +45,6 @@ from judgepanel.metrics.alignment import SplitPair, binary_errors, gain_gap, pai
 from judgepanel.metrics.conditions import STATISTICS, Comparisons, Estimate, condition_study
 from judgepanel.metrics.validation import alt_test
 from judgepanel.protocol.align import JudgeTemplate, rubric_instructions
-from judgepanel.providers.spec import parse_spec
 from judgepanel.runner import RunOptions, create
 from judgepanel.runner.executor import ProviderFactory
 from judgepanel.store import align as store
@@ -69,38 +70,38 @@ def _aligned_index(datas: dict[str, ConditionData]) -> tuple[list[str], list[str
     groups: list[str | None] = []
     index: dict[str, int] = {}
     for d in datas.values():
-        for k, e in enumerate(d.items):
+        for k, e in enumerate(d.rows.items):
             if e not in index:
                 index[e] = len(items)
                 items.append(e)
-                groups.append(d.groups[k])
+                groups.append(d.rows.groups[k])
     return items, groups, index
 
 
 def _comparisons(d: ConditionData, index: dict[str, int]) -> Comparisons:
-    (scores,) = d.scores.values()
+    (scores,) = d.rows.scores.values()
     ks = sorted(scores)
     return Comparisons.of(
         np.array([scores[k].score for k in ks]),
         np.array([d.reference[k] for k in ks]),
-        np.array([index[d.items[k]] for k in ks], dtype=np.intp),
+        np.array([index[d.rows.items[k]] for k in ks], dtype=np.intp),
     )
 
 
 def _by_item(d: ConditionData) -> dict[str, tuple[float, float]]:
-    (scores,) = d.scores.values()
-    return {d.items[k]: (s.score, d.reference[k]) for k, s in scores.items()}
+    (scores,) = d.rows.scores.values()
+    return {d.rows.items[k]: (s.score, d.reference[k]) for k, s in scores.items()}
 
 
 def _alt(d: ConditionData, epsilon: float) -> dict[str, Any]:
     """The alt-test of the campaign's judge against each human of the group (accuracy scorer)."""
-    names = sorted({h.annotator for hs in d.humans for h in hs})
+    names = sorted({h.annotator for hs in d.rows.humans for h in hs})
     col = {n: k for k, n in enumerate(names)}
-    (scores,) = d.scores.values()
+    (scores,) = d.rows.scores.values()
     ks = sorted(scores)
     h = np.full((len(ks), len(names)), np.nan)
     for r, k in enumerate(ks):
-        for rating in d.humans[k]:
+        for rating in d.rows.humans[k]:
             h[r, col[rating.annotator]] = rating.value
     j = np.array([scores[k].score for k in ks])
     res = alt_test(h, j, epsilon=epsilon, names=names)
@@ -211,7 +212,7 @@ def compare(
     if repair is not None:
         versions |= _repair_campaigns(ctx, rec, repair, eval_items)
     datas = {v: split_data(engine, rec, c) for v, c in versions.items()}
-    cats = datas["original"].categories
+    cats = datas["original"].rows.categories
     items, groups, index = _aligned_index(datas)
     study = condition_study(
         {v: _comparisons(d, index) for v, d in datas.items()},
@@ -341,7 +342,7 @@ def compare(
     cost_usd, calls = _spend(engine, groups_spend)
     all_campaigns = sorted({c for cs in groups_spend.values() for c in cs})
     specs = [inp.judge, *inp.grid_judges, *([inp.editor] if inp.editor else [])]
-    simulated = any(s.startswith("sim:") for s in specs) or any(
+    simulated = any(spec_name(s).startswith("sim:") for s in specs) or any(
         simulated_campaigns(engine, all_campaigns).values()
     )
     gain: dict[str, Any] = delta.get("aligned_vs_original", {})
@@ -350,7 +351,8 @@ def compare(
         "method": rec.method,
         "dataset": inp.dataset,
         "dimension": inp.dimension,
-        "judge": parse_spec(inp.judge).name,
+        "judge": judge_names(list(dict.fromkeys([inp.judge, *inp.grid_judges])))[spec_name(inp.judge)],
+        "spec": spec_name(inp.judge),
         "human_group": inp.human_group,
         "reference": "rounded group mean",
         "units": {"dev": len(dev_items), "eval": len(items)},

@@ -54,10 +54,12 @@ from judgepanel.align.common import (
     agreement_of,
     dev_items,
     inputs_of,
+    judge_names,
     need_steps,
     run_to_end,
     sample_items,
     say_nothing,
+    spec_name,
     split_data,
 )
 from judgepanel.analysis.conditions import ConditionData
@@ -251,8 +253,8 @@ def _disagreements(
 ) -> tuple[Disagreement, ...]:
     inp = inputs_of(rec)
     texts = store.item_texts(engine, inp.dataset, ids)
-    (scores,) = data.scores.values()
-    index = {e: k for k, e in enumerate(data.items)}
+    (scores,) = data.rows.scores.values()
+    index = {e: k for k, e in enumerate(data.rows.items)}
     out = []
     for e in ids:
         k = index[e]
@@ -264,7 +266,7 @@ def _disagreements(
                 js.score,
                 js.rationale,
                 data.reference[k],
-                tuple(h.rationale for h in data.humans[k] if h.rationale),
+                tuple(h.rationale for h in data.rows.humans[k] if h.rationale),
             )
         )
     return tuple(out)
@@ -353,8 +355,9 @@ def _instructions(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
 def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
     inp = inputs_of(rec)
     texts = list(dict.fromkeys([rec.inputs["instructions0"], *inp.grid_instructions]))
-    judges = list(dict.fromkeys([parse_spec(j).name for j in (inp.judge, *inp.grid_judges)]))
-    spec_of = {parse_spec(j).name: j for j in (inp.judge, *inp.grid_judges)}
+    names = judge_names(list(dict.fromkeys([inp.judge, *inp.grid_judges])))
+    judges = list(names)
+    spec_of = {spec_name(j): j for j in (inp.judge, *inp.grid_judges)}
     configs = []
     campaigns: dict[str, str] = {}
     for k, (j, text) in enumerate(itertools.product(judges, texts)):
@@ -366,7 +369,8 @@ def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
         configs.append(
             {
                 "config": k,
-                "judge": j,
+                "judge": names[j],
+                "spec": j,
                 "instructions": text,
                 "instructions_index": texts.index(text),
                 "dev_campaign": camp,
@@ -385,7 +389,7 @@ def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
             "dev_agreement": {"original": configs[0]["dev_agreement"], "aligned": chosen["dev_agreement"]},
         },
         "aligned": {
-            "judge": spec_of[chosen["judge"]],
+            "judge": spec_of[chosen["spec"]],
             "template": JudgeTemplate(chosen["instructions"]),
             "dev_campaign": chosen["dev_campaign"],
         },
@@ -401,17 +405,24 @@ def align_step(ctx: StepContext, name: str) -> AlignmentRecord:
     got = {"fewshot": _fewshot, "instructions": _instructions, "grid": _grid}[rec.method](ctx, rec)
     aligned = got["aligned"]
     original = _original(rec)
+    inp = inputs_of(rec)
+    names = judge_names(list(dict.fromkeys([inp.judge, *inp.grid_judges])))
     templates = {
-        "original": {"judge": parse_spec(inputs_of(rec).judge).name, **original.as_dict()},
+        "original": {
+            "judge": names[spec_name(inp.judge)],
+            "spec": spec_name(inp.judge),
+            **original.as_dict(),
+        },
         "aligned": {
-            "judge": parse_spec(aligned["judge"]).name,
+            "judge": names[spec_name(aligned["judge"])],
+            "spec": spec_name(aligned["judge"]),
             "judge_spec": aligned["judge"],
             "dev_campaign": aligned["dev_campaign"],
             **aligned["template"].as_dict(),
         },
     }
     templates["aligned"]["same_as_original"] = (
-        templates["aligned"]["judge"] == templates["original"]["judge"]
+        templates["aligned"]["spec"] == templates["original"]["spec"]
         and templates["aligned"]["sha256"] == templates["original"]["sha256"]
     )
     return store.finish_step(

@@ -85,7 +85,7 @@ def test_three_methods_json_contract_and_no_leak(sqlite_url: str) -> None:
         "instructions": ok(
             *run_args("i", "instructions", "--editor", "sim:editor", "--rounds", "2"), db=sqlite_url
         ),
-        "grid": ok(*run_args("g", "grid", "--grid-judge", "sim:judge-b"), db=sqlite_url),
+        "grid": ok(*run_args("g", "grid", "--grid-judge", "b=sim:judge-b"), db=sqlite_url),  # NAME=SPEC too
     }
     for method, out in outs.items():
         assert set(out["steps"].values()) == {"done"}, method
@@ -122,7 +122,8 @@ def test_three_methods_json_contract_and_no_leak(sqlite_url: str) -> None:
     assert ins["rounds"][0]["round"] == 0 and len(ins["rounds"]) >= 2
     assert "[simulated editor]" in ins["rounds"][1]["reason"]
     grid = outs["grid"]["choices"]
-    assert [c["judge"] for c in grid["configs"]] == ["sim:judge-a", "sim:judge-b"]
+    assert [c["spec"] for c in grid["configs"]] == ["sim:judge-a", "sim:judge-b"]
+    assert [c["judge"] for c in grid["configs"]] == ["judge-a", "b"]  # short names, a given one kept
 
 
 def test_same_seed_same_choices(sqlite_url: str) -> None:
@@ -277,8 +278,8 @@ def test_compare_statistics_match_references(sqlite_url: str) -> None:
     scores = {}
     for v in ("original", "aligned"):
         d = split_data(eng, rec, rec.campaigns[f"eval-{v}"])
-        (by,) = d.scores.values()
-        scores[v] = {d.items[k]: (s.score, d.reference[k]) for k, s in by.items()}
+        (by,) = d.rows.scores.values()
+        scores[v] = {d.rows.items[k]: (s.score, d.reference[k]) for k, s in by.items()}
     eng.dispose()
     common = sorted(set(scores["original"]) & set(scores["aligned"]))
     h = np.array([scores["original"][e][1] for e in common])
