@@ -60,6 +60,14 @@ def _usd(v: Any) -> str:
     return "unknown (a price is missing)" if v is None else f"{float(v):.4f}"
 
 
+def _spec(config: dict[str, Any]) -> str:
+    """A grid judge's full spec under its short name, when they differ."""
+    spec = config.get("spec")
+    if not spec or spec == config.get("judge"):
+        return ""
+    return f"<br><span class='muted small'>{_e(spec)}</span>"
+
+
 def _pair_name(key: str) -> str:
     """`repair_contested_vs_repair_original` as `repair_contested − repair_original`."""
     return key.replace("_vs_", " − ")
@@ -199,7 +207,7 @@ def _method_part(
             "<table data-table='grid'><tr><th class='num'>config</th><th>judge</th><th class='num'>instructions</th>"
             "<th class='num'>dev QWK</th><th class='num'>dev exact</th><th>decision</th></tr>"
             + "".join(
-                f"<tr><td class='num'>{_e(c.get('config'))}</td><td><code>{_e(c.get('judge'))}</code></td>"
+                f"<tr><td class='num'>{_e(c.get('config'))}</td><td><code>{_e(c.get('judge'))}</code>{_spec(c)}</td>"
                 f"<td class='num'>#{_e(c.get('instructions_index'))}</td>"
                 f"<td class='num'>{_f((c.get('dev_agreement') or {}).get('qwk'))}</td>"
                 f"<td class='num'>{_f((c.get('dev_agreement') or {}).get('exact'))}</td>"

@@ -167,7 +167,10 @@ def test_each_method_shows_what_it_chose(db: str, tmp_path: Path) -> None:
     # grid: every configuration with its development score, the best kept
     grid = _rows(pages["g"], "grid")
     ch = status["g"]["choices"]
-    assert [r[1] for r in grid] == [c["judge"] for c in ch["configs"]]
+    # the short name, and the full spec under it when they differ
+    assert [r[1] for r in grid] == [
+        c["judge"] + (c["spec"] if c.get("spec", c["judge"]) != c["judge"] else "") for c in ch["configs"]
+    ]
     for r, c in zip(grid, ch["configs"], strict=True):
         assert _close(_num(r[3]), c["dev_agreement"]["qwk"])
         assert (r[5] == "kept") is (c["config"] == ch["best_config"])
