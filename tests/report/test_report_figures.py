@@ -6,7 +6,8 @@ matrices, the disagreement cases) before the report was rewritten for 10⁶ verd
 9f46b58), for the demo's two campaigns and two seeded bulk campaigns of 10⁴ verdicts (pointwise
 with humans, pairwise in both orders). The new code must give the same figures at 1e-9 relative;
 the demo's latencies are timed by the clock when the demo runs, so they are checked against a
-direct read of the stored responses instead.
+direct read of the stored responses instead. The bulk campaigns are also read from PostgreSQL
+(server-side cursor).
 """
 
 from __future__ import annotations
@@ -83,6 +84,25 @@ def test_bulk_report_figures_unchanged(which: str, bulk: dict[str, str], golden:
     finally:
         eng.dispose()
     assert _diff(new, golden[which]["bench"]) == []
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("pairwise", [False, True], ids=["pointwise", "pairwise"])
+def test_bulk_report_figures_unchanged_on_postgres(pairwise: bool, golden: dict[str, Any]) -> None:
+    """The same figures when the verdicts stream through PostgreSQL's server-side cursor."""
+    from tests.conftest import fresh_pg_database
+
+    with fresh_pg_database() as url:
+        if pairwise:
+            build(url, 10_000, judges=3, pairwise=True)
+        else:
+            build(url, 10_000, judges=5, humans=3)
+        eng = make_engine(url)
+        try:
+            new = _as_json(campaign_report(eng, "bench", n_boot=200, seed=0, cases=200))
+        finally:
+            eng.dispose()
+    assert _diff(new, golden["bulk-pairwise" if pairwise else "bulk-pointwise"]["bench"]) == []
 
 
 @pytest.mark.parametrize("campaign", [PAIRWISE, POINTWISE])
