@@ -126,11 +126,15 @@ def _judge_columns(facts: CampaignFacts, vc: VerdictColumns) -> dict[str, Column
     """Judge column name -> its values by unit; names carry the condition/dimension when several
     ran. A pairwise column's label of a pair is its two orders combined (the last AB and the last
     BA verdict in job order)."""
-    # one column code per (judge, condition, dimension) seen; several may share a name
-    triples, row_triple = np.unique(
-        np.stack([vc.judge, vc.condition, vc.dimension], axis=1), axis=0, return_inverse=True
-    )
-    names = [_name(facts, vc.judges[a], vc.conditions[b], vc.dimensions[c]) for a, b, c in triples.tolist()]
+    # one column code per (judge, condition, dimension) seen (one int64 key each: a 1-d unique is
+    # far cheaper than a unique over rows); several may share a name
+    n_c, n_d = max(1, len(vc.conditions)), max(1, len(vc.dimensions))
+    key = (vc.judge.astype(np.int64) * n_c + vc.condition) * n_d + vc.dimension
+    triples, row_triple = np.unique(key, return_inverse=True)
+    names = [
+        _name(facts, vc.judges[t // (n_c * n_d)], vc.conditions[t // n_d % n_c], vc.dimensions[t % n_d])
+        for t in triples.tolist()
+    ]
     col_names = list(dict.fromkeys(names))
     to_col = np.array([col_names.index(n) for n in names], dtype=np.int64)
     col = to_col[row_triple.reshape(-1)] if len(names) else np.zeros(0, dtype=np.int64)
