@@ -103,6 +103,7 @@ class CampaignReport:
     versus: list[VersusHumans]
     cases: list[Case]
     notes: list[str] = field(default_factory=list)
+    cases_total: int = 0  # units with a positive disagreement score; `cases` holds the first ones
 
 
 def _none(x: float) -> float | None:
@@ -459,7 +460,8 @@ def campaign_report(
         if judge_cols
         else np.zeros(0, np.int64)
     )
-    top = _case_scores(judge_cols, reference, case_units, unit_kind)[:cases] if cases else []
+    scored = _case_scores(judge_cols, reference, case_units, unit_kind)
+    top = scored[:cases] if cases else []
     shown = [u for _, u in top]
     # texts and rationales only for the cases shown, not for every unit
     texts = unit_texts(engine, facts.protocol, shown) if top else {}
@@ -481,6 +483,7 @@ def campaign_report(
         versus=versus,
         cases=_cases(facts, said, judge_cols, reference, human_said, texts, top, unit_kind),
         notes=notes,
+        cases_total=len(scored),
     )
 
 

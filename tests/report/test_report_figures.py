@@ -46,8 +46,8 @@ def _as_json(x: Any) -> Any:
 
 def _diff(a: Any, b: Any, path: str = "") -> list[str]:
     """Where `a` (new) and `b` (golden) differ; floats at `REL` relative."""
-    if isinstance(b, dict):
-        if not isinstance(a, dict) or set(a) != set(b):
+    if isinstance(b, dict):  # fields added since (e.g. `cases_total`) are checked elsewhere
+        if not isinstance(a, dict) or not set(b) <= set(a):
             return [f"{path}: keys {sorted(a) if isinstance(a, dict) else a!r} != {sorted(b)}"]
         return [d for k in b for d in _diff(a[k], b[k], f"{path}/{k}")]
     if isinstance(b, list):
@@ -65,6 +65,7 @@ def test_diff_catches_a_last_digit_beyond_tolerance() -> None:
     assert _diff({"x": [1.0, "a"]}, {"x": [1.0 + 1e-12, "a"]}) == []
     assert _diff({"x": [1.0 + 1e-6]}, {"x": [1.0]}) != []
     assert _diff({"x": [1]}, {"x": [1, 2]}) != [] and _diff({"x": "a"}, {"x": "b"}) != []
+    assert _diff({"x": 1}, {"x": 1, "y": 2}) != [] and _diff({"x": 1, "new": 0}, {"x": 1}) == []
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +131,22 @@ def test_demo_report_figures_unchanged(campaign: str, demo_url: str, golden: dic
         assert len(expected) <= LATENCY_SAMPLE and u["latencies_ms"] == pytest.approx(expected, rel=REL)
         u["latencies_ms"] = None
     assert _diff(new, golden["demo"][campaign]) == []
+
+
+def test_page_says_how_many_disagreeing_units_it_leaves_out(bulk: dict[str, str], tmp_path: Path) -> None:
+    from judgepanel.report.render import write_report
+
+    eng = make_engine(bulk["bulk-pointwise"])
+    try:
+        every = campaign_report(eng, "bench", n_boot=20, cases=100_000)
+        few = campaign_report(eng, "bench", n_boot=20, cases=10)
+        assert few.cases_total == every.cases_total == len(every.cases) > 10
+        assert [c.unit for c in few.cases] == [c.unit for c in every.cases[:10]]
+        html = write_report(eng, ["bench"], tmp_path / "r.html", n_boot=20, cases=10)
+        md = write_report(eng, ["bench"], tmp_path / "r.md", fmt_="md", n_boot=20, cases=10)
+    finally:
+        eng.dispose()
+    omitted = f"{every.cases_total - 10} more where the judges disagree are not"
+    for r in (html, md):
+        page = Path(r.path).read_text(encoding="utf-8")
+        assert omitted in page and "--cases N" in page and "judgepanel view" in page
