@@ -378,7 +378,7 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
     """`repair status --json` (with its `chain`) plus `comparison` (`repair compare --json`, None
     until compared), `selection`, `rewrites` (clause id -> old, new, reason), `checkers` (`repair
     checkers`: every proposal, kept or refused) and `simulated`."""
-    from judgepanel.repair.iteration import chain
+    from judgepanel.repair.iteration import chain, judges_named
     from judgepanel.store.checkers import iteration_checkers
     from judgepanel.store.repair import get_iteration
     from judgepanel.store.simulated import iteration_simulated
@@ -387,6 +387,7 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
     sim = iteration_simulated(engine, rec.inputs, rec.campaigns)
     return {
         **rec.status_dict(),
+        **judges_named(rec),  # as `repair status --json`
         "simulated": sim,
         "chain": chain(engine, name),  # as `repair status --json`
         "comparison": rec.comparison,
