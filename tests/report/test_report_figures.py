@@ -150,3 +150,25 @@ def test_page_says_how_many_disagreeing_units_it_leaves_out(bulk: dict[str, str]
     for r in (html, md):
         page = Path(r.path).read_text(encoding="utf-8")
         assert omitted in page and "--cases N" in page and "judgepanel view" in page
+
+
+@pytest.mark.parametrize("pairwise", [False, True], ids=["pointwise", "pairwise"])
+def test_campaign_without_accepted_verdicts(pairwise: bool, tmp_path: Path) -> None:
+    """Empty arrays all the way through: no judge column, no case, bias over no pair; the humans'
+    agreement is still reported (pointwise)."""
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    build(url, 400, judges=2, humans=3, pairwise=pairwise)
+    eng = make_engine(url)
+    try:
+        with eng.begin() as conn:
+            conn.execute(text("update verdict set parse_status = 'failed'"))
+        r = campaign_report(eng, "bench", n_boot=20)
+    finally:
+        eng.dispose()
+    assert r.versus == [] and r.cases == [] and r.cases_total == 0
+    assert not any(n.startswith("j") for n in r.kappa_names)
+    assert [u.parse_failures for u in r.facts.usage] == [200, 200]
+    if pairwise:
+        assert [(b["pairs"], b["back_wins"], b["front_wins"]) for b in r.bias] == [(0, 0, 0), (0, 0, 0)]
+    else:
+        assert [a.raters for a in r.agreement] == ["humans (3)", "expert (3)"]
