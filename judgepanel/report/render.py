@@ -42,6 +42,7 @@ class RenderedCampaign:
     plots: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
     short: dict[str, str] = field(default_factory=dict)  # judge column -> the name plots show
+    cases_total: int = 0  # disagreeing units, of which `cases` are in the page
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list
                 bias=r.bias,
                 versus=r.versus,
                 cases=r.cases,
+                cases_total=r.cases_total,
                 notes=r.notes,
                 plots=_plots(r, short),
                 simulated=simulated.get(r.facts.name, False),
