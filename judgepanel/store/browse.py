@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, aliased
 
 from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.models import (
+    Alignment,
     Annotator,
     Campaign,
     CampaignJudge,
@@ -617,3 +618,10 @@ def failure_examples(engine: Engine, campaign: str) -> list[dict[str, Any]]:
 def campaign_names_by_id(engine: Engine) -> dict[int, str]:
     with engine.connect() as conn:
         return {int(i): str(n) for i, n in conn.execute(select(Campaign.id, Campaign.name))}
+
+
+def alignments_using(engine: Engine, campaign: str) -> list[str]:
+    """The alignments (`align run`) that made `campaign`, by name."""
+    with engine.connect() as conn:
+        rows = conn.execute(select(Alignment.name, Alignment.campaigns).order_by(Alignment.name)).all()
+    return [name for name, camps in rows if campaign in (camps or {}).values()]

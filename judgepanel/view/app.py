@@ -13,8 +13,8 @@ Safety, in the order a request meets it (`Gate`):
   read-only one of `store.readonly.read_only_engine` (SQLite `mode=ro`; PostgreSQL READ ONLY
   transactions under the `query` reader role);
 - **escaping**: Jinja autoescape on every template; the only markup not escaped is the SVG that
-  `report.plots` draws (matplotlib escapes its text) and the repair section that
-  `report.iteration` builds with `html.escape`; a Content-Security-Policy allows scripts from the
+  `report.plots` draws (matplotlib escapes its text) and the repair and alignment sections that
+  `report.iteration` and `report.alignment` build with `html.escape`; a Content-Security-Policy allows scripts from the
   viewer itself only (no inline script, no eval), so an escaping slip still runs nothing.
 """
 
@@ -274,6 +274,11 @@ def create_app(
 
         return {"section": iteration_section(engine, payload["iteration"])["html"]}
 
+    def alignment_html(payload: dict[str, Any], request: Request) -> dict[str, Any]:
+        from judgepanel.report.alignment import alignment_section
+
+        return {"section": alignment_section(engine, payload["alignment"], links=True, banner=False)["html"]}
+
     def name(request: Request) -> str:
         return str(request.path_params["name"])
 
@@ -291,6 +296,13 @@ def create_app(
     add("/rubrics/{name}", "rubric.html.j2", lambda r: data.rubric(engine, name(r)))
     add("/repair", "iterations.html.j2", lambda r: data.iterations(engine))
     add("/repair/{name}", "iteration.html.j2", lambda r: data.iteration(engine, name(r)), iteration_html)
+    add("/align", "alignments.html.j2", lambda r: data.alignments(engine))
+    add(
+        "/align/{name}",
+        "alignment.html.j2",
+        lambda r: data.alignment(engine, name(r)),
+        alignment_html,
+    )
     add(
         "/campaigns/{name}",
         "campaign.html.j2",

@@ -159,6 +159,8 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
             "paid_usd": st["cost_usd"],
         },
         "notes": [],
+        # the alignments (`align run`) this campaign is part of: linked from the page
+        "alignments": browse.alignments_using(engine, name),
     }
     if info["dataset_id"] is None or not st["done"]:
         out["notes"].append("No figures: the campaign has no finished judge verdicts on a dataset.")
@@ -394,4 +396,57 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
         "selection": rec.selection,
         "rewrites": rec.rewrites,
         "checkers": [r.as_dict() for r in iteration_checkers(engine, name)],
+    }
+
+
+def _alignment_simulated(rec: Any) -> bool:
+    if rec.comparison is not None:
+        return bool(rec.comparison.get("simulated"))
+    inp = rec.inputs
+    specs = [inp.get("judge"), *(inp.get("grid_judges") or []), inp.get("editor")]
+    return any(str(s).startswith("sim:") for s in specs if s)
+
+
+def alignments(engine: Engine) -> dict[str, Any]:
+    """Every alignment: `alignment`, `method`, `dataset`, `judge`, `steps` (as `align status
+    --json`), `compared`, and from its comparison (`align compare --json`) `gain_survives`, the
+    QWK `delta` of the aligned judge and `simulated`."""
+    from judgepanel.store.align import get_alignment, list_alignments
+
+    rows = []
+    for row in list_alignments(engine):
+        rec = get_alignment(engine, row["alignment"])
+        comp = rec.comparison or {}
+        delta = (comp.get("delta") or {}).get("aligned_vs_original", {}).get("qwk")
+        rows.append(
+            {
+                "alignment": rec.name,
+                "method": rec.method,
+                "dataset": rec.dataset,
+                "judge": rec.inputs.get("judge"),
+                "human_group": rec.inputs.get("human_group"),
+                "steps": rec.steps,
+                "compared": rec.comparison is not None,
+                "delta_qwk": delta,
+                "gain_survives": comp.get("gain_survives"),
+                "simulated": _alignment_simulated(rec),
+            }
+        )
+    return {"alignments": rows, "simulated": any(r["simulated"] for r in rows)}
+
+
+def alignment(engine: Engine, name: str) -> dict[str, Any]:
+    """`align status --json` (`alignment`, `steps`, `campaigns`, `inputs`, `choices`, `templates`)
+    merged with the stored comparison, whose keys are those of `align compare --json`
+    (`versions`, `delta`, `overfit_gap`, `equivalence`, `cost_usd`, `simulated`, …), also nested
+    whole under `comparison` (None until compared); `compared` says whether there is one yet."""
+    from judgepanel.store.align import get_alignment
+
+    rec = get_alignment(engine, name)
+    return {
+        **(rec.comparison or {}),
+        **rec.status_dict(),  # the same alignment, dataset and method; the row's name wins
+        "comparison": rec.comparison,  # the same keys, nested, as the page showed them at first
+        "compared": rec.comparison is not None,
+        "simulated": _alignment_simulated(rec),
     }
