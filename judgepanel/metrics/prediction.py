@@ -54,7 +54,10 @@ shares most of its units with the others, so averaging per-split bootstraps as i
 independent understates the uncertainty; the CI is then the Nadeau–Bengio corrected resampled t
 (Nadeau & Bengio, 2003, *Machine Learning* 52:239–281): with per-split differences ``δ_k``,
 ``δ̄ ± t_{0.975, K−1} · sqrt((1/K + n_test/n_train) · s²_δ)``. ``ci_method`` says which; the
-averaged bootstrap stays available as ``ci_bootstrap``.
+averaged bootstrap stays available as ``ci_bootstrap``. The same corrected interval is given for
+each method's mean accuracy itself (``folds.accuracy[method][group].ci``, K > 1 random splits): a
+claim such as "past 0.70" is a claim about this population of pairs, and the split-to-split sd
+alone understates how far another sample of 1,000 pairs could move the mean.
 
 ``judges_add`` answers, per feature family and rater group, whether adding the LLM judges to the
 humans' features (``F-joint`` against ``F-humans``) gains at least ``JUDGE_GAIN`` (one accuracy
@@ -474,6 +477,10 @@ class HeldoutBattery:
                     "min": float(acc.min()),
                     "max": float(acc.max()),
                 }
+                if self.random_folds and acc.size > 1:
+                    # how far the mean accuracy itself is pinned down by one sample of pairs
+                    _, lo, hi = nadeau_bengio(acc, self.train, self.test)
+                    spread[mt][g]["ci"] = [lo, hi]
         return {
             "methods": methods,
             "train": self.train,

@@ -182,6 +182,11 @@ def test_folds_report_mean_and_spread() -> None:
     assert spread["mean"] == pytest.approx(np.mean(accs)) == out["methods"]["labels-joint"]["accuracy"]["all"]
     assert spread["sd"] == pytest.approx(np.std(accs, ddof=1))
     assert spread["min"] == min(accs) and spread["max"] == max(accs)
+    # the mean accuracy's Nadeau–Bengio interval, by its formula with scipy's t (K = 3, 80/40)
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, 2) * np.sqrt((1 / 3 + 40 / 80) * np.var(accs, ddof=1))
+    np.testing.assert_allclose(spread["ci"], [np.mean(accs) - half, np.mean(accs) + half], atol=1e-12)
     # distinct splits, each of 80 train units
     trains = {tuple(sorted(f.train)) for f in bat.folds}
     assert len(trains) == 3 and all(f.train.size == 80 for f in bat.folds)
