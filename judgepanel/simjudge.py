@@ -62,6 +62,10 @@ and different models disagree a little), plus per-request noise N(0, (noise/4)²
   `[simulated editor]`. With probability `keep_rate` it returns the clause unchanged.
   `editor_sprawl=N` makes it an editor that does not stop: a rewrite N characters long, a split
   into N clauses (to test the bounds of `protocol.editor`).
+  Instruction revisions (`instructions_revision`, the alignment editor of `protocol.align`): the
+  simulated editor compares the judge's and the humans' scores on the examples shown; when the
+  humans scored lower on average it appends "Be strict: …" to the instructions, higher "Be
+  lenient: …", equal: the instructions come back unchanged (reason `[simulated editor]`).
   Checker requests (`clause_checker`) get a deterministic proposal, good or deliberately bad
   (see `_checker`), so the agreement threshold has a mapping to keep and one to refuse.
 
@@ -147,7 +151,8 @@ CLAUSES = "clause_verdicts"
 REWRITE = "clause_rewrite"
 CHECKER = "clause_checker"
 SPLIT = "dimension_split"
-REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES, REWRITE, SPLIT, CHECKER)
+ALIGN = "instructions_revision"
+REPLY_KINDS = (PAIRWISE, POINTWISE, CLAUSES, REWRITE, SPLIT, CHECKER, ALIGN)
 # a clause that names no property the simulated judges can read is vague: each model reads it
 # through this many times its usual noise, so judges split on it (see `_clauses`)
 VAGUE_NOISE = 4.0
@@ -561,6 +566,8 @@ def infer_kind(schema_name: str | None, user_text: str) -> str:
         return schema_name
     if "</clause_to_rewrite>" in user_text:
         return REWRITE
+    if "</instructions_to_revise>" in user_text:
+        return ALIGN
     if "</clause_to_check>" in user_text:
         return CHECKER
     if "</dimension_to_split>" in user_text:
@@ -1037,6 +1044,31 @@ def _checker(text: str) -> dict[str, Any]:
     }
 
 
+_ALIGN_INSTRUCTIONS = re.compile(r"<instructions_to_revise>\n?(.*?)\n?</instructions_to_revise>", re.DOTALL)
+_ALIGN_SCORES = re.compile(
+    r"<judge_score>([-\d.]+)</judge_score>.*?<human_score>([-\d.]+)</human_score>", re.DOTALL
+)
+STRICT = "Be strict: give a high score only when the text fully meets every point above."
+LENIENT = "Be lenient: give a low score only when the text clearly fails the points above."
+
+
+def _align(text: str) -> dict[str, Any]:
+    """Revised judge instructions (labelled): stricter or more lenient, by the humans' scores."""
+    found = _ALIGN_INSTRUCTIONS.search(text)
+    current = html.unescape(found.group(1)).strip() if found else ""
+    pairs = [(float(j), float(h)) for j, h in _ALIGN_SCORES.findall(text)]
+    gap = sum(h - j for j, h in pairs) / len(pairs) if pairs else 0.0
+    if gap == 0:
+        return {"reason": "[simulated editor] the scores agree on average; kept.", "instructions": current}
+    line, how = (STRICT, "lower") if gap < 0 else (LENIENT, "higher")
+    base = "\n".join(x for x in current.splitlines() if x not in (STRICT, LENIENT)).strip()
+    return {
+        "reason": f"[simulated editor] the humans scored {how} than the judge on {len(pairs)} examples "
+        f"(mean gap {gap:+.2f}).",
+        "instructions": f"{base}\n\n{line}".strip(),
+    }
+
+
 def _split(text: str) -> dict[str, Any]:
     found = _SPLIT_ATTR.findall(text)
     dimension = found[-1][0] if found else "the dimension"
@@ -1091,7 +1123,9 @@ def simulate(
             kind = kind if kind in (POINTWISE, PAIRWISE) else POINTWISE
     rng = random.Random(request_seed(model, params, messages, kind))
     source = last_tag(text, "source")
-    if kind == CHECKER:
+    if kind == ALIGN:
+        answer = _align(text)
+    elif kind == CHECKER:
         answer = _checker(text)
     elif kind in (REWRITE, SPLIT):
         answer = _rewrite(text) if kind == REWRITE else _split(text)
@@ -1135,7 +1169,7 @@ def simulate(
 
 
 def _prose(kind: str, answer: dict[str, Any]) -> str:
-    if kind in (REWRITE, SPLIT, CHECKER):
+    if kind in (REWRITE, SPLIT, CHECKER, ALIGN):
         return f"{answer['reason']}\n\n{json.dumps(answer, ensure_ascii=False)}"
     if kind == PAIRWISE:
         return f"{answer['rationale']}\n\nVerdict: {answer['verdict']}"

@@ -31,6 +31,7 @@ UPPER = ("judgepanel.store", "judgepanel.runner", "judgepanel.cli")
 USE_CASES = (
     "judgepanel.runner",
     "judgepanel.repair",
+    "judgepanel.align",
     "judgepanel.report",
     "judgepanel.analysis",
     "judgepanel.view",

@@ -64,6 +64,7 @@ TOUR = (
     "docs/agreement.md",
     "docs/validation.md",
     "docs/repair.md",
+    "docs/alignment.md",
     "docs/reports.md",
     "docs/database.md",
     "docs/speed.md",

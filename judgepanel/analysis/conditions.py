@@ -10,7 +10,7 @@ rating. Every reference and score must lie on the campaign's scale.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,36 +25,26 @@ from judgepanel.metrics.conditions import (
     condition_study,
     rounded_mean,
 )
-from judgepanel.store.conditions import ConditionRows, HumanRating, JudgeScore, load_condition_rows
+from judgepanel.store.conditions import ConditionRows, HumanRating, load_condition_rows
 
 
 @dataclass(frozen=True)
 class ConditionData:
-    """Everything `metrics conditions` needs, already aligned on `items` (index = position here)."""
+    """Everything `metrics conditions` needs: the store's rows (`store.conditions.ConditionRows`,
+    aligned on `rows.items`, index = position there) and each item's human reference."""
 
-    campaign: str
-    dataset: str
-    dimension: str | None
-    judge: str
-    group: str
-    per_human: bool
-    categories: tuple[float, ...]
-    items: list[str]  # external ids, in dataset order
-    outputs: list[str | None]
-    groups: list[str | None]  # per item: its group key (article), None when it has none
-    humans: list[list[HumanRating]]  # per item
+    rows: ConditionRows
     reference: list[float]  # per item: the rounded group mean
-    scores: dict[str, dict[int, JudgeScore]]  # condition -> item index -> judge score
-    skipped: dict[str, int] = field(default_factory=dict)
 
     def comparisons(self) -> dict[str, Comparisons]:
         out: dict[str, Comparisons] = {}
-        for cond, by_item in self.scores.items():
+        rows = self.rows
+        for cond, by_item in rows.scores.items():
             judge: list[float] = []
             human: list[float] = []
             item: list[int] = []
             for i, js in sorted(by_item.items()):
-                refs = [h.value for h in self.humans[i]] if self.per_human else [self.reference[i]]
+                refs = [h.value for h in rows.humans[i]] if rows.per_human else [self.reference[i]]
                 judge += [js.score] * len(refs)
                 human += refs
                 item += [i] * len(refs)
@@ -80,22 +70,7 @@ def condition_data(rows: ConditionRows) -> ConditionData:
         for js in by_item.values():
             if js.score not in allowed:
                 raise BadInput(f"a {rows.judge} score {js.score:g} is not on the {lo:g}..{hi:g} scale")
-    return ConditionData(
-        campaign=rows.campaign,
-        dataset=rows.dataset,
-        dimension=rows.dimension,
-        judge=rows.judge,
-        group=rows.group,
-        per_human=rows.per_human,
-        categories=rows.categories,
-        items=rows.items,
-        outputs=rows.outputs,
-        groups=rows.groups,
-        humans=rows.humans,
-        reference=reference,
-        scores=rows.scores,
-        skipped=rows.skipped,
-    )
+    return ConditionData(rows, reference)
 
 
 def load_condition_data(
@@ -150,19 +125,19 @@ def disagreement_cases(data: ConditionData, per_condition: int) -> list[Disagree
     out: list[DisagreementCase] = []
     if per_condition <= 0:
         return out
-    for cond, by_item in data.scores.items():
+    for cond, by_item in data.rows.scores.items():
         differing = [(i, js) for i, js in by_item.items() if js.score != data.reference[i]]
         differing.sort(key=lambda t: (-abs(t[1].score - data.reference[t[0]]), t[0]))
         for i, js in differing[:per_condition]:
             out.append(
                 DisagreementCase(
                     cond,
-                    data.items[i],
+                    data.rows.items[i],
                     js.score,
                     data.reference[i],
                     js.rationale,
-                    tuple(data.humans[i]),
-                    data.outputs[i],
+                    tuple(data.rows.humans[i]),
+                    data.rows.outputs[i],
                 )
             )
     return out
@@ -179,7 +154,7 @@ class ConditionReport:
     cases: list[DisagreementCase]
 
     def as_dict(self) -> dict[str, Any]:
-        d, st = self.data, self.study
+        d, st = self.data.rows, self.study
         return {
             "campaign": d.campaign,
             "dataset": d.dataset,
@@ -234,12 +209,12 @@ def condition_report(
     )
     study = condition_study(
         data.comparisons(),
-        data.categories,
-        n_items=len(data.items),
+        data.rows.categories,
+        n_items=len(data.rows.items),
         n_boot=n_boot,
         confidence=confidence,
         seed=seed,
-        groups=data.groups,
+        groups=data.rows.groups,
         resample=resample,
     )
     return ConditionReport(data, study, disagreement_cases(data, cases))

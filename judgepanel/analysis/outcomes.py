@@ -14,7 +14,8 @@ from judgepanel.store.report import campaign_facts, campaign_verdicts, human_ite
 
 @dataclass(frozen=True)
 class PassFail:
-    judge: str
+    judge: str  # the judge's full spec
+    name: str  # its short name (`NAME=SPEC` or derived; issue 19 §3)
     condition: str | None
     dimension: str | None
     threshold: float
@@ -42,12 +43,16 @@ def pass_fail(
         raise BadInput(f"campaign {campaign!r} is {facts.protocol}; prevalence needs a pointwise campaign")
     if not facts.judges:
         raise BadInput(f"campaign {campaign!r} has no judge")
+    names = {j: facts.judge_names.get(j, j) for j in facts.judges}
+    by_name = {n: j for j, n in names.items()}
     if judge is None:
         if len(facts.judges) > 1:
             raise BadInput(f"campaign {campaign!r} has {len(facts.judges)} judges; name one with --judge")
         judge = facts.judges[0]
+    elif judge in by_name and judge not in facts.judges:  # its short name (issue 19 §3)
+        judge = by_name[judge]
     elif judge not in facts.judges:
-        raise BadInput(f"no judge {judge!r} in campaign {campaign!r} (judges: {', '.join(facts.judges)})")
+        raise BadInput(f"no judge {judge!r} in campaign {campaign!r} (judges: {', '.join(names.values())})")
     for what, value, known in (
         ("condition", condition, facts.conditions),
         ("dimension", dimension, facts.dimensions),
@@ -83,6 +88,7 @@ def pass_fail(
     labelled = sorted(set(scores) & set(by_item))
     return PassFail(
         judge=judge,
+        name=names[judge],
         condition=condition,
         dimension=dimension,
         threshold=threshold,

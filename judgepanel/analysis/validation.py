@@ -107,9 +107,28 @@ class Validated(Generic[R]):
     source: dict[str, Any]
     judges: tuple[str, ...]
     result: R
+    # the name shown per judge (issue 19 §3): a campaign judge's short name (`NAME=SPEC` or
+    # derived), an imported judge's annotator name; `specs` the full spec (None: imported)
+    names: tuple[str, ...] = ()
+    specs: tuple[str | None, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.source, **self.result.as_dict()}
+        out = {**self.source, **self.result.as_dict()}
+        if isinstance(self.result, Ranking):  # keyed by name (`rank_dataset`), the spec inside
+            spec_of = dict(zip(self.names, self.specs, strict=True))
+            out["judges"] = {n: {**j, "spec": spec_of.get(n)} for n, j in out["judges"].items()}
+        return out
+
+
+def _names(engine: Engine, panel: Panel) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+    """(names, specs) of the panel's judges: for a campaign's judges their short names and specs,
+    for imported judges their annotator names and no spec."""
+    if panel.campaign is None:
+        return tuple(panel.judges), tuple(None for _ in panel.judges)
+    from judgepanel.store.campaigns import campaign_judge_names
+
+    shown = campaign_judge_names(engine, panel.campaign)
+    return tuple(shown.get(j, j) for j in panel.judges), tuple(panel.judges)
 
 
 def _source(panel: Panel) -> dict[str, Any]:
@@ -166,7 +185,7 @@ def alt_test_dataset(
         min_humans=min_humans,
         names=panel.humans,
     )
-    return Validated(_source(panel), tuple(panel.judges), res)
+    return Validated(_source(panel), tuple(panel.judges), res, *_names(engine, panel))
 
 
 def loo_dataset(
@@ -198,7 +217,7 @@ def loo_dataset(
     res = loo_rule(
         h, j[:, 0], epsilon=epsilon, agreement=agreement, level=level, categories=cats, names=panel.humans
     )
-    return Validated(_source(panel), tuple(panel.judges), res)
+    return Validated(_source(panel), tuple(panel.judges), res, *_names(engine, panel))
 
 
 def rank_dataset(
@@ -232,10 +251,11 @@ def rank_dataset(
         score_source=score_source_of(scorer),
     )
     h, j = panel.matrices(scorer)
+    names, specs = _names(engine, panel)
     ranking = rank_judges(
         h,
         j,
-        judge_names=panel.judges,
+        judge_names=list(names),
         by=by,
         scorer=scorer_of(panel, scorer),
         epsilon=epsilon,
@@ -246,4 +266,4 @@ def rank_dataset(
         seed=seed,
         human_names=panel.humans,
     )
-    return Validated(_source(panel), tuple(panel.judges), ranking)
+    return Validated(_source(panel), tuple(panel.judges), ranking, names, specs)

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("judgepanel.cli.plan_cmd", "app", "Plan the human re-annotation that judge validation needs."),
     "simulate": ("judgepanel.cli.simulate_cmd", "app", "Simulate re-annotation designs before paying for them."),
     "repair": ("judgepanel.cli.repair_cmd", "app", "Rubric repair: contested clauses, editor rewrites, a before/after comparison."),
+    "align": ("judgepanel.cli.align_cmd", "app", "Human-supervised judge alignment (few-shot, instructions, grid), compared with repair."),
     "report": ("judgepanel.cli.report_cmd", "report", "A report people would rather look at than read: what ran, agreement, bias, judges vs humans, cases."),
     "export": ("judgepanel.cli.export_cmd", "export", "Export a campaign's verdicts, attempts, clause verdicts or labels for pandas and other tools."),
     "worker": ("judgepanel.cli.worker_cmd", "worker", "Lease and run campaign jobs alongside other workers on a shared PostgreSQL database."),

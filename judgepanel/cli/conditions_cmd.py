@@ -60,8 +60,11 @@ def conditions(
     from judgepanel.store.campaigns import campaign_judge_names
 
     out = {**report.as_dict(), "simulated": simulated(engine, [campaign])}
-    # `judge` stays the spec (`--judge` selects by it); people read the short name
-    out["judge_name"] = campaign_judge_names(engine, campaign).get(out["judge"], out["judge"])
+    # issue 19 §3: `judge` = the short name, `spec` = the full spec (`--judge` takes either);
+    # `judge_name` (the name, added before `judge` changed) stays for scripts that read it
+    spec = out["judge"]
+    name = campaign_judge_names(engine, campaign).get(spec, spec)
+    out = {**out, "judge": name, "spec": spec, "judge_name": name}
     if json_:
         emit_json(out)
         return

@@ -152,7 +152,8 @@ def import_items(
 def _list_pair_sets(ctx: typer.Context, dataset: str | None, json_: bool) -> None:
     from judgepanel.store.queries import list_pair_sets
 
-    rows = [p for p in list_pair_sets(state(ctx).engine()) if dataset is None or p["dataset"] == dataset]
+    # an unknown DATASET is bad input (one line, exit 2), not an empty list
+    rows = list_pair_sets(state(ctx).engine(), dataset)
     if json_:
         emit_json({"pair_sets": rows})
         return

@@ -744,18 +744,23 @@ def joint_cmd(
         confidence=confidence,
         seed=seed,
     )
+    from judgepanel.store.campaigns import campaign_judge_names
+
+    names = campaign_judge_names(engine, campaign)
+    d = rep.as_dict()
+    # keyed by the judge's short name, its full spec inside, as `metrics bias` (issue 19 §3)
+    d["judges"] = {names.get(spec, spec): {**j, "spec": spec} for spec, j in d["judges"].items()}
     out: dict[str, Any] = {
         "campaign": campaign,
         "pairs": inputs.pairs,
         "units": len(inputs.pair_ids),
         "humans": list(inputs.human_names),
-        **rep.as_dict(),
+        **d,
         "simulated": simulated(engine, [campaign]),
     }
     if json_:
         emit_json(out)
         return
-    d = rep.as_dict()
     table(
         sim_title(
             f"position bias in {campaign}: joint model, {d['interval']} interval (+ back slot, − front slot)",

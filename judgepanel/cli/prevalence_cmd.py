@@ -39,7 +39,9 @@ def prevalence(
     est = corrected_prevalence(pf.human, pf.judge_labelled, pf.judge_unlabelled, n_boot=bootstrap, seed=seed)
     out = {
         **est.as_dict(),
-        "judge": pf.judge,
+        # issue 19 §3: `judge` = the short name, `spec` = the full spec (`--judge` takes either)
+        "judge": pf.name,
+        "spec": pf.judge,
         "condition": pf.condition,
         "dimension": pf.dimension,
         "threshold": pf.threshold,
@@ -60,7 +62,7 @@ def prevalence(
     ci = "—" if d["ci"] is None else f"[{d['ci'][0]:.3f}, {d['ci'][1]:.3f}]"
     table(
         sim_title(
-            f"{pf.judge}: pass = score ≥ {threshold:g} on {pf.dimension or 'the task'}, truth = {human_group} mean",
+            f"{pf.name}: pass = score ≥ {threshold:g} on {pf.dimension or 'the task'}, truth = {human_group} mean",
             bool(out["simulated"]),
         ),
         ["raw rate", "corrected rate", "95 % CI", "TPR", "TNR", "labelled", "unlabelled"],

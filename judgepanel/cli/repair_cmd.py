@@ -70,8 +70,15 @@ def _status_out(
     rec: IterationRecord, json_: bool, simulated: bool, chain: list[dict[str, Any]] | None = None
 ) -> None:
     if json_:
+        from judgepanel.repair.iteration import judges_named
+
         emit_json(
-            {**rec.status_dict(), "simulated": simulated, **({"chain": chain} if chain is not None else {})}
+            {
+                **rec.status_dict(),
+                **judges_named(rec),  # specs and short names, parallel lists (issue 19 §3)
+                "simulated": simulated,
+                **({"chain": chain} if chain is not None else {}),
+            }
         )
         return
     if simulated:
@@ -190,9 +197,12 @@ def print_comparison(c: dict[str, Any], title: str) -> None:
     )
     shared = c.get("editor_shares_family_with") or {}
     if shared:
+        from judgepanel.providers.spec import names_beside
+
+        names = names_beside(c.get("judges") or [], c.get("judge_names"))
+        shown = sorted((names.get(j, j), w) for j, w in shared.items())
         console.print(
-            "editor not isolated: shares "
-            + "; ".join(f"{', '.join(w)} with {j}" for j, w in sorted(shared.items())),
+            "editor not isolated: shares " + "; ".join(f"{', '.join(w)} with {j}" for j, w in shown),
             soft_wrap=True,
         )
 

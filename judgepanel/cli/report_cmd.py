@@ -10,7 +10,9 @@ from judgepanel.cli.render import emit_json
 
 def report(
     ctx: typer.Context,
-    campaigns: list[str] = typer.Argument(None, help="Campaign names (optional with --iteration)."),
+    campaigns: list[str] = typer.Argument(
+        None, help="Campaign names (optional with --iteration or --alignment)."
+    ),
     out: str = typer.Option(..., "--out", help="File to write (HTML, or Markdown with plots beside it)."),
     fmt: str = typer.Option("html", "--format", help="html (one self-contained file) or md"),
     bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap replicates for the agreement CIs."),
@@ -18,6 +20,11 @@ def report(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     iteration: str | None = typer.Option(
         None, "--iteration", help="Add a repair iteration: α and human agreement per version, the edits."
+    ),
+    alignment: str | None = typer.Option(
+        None,
+        "--alignment",
+        help="Add an alignment: agreement per version (forest plots), the choices, the template diff.",
     ),
     json_: bool = typer.Option(False, "--json", help="Print what was written as one JSON object."),
 ) -> None:
@@ -33,6 +40,7 @@ def report(
         out,
         fmt_=fmt,
         iteration=iteration,
+        alignment=alignment,
         db_label=make_url(st.db_url).render_as_string(hide_password=True),
         n_boot=bootstrap,
         cases=cases,

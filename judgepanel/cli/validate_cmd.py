@@ -119,9 +119,10 @@ def loo(
         level=level or "nominal",
         **_labels(dimension, map_, campaign, condition),
     )
-    name = out.judges[0]
+    # issue 19 §3: `judge` = the name shown, `spec` = a campaign judge's full spec (null: imported)
+    name = out.names[0]
     if json_:
-        emit_json({"judge": name, **out.as_dict()})
+        emit_json({"judge": name, "spec": out.specs[0], **out.as_dict()})
         return
     res = out.result
     table(
@@ -170,9 +171,10 @@ def alt_test(
         min_humans=min_humans,
         **_labels(dimension, map_, campaign, condition),
     )
-    name = out.judges[0]
+    # issue 19 §3: `judge` = the name shown, `spec` = a campaign judge's full spec (null: imported)
+    name = out.names[0]
     if json_:
-        emit_json({"judge": name, **out.as_dict()})
+        emit_json({"judge": name, "spec": out.specs[0], **out.as_dict()})
         return
     res = out.result
     proxy = " — a lexical proxy" if res.scorer_is_proxy else ""

@@ -75,6 +75,13 @@ def votes(
         **vote_report(t.pairs, t.humans, t.judges, t.turns, protocol=protocol),
         "simulated": simulated(engine, campaign),
     }
+    # issue 19 §3: a campaign judge is `NAME@CAMPAIGN` (its short name), its full `spec` inside
+    for part in [out, *out.get("by_turn", {}).values()]:
+        for setting in ("with_ties", "without_ties"):
+            jh = part.get(setting, {}).get("judge_human", {})
+            for voter, a in jh.items():
+                if t.specs.get(voter) is not None:  # imported votes have no spec
+                    jh[voter] = {**a, "spec": t.specs[voter]}
     if json_:
         emit_json(out)
         return

@@ -8,6 +8,10 @@ Two tasks, each one call:
   (`RewriteTask` has no field that could carry them). Reply: {"reason", "clause"}.
 - `split` (`prompts/editor_split.v1.j2`): one dimension's definition, criteria, anchors and
   current clauses. Reply: {"reason", "clauses": [...]}.
+- `align` (`prompts/editor_align.v1.j2`, `protocol.align`): a judge's instructions and a few
+  development items where judge and humans disagree (text, both scores, the rationales). Reply
+  (strict schema): {"reason", "instructions"} — the revised instructions, at most
+  `MAX_INSTRUCTIONS_CHARS` characters.
 - `checker` (`prompts/editor_checker.v1.j2`): one clause (id and text) and the checker catalogue
   (`protocol.checkers.CATALOGUE`), nothing else — no item, no verdict. Reply (strict schema, every
   key present, unused parameters null): {"reason", "checker": none|word_count|phrase|regex|language,
@@ -31,6 +35,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgepanel.errors import BadInput
+from judgepanel.protocol.align import (
+    ALIGN,
+    ALIGN_TEMPLATE,
+    MAX_INSTRUCTIONS_CHARS,
+    AlignTask,
+    align_context,
+    align_schema,
+    valid_revision,
+)
 from judgepanel.protocol.checkers import CATALOGUE, KINDS
 from judgepanel.protocol.templates import Prompt, _load, template_hash
 from judgepanel.resources import resource_dir
@@ -110,7 +123,9 @@ class CheckerTask:
         return {"kind": "checker", "clause_id": self.clause_id, "clause_text": self.clause_text}
 
 
-def task_from_dict(d: Mapping[str, Any]) -> RewriteTask | SplitTask | CheckerTask:
+def task_from_dict(d: Mapping[str, Any]) -> RewriteTask | SplitTask | CheckerTask | AlignTask:
+    if d.get("kind") == "align":
+        return AlignTask.from_dict(d)
     if d.get("kind") == "checker":
         return CheckerTask(d["clause_id"], d["clause_text"])
     if d.get("kind") == "rewrite":
@@ -190,12 +205,15 @@ def checker_schema() -> dict[str, Any]:
     }
 
 
-def render_editor(task: RewriteTask | SplitTask | CheckerTask) -> Prompt:
+def render_editor(task: RewriteTask | SplitTask | CheckerTask | AlignTask) -> Prompt:
     folder = resource_dir("prompts")
     system = _load(folder, EDITOR_SYSTEM)
-    if isinstance(task, CheckerTask):
+    if isinstance(task, AlignTask):
+        name, schema, schema_name = ALIGN_TEMPLATE, align_schema(), ALIGN
+        context: dict[str, Any] = align_context(task, _escape, MAX_SOURCE_CHARS)
+    elif isinstance(task, CheckerTask):
         name, schema, schema_name = CHECKER_TEMPLATE, checker_schema(), CHECKER
-        context: dict[str, Any] = {
+        context = {
             "clause_id": _escape(task.clause_id),
             "clause_text": _escape(task.clause_text),
             "catalogue": [
@@ -248,6 +266,8 @@ def _valid(schema_name: str, obj: Any) -> dict[str, Any] | None:
         return None
     reason = obj.get("reason")
     reason = str(reason).strip() if isinstance(reason, str | int | float) else ""
+    if schema_name == ALIGN:
+        return valid_revision(obj, reason)
     if schema_name == CHECKER:
         kind = obj.get("checker")
         params = obj.get("params")
@@ -275,6 +295,11 @@ def _valid(schema_name: str, obj: Any) -> dict[str, Any] | None:
 
 def over_limit(proposal: Mapping[str, Any]) -> str | None:
     """Why a proposal breaks the bounds in the module docstring, or None."""
+    if "instructions" in proposal and len(proposal["instructions"]) > MAX_INSTRUCTIONS_CHARS:
+        return (
+            f"the reply's instructions are {len(proposal['instructions']):,} characters, more than the "
+            f"limit of {MAX_INSTRUCTIONS_CHARS:,}"
+        )
     clauses = [proposal["clause"]] if "clause" in proposal else list(proposal.get("clauses", ()))
     if len(clauses) > MAX_CLAUSES:
         return f"the reply proposes {len(clauses):,} clauses, more than the limit of {MAX_CLAUSES}"
@@ -313,7 +338,7 @@ def parse_editor(schema_name: str, text: str | None, structured: Mapping[str, An
         if got is not None:
             return _checked(got, "json_tail")
         pos = body.rfind("{", 0, pos)
-    key = {REWRITE: "clause", CHECKER: "checker"}.get(schema_name, "clauses")
+    key = {REWRITE: "clause", CHECKER: "checker", ALIGN: "instructions"}.get(schema_name, "clauses")
     return EditorReply(False, None, None, f"no JSON object with a {key!r} field in the reply")
 
 

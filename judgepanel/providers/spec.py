@@ -516,6 +516,25 @@ def panel_names(specs: Sequence[str], given: Sequence[str | None]) -> list[str]:
     return names
 
 
+def given_judge_names(judges: Sequence[str]) -> dict[str, str]:
+    """canonical spec -> name for judges as given on a command line (`NAME=SPEC` or a spec): the
+    names `campaign create` stores for the same `--judge` options (`panel_names`). A repair
+    iteration keeps its judges as given and names them with this."""
+    pairs = [split_judge_name(j) for j in judges]
+    specs = [parse_spec(s).name for _, s in pairs]
+    return dict(zip(specs, panel_names(specs, [n for n, _ in pairs]), strict=True))
+
+
+def names_beside(judges: Sequence[object], names: object) -> dict[str, str]:
+    """judge spec -> name from a stored JSON pair of lists, `judges` and `judge_names` beside it
+    (a repair comparison); derived (`derive_judge_names`) where `names` is missing or does not fit,
+    as in a comparison stored before names existed."""
+    specs = [str(j) for j in judges]
+    if isinstance(names, list) and len(names) == len(specs):
+        return dict(zip(specs, map(str, names), strict=True))
+    return derive_judge_names(specs)
+
+
 def stored_judge_names(judges: Sequence[str], spec: Mapping[str, object] | None) -> dict[str, str]:
     """judge spec -> name for the judges of a campaign whose stored `spec` may carry `judges` and
     `judge_names` (parallel lists; campaigns planned before names existed have none): the stored

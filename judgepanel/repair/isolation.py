@@ -14,10 +14,10 @@ editor came from the family of three of its judges). Two judges share
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from judgepanel.providers.capabilities import family
-from judgepanel.providers.spec import parse_spec
+from judgepanel.providers.spec import parse_spec, split_judge_name
 
 _WORD = re.compile(r"[a-z]+")
 
@@ -34,11 +34,13 @@ def _provider(spec: str) -> tuple[str, str | None]:
 
 
 def editor_shares_family_with(editor: str, judges: Sequence[str]) -> dict[str, list[str]]:
-    """judge name -> what it shares with the editor (`provider`, `model family`); judges that
-    share nothing are left out, so an isolated editor gives {}."""
+    """judge spec (canonical) -> what it shares with the editor (`provider`, `model family`);
+    judges that share nothing are left out, so an isolated editor gives {}. A judge may be given
+    as `NAME=SPEC`."""
     ed = parse_spec(editor)
     out: dict[str, list[str]] = {}
-    for j in judges:
+    for given in judges:
+        j = split_judge_name(given)[1]
         js = parse_spec(j)
         shared = []
         if _provider(j) == _provider(editor):
@@ -50,8 +52,10 @@ def editor_shares_family_with(editor: str, judges: Sequence[str]) -> dict[str, l
     return out
 
 
-def isolation_warning(shared: dict[str, list[str]]) -> str | None:
+def isolation_warning(shared: dict[str, list[str]], names: Mapping[str, str] | None = None) -> str | None:
+    """One line naming each judge by its short name (`names`: spec -> name; issue 19 §3)."""
     if not shared:
         return None
-    each = "; ".join(f"{j} ({', '.join(s)})" for j, s in sorted(shared.items()))
+    shown = {(names or {}).get(j, j): s for j, s in shared.items()}
+    each = "; ".join(f"{j} ({', '.join(s)})" for j, s in sorted(shown.items()))
     return f"the editor shares a provider or model family with {len(shared)} judge(s): {each}"

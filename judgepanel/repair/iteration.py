@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, JudgepanelError, NotFound
 from judgepanel.metrics.names import RESAMPLE_MODES
-from judgepanel.providers.spec import parse_spec
+from judgepanel.providers.spec import given_judge_names, parse_spec, split_judge_name
 from judgepanel.repair.compare import DEFAULT_CRITERION, compare_versions, parse_criterion, verdicts
 from judgepanel.repair.isolation import editor_shares_family_with, isolation_warning
 from judgepanel.repair.sample import spread_sample
@@ -93,7 +93,8 @@ class RepairInputs:
         if self.resample is not None and self.resample not in RESAMPLE_MODES:
             raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {self.resample!r}")
         for j in (*self.judges, self.editor):
-            parse_spec(j)
+            parse_spec(split_judge_name(j)[1])  # a judge may be given as NAME=SPEC
+        given_judge_names(self.judges)  # names unique within the panel
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -138,7 +139,8 @@ class _Ctx:
 def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
     """`--max-cost` needs every model's price; refused before anything is written or called."""
     if options is not None and options.max_cost is not None:
-        check_prices(options.max_cost, {parse_spec(j).name: price_for(parse_spec(j)) for j in specs})
+        parsed = [parse_spec(split_judge_name(j)[1]) for j in specs]
+        check_prices(options.max_cost, {js.name: price_for(js) for js in parsed})
 
 
 def _run(ctx: _Ctx, campaign: str) -> RunSummary:
@@ -432,7 +434,7 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
         for r in rows:
             by_clause.setdefault(r.clause_key, []).append(r)
         texts = store.item_texts(engine, sorted({r.item_id for r in rows}))
-        judges = sorted({parse_spec(j).name for j in inp.judges})
+        judges = sorted({parse_spec(split_judge_name(j)[1]).name for j in inp.judges})
         tasks = {
             c: rewrite_task(c, text_of[c], dim_of[c], by_clause.get(c, []), texts, judges).as_dict()
             for c in sorted(sets)
@@ -613,6 +615,7 @@ def compare(engine: Engine, name: str, *, resample: str | None = None) -> dict[s
     rewrites = rec.rewrites or {}
     dev_items = len({r.item_id for r in store.clause_verdict_rows(engine, rec.campaigns["dev"] or "")})
     shared = editor_shares_family_with(inp.editor, inp.judges)
+    names = given_judge_names(inp.judges)
     result = {
         **c.as_dict(),
         "criterion": rec.criterion,
@@ -631,6 +634,8 @@ def compare(engine: Engine, name: str, *, resample: str | None = None) -> dict[s
         ],
         "units": {"dev": dev_items, "eval": len(items)},
         "judges": judges,
+        # issue 19 §3: the short name of each judge above (`NAME=SPEC` or derived), as campaigns show it
+        "judge_names": [names.get(j, j) for j in judges],
         "human_group": inp.human_group,
         "editor": parse_spec(inp.editor).name,
         "editor_shares_family_with": shared,
@@ -664,6 +669,14 @@ def _sample_summary(rec: IterationRecord) -> dict[str, Any] | None:
             for k in ("dev", "eval")
         },
     }
+
+
+def judges_named(rec: IterationRecord) -> dict[str, list[str]]:
+    """`judges` (canonical specs) and `judge_names` beside them (issue 19 §3: the names the
+    iteration's campaigns show, `NAME=SPEC` or derived) for `repair status --json` and the viewer;
+    `inputs.judges` keeps the judges as given."""
+    names = given_judge_names([str(j) for j in rec.inputs.get("judges") or []])
+    return {"judges": list(names), "judge_names": list(names.values())}
 
 
 def chain(engine: Engine, name: str) -> list[dict[str, Any]]:
@@ -718,7 +731,9 @@ def run_iteration(
         inputs.validate()
         check_budget(options, [*inputs.judges, inputs.editor])
         rec = start(engine, name, inputs, criterion=criterion)
-        warning = isolation_warning(editor_shares_family_with(inputs.editor, inputs.judges))
+        warning = isolation_warning(
+            editor_shares_family_with(inputs.editor, inputs.judges), given_judge_names(inputs.judges)
+        )
         if warning:
             warn(warning)
     else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,14 +33,17 @@ from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 from judgepanel.protocol.pairs import as_label, combine_orders
 from judgepanel.store.report import (
     CampaignFacts,
-    HumanRatings,
+    HumanColumns,
     JudgeVerdict,
     UnitText,
+    VerdictColumns,
     campaign_facts,
     campaign_verdicts,
-    human_item_scores,
-    human_pair_labels,
+    human_item_rationales,
+    human_item_score_columns,
+    human_pair_label_columns,
     unit_texts,
+    verdict_columns,
 )
 
 PAIR_CODES = {"A": 0.0, "B": 1.0, "T": 2.0}
@@ -100,44 +103,87 @@ class CampaignReport:
     versus: list[VersusHumans]
     cases: list[Case]
     notes: list[str] = field(default_factory=list)
+    cases_total: int = 0  # units with a positive disagreement score; `cases` holds the first ones
 
 
 def _none(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def _plurality(values: list[str]) -> str | None:
-    top = Counter(values).most_common()
-    if not top or (len(top) > 1 and top[0][1] == top[1][1]):
-        return None
-    return top[0][0]
+Column = tuple[NDArray[np.int64], NDArray[np.float64]]  # sorted unit ids, their values
+"""A rater's values by unit: pair labels as `PAIR_CODES`, item scores as they are."""
+
+_SHIFT = 42  # unit ids below 2⁴⁰ (and two order bits) under a column code in one int64 key
 
 
-def _judge_columns(facts: CampaignFacts, verdicts: list[JudgeVerdict]) -> dict[str, dict[int, Any]]:
-    """Judge column name -> {unit: value}; names carry the condition/dimension when several ran."""
-    cols: dict[str, dict[int, Any]] = defaultdict(dict)
+def _last_per_key(keys: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Sorted distinct keys and the row of each one's last occurrence (later rows win, as when
+    rows in job order overwrite a dict entry)."""
+    uniq, first_from_end = np.unique(keys[::-1], return_index=True)
+    return uniq, len(keys) - 1 - first_from_end
+
+
+def _judge_columns(facts: CampaignFacts, vc: VerdictColumns) -> dict[str, Column]:
+    """Judge column name -> its values by unit; names carry the condition/dimension when several
+    ran. A pairwise column's label of a pair is its two orders combined (the last AB and the last
+    BA verdict in job order)."""
+    # one column code per (judge, condition, dimension) seen (one int64 key each: a 1-d unique is
+    # far cheaper than a unique over rows); several may share a name
+    n_c, n_d = max(1, len(vc.conditions)), max(1, len(vc.dimensions))
+    key = (vc.judge.astype(np.int64) * n_c + vc.condition) * n_d + vc.dimension
+    triples, row_triple = np.unique(key, return_inverse=True)
+    names = [
+        _name(facts, vc.judges[t // (n_c * n_d)], vc.conditions[t // n_d % n_c], vc.dimensions[t % n_d])
+        for t in triples.tolist()
+    ]
+    col_names = list(dict.fromkeys(names))
+    to_col = np.array([col_names.index(n) for n in names], dtype=np.int64)
+    col = to_col[row_triple.reshape(-1)] if len(names) else np.zeros(0, dtype=np.int64)
+    cols: dict[str, Column] = {}
     if facts.protocol == "pairwise":
-        orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
-        for v in verdicts:
-            if v.order and v.value:
-                orders[(_name(facts, v), v.unit)][v.order] = v.value
-        for (col, unit), o in orders.items():
-            label = as_label(combine_orders(o.get("AB"), o.get("BA")))
-            if label is not None:
-                cols[col][unit] = label
+        keep = (vc.order > 0) & (vc.value >= 0)
+        keys = (col[keep] << _SHIFT) | (vc.unit[keep] << 2) | vc.order[keep].astype(np.int64)
+        uniq, rows = _last_per_key(keys)
+        values = vc.value[keep][rows]
+        pk, inverse = np.unique(uniq >> 2, return_inverse=True)
+        ab = np.full(len(pk), -1, dtype=np.int64)
+        ba = np.full(len(pk), -1, dtype=np.int64)
+        is_ab = (uniq & 3) == 1
+        ab[inverse[is_ab]] = values[is_ab]
+        ba[inverse[~is_ab]] = values[~is_ab]
+        # the combination table over the (few) value pairs present
+        pairs, which = np.unique(np.stack([ab, ba], axis=1), axis=0, return_inverse=True)
+        codes = []
+        for a, b in pairs.tolist():
+            label = as_label(
+                combine_orders(vc.values[a] if a >= 0 else None, vc.values[b] if b >= 0 else None)
+            )
+            codes.append(np.nan if label is None else PAIR_CODES[label])
+        combined = np.array(codes, dtype=np.float64)[which.reshape(-1)] if codes else np.zeros(0)
+        labelled = ~np.isnan(combined)
+        c_of, u_of = pk >> (_SHIFT - 2), pk & ((1 << (_SHIFT - 2)) - 1)
+        for k, n in enumerate(col_names):
+            mine = labelled & (c_of == k)
+            if mine.any():
+                cols[n] = (u_of[mine], combined[mine])
     else:
-        for v in verdicts:
-            if v.score is not None:
-                cols[_name(facts, v)][v.unit] = v.score
+        keep = ~np.isnan(vc.score)
+        uniq, rows = _last_per_key((col[keep] << _SHIFT) | vc.unit[keep])
+        scores = vc.score[keep][rows]
+        c_of, u_of = uniq >> _SHIFT, uniq & ((1 << _SHIFT) - 1)
+        for k, n in enumerate(col_names):
+            mine = c_of == k
+            if mine.any():
+                cols[n] = (u_of[mine], scores[mine])
     return dict(sorted(cols.items(), key=lambda kv: _order(facts, kv[0])))
 
 
-def _name(facts: CampaignFacts, v: JudgeVerdict) -> str:
-    parts = [v.judge]
-    if len(facts.conditions) > 1 and v.condition:
-        parts.append(v.condition)
-    if len(facts.dimensions) > 1 and v.dimension:
-        parts.append(v.dimension)
+def _name(facts: CampaignFacts, judge: str, condition: str | None, dimension: str | None) -> str:
+    parts = [judge]
+    if len(facts.conditions) > 1 and condition:
+        parts.append(condition)
+    if len(facts.dimensions) > 1 and dimension:
+        parts.append(dimension)
     return "/".join(parts)
 
 
@@ -146,28 +192,47 @@ def _order(facts: CampaignFacts, col: str) -> tuple[int, str]:
     return (facts.judges.index(judge) if judge in facts.judges else len(facts.judges), col)
 
 
-def _human_reference(humans: HumanRatings, unit_kind: str) -> dict[str, dict[int, Any]]:
-    """Group -> {unit: plurality label (pairs) or mean score (items)}."""
-    by_group: dict[str, dict[int, list[Any]]] = defaultdict(lambda: defaultdict(list))
-    for group, values in humans.raters.values():
-        for unit, v in values.items():
-            by_group[group][unit].append(v)
-    out: dict[str, dict[int, Any]] = {}
-    for group, units in sorted(by_group.items()):
+def _human_columns(humans: HumanColumns) -> dict[str, Column]:
+    """Annotator -> its values by unit (the last label of a unit wins)."""
+    uniq, rows = _last_per_key((humans.rater.astype(np.int64) << _SHIFT) | humans.unit)
+    values = humans.value[rows]
+    if humans.labels:  # pair labels: codes into `labels` -> PAIR_CODES
+        values = np.array([PAIR_CODES[x] for x in humans.labels], dtype=np.float64)[values.astype(np.int64)]
+    r_of, u_of = uniq >> _SHIFT, uniq & ((1 << _SHIFT) - 1)
+    return {n: (u_of[r_of == k], values[r_of == k]) for k, n in enumerate(humans.raters)}
+
+
+def _human_reference(
+    human_cols: dict[str, Column], groups: dict[str, str], unit_kind: str
+) -> dict[str, Column]:
+    """Group -> plurality label (pairs; no label when the top count is shared) or mean score
+    (items) by unit, over the group's annotators."""
+    out: dict[str, Column] = {}
+    for group in sorted(set(groups.values())):
+        members = {n: c for n, c in human_cols.items() if groups[n] == group}
+        units = np.unique(np.concatenate([u for u, _ in members.values()]))
+        if not len(units):
+            continue
+        m = _matrix(members, units)
         if unit_kind == "pair":
-            out[group] = {u: lab for u, vs in units.items() if (lab := _plurality(vs)) is not None}
+            counts = np.stack([(m == code).sum(axis=1) for code in (0.0, 1.0, 2.0)], axis=1)
+            top = counts.max(axis=1)
+            single = (counts == top[:, None]).sum(axis=1) == 1
+            out[group] = (units[single], counts[single].argmax(axis=1).astype(np.float64))
         else:
-            out[group] = {u: float(np.mean(vs)) for u, vs in units.items()}
+            n = (~np.isnan(m)).sum(axis=1)
+            out[group] = (units, np.where(np.isnan(m), 0.0, m).sum(axis=1) / n)
     return out
 
 
-def _matrix(columns: dict[str, dict[int, Any]], units: list[int], unit_kind: str) -> NDArray[np.float64]:
+def _matrix(columns: dict[str, Column], units: NDArray[np.int64]) -> NDArray[np.float64]:
+    """units × columns, NaN where a column has no value for a unit (`units` sorted)."""
     m = np.full((len(units), len(columns)), np.nan)
-    index = {u: i for i, u in enumerate(units)}
-    for j, values in enumerate(columns.values()):
-        for u, v in values.items():
-            if u in index:
-                m[index[u], j] = PAIR_CODES[v] if unit_kind == "pair" else float(v)
+    for j, (u, v) in enumerate(columns.values()):
+        idx = np.searchsorted(units, u)
+        ok = idx < len(units)
+        ok[ok] = units[idx[ok]] == u[ok]
+        m[idx[ok], j] = v[ok]
     return m
 
 
@@ -196,40 +261,38 @@ def _round_half_up(x: float) -> float:
 
 
 def _versus(
-    judge_cols: dict[str, dict[int, Any]], reference: dict[str, dict[int, Any]], unit_kind: str
+    judge_cols: dict[str, Column], reference: dict[str, Column], unit_kind: str
 ) -> list[VersusHumans]:
     out = []
-    for judge, jv in judge_cols.items():
-        for group, hv in reference.items():
-            units = sorted(set(jv) & set(hv))
-            if not units:
+    for judge, (ju, jv) in judge_cols.items():
+        for group, (hu, hv) in reference.items():
+            units, ij, ih = np.intersect1d(ju, hu, assume_unique=True, return_indices=True)
+            if not len(units):
                 continue
+            j = jv[ij]
             if unit_kind == "pair":
                 labels = ["A", "B", "T"]
-                j = np.array([PAIR_CODES[jv[u]] for u in units])
-                h = np.array([PAIR_CODES[hv[u]] for u in units])
+                h = hv[ih]
                 cats = np.array([0.0, 1.0, 2.0])
                 rho = None
                 qwk = None
             else:
-                j = np.array([float(jv[u]) for u in units])
-                raw = np.array([float(hv[u]) for u in units])
-                h = np.array([_round_half_up(x) for x in raw])
+                raw = hv[ih]
+                h = np.floor(raw + 0.5)  # the group's mean rounded half up
                 cats = np.unique(np.concatenate([j, h]))
                 labels = [f"{c:g}" for c in cats]
                 rho = _none(spearman(j, raw)) if len(units) > 2 else None
                 qwk = _none(cohen_kappa(h, j, cats, "quadratic"))
-            idx = {float(c): i for i, c in enumerate(cats)}
-            conf = [[0] * len(cats) for _ in cats]
-            for a, b in zip(h, j, strict=True):
-                conf[idx[float(a)]][idx[float(b)]] += 1
+            k = len(cats)
+            cells = np.searchsorted(cats, h) * k + np.searchsorted(cats, j)
+            conf = np.bincount(cells, minlength=k * k).reshape(k, k)
             out.append(
                 VersusHumans(
                     judge=judge,
                     group=group,
                     n=len(units),
                     labels=labels,
-                    confusion=conf,
+                    confusion=conf.tolist(),
                     kappa=_none(cohen_kappa(h, j, cats)),
                     qwk=qwk,
                     spearman=rho,
@@ -239,47 +302,63 @@ def _versus(
 
 
 def _case_scores(
-    judge_cols: dict[str, dict[int, Any]],
-    reference: dict[str, dict[int, Any]],
-    units: list[int],
+    judge_cols: dict[str, Column],
+    reference: dict[str, Column],
+    units: NDArray[np.int64],
     unit_kind: str,
 ) -> list[tuple[float, int]]:
     """(disagreement, unit) of every unit with a positive score, most disagreeing first: the
     judges' spread plus their mean distance to each human group's reference (both in [0, 1])."""
-    scored: list[tuple[float, int]] = []
+    if not len(units):
+        return []
+    j = _matrix(judge_cols, units)
+    r = _matrix(reference, units)
+    has = ~np.isnan(j).all(axis=1)
     if unit_kind == "pair":
-        for unit in units:
-            judged = [vs[unit] for vs in judge_cols.values() if unit in vs]
-            if not judged:
-                continue
-            refs = [hv[unit] for hv in reference.values() if unit in hv]
-            spread = 1.0 - Counter(judged).most_common(1)[0][1] / len(judged)
-            off = sum(1 for r in refs for v in judged if v != r) / max(1, len(refs) * len(judged))
-            if spread + off > 0:
-                scored.append((spread + off, unit))
-    elif units:
-        # items: the same sums over a units × judges and a units × groups matrix at once
-        j = _matrix(judge_cols, units, unit_kind)
-        r = _matrix(reference, units, unit_kind)
-        has = ~np.isnan(j).all(axis=1)
+        # spread: 1 − the commonest label's share; off: the share of (judge, group) label pairs
+        # that differ — integer counts divided once, as the per-unit sums did
+        n_j = (~np.isnan(j)).sum(axis=1)
+        n_r = (~np.isnan(r)).sum(axis=1)
+        counts = np.stack([(j == c).sum(axis=1) for c in (0.0, 1.0, 2.0)], axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spreads = 1.0 - counts.max(axis=1) / n_j
+        same = sum(
+            np.where(
+                np.isnan(r[:, g]),
+                0,
+                np.take_along_axis(counts, np.nan_to_num(r[:, g]).astype(np.int64)[:, None], 1)[:, 0],
+            )
+            for g in range(r.shape[1])
+        )
+        offs = (n_r * n_j - same) / np.maximum(1, n_r * n_j)
+        score = spreads + offs
+    else:
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no judge or no human
             spreads = (np.nanmax(j, axis=1) - np.nanmin(j, axis=1)) / 4.0
             offs = np.nanmean(np.abs(j[:, :, None] - r[:, None, :]).reshape(len(units), -1), axis=1) / 4.0
         score = spreads + np.where(np.isnan(offs), 0.0, offs)
-        scored = [(float(score[k]), u) for k, u in enumerate(units) if has[k] and score[k] > 0]
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    return scored
+    keep = has & (score > 0)
+    s, u = score[keep], units[keep]
+    order = np.lexsort((u, -s))
+    return list(zip(s[order].tolist(), u[order].tolist(), strict=True))
+
+
+def _value_at(col: Column, unit: int) -> float | None:
+    units, values = col
+    k = int(np.searchsorted(units, unit))
+    return float(values[k]) if k < len(units) and units[k] == unit else None
 
 
 def _cases(
     facts: CampaignFacts,
     verdicts: list[JudgeVerdict],
-    judge_cols: dict[str, dict[int, Any]],
-    reference: dict[str, dict[int, Any]],
-    humans: HumanRatings,
+    judge_cols: dict[str, Column],
+    reference: dict[str, Column],
+    human_rationales: dict[tuple[str, int], str],
     texts: dict[int, UnitText],
     top: list[tuple[float, int]],
+    unit_kind: str,
 ) -> list[Case]:
     """The cases of the `top` units, with their texts and every rationale."""
     wanted = {u for _, u in top}
@@ -288,30 +367,33 @@ def _cases(
     for v in verdicts:
         if v.rationale and v.unit in wanted:
             key = (v.judge, v.condition, v.dimension)
-            col = names.get(key) or names.setdefault(key, _name(facts, v))
+            col = names.get(key) or names.setdefault(key, _name(facts, *key))
             prefix = f"[{v.order}] " if v.order else ""
             rationales[(col, v.unit)].append(prefix + v.rationale)
     said: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for (a, u), r in humans.rationales.items():
+    for (a, u), r in human_rationales.items():
         if u in wanted:
             said[u].append((a, r))
+
+    def shown(x: float, judge: bool) -> str:
+        if unit_kind == "pair":
+            return PAIR_NAMES[x]
+        return f"{x:g}" if judge else f"{x:.2f}"
+
     cases = []
     for score, unit in top:
         t = texts[unit]
-        vals = {c: vs[unit] for c, vs in judge_cols.items() if unit in vs}
-        refs = {g: hv[unit] for g, hv in reference.items() if unit in hv}
+        vals = {c: x for c, col in judge_cols.items() if (x := _value_at(col, unit)) is not None}
+        refs = {g: x for g, col in reference.items() if (x := _value_at(col, unit)) is not None}
         cases.append(
             Case(
                 unit=t.label,
                 input=t.input,
                 outputs=t.outputs,
                 verdicts=[
-                    CaseVerdict(
-                        c, f"{v:g}" if isinstance(v, float) else str(v), "\n".join(rationales[(c, unit)])
-                    )
-                    for c, v in vals.items()
+                    CaseVerdict(c, shown(v, True), "\n".join(rationales[(c, unit)])) for c, v in vals.items()
                 ],
-                humans={g: (f"{r:.2f}" if isinstance(r, float) else str(r)) for g, r in refs.items()},
+                humans={g: shown(r, False) for g, r in refs.items()},
                 human_rationales=said[unit],
                 disagreement=round(score, 4),
             )
@@ -323,76 +405,72 @@ def campaign_report(
     engine: Engine, name: str, *, n_boot: int = 200, seed: int = 0, cases: int = 200
 ) -> CampaignReport:
     facts = campaign_facts(engine, name)
-    # rationales are read below for the cases shown only
-    verdicts = campaign_verdicts(engine, name, rationales=False)
+    # arrays, not rows: ~33 bytes a verdict; rationales are read below for the cases shown only
+    vc = verdict_columns(engine, name)
     notes = []
+    dimension = None
     if facts.protocol == "pairwise" and facts.pair_set_id is not None:
         unit_kind = "pair"
-        humans = human_pair_labels(engine, facts.pair_set_id)
+        humans = human_pair_label_columns(engine, facts.pair_set_id)
     elif facts.protocol == "pointwise" and len(facts.dimensions) <= 1:
         unit_kind = "item"
-        humans = human_item_scores(
-            engine, facts.dataset_id, facts.dimensions[0] if facts.dimensions else None
-        )
+        dimension = facts.dimensions[0] if facts.dimensions else None
+        humans = human_item_score_columns(engine, facts.dataset_id, dimension)
     else:
         unit_kind = "item"
-        humans = HumanRatings()
+        humans = None
         if facts.protocol == "clauses":
             notes.append(
                 "Clause campaigns have no single rating per item; agreement is left to `repair compare`."
             )
-    judge_cols = _judge_columns(facts, verdicts) if facts.protocol != "clauses" else {}
-    human_cols = {n: v for n, (_g, v) in humans.raters.items()}
-    groups = {n: g for n, (g, _v) in humans.raters.items()}
-    units = sorted({u for vs in [*judge_cols.values(), *human_cols.values()] for u in vs})
+    judge_cols = _judge_columns(facts, vc) if facts.protocol != "clauses" else {}
+    human_cols = _human_columns(humans) if humans is not None else {}
+    groups = dict(zip(humans.raters, humans.groups, strict=True)) if humans is not None else {}
+    everyone = [u for u, _ in [*judge_cols.values(), *human_cols.values()]]
+    units = np.unique(np.concatenate(everyone)) if everyone else np.zeros(0, dtype=np.int64)
 
     agreement: list[AgreementRow] = []
     if human_cols:
-        m = _matrix(human_cols, units, unit_kind)
+        m = _matrix(human_cols, units)
         row = _alpha_row(f"humans ({len(human_cols)})", m, unit_kind, n_boot, seed)
         agreement += [row] if row else []
         for g in sorted(set(groups.values())):
             members = {n: v for n, v in human_cols.items() if groups[n] == g}
-            row = _alpha_row(
-                f"{g} ({len(members)})", _matrix(members, units, unit_kind), unit_kind, n_boot, seed
-            )
+            row = _alpha_row(f"{g} ({len(members)})", _matrix(members, units), unit_kind, n_boot, seed)
             agreement += [row] if row else []
     if len(judge_cols) > 1:
-        row = _alpha_row(
-            f"judges ({len(judge_cols)})", _matrix(judge_cols, units, unit_kind), unit_kind, n_boot, seed
-        )
+        row = _alpha_row(f"judges ({len(judge_cols)})", _matrix(judge_cols, units), unit_kind, n_boot, seed)
         agreement += [row] if row else []
 
     names = [*human_cols, *judge_cols]
     kappa: list[list[float | None]] = []
     clusters: list[list[str]] = []
     if len(names) >= 2:
-        m = _matrix({**human_cols, **judge_cols}, units, unit_kind)
-        cats = [0.0, 1.0, 2.0] if unit_kind == "pair" else sorted(set(m[~np.isnan(m)].tolist()))
+        m = _matrix({**human_cols, **judge_cols}, units)
+        cats = [0.0, 1.0, 2.0] if unit_kind == "pair" else np.unique(m[~np.isnan(m)]).tolist()
         km = kappa_matrix(m, cats, names=names)
         kappa = [[_none(float(v)) for v in row] for row in km.kappa]
         clusters = cluster_raters(km, k=min(2, len(names)))
 
-    bias: list[dict[str, Any]] = []
-    if facts.protocol == "pairwise":
-        presented: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
-        for v in verdicts:
-            if v.order and v.value:
-                # back to the presented slot: in BA order the canonical A was shown second
-                shown = v.value if v.order == "AB" else {"A": "B", "B": "A"}.get(v.value, v.value)
-                presented[(v.judge, v.unit)][v.order] = shown
-        for j in facts.judges:
-            both = [o for (jj, _u), o in presented.items() if jj == j and "AB" in o and "BA" in o]
-            pb = position_bias([o["AB"] for o in both], [o["BA"] for o in both])
-            bias.append({"judge": j, **pb.as_dict(), "pairs": pb.pairs})
-
-    reference = _human_reference(humans, unit_kind)
+    bias = _bias(facts, vc) if facts.protocol == "pairwise" else []
+    reference = _human_reference(human_cols, groups, unit_kind)
     versus = _versus(judge_cols, reference, unit_kind)
-    case_units = sorted({u for vs in judge_cols.values() for u in vs})
-    top = _case_scores(judge_cols, reference, case_units, unit_kind)[:cases] if cases else []
-    # texts only for the cases shown, not for every unit
-    texts = unit_texts(engine, facts.protocol, [u for _, u in top]) if top else {}
-    said = campaign_verdicts(engine, name, units=[u for _, u in top]) if top else []
+    case_units = (
+        np.unique(np.concatenate([u for u, _ in judge_cols.values()]))
+        if judge_cols
+        else np.zeros(0, np.int64)
+    )
+    scored = _case_scores(judge_cols, reference, case_units, unit_kind)
+    top = scored[:cases] if cases else []
+    shown = [u for _, u in top]
+    # texts and rationales only for the cases shown, not for every unit
+    texts = unit_texts(engine, facts.protocol, shown) if top else {}
+    said = campaign_verdicts(engine, name, units=shown) if top else []
+    human_said = (
+        human_item_rationales(engine, facts.dataset_id, dimension, shown)
+        if top and unit_kind == "item" and humans is not None
+        else {}
+    )
     return CampaignReport(
         facts=facts,
         unit_kind=unit_kind,
@@ -403,9 +481,36 @@ def campaign_report(
         clusters=clusters,
         bias=bias,
         versus=versus,
-        cases=_cases(facts, said, judge_cols, reference, humans, texts, top),
+        cases=_cases(facts, said, judge_cols, reference, human_said, texts, top, unit_kind),
         notes=notes,
+        cases_total=len(scored),
     )
+
+
+def _bias(facts: CampaignFacts, vc: VerdictColumns) -> list[dict[str, Any]]:
+    """Position bias per judge over its pairs asked in both orders (the verdicts back in the
+    presented slot: in BA order the canonical A was shown second); the last verdict per judge,
+    pair and order wins, as in job order."""
+    keep = (vc.order > 0) & (vc.value >= 0)
+    judge = vc.judge[keep].astype(np.int64)
+    keys = (judge << _SHIFT) | (vc.unit[keep] << 2) | vc.order[keep].astype(np.int64)
+    uniq, rows = _last_per_key(keys)
+    values = vc.value[keep][rows]
+    canonical = np.array(vc.values, dtype=object)
+    swapped = np.array([{"A": "B", "B": "A"}.get(v, v) for v in vc.values], dtype=object)
+    out = []
+    for name in facts.judges:
+        k = vc.judges.index(name) if name in vc.judges else -1
+        mine = (uniq >> _SHIFT) == k
+        pk, order, val = uniq[mine] >> 2, uniq[mine] & 3, values[mine]
+        ab_pairs, ab_at, ba_at = np.intersect1d(
+            pk[order == 1], pk[order == 2], assume_unique=True, return_indices=True
+        )
+        ab = canonical[val[order == 1][ab_at]] if len(ab_pairs) else np.zeros(0, dtype=object)
+        ba = swapped[val[order == 2][ba_at]] if len(ab_pairs) else np.zeros(0, dtype=object)
+        pb = position_bias(ab, ba)
+        out.append({"judge": name, **pb.as_dict(), "pairs": pb.pairs})
+    return out
 
 
 __all__ = ["PAIR_NAMES", "CampaignReport", "campaign_report"]

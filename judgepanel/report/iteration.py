@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.providers.spec import given_judge_names, names_beside, parse_spec, split_judge_name
 from judgepanel.report import plots
 from judgepanel.store.checkers import iteration_checkers
 from judgepanel.store.repair import get_iteration
@@ -40,7 +41,9 @@ def _notes(comp: dict[str, Any]) -> str:
             out.append(f" Returned unchanged by the editor ({k}): {', '.join(ids)}.")
     shared = comp.get("editor_shares_family_with") or {}
     if shared:
-        out.append(f" The editor shares a provider or model family with {', '.join(sorted(shared))}.")
+        names = names_beside(comp.get("judges") or [], comp.get("judge_names"))
+        shown = sorted(names.get(j, j) for j in shared)
+        out.append(f" The editor shares a provider or model family with {', '.join(shown)}.")
     return html.escape("".join(out))
 
 
@@ -130,7 +133,11 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
     rec = get_iteration(engine, name)
     comp = rec.comparison
     simulated = iteration_simulated(engine, rec.inputs, rec.campaigns)
-    judges = [str(j) for j in rec.inputs.get("judges") or []]
+    given = [str(j) for j in rec.inputs.get("judges") or []]
+    # each judge by its short name (issue 19 §3), the full spec beside it once
+    specs = [parse_spec(split_judge_name(j)[1]).name for j in given]
+    named = given_judge_names(given)
+    judges = [named[s] for s in specs]
     editor = str(rec.inputs.get("editor") or "")
     badge = " <span class='badge'>simulated</span>" if simulated else ""
     head = (
@@ -138,7 +145,10 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         + " · ".join(f"{v} <code>{html.escape(str(rec.rubrics.get(v)))}</code>" for v in VERSIONS)
         + f" · control seed {rec.control_seed}</p>"
         + "<p>Judges: "
-        + ", ".join(f"<code>{html.escape(j)}</code>" for j in judges)
+        + ", ".join(
+            f"<code>{html.escape(n)}</code>" + (f" (<code>{html.escape(s)}</code>)" if s != n else "")
+            for n, s in zip(judges, specs, strict=True)
+        )
         + f" · editor <code>{html.escape(editor)}</code>{badge}</p>"
     )
     md = [
@@ -146,7 +156,9 @@ def iteration_section(engine: Engine, name: str) -> dict[str, Any]:
         + ", ".join(f"{v} `{rec.rubrics.get(v)}`" for v in VERSIONS)
         + f"; control seed {rec.control_seed}.",
         "",
-        f"Judges: {', '.join(f'`{j}`' for j in judges)}; editor `{editor}`"
+        "Judges: "
+        + ", ".join(f"`{n}`" + (f" (`{s}`)" if s != n else "") for n, s in zip(judges, specs, strict=True))
+        + f"; editor `{editor}`"
         + (" (**simulated**)" if simulated else "")
         + ".",
         "",

@@ -1,4 +1,7 @@
-"""Report plots as SVG text (matplotlib, rendered off-screen; nothing fetched, nothing written).
+"""Report plots as SVG text (nothing fetched, nothing written). The plots every report has — the
+latency box plot, the κ heatmap and the confusion matrices — are written directly as small SVGs
+(matplotlib's import and drawing cost about a second per report, more than the statistics at 10⁵
+verdicts); the bias chart and the repair forest plots are drawn by matplotlib, off-screen.
 
 Every label is plain text (`text.parse_math` off): names are never read as mathtext.
 Text and axes are drawn in `currentColor`, so one SVG reads in the page's light and dark themes;
@@ -11,6 +14,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
+from html import escape
 from typing import Any
 
 _INK = "#123456"  # a sentinel colour replaced by currentColor after rendering
@@ -57,58 +61,187 @@ def _svg(fig: Any) -> str:
 def latency_plot(
     judges: Sequence[str], latencies_ms: Sequence[Sequence[float]], labels: dict[str, str] | None = None
 ) -> str | None:
-    """Box plot (with the median marked) of each judge's call latency, in seconds."""
-    data = [[x / 1000.0 for x in lat] for lat in latencies_ms]
-    if not any(data):
+    """Box plot of each judge's call latency in seconds, as a small SVG written directly (no
+    matplotlib: drawing thousands of points through it cost a second per report). Boxes span the
+    quartiles with the median marked; whiskers reach the furthest latency within 1.5 × IQR (as
+    matplotlib's `boxplot`), points beyond are drawn as fliers (one per pixel column)."""
+    import numpy as np
+
+    data = [np.asarray(lat, dtype=float) / 1000.0 for lat in latencies_ms]
+    if not any(len(d) for d in data):
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 0.5 + 0.42 * len(judges)))
-    shown = [d if d else [float("nan")] for d in data]
-    bp = ax.boxplot(shown, orientation="horizontal", widths=0.6, patch_artist=True, showfliers=True)
-    for i, box in enumerate(bp["boxes"]):
-        box.set_facecolor(PALETTE[i % len(PALETTE)])
-        box.set_alpha(0.55)
-    for median in bp["medians"]:
-        median.set_color(_INK)
-    ax.set_yticks(range(1, len(judges) + 1), [_short((labels or {}).get(j, j)) for j in judges])
-    ax.set_xlabel("latency per call (s)")
-    ax.invert_yaxis()
-    ax.set_title("Latency per judge")
-    return _svg(fig)
+    names = [_short((labels or {}).get(j, j)) for j in judges]
+    left = 12 + 6.2 * max(len(n) for n in names)
+    plot_w, row, top = 420.0, 30.0, 30.0
+    width = left + plot_w + 20
+    height = top + row * len(judges) + 46
+    lo = min(float(d.min()) for d in data if len(d))
+    hi = max(float(d.max()) for d in data if len(d))
+    ticks = _ticks(lo, hi)
+    x0, x1 = min(ticks[0], lo), max(ticks[-1], hi)
+    span = (x1 - x0) or 1.0
+
+    def x(v: float) -> float:
+        return left + (v - x0) / span * plot_w
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" font-family="sans-serif" font-size="11">',
+        "<title>Latency per judge</title>",
+        f'<text x="{left + plot_w / 2:.1f}" y="16" text-anchor="middle" fill="currentColor" font-size="12">'
+        "Latency per judge</text>",
+    ]
+    bottom = top + row * len(judges)
+    out.append(
+        f'<rect x="{left:.1f}" y="{top}" width="{plot_w}" height="{row * len(judges)}" fill="none" '
+        'stroke="currentColor" stroke-width="0.8"/>'
+    )
+    for t in ticks:
+        out.append(
+            f'<line x1="{x(t):.1f}" y1="{bottom}" x2="{x(t):.1f}" y2="{bottom + 4}" stroke="currentColor"/>'
+            f'<text x="{x(t):.1f}" y="{bottom + 16}" text-anchor="middle" fill="currentColor">{t:g}</text>'
+        )
+    out.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{bottom + 34}" text-anchor="middle" fill="currentColor">'
+        "latency per call (s)</text>"
+    )
+    for i, (name, d) in enumerate(zip(names, data, strict=True)):
+        mid = top + row * i + row / 2
+        out.append(
+            f'<text x="{left - 6:.1f}" y="{mid + 4:.1f}" text-anchor="end" fill="currentColor">{escape(name)}</text>'
+        )
+        if not len(d):
+            continue
+        q1, med, q3, w_lo, w_hi, fliers = box_stats(d)
+        colour = PALETTE[i % len(PALETTE)]
+        h = row * 0.6
+        out.append(
+            f'<line x1="{x(w_lo):.1f}" y1="{mid:.1f}" x2="{x(q1):.1f}" y2="{mid:.1f}" stroke="currentColor"/>'
+            f'<line x1="{x(q3):.1f}" y1="{mid:.1f}" x2="{x(w_hi):.1f}" y2="{mid:.1f}" stroke="currentColor"/>'
+            f'<line x1="{x(w_lo):.1f}" y1="{mid - h / 4:.1f}" x2="{x(w_lo):.1f}" y2="{mid + h / 4:.1f}" stroke="currentColor"/>'
+            f'<line x1="{x(w_hi):.1f}" y1="{mid - h / 4:.1f}" x2="{x(w_hi):.1f}" y2="{mid + h / 4:.1f}" stroke="currentColor"/>'
+            f'<rect x="{x(q1):.1f}" y="{mid - h / 2:.1f}" width="{max(0.5, x(q3) - x(q1)):.1f}" height="{h:.1f}" '
+            f'fill="{colour}" fill-opacity="0.55" stroke="currentColor"/>'
+            f'<line x1="{x(med):.1f}" y1="{mid - h / 2:.1f}" x2="{x(med):.1f}" y2="{mid + h / 2:.1f}" '
+            'stroke="currentColor" stroke-width="1.6"/>'
+        )
+        for px in sorted({round(x(float(v)) * 2) / 2 for v in fliers}):
+            out.append(f'<circle cx="{px}" cy="{mid:.1f}" r="2.5" fill="none" stroke="currentColor"/>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def box_stats(values: Any) -> tuple[float, float, float, float, float, list[float]]:
+    """Quartile 1, median, quartile 3, the whiskers (the furthest values within 1.5 × IQR of the
+    box) and the fliers beyond them: what matplotlib's `boxplot` draws (`cbook.boxplot_stats`)."""
+    import numpy as np
+
+    d = np.asarray(values, dtype=float)
+    q1, med, q3 = (float(v) for v in np.percentile(d, [25, 50, 75]))
+    iqr = q3 - q1
+    inside = d[(d >= q1 - 1.5 * iqr) & (d <= q3 + 1.5 * iqr)]
+    w_lo, w_hi = float(inside.min()), float(inside.max())
+    return q1, med, q3, w_lo, w_hi, d[(d < w_lo) | (d > w_hi)].tolist()
+
+
+def _ticks(lo: float, hi: float, n: int = 6) -> list[float]:
+    """Round tick values covering [lo, hi] (steps of 1, 2 or 5 × a power of ten)."""
+    import math
+
+    span = hi - lo
+    if span <= 0:
+        span = abs(hi) or 1.0
+        lo, hi = lo - span / 2, hi + span / 2
+    raw = (hi - lo) / n
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(lo / step) * step
+    return [round(first + k * step, 10) for k in range(math.ceil((hi - first) / step) + 1)]
+
+
+# matplotlib's PuOr at 9 stops (−1 … 1): orange for disagreement, purple for agreement
+_PUOR = [
+    (127, 59, 8), (190, 99, 10), (239, 158, 60), (254, 215, 162), (246, 246, 247),
+    (206, 205, 228), (152, 141, 190), (93, 55, 144), (45, 0, 75),
+]  # fmt: skip
 
 
 def kappa_heatmap(
     names: Sequence[str], kappa: Sequence[Sequence[float | None]], groups: Sequence[str]
 ) -> str:
-    """Rater × rater Cohen κ, annotated; tick labels carry the rater's group."""
-    import numpy as np
-
-    plt = _plt()
-    m = np.array([[np.nan if v is None else v for v in row] for row in kappa], dtype=float)
+    """Rater × rater Cohen κ (colour from −1 to 1, annotated up to 16 raters), as a small SVG
+    written directly; tick labels carry the rater's group."""
     n = len(names)
-    size = max(3.2, 0.5 * n + 1.6)
-    fig, ax = plt.subplots(figsize=(size + 1.0, size))
-    im = ax.imshow(m, cmap="PuOr", vmin=-1, vmax=1)
     labels = [f"{_short(nm)} ({g})" for nm, g in zip(names, groups, strict=True)]
-    ax.set_xticks(range(n), labels, rotation=60, ha="right")
-    ax.set_yticks(range(n), labels)
-    if n <= 16:
-        for i in range(n):
-            for j in range(n):
-                if not np.isnan(m[i, j]):
-                    ax.text(
-                        j,
-                        i,
-                        f"{m[i, j]:.2f}",
-                        ha="center",
-                        va="center",
-                        fontsize=7,
-                        color="white" if abs(m[i, j]) > 0.55 else "black",
-                    )
-    cbar = fig.colorbar(im, ax=ax, shrink=0.8)
-    cbar.set_label("Cohen κ")
-    ax.set_title("Rater κ (pairwise-complete)")
-    return _svg(fig)
+    cell = 34 if n <= 8 else (26 if n <= 16 else 16)
+    text_w = 6.2 * max((len(lab) for lab in labels), default=0)
+    left, top = 10 + text_w, 30.0
+    grid = cell * n
+    bar_x = left + grid + 14
+    width = bar_x + 70
+    height = top + grid + 0.71 * text_w + 20  # the rotated column labels below the grid
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" font-family="sans-serif" font-size="11">',
+        "<title>Rater κ (pairwise-complete)</title>",
+        f'<text x="{left + grid / 2:.1f}" y="16" text-anchor="middle" fill="currentColor" font-size="12">'
+        "Rater κ (pairwise-complete)</text>",
+    ]
+    for i, row in enumerate(kappa):
+        for j, v in enumerate(row):
+            x, y = left + j * cell, top + i * cell
+            if v is None:
+                continue
+            r, g, b = _puor(v)
+            out.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell}" height="{cell}" fill="rgb({r},{g},{b})"/>'
+            )
+            if n <= 16:
+                ink = "white" if abs(v) > 0.55 else "black"
+                out.append(
+                    f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + 3:.1f}" text-anchor="middle" '
+                    f'font-size="{7 if n > 8 else 9}" fill="{ink}">{v:.2f}</text>'
+                )
+    out.append(
+        f'<rect x="{left:.1f}" y="{top}" width="{grid}" height="{grid}" fill="none" stroke="currentColor" stroke-width="0.8"/>'
+    )
+    for i, lab in enumerate(labels):
+        c = i * cell + cell / 2
+        out.append(
+            f'<text x="{left - 5:.1f}" y="{top + c + 4:.1f}" text-anchor="end" fill="currentColor">{escape(lab)}</text>'
+        )
+        bx, by = left + c + 3, top + grid + 6
+        out.append(
+            f'<text x="{bx:.1f}" y="{by:.1f}" text-anchor="end" fill="currentColor" '
+            f'transform="rotate(-60 {bx:.1f} {by:.1f})">{escape(lab)}</text>'
+        )
+    # the colour bar: −1 at the bottom, 1 at the top
+    steps = 40
+    h = grid / steps
+    for k in range(steps):
+        r, g, b = _puor(1 - 2 * (k + 0.5) / steps)
+        out.append(
+            f'<rect x="{bar_x:.1f}" y="{top + k * h:.2f}" width="12" height="{h + 0.3:.2f}" fill="rgb({r},{g},{b})"/>'
+        )
+    for v in (1, 0.5, 0, -0.5, -1):
+        y = top + (1 - v) / 2 * grid
+        out.append(
+            f'<text x="{bar_x + 16:.1f}" y="{y + 4:.1f}" fill="currentColor" font-size="10">{v:g}</text>'
+        )
+    out.append(
+        f'<text x="{bar_x + 52:.1f}" y="{top + grid / 2:.1f}" text-anchor="middle" fill="currentColor" '
+        f'transform="rotate(-90 {bar_x + 52:.1f} {top + grid / 2:.1f})">Cohen κ</text>'
+    )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _puor(v: float) -> tuple[int, int, int]:
+    x = (min(1.0, max(-1.0, v)) + 1) / 2 * (len(_PUOR) - 1)
+    i = min(int(x), len(_PUOR) - 2)
+    f = x - i
+    a, b = _PUOR[i], _PUOR[i + 1]
+    return (round(a[0] + f * (b[0] - a[0])), round(a[1] + f * (b[1] - a[1])), round(a[2] + f * (b[2] - a[2])))
 
 
 def bias_plot(rows: Sequence[dict[str, Any]], labels: dict[str, str] | None = None) -> str | None:

@@ -42,6 +42,7 @@ class RenderedCampaign:
     plots: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
     short: dict[str, str] = field(default_factory=dict)  # judge column -> the name plots show
+    cases_total: int = 0  # disagreeing units, of which `cases` are in the page
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list
                 bias=r.bias,
                 versus=r.versus,
                 cases=r.cases,
+                cases_total=r.cases_total,
                 notes=r.notes,
                 plots=_plots(r, short),
                 simulated=simulated.get(r.facts.name, False),
@@ -190,11 +192,12 @@ def write_report(
     cases: int = 200,
     seed: int = 0,
     iteration: str | None = None,
+    alignment: str | None = None,
 ) -> ReportResult:
     if fmt_ not in FORMATS:
         raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt_!r}")
-    if not campaigns and iteration is None:
-        raise BadInput("name at least one campaign or --iteration")
+    if not campaigns and iteration is None and alignment is None:
+        raise BadInput("name at least one campaign, --iteration or --alignment")
     if n_boot < 0 or cases < 0:
         raise BadInput("--bootstrap and --cases must not be negative")
     # never the live database or a folder; an earlier report is replaced (reports are rebuilt)
@@ -204,20 +207,34 @@ def write_report(
         from judgepanel.report.iteration import iteration_section
 
         section = iteration_section(engine, iteration)
+    aligned = None
+    if alignment is not None:
+        from judgepanel.report.alignment import alignment_section
+
+        aligned = alignment_section(engine, alignment)
     reports = [campaign_report(engine, c, n_boot=n_boot, seed=seed, cases=cases) for c in campaigns]
     from judgepanel.store.simulated import simulated_campaigns
 
     sims = simulated_campaigns(engine, campaigns)
     rendered = _rendered(reports, sims)
-    simulated = any(sims.values()) or bool(section and section["simulated"])
+    simulated = (
+        any(sims.values()) or bool(section and section["simulated"]) or bool(aligned and aligned["simulated"])
+    )
     context = {
-        "title": ", ".join([*campaigns, *([f"repair {iteration}"] if iteration else [])]),
+        "title": ", ".join(
+            [
+                *campaigns,
+                *([f"repair {iteration}"] if iteration else []),
+                *([f"alignment {alignment}"] if alignment else []),
+            ]
+        ),
         "campaigns": rendered,
         "db_label": db_label,
         "version": _version(),
         "simulated": simulated,
         "n_boot": n_boot,
         "iteration": section,
+        "alignment": aligned,
         "page": CASES_PAGE,
     }
     files: list[str] = []

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, NotFound
-from judgepanel.protocol.custom import CLASSIC_REF, load_template
+from judgepanel.protocol.custom import CLASSIC_REF, CustomTemplate, load_template
 from judgepanel.protocol.custom import validate as validate_template
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.protocol.templates import Prompt
@@ -59,7 +59,7 @@ def create(
     repeats: int = 1,
     split: str | None = None,
     limit: int | None = None,
-    templates: Mapping[str, str] | None = None,
+    templates: Mapping[str, str | CustomTemplate] | None = None,
     template_base: Path | None = None,
     max_cost: float | None = None,
     origin: Mapping[str, Any] | None = None,
@@ -70,7 +70,8 @@ def create(
     """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
 
     `templates` maps a protocol to a Jinja file (relative to `template_base`) or a classic name
-    (`@classic-pairwise`); each is validated before anything is stored and kept, source and
+    (`@classic-pairwise`) or a template already loaded (`CustomTemplate`, e.g. one an alignment
+    composed); each is validated before anything is stored and kept, source and
     sha256, in the spec. `max_cost` is the default budget of `run`; `origin` records where the
     spec came from (a campaign file and its sha256)."""
     named = [split_judge_name(j) for j in judges]
@@ -98,11 +99,18 @@ def create(
     )
     refs = dict(templates or {})
     plain = refs.get(protocol)
-    if spec.reference_categories and REFERENCE not in refs and plain is not None and plain in CLASSIC_REF:
+    if (
+        spec.reference_categories
+        and REFERENCE not in refs
+        and isinstance(plain, str)
+        and plain in CLASSIC_REF
+    ):
         refs[REFERENCE] = CLASSIC_REF[plain]
     # the reference-guided template is one of the campaign's protocol
     loaded = {
-        p: load_template(protocol if p == REFERENCE else p, ref, base=template_base)
+        p: ref
+        if isinstance(ref, CustomTemplate)
+        else load_template(protocol if p == REFERENCE else p, ref, base=template_base)
         for p, ref in refs.items()
     }
     spec = replace(spec, templates={p: t.stored() for p, t in loaded.items()})

@@ -24,6 +24,7 @@ from judgepanel.errors import BadInput, JudgepanelError, NotFound
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import SCALE, RubricDoc
 from judgepanel.store.campaigns import campaign_by_name
+from judgepanel.store.campaigns.readers import judge_names_in
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     Annotator,
@@ -149,7 +150,11 @@ def load_condition_rows(
                 .order_by(Judge.name)
             )
         )
-        jname = _one("judge", _canonical(judge), judges, "--judge")
+        # `--judge` takes the judge's short name (issue 19 §3) or any spelling of its spec
+        by_name = {n: spec for spec, n in judge_names_in(s, c).items()}
+        jname = _one(
+            "judge", by_name.get(judge) if judge in by_name else _canonical(judge), judges, "--judge"
+        )
         groups = sorted(
             {
                 g or ""

@@ -4,7 +4,9 @@ The rating matrices (`store.matrices`, behind `metrics agreement` and every `met
 read through these and `store.tables`, so a reading command never loads the ORM (issue 20). Each
 function takes a Connection or an ORM Session (both execute Core statements) and returns rows
 whose columns read as attributes (`ds.id`, `ds.meta`), as the ORM objects did; `store.queries`
-keeps the ORM look-ups that writers need and shares the rest from here.
+keeps the ORM look-ups that writers need and shares the rest from here. Through a Session, a Core
+statement autoflushes as an ORM query does (SQLAlchemy ≥ 2.0.16, issue #9809), so a writer's
+pending changes (`queries.record_pair_set`) are seen here too (tests/store/test_pair_set_lookups.py).
 """
 
 from __future__ import annotations

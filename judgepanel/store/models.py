@@ -611,6 +611,42 @@ class RepairIteration(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, doc="last change (UTC)")
 
 
+class Alignment(Base):
+    """One human-supervised judge alignment (`judgepanel align run`): few-shot examples, revised
+    instructions or a configuration grid, every choice made on development items only. Its calls
+    are jobs of ordinary campaigns (named in `campaigns`); the row keeps the inputs, each step's
+    state, the choices with their development scores, the judge templates and the comparison."""
+
+    __tablename__ = "alignment"
+    id: Mapped[int] = mapped_column(primary_key=True, doc="row id")
+    name: Mapped[str] = mapped_column(String(200), unique=True, doc="alignment name (unique)")
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("dataset.id"), doc="the dataset aligned on")
+    method: Mapped[str] = mapped_column(String(20), doc="fewshot | instructions | grid")
+    inputs: Mapped[dict[str, Any]] = mapped_column(
+        doc="the alignment's inputs (judge, human group, splits, method options, seed) as JSON"
+    )
+    steps: Mapped[dict[str, Any]] = mapped_column(
+        default=dict, doc="each step's state (dev, align, evaluate, compare) as JSON: done or pending"
+    )
+    campaigns: Mapped[dict[str, Any]] = mapped_column(
+        default=dict, doc="the campaigns the alignment made, by role (dev-original, eval-aligned, …), as JSON"
+    )
+    choices: Mapped[dict[str, Any] | None] = mapped_column(
+        JSON,
+        doc="what was chosen on development items (example ids, rounds, configurations, scores), as JSON",
+    )
+    templates: Mapped[dict[str, Any] | None] = mapped_column(
+        JSON, doc="the original and aligned judge templates (instructions, examples, sha256), as JSON"
+    )
+    comparison: Mapped[dict[str, Any] | None] = mapped_column(
+        JSON, doc="the comparison on evaluation items (`align compare`), as JSON"
+    )
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime, default=utcnow, doc="when the alignment started (UTC)"
+    )
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, doc="last change (UTC)")
+
+
 # ---------------------------------------------------------------- re-annotation planning
 
 

@@ -36,9 +36,13 @@ def pair_set_by_name(s: Session, name: str) -> PairSet:
     return ps
 
 
-# one home for the dimension look-ups: `store.lookups` (Core; an ORM session and row serve as well)
+# one home for the dimension and pair-set look-ups: `store.lookups` (Core; an ORM session and row
+# serve as well, and a session's pending changes are flushed first, as for an ORM query)
 label_dimensions = lookups.label_dimensions
 resolve_dimension = lookups.resolve_dimension
+scored_annotators = lookups.scored_annotators
+stale_annotators = lookups.stale_annotators
+check_pair_set_current = lookups.check_pair_set_current
 
 
 def list_datasets(engine: Engine) -> list[dict[str, Any]]:
@@ -53,10 +57,12 @@ def list_datasets(engine: Engine) -> list[dict[str, Any]]:
         return out
 
 
-def list_pair_sets(engine: Engine) -> list[dict[str, Any]]:
-    """Every pair set: its dataset, how many pairs it holds of how many within-group pairs, how it
-    was drawn (seed, sample) and how many pair labels it carries."""
+def list_pair_sets(engine: Engine, dataset: str | None = None) -> list[dict[str, Any]]:
+    """Every pair set (of `dataset`, if given: `NotFound` when there is no such dataset): its
+    dataset, how many pairs it holds of how many within-group pairs, how it was drawn (seed,
+    sample) and how many pair labels it carries."""
     with session_scope(engine) as s:
+        only = dataset_by_name(s, dataset).id if dataset is not None else None
         n_pairs = (
             select(func.count()).select_from(Pair).where(Pair.pair_set_id == PairSet.id).scalar_subquery()
         )
@@ -67,7 +73,7 @@ def list_pair_sets(engine: Engine) -> list[dict[str, Any]]:
             .where(Pair.pair_set_id == PairSet.id)
             .scalar_subquery()
         )
-        rows = s.execute(
+        query = (
             select(
                 PairSet.name,
                 Dataset.name,
@@ -80,6 +86,7 @@ def list_pair_sets(engine: Engine) -> list[dict[str, Any]]:
             .join(Dataset, Dataset.id == PairSet.dataset_id)
             .order_by(Dataset.id, PairSet.id)
         )
+        rows = s.execute(query if only is None else query.where(Dataset.id == only))
         return [
             {
                 "name": name,
@@ -116,52 +123,11 @@ def _scores(s: Session, dataset_id: int) -> dict[int, dict[int, dict[str, float]
 # refused until it is re-derived, so old and new raters are never silently mixed.
 
 
-def scored_annotators(s: Session, dataset_id: int) -> list[int]:
-    """Ids of the annotators with at least one numeric label in the dataset, sorted."""
-    return sorted(
-        a
-        for (a,) in s.execute(
-            select(Label.annotator_id)
-            .join(Item, Label.item_id == Item.id)
-            .where(Item.dataset_id == dataset_id, Label.value_num.is_not(None))
-            .distinct()
-        )
-    )
-
-
 def record_pair_set(ds: Dataset, pair_set_id: int, annotator_ids: list[int]) -> None:
     """Note which annotators a pair set's labels were derived from (reassigns the JSON column)."""
     records = dict(ds.meta.get("pair_sets", {}))
     records[str(pair_set_id)] = sorted(annotator_ids)
     ds.meta = {**ds.meta, "pair_sets": records}
-
-
-def stale_annotators(s: Session, ps: PairSet) -> list[str]:
-    """Names of the annotators scored in the dataset that ``ps`` derived no labels for (or derived
-    labels for but that are gone); empty when the pair set is current or predates the record."""
-    ds = s.get(Dataset, ps.dataset_id)
-    assert ds is not None
-    recorded = ds.meta.get("pair_sets", {}).get(str(ps.id))
-    if recorded is None:
-        return []
-    changed = set(scored_annotators(s, ds.id)) ^ set(recorded)
-    if not changed:
-        return []
-    names = dict(s.execute(select(Annotator.id, Annotator.name).where(Annotator.id.in_(changed))).all())
-    return sorted(names.get(a, f"#{a}") for a in changed)
-
-
-def check_pair_set_current(s: Session, ps: PairSet) -> None:
-    """Refuse a pair set whose labels were derived before annotators were attached or removed."""
-    stale = stale_annotators(s, ps)
-    if stale:
-        ds = s.get(Dataset, ps.dataset_id)
-        assert ds is not None
-        shown = ", ".join(stale[:6]) + (f" and {len(stale) - 6} more" if len(stale) > 6 else "")
-        raise BadInput(
-            f"pair set {ps.name!r} was derived before annotators {shown} were attached to {ds.name!r}; "
-            f"re-create it with `judgepanel data pairs {ds.name} --name {ps.name} --replace`"
-        )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, or_, select
 
+from judgepanel.providers.spec import split_judge_name
 from judgepanel.simjudge import SIM_FINGERPRINT
 from judgepanel.store.tables import (
     Campaign,
@@ -59,6 +60,6 @@ def iteration_simulated(engine: Engine, inputs: dict[str, Any], campaigns: dict[
     """Whether a repair iteration rests on simulated answers: a `sim:` judge or editor in its
     inputs, or any of its campaigns (dev, editor, original, contested, control) simulated."""
     specs = [*(inputs.get("judges") or []), inputs.get("editor") or ""]
-    if any(str(s).startswith("sim:") for s in specs):
+    if any(split_judge_name(str(s))[1].startswith("sim:") for s in specs):  # a judge may be NAME=SPEC
         return True
     return any(simulated_campaigns(engine, [c for c in campaigns.values() if c]).values())

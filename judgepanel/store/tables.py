@@ -252,6 +252,23 @@ repair_iteration = Table(
     Column("updated_at", DateTime, nullable=False, default=utcnow),
 )
 
+alignment = Table(
+    "alignment",
+    metadata,
+    Column("id", Integer, primary_key=True, doc="row id"),
+    Column("name", String(length=200), nullable=False, unique=True, doc="alignment name (unique)"),
+    Column("dataset_id", Integer, ForeignKey("dataset.id"), nullable=False, doc="the dataset aligned on"),
+    Column("method", String(length=20), nullable=False, doc="fewshot | instructions | grid"),
+    Column("inputs", JSON, nullable=False, doc="the alignment's inputs as JSON"),
+    Column("steps", JSON, nullable=False, default=dict, doc="each step's state as JSON"),
+    Column("campaigns", JSON, nullable=False, default=dict, doc="the campaigns it made, by role, as JSON"),
+    Column("choices", JSON, nullable=True, doc="the choices made on development items, as JSON"),
+    Column("templates", JSON, nullable=True, doc="the original and aligned judge templates, as JSON"),
+    Column("comparison", JSON, nullable=True, doc="the comparison on evaluation items, as JSON"),
+    Column("created_at", DateTime, nullable=False, default=utcnow, doc="when the alignment started (UTC)"),
+    Column("updated_at", DateTime, nullable=False, default=utcnow, doc="last change (UTC)"),
+)
+
 budget_hold = Table(
     "budget_hold",
     metadata,

@@ -33,6 +33,7 @@ from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.pairs import as_label, combine_orders, to_canonical
 from judgepanel.providers.spec import parse_spec
 from judgepanel.store.campaigns import campaign_by_name
+from judgepanel.store.campaigns.readers import judge_names_in
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     Allocation,
@@ -287,9 +288,11 @@ def _campaign_judges(s: Session, c: Campaign, wanted: Sequence[str] | None) -> d
     )
     if wanted is None:
         return own
+    # a judge is asked for by its short name (issue 19 §3) or by any spelling of its spec
+    by_name = {n: spec for spec, n in judge_names_in(s, c).items()}
     out: dict[str, int] = {}
     for spec in wanted:
-        name = spec if spec in own else parse_spec(spec).name
+        name = spec if spec in own else by_name.get(spec) or parse_spec(spec).name
         if name not in own:
             raise NotFound(f"no judge {spec!r} in campaign {c.name!r} (judges: {', '.join(own) or 'none'})")
         if name in out:

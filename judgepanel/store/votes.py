@@ -3,7 +3,7 @@ annotator's A/B/T vote as its pair label, written in one transaction."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, insert, select
@@ -110,10 +110,12 @@ class VoteTables:
 
     pairs: str
     humans: dict[str, dict[int, str]]
-    judges: dict[
-        str, dict[int, str]
-    ]  # imported LLM votes ("name (imported)") and campaign judges ("judge@campaign")
+    # imported LLM votes ("name (imported)") and campaign judges ("NAME@CAMPAIGN", the judge's
+    # short name, issue 19 §3)
+    judges: dict[str, dict[int, str]]
     turns: dict[int, str]  # pair id -> turn ("1", "2"; "" where the items name none)
+    # voter label -> the campaign judge's full spec (None for imported votes)
+    specs: dict[str, str | None] = field(default_factory=dict)
 
 
 def vote_tables(engine: Engine, pairs: str, campaigns: list[str]) -> VoteTables:
@@ -121,6 +123,7 @@ def vote_tables(engine: Engine, pairs: str, campaigns: list[str]) -> VoteTables:
     from collections import defaultdict
 
     from judgepanel.protocol.pairs import as_label, combine_orders
+    from judgepanel.store.campaigns.readers import judge_names_in
     from judgepanel.store.models import Campaign, Job, Judge, Verdict
     from judgepanel.store.queries import pair_set_by_name
 
@@ -128,6 +131,7 @@ def vote_tables(engine: Engine, pairs: str, campaigns: list[str]) -> VoteTables:
         ps = pair_set_by_name(s, pairs)
         humans: dict[str, dict[int, str]] = defaultdict(dict)
         judges: dict[str, dict[int, str]] = {}
+        specs: dict[str, str | None] = {}
         turns: dict[int, str] = {}
         for pid, ext in s.execute(
             select(Pair.id, Item.external_id)
@@ -167,8 +171,12 @@ def vote_tables(engine: Engine, pairs: str, campaigns: list[str]) -> VoteTables:
             ):
                 if jpid is not None and order and verdict:
                     orders[(jname, int(jpid))][order] = verdict
+            shown = judge_names_in(s, c)
             for (jname, pid), o in orders.items():
                 label = as_label(combine_orders(o.get("AB"), o.get("BA")))
                 if label is not None:
-                    judges.setdefault(f"{jname}@{cname}", {})[pid] = label
-    return VoteTables(pairs, dict(humans), judges, turns)
+                    voter = f"{shown.get(jname, jname)}@{cname}"
+                    judges.setdefault(voter, {})[pid] = label
+                    specs[voter] = jname
+    specs.update({v: None for v in judges if v not in specs})
+    return VoteTables(pairs, dict(humans), judges, turns, specs)

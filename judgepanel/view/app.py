@@ -274,6 +274,13 @@ def create_app(
 
         return {"section": iteration_section(engine, payload["iteration"])["html"]}
 
+    def alignment_html(payload: dict[str, Any], request: Request) -> dict[str, Any]:
+        from judgepanel.report.alignment import alignment_section
+
+        if payload["comparison"] is None:
+            return {"section": None}
+        return {"section": alignment_section(engine, payload["alignment"])["html"]}
+
     def name(request: Request) -> str:
         return str(request.path_params["name"])
 
@@ -291,6 +298,8 @@ def create_app(
     add("/rubrics/{name}", "rubric.html.j2", lambda r: data.rubric(engine, name(r)))
     add("/repair", "iterations.html.j2", lambda r: data.iterations(engine))
     add("/repair/{name}", "iteration.html.j2", lambda r: data.iteration(engine, name(r)), iteration_html)
+    add("/align", "alignments.html.j2", lambda r: data.alignments(engine))
+    add("/align/{name}", "alignment.html.j2", lambda r: data.alignment(engine, name(r)), alignment_html)
     add(
         "/campaigns/{name}",
         "campaign.html.j2",

@@ -378,7 +378,7 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
     """`repair status --json` (with its `chain`) plus `comparison` (`repair compare --json`, None
     until compared), `selection`, `rewrites` (clause id -> old, new, reason), `checkers` (`repair
     checkers`: every proposal, kept or refused) and `simulated`."""
-    from judgepanel.repair.iteration import chain
+    from judgepanel.repair.iteration import chain, judges_named
     from judgepanel.store.checkers import iteration_checkers
     from judgepanel.store.repair import get_iteration
     from judgepanel.store.simulated import iteration_simulated
@@ -387,6 +387,7 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
     sim = iteration_simulated(engine, rec.inputs, rec.campaigns)
     return {
         **rec.status_dict(),
+        **judges_named(rec),  # as `repair status --json`
         "simulated": sim,
         "chain": chain(engine, name),  # as `repair status --json`
         "comparison": rec.comparison,
@@ -394,3 +395,20 @@ def iteration(engine: Engine, name: str) -> dict[str, Any]:
         "rewrites": rec.rewrites,
         "checkers": [r.as_dict() for r in iteration_checkers(engine, name)],
     }
+
+
+def alignments(engine: Engine) -> dict[str, Any]:
+    """Every alignment: `alignment`, `method`, `steps`."""
+    from judgepanel.store.align import list_alignments
+
+    rows = list_alignments(engine)
+    return {"alignments": rows, "simulated": any(r.get("simulated") for r in rows)}
+
+
+def alignment(engine: Engine, name: str) -> dict[str, Any]:
+    """`align status --json` plus `comparison` (`align compare --json`, None until compared)."""
+    from judgepanel.store.align import get_alignment
+
+    rec = get_alignment(engine, name)
+    sim = bool((rec.comparison or {}).get("simulated")) or str(rec.inputs.get("judge", "")).startswith("sim:")
+    return {**rec.status_dict(), "comparison": rec.comparison, "simulated": sim}

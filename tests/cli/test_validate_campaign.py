@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from judgepanel.datasets.records import AnnotatorRecord, LabelRecord, ParsedDataset
-from judgepanel.providers.spec import parse_spec
+from judgepanel.providers.spec import derive_judge_names, parse_spec
 from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import RunOptions
@@ -173,10 +173,25 @@ def _unprefix(d: dict[str, Any]) -> dict[str, Any]:
     return {k.removeprefix("copy-"): _unprefix(v) if isinstance(v, dict) else v for k, v in d.items()}
 
 
+def _by_spec(got: dict[str, Any]) -> dict[str, Any]:
+    """A campaign `validate rank` result re-keyed from the judges' short names (issue 19 §3) to
+    their specs (each entry carries its `spec`), so it reads like the imported copy's."""
+    spec = {n: j.pop("spec") for n, j in got["judges"].items()}
+    return {
+        **got,
+        "order": [spec[n] for n in got["order"]],
+        "judges": {spec[n]: j for n, j in got["judges"].items()},
+        "pairwise": {spec[a]: {spec[b]: p for b, p in row.items()} for a, row in got["pairwise"].items()},
+    }
+
+
 def _same(got: dict[str, Any], ref: dict[str, Any]) -> None:
     """Every figure of the reference is in the campaign result, equal."""
+    if "pairwise" in ref:  # rank
+        assert all(j.pop("spec") is None for j in ref["judges"].values())  # imported: no spec
+        got = _by_spec(got)
     for key, value in ref.items():
-        if key in ("dataset", "judge", "campaign", "dimension", "condition", "unit", "score_source"):
+        if key in ("dataset", "judge", "spec", "campaign", "dimension", "condition", "unit", "score_source"):
             continue
         if key in ("judges", "pairwise"):  # rank: the copy's names carry a prefix
             assert got[key] == _unprefix(value), key
@@ -189,6 +204,8 @@ def _same(got: dict[str, Any], ref: dict[str, Any]) -> None:
 
 def test_pointwise_campaign_judge_equals_imported_judge(db: tuple[str, Engine], tmp_path: Path) -> None:
     url, engine = db
+    shown = derive_judge_names([parse_spec(s).name for s in POINT_JUDGES])  # spec -> short name
+    shown |= {s: shown[parse_spec(s).name] for s in POINT_JUDGES}
     for condition in ("none", "criteria"):
         copy = _pointwise_copy(engine, url, tmp_path, condition)
         for spec in POINT_JUDGES:
@@ -198,7 +215,14 @@ def test_pointwise_campaign_judge_equals_imported_judge(db: tuple[str, Engine], 
             args = ("--epsilon", "0.15", "--scorer", "neg-rmse", "--json")
             got = cli("validate", "alt-test", *camp, *args, db=url).json()
             want = cli("validate", "alt-test", *ref, *args, db=url).json()
-            assert (got["judge"], got["campaign"], got["condition"]) == (name, "pw", condition)
+            # issue 19 §3: `judge` = the short name, `spec` = the full spec; an imported judge: no spec
+            assert (got["judge"], got["spec"], got["campaign"], got["condition"]) == (
+                shown[spec],
+                name,
+                "pw",
+                condition,
+            )
+            assert (want["judge"], want["spec"]) == (f"copy-{name}", None)
             assert (got["dataset"], got["dimension"], got["unit"]) == (DATASET, DIM, "item")
             assert want["campaign"] is None
             assert got["tested"] == len(HUMANS)  # 48 items per human: every human tested
@@ -208,12 +232,19 @@ def test_pointwise_campaign_judge_equals_imported_judge(db: tuple[str, Engine], 
                 loo = ("validate", "loo", "--agreement", agreement, *extra, "--json")
                 got = cli(*loo, *camp, db=url).json()
                 want = cli(*loo, *ref, db=url).json()
-                assert got["judge"] == name and got["campaign"] == "pw"
+                assert (got["judge"], got["spec"], got["campaign"]) == (shown[spec], name, "pw")
+                # the short name selects the judge as its spec does
+                by_name = cli(*loo, *camp[:2], "--judge", shown[spec], *camp[4:], db=url).json()
+                assert by_name == got
                 _same(got, want)
         rank = ("validate", "rank", "--scorer", "neg-rmse", "--bootstrap", "200", "--json")
         got = cli(*rank, "--campaign", "pw", "--condition", condition, db=url).json()
         want = cli(*rank, "--dataset", copy, db=url).json()
-        assert got["campaign"] == "pw" and set(got["judges"]) == {parse_spec(s).name for s in POINT_JUDGES}
+        assert got["campaign"] == "pw" and set(got["judges"]) == {"pa", "pb"}
+        assert {j["spec"] for j in got["judges"].values()} == {parse_spec(s).name for s in POINT_JUDGES}
+        assert set(got["order"]) == set(got["pairwise"]) == {"pa", "pb"}
+        table = cli(*rank[:-1], "--campaign", "pw", "--condition", condition, db=url)
+        assert table.code == 0 and "pa" in table.stdout and "sim:pa" not in table.stdout
         _same(got, want)
 
 
@@ -225,7 +256,13 @@ def test_pairwise_campaign_judge_equals_imported_judge(db: tuple[str, Engine], t
         args = ("--epsilon", "0.1", "--json")
         got = cli("validate", "alt-test", "--campaign", "pp", "--judge", spec, *args, db=url).json()
         want = cli("validate", "alt-test", "--dataset", copy, "--judge", f"copy-{name}", *args, db=url).json()
-        assert (got["judge"], got["campaign"], got["unit"], got["condition"]) == (name, "pp", "pair", "none")
+        assert (got["judge"], got["spec"], got["campaign"], got["unit"], got["condition"]) == (
+            derive_judge_names([parse_spec(s).name for s in PAIR_JUDGES])[name],
+            name,
+            "pp",
+            "pair",
+            "none",
+        )
         assert got["tested"] >= 1
         _same(got, want)
         loo = ("validate", "loo", "--agreement", "cohen", "--json")

@@ -167,7 +167,14 @@ def test_campaign_judge_against_the_votes(mtbench: str) -> None:
     out = cli(
         "metrics", "votes", "--pairs", "mtbench-human", "--campaign", "mt-sim", "--json", db=mtbench
     ).json()
-    judge = out["with_ties"]["judge_human"]["sim:mt?position_bias=0.2@mt-sim"]
+    # issue 19 §3: the judge's short name @ the campaign, its full spec inside
+    judge = out["with_ties"]["judge_human"]["mt@mt-sim"]
+    assert judge["spec"] == "sim:mt?position_bias=0.2"
+    assert all(
+        t["with_ties"]["judge_human"]["mt@mt-sim"]["spec"] == judge["spec"] for t in out["by_turn"].values()
+    )
+    shown = cli("metrics", "votes", "--pairs", "mtbench-human", "--campaign", "mt-sim", db=mtbench).stdout
+    assert "mt@mt-sim – human" in " ".join(shown.split()) and "sim:mt" not in shown
     # the same figure from the exported verdicts and the stored votes
     v = api.verdicts(mtbench, "mt-sim")
     v = v[v["parse_status"] == "ok"]

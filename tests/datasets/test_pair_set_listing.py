@@ -34,7 +34,6 @@ def test_pair_sets_are_listed(db_url: str) -> None:
 
     both = cli("data", "list", "--json", db=db_url).json()
     assert both["pair_sets"] == listed and [d["name"] for d in both["datasets"]] == ["se"]
-    assert cli("data", "pairs", "nosuch", "--list", "--json", db=db_url).json()["pair_sets"] == []
     shown = cli("data", "list", db=db_url)
     assert shown.code == 0 and "pair sets" in shown.stdout and "se-small" in shown.stdout
     shown = cli("data", "pairs", "se", "--list", db=db_url)
@@ -46,3 +45,18 @@ def test_pairs_without_a_name_is_one_line(db_url: str) -> None:
     for args, needle in ((("se",), "missing --name"), ((), "missing DATASET")):
         r = cli("data", "pairs", *args, db=db_url)
         assert r.code == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_listing_the_pair_sets_of_an_unknown_dataset_is_one_line(db_url: str) -> None:
+    """A mistyped DATASET used to list nothing with exit 0, which reads as "no pair sets yet"."""
+    load_summeval_sample(db_url)
+    cli("data", "pairs", "se", "--name", "se-small", "--sample", "5", "--json", db=db_url)
+    for extra in ((), ("--json",)):
+        r = cli("data", "pairs", "nosuch", "--list", *extra, db=db_url)
+        assert r.code == 2 and r.stdout == ""
+        assert r.stderr.strip().splitlines() == [r.stderr.strip()]
+        assert "no dataset named 'nosuch'" in r.stderr and "se" in r.stderr
+    # a known dataset without pair sets is still an empty list
+    load_summeval_sample(db_url, "se2")
+    r = cli("data", "pairs", "se2", "--list", "--json", db=db_url)
+    assert r.code == 0 and r.json()["pair_sets"] == []

@@ -280,6 +280,15 @@ def test_prevalence_cli_on_the_demo(demo_db: tuple[str, Path]) -> None:
     assert r["n_labelled"] == len(lab) and r["n_unlabelled"] == len(unl)
     assert r["raw_rate"] == pytest.approx(want.raw_rate) and r["tpr"] == pytest.approx(want.tpr)
     assert r["ci"] == pytest.approx(list(want.ci)) if want.ci else r["ci"] is None
+    # issue 19 §3: `judge` = the short name, `spec` = the full spec; the name selects it too
+    names = {c["name"]: c for c in cli("campaign", "list", "--json", db=url).json()["campaigns"]}
+    name = dict(zip(names[POINTWISE]["judges"], names[POINTWISE]["judge_names"], strict=True))[judge]
+    assert (r["judge"], r["spec"]) == (name, judge) and "sim:" not in name
+    args = ["--condition", "rubric", "--threshold", "4", "--bootstrap", "500"]
+    base = ["metrics", "prevalence", "--campaign", POINTWISE, "--human-group", "expert", "--judge", name]
+    assert cli(*base, *args, "--json", db=url).json() == r
+    shown = cli(*base, *args, db=url).stdout
+    assert name in shown and judge not in shown
     bad = cli("metrics", "prevalence", "--campaign", POINTWISE, "--human-group", "expert", db=url)
     assert bad.code == 2 and "--judge" in bad.stderr
     bad = cli("metrics", "prevalence", "--campaign", PAIRWISE, "--human-group", "expert", db=url)

@@ -73,7 +73,10 @@ def test_bias_and_joint_counts_have_distinct_names_and_meanings(engine: Engine) 
         d["spec"]: d
         for d in cli("metrics", "bias", "--campaign", "both", "--json", db=url).json()["judges"].values()
     }
-    joint = cli("metrics", "joint", "--campaign", "both", "--json", db=url).json()["judges"]
+    joint = {
+        d["spec"]: d
+        for d in cli("metrics", "joint", "--campaign", "both", "--json", db=url).json()["judges"].values()
+    }
     with engine.connect() as conn:
         rows = conn.execute(
             select(Judge.name, Job.pair_id, Job.order, Verdict.value_presented, Verdict.value_canonical)

@@ -134,7 +134,9 @@ def test_figures_match_the_stored_rows(study_db: str, dimension: str, cats: list
         )
     assert all({"n", "items"} <= set(c) for c in out["conditions"].values())
     assert set(out["deltas"]) == {"criteria_vs_none", "rubric_vs_none"}
-    assert out["scale"] == [cats[0], cats[-1]] and out["judge"] == JUDGE and out["dimension"] == dimension
+    assert out["scale"] == [cats[0], cats[-1]] and out["dimension"] == dimension
+    # issue 19 §3: `judge` = the short name, `spec` = the full spec (`judge_name` kept)
+    assert (out["judge"], out["spec"], out["judge_name"]) == ("judge-a", JUDGE, "judge-a")
     scores, humans = _stored(study_db, dimension)
     ref_of = {e: float(math.floor(sum(v) / len(v) + 0.5)) for e, v in humans.items()}
     for cond, c in out["conditions"].items():
@@ -167,7 +169,7 @@ def test_figures_match_the_stored_rows(study_db: str, dimension: str, cats: list
     assert all(len(g) <= 2 and g == sorted(g, reverse=True) for g in by_cond.values())
 
 
-def test_judge_option_takes_any_spelling_of_the_spec(study_db: str) -> None:
+def test_judge_option_takes_the_name_or_any_spelling_of_the_spec(study_db: str) -> None:
     base = [
         "metrics",
         "conditions",
@@ -182,7 +184,8 @@ def test_judge_option_takes_any_spelling_of_the_spec(study_db: str) -> None:
     b = cli(
         *base, "--bootstrap", "20", "--judge", "sim:judge-a?q_span=0.30&q_low=0.3", "--json", db=study_db
     ).json()
-    assert a == b and b["judge"] == JUDGE
+    c = cli(*base, "--bootstrap", "20", "--judge", "judge-a", "--json", db=study_db).json()
+    assert a == b == c and b["spec"] == JUDGE
 
 
 def test_per_human_compares_with_every_rating(study_db: str) -> None:

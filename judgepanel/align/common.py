@@ -1,0 +1,213 @@
+"""What the alignment steps and the comparison share: the inputs, the step context, running a
+campaign to the end, and reading a pointwise campaign's scores against the human reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine
+
+from judgepanel.align.choose import DevItem
+from judgepanel.analysis.conditions import ConditionData, load_condition_data
+from judgepanel.errors import BadInput, JudgepanelError
+from judgepanel.metrics.conditions import STATISTICS, item_tables, table_statistics
+from judgepanel.metrics.names import RESAMPLE_MODES
+from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name
+from judgepanel.runner import RunOptions, run
+from judgepanel.runner.executor import ProviderFactory, RunSummary
+from judgepanel.store.align import AlignmentRecord
+
+METHODS = ("fewshot", "instructions", "grid")
+
+
+def judge_names(judges: list[str]) -> dict[str, str]:
+    """canonical spec -> the short name every table and JSON shows (given `NAME=SPEC`, else
+    derived, as campaigns name their judges)."""
+    split = [split_judge_name(j) for j in judges]
+    specs = [parse_spec(s).name for _n, s in split]
+    return dict(zip(specs, panel_names(specs, [n for n, _s in split]), strict=True))
+
+
+def spec_name(judge: str) -> str:
+    """The canonical name of a judge given as SPEC or NAME=SPEC (as campaigns store it)."""
+    return parse_spec(split_judge_name(judge)[1]).name
+
+
+class AlignIncomplete(JudgepanelError):
+    """A step's campaign did not finish (budget, interruption): run the same command to resume."""
+
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class AlignInputs:
+    dataset: str
+    judge: str
+    human_group: str
+    dev_split: str
+    eval_split: str
+    method: str
+    dimension: str | None = None  # None: the one dimension the human group rated
+    rubric: str | None = None  # the starting instructions: this rubric's dimension definition
+    rounds: int = 3
+    k: int = 4
+    editor: str | None = None
+    grid_judges: tuple[str, ...] = ()
+    grid_instructions: tuple[str, ...] = ()  # instruction texts (the CLI reads them from files)
+    limit: int | None = None
+    seed: int = 0
+    n_boot: int = 1000
+    resample: str | None = None
+    epsilon: float = 0.2
+    margin: float = 0.05
+
+    def validate(self) -> None:
+        if self.method not in METHODS:
+            raise BadInput(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.dev_split == self.eval_split:
+            raise BadInput("--dev-split and --eval-split must differ: evaluation items never reach a choice")
+        if self.k < 1:
+            raise BadInput(f"--k must be at least 1, got {self.k}")
+        if self.rounds < 1:
+            raise BadInput(f"--rounds must be at least 1, got {self.rounds}")
+        if self.limit is not None and self.limit < 1:
+            raise BadInput(f"--limit must be at least 1, got {self.limit}")
+        if self.n_boot < 100:
+            raise BadInput(f"--bootstrap must be at least 100, got {self.n_boot}")
+        if self.resample is not None and self.resample not in RESAMPLE_MODES:
+            raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {self.resample!r}")
+        if not 0 < self.epsilon < 1:
+            raise BadInput(f"--epsilon must lie in (0, 1), got {self.epsilon}")
+        if not self.margin > 0:
+            raise BadInput(f"--margin must be positive, got {self.margin}")
+        if self.method == "instructions" and not self.editor:
+            raise BadInput(
+                "--method instructions needs --editor SPEC (the model that revises the instructions)"
+            )
+        if self.method == "grid" and not (self.grid_judges or self.grid_instructions):
+            raise BadInput(
+                "--method grid needs at least one --grid-judge SPEC or --grid-instructions FILE "
+                "beside the original judge"
+            )
+        for j in (self.judge, *self.grid_judges, *([self.editor] if self.editor else [])):
+            spec_name(j)
+        for t in self.grid_instructions:
+            if not t.strip():
+                raise BadInput("--grid-instructions: an instructions file is empty")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "judge": self.judge,
+            "human_group": self.human_group,
+            "dev_split": self.dev_split,
+            "eval_split": self.eval_split,
+            "method": self.method,
+            "dimension": self.dimension,
+            "rubric": self.rubric,
+            "rounds": self.rounds,
+            "k": self.k,
+            "editor": self.editor,
+            "grid_judges": list(self.grid_judges),
+            "grid_instructions": list(self.grid_instructions),
+            "limit": self.limit,
+            "seed": self.seed,
+            "n_boot": self.n_boot,
+            "resample": self.resample,
+            "epsilon": self.epsilon,
+            "margin": self.margin,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AlignInputs:
+        known = {f for f in cls.__dataclass_fields__}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["grid_judges"] = tuple(kw.get("grid_judges") or ())
+        kw["grid_instructions"] = tuple(kw.get("grid_instructions") or ())
+        return cls(**kw)
+
+
+RECORDED = ("sample", "instructions0")
+
+
+def say_nothing(_m: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class StepContext:
+    engine: Engine
+    options: RunOptions
+    factory: ProviderFactory | None
+    say: Callable[[str], None] = field(default=say_nothing)
+
+
+def run_to_end(ctx: StepContext, campaign: str) -> RunSummary:
+    summary = run(ctx.engine, campaign, ctx.options, provider_factory=ctx.factory)
+    ctx.say(
+        f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
+    )
+    if summary.pending:
+        why = (
+            f"at its cap of {summary.max_cost_usd or 0.0:g} USD (the campaign's total across runs); "
+            "run the same align command with a larger --max-cost to resume"
+            if summary.status == "budget"
+            else f"({summary.status}); run the same align command again to resume"
+        )
+        raise AlignIncomplete(f"campaign {campaign} stopped with {summary.pending} jobs pending {why}")
+    return summary
+
+
+def inputs_of(rec: AlignmentRecord) -> AlignInputs:
+    return AlignInputs.from_dict(rec.inputs)
+
+
+def sample_items(rec: AlignmentRecord, label: str) -> tuple[str, ...]:
+    return tuple(rec.inputs["sample"][label]["items"])
+
+
+def split_data(engine: Engine, rec: AlignmentRecord, camp: str) -> ConditionData:
+    inp = inputs_of(rec)
+    return load_condition_data(engine, camp, inp.human_group, dimension=inp.dimension)
+
+
+def dev_items(data: ConditionData) -> list[DevItem]:
+    (scores,) = data.rows.scores.values()
+    return [DevItem(data.rows.items[i], s.score, data.reference[i]) for i, s in sorted(scores.items())]
+
+
+def agreement_of(data: ConditionData) -> dict[str, float | None]:
+    """Exact, κ, QWK and Spearman of the campaign's judge against the human reference."""
+    comparisons = data.comparisons()
+    (c,) = comparisons.values()
+    cats = np.asarray(data.rows.categories)
+    stats = table_statistics(item_tables(c, cats, len(data.rows.items)).sum(axis=0, keepdims=True), cats)
+    out: dict[str, float | None] = {}
+    for s in STATISTICS:
+        v = float(stats[s][0])
+        out[s] = v if np.isfinite(v) else None
+    out["items"] = float(c.judge.size)
+    return out
+
+
+def need_steps(rec: AlignmentRecord, *steps: str) -> None:
+    for s in steps:
+        if rec.steps[s] != "done":
+            raise BadInput(
+                f"alignment {rec.name!r}: step {s!r} is not done yet (run `judgepanel align run {rec.name}`)"
+            )
+
+
+def is_simulated(engine: Engine, rec: AlignmentRecord) -> bool:
+    """Whether the alignment rests on simulated answers: a `sim:` judge or editor in its inputs,
+    or a simulated reply in any of its campaigns (the fake server)."""
+    from judgepanel.store.simulated import simulated_campaigns
+
+    inp = inputs_of(rec)
+    specs = [inp.judge, *inp.grid_judges, *([inp.editor] if inp.editor else [])]
+    if any(split_judge_name(s)[1].startswith("sim:") for s in specs):
+        return True
+    return any(simulated_campaigns(engine, sorted(set(rec.campaigns.values()))).values())

@@ -1,0 +1,275 @@
+"""`judgepanel align …`: human-supervised judge alignment and its comparison with the original
+judge (and a repair iteration) on evaluation items."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from judgepanel.cli.context import state
+from judgepanel.cli.render import console, emit_json, table
+from judgepanel.errors import BadInput
+
+if TYPE_CHECKING:
+    from judgepanel.runner import RunOptions
+
+app = typer.Typer(
+    help="Human-supervised judge alignment (few-shot, instructions, grid), compared with repair.",
+    no_args_is_help=True,
+)
+
+JSON = typer.Option(False, "--json", help="Print one JSON object.")
+SIM_NOTE = "SIMULATED: these figures rest on simulated judges or a simulated editor, not real models"
+
+
+def _opts(concurrency: int, max_cost: float | None) -> RunOptions:
+    from judgepanel.runner import RunOptions
+
+    if max_cost is not None and max_cost < 0:
+        raise BadInput(f"--max-cost must not be negative, got {max_cost}")
+    return RunOptions(concurrency=concurrency, max_cost=max_cost)
+
+
+def _say(json_: bool) -> Any:
+    return (lambda _m: None) if json_ else (lambda m: console.print(f"• {m}"))
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"--grid-instructions: file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"--grid-instructions: cannot read {path}: {' '.join(str(exc).split())}") from None
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The alignment's name; alone, resumes a stored alignment."),
+    dataset: str | None = typer.Option(None, "--dataset"),
+    judge: str | None = typer.Option(None, "--judge", help="The judge to align (its spec)."),
+    human_group: str | None = typer.Option(None, "--human-group", help="The human group whose labels teach."),
+    dev_split: str = typer.Option("dev", "--dev-split", help="Every choice is made on this split only."),
+    eval_split: str = typer.Option("eval", "--eval-split", help="The split the comparison is made on."),
+    method: str | None = typer.Option(None, "--method", help="fewshot, instructions or grid."),
+    dimension: str | None = typer.Option(None, "--dimension", help="The dimension (default: the one rated)."),
+    rubric: str | None = typer.Option(
+        None, "--rubric", help="NAME[@V]: the judge's starting instructions are its dimension's definition."
+    ),
+    rounds: int = typer.Option(3, "--rounds", help="instructions: at most N editor rounds."),
+    k: int = typer.Option(4, "--k", help="fewshot: K worked examples."),
+    editor: str | None = typer.Option(None, "--editor", help="instructions: the editor model's spec."),
+    grid_judge: list[str] = typer.Option([], "--grid-judge", help="grid: another judge spec (repeat)."),
+    grid_instructions: list[str] = typer.Option(
+        [], "--grid-instructions", help="grid: a file of alternative instructions (repeat)."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", help="At most N items per split (seeded, spread over groups)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the item samples, example choice and bootstrap."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+    resample: str | None = typer.Option(
+        None, "--resample", help="groups (default where items share groups) or items."
+    ),
+    epsilon: float = typer.Option(0.2, "--epsilon", help="The alt-test's ε."),
+    margin: float = typer.Option(0.05, "--margin", help="TOST margin on the exact-agreement difference."),
+    stop_after: str | None = typer.Option(
+        None, "--stop-after", help="Stop after this step: dev, align, evaluate."
+    ),
+    concurrency: int = typer.Option(16, "--concurrency", help="Calls in flight per judge."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", help="Each campaign's cap on its total spend, USD (the runner's campaign cap)."
+    ),
+    json_: bool = JSON,
+) -> None:
+    """Run (or resume) an alignment: the original judge on development items, the method's choices
+    (development items only), both judges on evaluation items, and the comparison."""
+    from judgepanel.align.common import AlignInputs
+    from judgepanel.align.run import run_alignment
+
+    engine = state(ctx).engine()
+    inputs = None
+    given = [dataset, judge, human_group, method]
+    if any(x is not None for x in given) or editor or grid_judge or grid_instructions:
+        if None in given:
+            raise BadInput(
+                "a new alignment needs --dataset, --judge, --human-group and --method (or give NAME alone to resume)"
+            )
+        assert dataset is not None and judge is not None and human_group is not None and method is not None
+        inputs = AlignInputs(
+            dataset=dataset,
+            judge=judge,
+            human_group=human_group,
+            dev_split=dev_split,
+            eval_split=eval_split,
+            method=method,
+            dimension=dimension,
+            rubric=rubric,
+            rounds=rounds,
+            k=k,
+            editor=editor,
+            grid_judges=tuple(grid_judge),
+            grid_instructions=tuple(_read(p) for p in grid_instructions),
+            limit=limit,
+            seed=seed,
+            n_boot=bootstrap,
+            resample=resample,
+            epsilon=epsilon,
+            margin=margin,
+        )
+        inputs.validate()
+    rec = run_alignment(
+        engine, name, inputs, _opts(concurrency, max_cost), stop_after=stop_after, say=_say(json_)
+    )
+    from judgepanel.align.common import is_simulated
+
+    out = {**rec.status_dict(), "comparison": rec.comparison}
+    simulated = is_simulated(engine, rec)
+    if json_:
+        emit_json({**out, "simulated": simulated})
+        return
+    if simulated:
+        typer.echo(SIM_NOTE)
+    typer.echo("steps: " + ", ".join(f"{s} {v}" for s, v in rec.steps.items()))
+    print_choices(rec.choices)
+    if rec.comparison is not None:
+        print_comparison(rec.comparison)
+
+
+@app.command("compare")
+def compare_cmd(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The alignment."),
+    repair: str | None = typer.Option(
+        None,
+        "--repair",
+        help="A repair iteration: its rubric versions judged by this judge on the same items.",
+    ),
+    resample: str | None = typer.Option(None, "--resample", help="groups or items (recomputed, not stored)."),
+    concurrency: int = typer.Option(16, "--concurrency"),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Cap of each --repair campaign, USD."),
+    json_: bool = JSON,
+) -> None:
+    """Agreement with the humans on the evaluation items per version, CIs, deltas, the overfitting
+    gap, TOST and cost."""
+    from judgepanel.align.compare import compare
+
+    out = compare(
+        state(ctx).engine(), name, repair=repair, options=_opts(concurrency, max_cost), resample=resample
+    )
+    if json_:
+        emit_json(out)
+        return
+    if out["simulated"]:
+        typer.echo(SIM_NOTE)
+    print_comparison(out)
+
+
+@app.command("status")
+def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
+    """The alignment's steps, campaigns and choices."""
+    from judgepanel.align.common import is_simulated
+    from judgepanel.store.align import get_alignment
+
+    engine = state(ctx).engine()
+    rec = get_alignment(engine, name)
+    if json_:
+        emit_json({**rec.status_dict(), "simulated": is_simulated(engine, rec)})
+        return
+    table(None, ["step", "state"], [[s, v] for s, v in rec.steps.items()])
+    table(None, ["role", "campaign"], [[k, v] for k, v in rec.campaigns.items()])
+
+
+def _f(x: Any) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _ci(x: Any) -> str:
+    return "-" if not x or x[0] is None else f"{x[0]:+.3f}..{x[1]:+.3f}"
+
+
+def print_choices(choices: dict[str, Any] | None) -> None:
+    """What the alignment chose on development items, with the development QWK behind it."""
+    if not choices:
+        return
+    dev = choices.get("dev_agreement") or {}
+    got = f"development QWK {_f((dev.get('original') or {}).get('qwk'))} -> {_f((dev.get('aligned') or {}).get('qwk'))}"
+    if choices["method"] == "fewshot":
+        ex = choices["examples"]
+        strata = ", ".join(f"{n} at human score {lv}" for lv, n in ex["strata"].items())
+        typer.echo(
+            f"chose {len(ex['items'])} of {ex['disagreeing']} disagreeing development items (seed {choices['seed']}): "
+            f"{strata}; {got}"
+        )
+    elif choices["method"] == "instructions":
+        for r in choices["rounds"]:
+            qwk = (r.get("dev_agreement") or {}).get("qwk")
+            note = "unchanged" if r.get("unchanged") else f"development QWK {_f(qwk)}"
+            typer.echo(f"round {r['round']}: {note}")
+        typer.echo(
+            f"kept round {choices['best_round']}"
+            + (f"; stopped: {choices['stopped']}" if choices.get("stopped") else "")
+        )
+    else:
+        for c in choices["configs"]:
+            typer.echo(
+                f"config {c['config']}: {c['judge']}, instructions {c['instructions_index']}: "
+                f"development QWK {_f(c['dev_agreement'].get('qwk'))}"
+            )
+        typer.echo(f"kept config {choices['best_config']}")
+
+
+def print_comparison(c: dict[str, Any]) -> None:
+    rows = []
+    for v, d in c["versions"].items():
+        a = d["agreement"]
+        rows.append([v, _f(a["exact"]), _f(a["kappa"]), _f(a["qwk"]), _ci(a["ci"]["qwk"]), _f(a["spearman"])])
+    table(
+        f"{c['method']}: {c['units']['eval']} evaluation items",
+        ["version", "exact", "κ", "QWK", "QWK 95% CI", "Spearman"],
+        rows,
+    )
+    drows = [
+        [k, _f(d["qwk"]["value"]), _ci(d["qwk"]["ci"]), _f(d["exact"]["value"]), _ci(d["exact"]["ci"])]
+        for k, d in c["delta"].items()
+    ]
+    table("paired deltas", ["delta", "QWK", "95% CI", "exact", "95% CI"], drows)
+    g = c["overfit_gap"]["qwk"]
+    typer.echo(
+        f"overfitting gap (QWK): development gain {_f(g['dev_gain']['value'])} − evaluation gain "
+        f"{_f(g['eval_gain']['value'])} = {_f(g['value'])} [{_ci(g['ci'])}]"
+    )
+    gain = c["delta"].get("aligned_vs_original", {}).get("qwk", {})
+    lo = (gain.get("ci") or [None])[0]
+    hi = (gain.get("ci") or [None, None])[1]
+    verdict = (
+        "survives its interval (the 95 % CI lies above 0)"
+        if lo is not None and lo > 0
+        else "does not survive its interval (the 95 % CI reaches 0 or below)"
+        if lo is not None
+        else "has no interval"
+    )
+    if hi is not None and hi < 0:
+        verdict = "is a loss (the 95 % CI lies below 0)"
+    if c["versions"]["aligned"]["campaign"] == c["versions"]["original"]["campaign"]:
+        typer.echo("the alignment kept the original judge: there is no gain on new items to test")
+    else:
+        typer.echo(f"the aligned judge's QWK gain on new items {verdict}")
+    b = c["binary"]["versions"]
+    typer.echo(
+        "pass at >= 4: "
+        + "; ".join(f"{v} {x['fp']} false positives, {x['fn']} false negatives" for v, x in b.items())
+        + f" (of {b['original']['negatives']} human fails, {b['original']['positives']} passes)"
+    )
+    typer.echo(
+        "bought: "
+        + ", ".join(
+            f"{k} {c['calls'][k]} calls"
+            + ("" if c["cost_usd"][k] is None else f" {c['cost_usd'][k]:.4f} USD")
+            for k in c["calls"]
+        )
+        + f"; {c['bootstrap']} {c['resample']} resamples over {c['n_groups'] or c['units']['eval']} groups"
+    )
