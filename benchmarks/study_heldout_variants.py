@@ -24,8 +24,8 @@ Feature sets (for the target expert r; "others" never include r):
 * ``select(…)``: per expert and split, the candidate with the lowest inner-CV log loss;
   ``ensemble(…)``: the mean of the candidates' probabilities.
 
-Run: ``.venv/bin/python -m benchmarks.study_heldout_variants [--seed 0]`` (about 10 minutes on a
-quiet core; ``--seed 1`` draws 10 fresh splits and fresh inner folds for the confirmation).
+Run: ``.venv/bin/python -m benchmarks.study_heldout_variants [--seed 0]`` (about 5 CPU
+minutes; ``--seed 1`` draws 10 fresh splits and fresh inner folds for the confirmation).
 """
 
 from __future__ import annotations
