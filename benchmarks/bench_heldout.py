@@ -4,9 +4,13 @@ Builds a throwaway SQLite database from ``/work/shared/data`` (or ``$JUDGEPANEL_
 SummEval imported, the alt-test panel's six LLMs attached with ``--into``, pair set ``se1000``
 (``--sample 1000``, seed 42). Not timed: the import. Timed: reading the pair matrix and the score
 differences from the store (humans + all judges), and ``heldout_battery`` with the three
-baselines and all six fitted models on 10 splits of 800 train / 200 test units, 1,000 bootstrap
-replicates. Prints wall and CPU seconds (on a shared machine the wall time is the CPU time
-plus waiting) and the expert group's accuracies.
+baselines and the six fitted models of ``--method all`` on 10 splits of 800 train / 200 test
+units, 1,000 bootstrap replicates. Prints wall and CPU seconds (on a shared machine the wall time
+is the CPU time plus waiting) and the expert group's accuracies.
+
+Then the two inner-CV families on the same splits, as a ratio measured in the same run:
+``groups-joint`` (D + 5 features per rater group) against ``dims-joint`` (D + 3 per rater), CPU
+seconds each.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from sqlalchemy import create_engine
 
 from judgepanel.datasets.alttest import parse_llm_annotations
 from judgepanel.datasets.summeval import parse_summeval
-from judgepanel.metrics.prediction import MODELS, heldout_battery
+from judgepanel.metrics.prediction import DEFAULT_MODELS, heldout_battery
 from judgepanel.store.imports import attach_llm_annotations, import_parsed
 from judgepanel.store.matrices import pair_matrix
 from judgepanel.store.migrate import upgrade
-from judgepanel.store.pair_scores import pair_score_differences
+from judgepanel.store.pair_scores import pair_dimension_differences, pair_score_differences
 from judgepanel.store.queries import create_pair_set
 
 SHARED = Path(os.environ.get("JUDGEPANEL_SHARED_DATA", "/work/shared/data"))
@@ -54,9 +58,25 @@ def main() -> None:
         diffs = pair_score_differences(engine, "se1000", matrix)
         loaded = time.perf_counter() - start
         start, cpu = time.perf_counter(), time.process_time()
-        battery = heldout_battery(matrix, diffs, train=TRAIN, methods=MODELS, folds=FOLDS, n_bootstrap=1000)
+        battery = heldout_battery(
+            matrix, diffs, train=TRAIN, methods=DEFAULT_MODELS, folds=FOLDS, n_bootstrap=1000
+        )
         fitted, cpu = time.perf_counter() - start, time.process_time() - cpu
+        dims = pair_dimension_differences(engine, "se1000", matrix)[0]
         engine.dispose()
+    inner_cpu: dict[str, float] = {}
+    for method in ("dims-joint", "groups-joint"):
+        t0 = time.process_time()
+        heldout_battery(
+            matrix,
+            diffs,
+            train=TRAIN,
+            methods=(method,),
+            folds=FOLDS,
+            n_bootstrap=1000,
+            dimension_differences=dims,
+        )
+        inner_cpu[method] = time.process_time() - t0
     fits = sum(len(f.fits) for f in battery.folds)
     print(f"{matrix.n_units} pairs × {matrix.n_raters} raters, {FOLDS} folds, {len(battery.methods)} methods")
     print(
@@ -68,6 +88,12 @@ def main() -> None:
         print(
             f"  {mt:14s} expert accuracy {battery.accuracy(mt, 'expert'):.3f}  Δ vs cluster {value:+.3f} [{lo:+.3f}, {hi:+.3f}]"
         )
+
+    ref = inner_cpu["dims-joint"]
+    print(
+        f"inner-CV families, {FOLDS} folds, baselines included: dims-joint {ref:.1f} CPU s (reference), "
+        f"groups-joint {inner_cpu['groups-joint']:.1f} CPU s = {inner_cpu['groups-joint'] / ref:.2f}× the reference"
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,15 @@ from the other raters of one channel set:
   ``C_GRID``, criterion the mean over inner folds of the held-out log loss, the smallest ``C``
   among equals; folds from a seeded permutation of the training units). The chosen ``C`` per
   fold and rater is reported;
+* ``groups-*`` (``group_features``): the other raters pooled by rater group (e.g. the target's fellow experts, the
+  crowd, the LLMs; the target itself never counts): per group, the mean over its members of the
+  signed score difference on each dimension, the mean of their mean differences ``d̄``, ``|d̄|``,
+  the spread of the members' ``d_c`` (sd, ddof 0), the mean of their signs ``sign(d_c)`` (the
+  share of members preferring A minus the share preferring B) and the share of members with no
+  scores on the pair (means over the members that have scores; 0 where none has). D + 5 numbers
+  per group (nine for SummEval's four dimensions) instead of D + 3 per rater: the groups' members are exchangeable enough that their
+  average carries the signal with far fewer weights to shrink. ``C`` is chosen by the same inner
+  cross-validation as ``dims-*``;
 
 and the channel sets are ``humans`` (the other human raters), ``judges`` (the machine raters:
 LLM annotators and campaign judges) and ``joint`` (both). ``labels-*`` versus ``scores-*``
@@ -45,7 +54,10 @@ shares most of its units with the others, so averaging per-split bootstraps as i
 independent understates the uncertainty; the CI is then the Nadeau–Bengio corrected resampled t
 (Nadeau & Bengio, 2003, *Machine Learning* 52:239–281): with per-split differences ``δ_k``,
 ``δ̄ ± t_{0.975, K−1} · sqrt((1/K + n_test/n_train) · s²_δ)``. ``ci_method`` says which; the
-averaged bootstrap stays available as ``ci_bootstrap``.
+averaged bootstrap stays available as ``ci_bootstrap``. The same corrected interval is given for
+each method's mean accuracy itself (``folds.accuracy[method][group].ci``, K > 1 random splits): a
+claim such as "past 0.70" is a claim about this population of pairs, and the split-to-split sd
+alone understates how far another sample of 1,000 pairs could move the mean.
 
 ``judges_add`` answers, per feature family and rater group, whether adding the LLM judges to the
 humans' features (``F-joint`` against ``F-humans``) gains at least ``JUDGE_GAIN`` (one accuracy
@@ -83,9 +95,12 @@ CHANNELS: dict[str, tuple[bool, bool]] = {  # name -> (humans, judges)
     "joint": (True, True),
     "judges": (False, True),
 }
-FAMILIES: tuple[str, ...] = ("scores", "labels", "dims")
+FAMILIES: tuple[str, ...] = ("scores", "labels", "dims", "groups")
+INNER_CV: tuple[str, ...] = ("dims", "groups")  # the families whose C the inner CV chooses
 MODELS: tuple[str, ...] = tuple(f"{f}-{c}" for f in FAMILIES for c in CHANNELS)
-DEFAULT_MODELS: tuple[str, ...] = tuple(m for m in MODELS if not m.startswith("dims-"))  # "all"
+DEFAULT_MODELS: tuple[str, ...] = tuple(  # "all": the inner-CV families are asked by name
+    m for m in MODELS if m.split("-", 1)[0] not in INNER_CV
+)
 C_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 INNER_FOLDS = 5
 JUDGE_GAIN = 0.01
@@ -113,6 +128,59 @@ def _blocks(
             out.append(np.column_stack([v, np.abs(v), miss.astype(np.float64)]))
         else:
             out.append((codes[:, c][:, None] == np.arange(k)[None, :]).astype(np.float64))
+    return out
+
+
+def group_features(
+    diffs: FloatArray, dims: FloatArray, groups: Sequence[str], predictors: Sequence[int]
+) -> FloatArray:
+    """The ``groups-*`` design (units × (D + 5)·G): the ``predictors`` (rater indices) pooled by their
+    group in ``groups`` (one name per rater; groups in order of first appearance among the
+    predictors), 8 columns per group as the module docstring lists them."""
+    order = [*dict.fromkeys(groups[q] for q in predictors)]
+    blocks: list[FloatArray] = []
+    for g in order:
+        cols = [q for q in predictors if groups[q] == g]
+        d = diffs[:, cols]
+        have = ~np.isnan(d)
+        n_have = have.sum(axis=1)
+        some = n_have > 0
+        denom = np.maximum(n_have, 1)
+        mean_d = np.where(have, d, 0.0).sum(axis=1) / denom
+        spread = np.sqrt(np.where(have, (np.nan_to_num(d) - mean_d[:, None]) ** 2, 0.0).sum(axis=1) / denom)
+        sign = np.where(have, np.sign(np.nan_to_num(d)), 0.0).sum(axis=1) / denom
+        dd = dims[:, cols, :]
+        dhave = ~np.isnan(dd)
+        per = np.where(dhave, dd, 0.0).sum(axis=1) / np.maximum(dhave.sum(axis=1), 1)
+        missing = 1.0 - n_have / len(cols)
+        blocks.append(
+            np.column_stack(
+                [
+                    per,
+                    np.where(some, mean_d, 0.0),
+                    np.where(some, np.abs(mean_d), 0.0),
+                    np.where(some, spread, 0.0),
+                    np.where(some, sign, 0.0),
+                    missing,
+                ]
+            )
+        )
+    return np.hstack(blocks) if blocks else np.zeros((diffs.shape[0], 0))
+
+
+def _aligned(
+    x: FloatArray, groups: Sequence[str], cols: Sequence[int], r: int, order: Sequence[str], width: int
+) -> FloatArray:
+    """``group_features`` of the predictors other than r (``width`` columns per group), laid out
+    on the full channel's group order: a group that only r belonged to becomes zero columns
+    (weight exactly 0 under the penalty), so every target's design has the same width."""
+    present = [*dict.fromkeys(groups[q] for q in cols if q != r)]
+    if present == list(order):
+        return x
+    out = np.zeros((x.shape[0], width * len(order)))
+    for j, g in enumerate(present):
+        at = list(order).index(g)
+        out[:, at * width : (at + 1) * width] = x[:, j * width : (j + 1) * width]
     return out
 
 
@@ -237,25 +305,44 @@ def _fold(
     machine = [is_machine(kd) for kd in matrix.kinds]
     fits: dict[tuple[str, int], MultinomialFit] = {}
     chosen_c: dict[str, FloatArray] = {}
-    families = {mt.split("-", 1)[0] for mt in methods}
+    families = {mt.split("-", 1)[0] for mt in methods} - {"groups"}
     blocks = {f: _blocks(cp, dp, k, f, dd) for f in families}
     inner = inner_folds(train, seed)
     for method in methods:
         family, channel = method.split("-", 1)
         cols = [q for q in range(n_r) if q in model_predictors(-1, machine, channel)]
-        width = blocks[family][0].shape[1]
-        full = np.hstack([blocks[family][q] for q in cols]) if cols else np.zeros((n, 0))
-        # one design per target rater: the channel's raters with the target's own block zeroed (a
-        # zero column gets weight exactly 0 under the penalty, so this is the fit without it)
-        design = np.repeat(full[None], n_r, axis=0)
-        for r in range(n_r):
-            if r in cols:
-                j = cols.index(r)
-                design[r, :, j * width : (j + 1) * width] = 0.0
+        if family == "groups":
+            # pooled over the other raters of each group: the target's own group loses the target
+            assert dd is not None
+            groups = [g or "(none)" for g in matrix.rater_groups]
+            order = [*dict.fromkeys(groups[q] for q in cols)]
+            design = np.stack(
+                [
+                    _aligned(
+                        group_features(dp, dd, groups, [q for q in cols if q != r]),
+                        groups,
+                        cols,
+                        r,
+                        order,
+                        dd.shape[2] + 5,
+                    )
+                    for r in range(n_r)
+                ]
+            )
+        else:
+            width = blocks[family][0].shape[1]
+            full = np.hstack([blocks[family][q] for q in cols]) if cols else np.zeros((n, 0))
+            # one design per target rater: the channel's raters with the target's own block zeroed (a
+            # zero column gets weight exactly 0 under the penalty, so this is the fit without it)
+            design = np.repeat(full[None], n_r, axis=0)
+            for r in range(n_r):
+                if r in cols:
+                    j = cols.index(r)
+                    design[r, :, j * width : (j + 1) * width] = 0.0
         pm = np.full((te.size, n_r), -1, dtype=np.int64)
         pp = np.full((te.size, n_r, k), np.nan)
         cs = np.full(n_r, c)
-        if family == "dims":
+        if family in INNER_CV:
             cs, _ = choose_c(design[:, tr], cp[tr].T.copy(), k, inner)
         chosen_c[method] = cs
         for r in range(n_r):
@@ -375,7 +462,7 @@ class HeldoutBattery:
                 },
             }
             chosen = [f.chosen_c[mt] for f in self.folds if mt in f.chosen_c]
-            if chosen and mt.startswith("dims-"):
+            if chosen and mt.split("-", 1)[0] in INNER_CV:
                 names = self.rater_names or tuple(str(i) for i in range(len(chosen[0])))
                 methods[mt]["chosen_c"] = {
                     names[r]: [None if not np.isfinite(cs[r]) else float(cs[r]) for cs in chosen]
@@ -390,6 +477,10 @@ class HeldoutBattery:
                     "min": float(acc.min()),
                     "max": float(acc.max()),
                 }
+                if self.random_folds and acc.size > 1:
+                    # how far the mean accuracy itself is pinned down by one sample of pairs
+                    _, lo, hi = nadeau_bengio(acc, self.train, self.test)
+                    spread[mt][g]["ci"] = [lo, hi]
         return {
             "methods": methods,
             "train": self.train,
@@ -449,8 +540,12 @@ def heldout_battery(
     if diffs.shape != matrix.values.shape:
         raise ValueError("score_differences must have the matrix's shape")
     dims = None if dimension_differences is None else np.asarray(dimension_differences, dtype=np.float64)
-    if any(mt.startswith("dims-") for mt in methods) and (dims is None or dims.shape[:2] != diffs.shape):
-        raise ValueError("the dims-* methods need dimension_differences of shape units × raters × D")
+    if any(mt.split("-", 1)[0] in INNER_CV for mt in methods) and (
+        dims is None or dims.shape[:2] != diffs.shape
+    ):
+        raise ValueError(
+            "the dims-* and groups-* methods need dimension_differences of shape units × raters × D"
+        )
     codes, k = _matrix_codes(matrix)
     n = matrix.n_units
     rng = np.random.default_rng(seed)
@@ -576,7 +671,7 @@ def choose_methods(
 
     def why_not(method: str) -> str | None:
         family, channel = method.split("-", 1)
-        if family in ("scores", "dims") and not have_scores:
+        if family in ("scores", *INNER_CV) and not have_scores:
             return "score differences exist for pair sets only (use --pairs)"
         humans, judges = CHANNELS[channel]
         if judges and not has["judges"]:
@@ -586,7 +681,8 @@ def choose_methods(
         return None
 
     if requested is None or list(requested) == ["all"]:
-        # the dims-* methods cross-validate C (35 extra fits per method and split): asked by name
+        # the dims-* and groups-* methods cross-validate C (35 extra fits per method and split):
+        # asked by name
         return tuple(m for m in DEFAULT_MODELS if why_not(m) is None)
     unknown = [m for m in requested if m not in MODELS and m not in BASELINES and m != MACE]
     if unknown:

@@ -158,3 +158,18 @@ def test_dims_method_with_inner_cv_through_the_cli(db: str) -> None:
         ja["with_judges"] == "dims-joint" and ja["humans_only"] == "dims-humans" and len(ja["per_split"]) == 3
     )
     assert ja["verdict"] in {"adds >= 1 point", "adds < 1 point", "inconclusive"}
+
+
+def test_groups_method_through_the_cli_reads_dimension_differences(db: str) -> None:
+    out = cli(
+        "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all", "--folds", "3",
+        "--method", "groups-humans,groups-joint", "--bootstrap", "50", "--json", db=db,
+    ).json()  # fmt: skip
+    assert list(out["methods"]) == ["majority", "cluster", "dawid-skene", "groups-humans", "groups-joint"]
+    chosen = out["methods"]["groups-joint"]["chosen_c"]
+    assert set(chosen) >= {"expert_1", "turker_1", "m1"} and all(len(v) == 3 for v in chosen.values())
+    ja = out["judges_add"]["groups"]["expert"]
+    assert ja["with_judges"] == "groups-joint" and ja["humans_only"] == "groups-humans"
+    # the mean accuracy's corrected interval brackets the mean
+    spread = out["folds"]["accuracy"]["groups-joint"]["expert"]
+    assert spread["ci"][0] <= spread["mean"] <= spread["ci"][1]

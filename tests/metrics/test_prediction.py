@@ -182,6 +182,11 @@ def test_folds_report_mean_and_spread() -> None:
     assert spread["mean"] == pytest.approx(np.mean(accs)) == out["methods"]["labels-joint"]["accuracy"]["all"]
     assert spread["sd"] == pytest.approx(np.std(accs, ddof=1))
     assert spread["min"] == min(accs) and spread["max"] == max(accs)
+    # the mean accuracy's Nadeau–Bengio interval, by its formula with scipy's t (K = 3, 80/40)
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, 2) * np.sqrt((1 / 3 + 40 / 80) * np.var(accs, ddof=1))
+    np.testing.assert_allclose(spread["ci"], [np.mean(accs) - half, np.mean(accs) + half], atol=1e-12)
     # distinct splits, each of 80 train units
     trains = {tuple(sorted(f.train)) for f in bat.folds}
     assert len(trains) == 3 and all(f.train.size == 80 for f in bat.folds)
@@ -373,3 +378,125 @@ def test_mace_baseline_is_the_mace_argmax_on_the_other_raters() -> None:
     np.testing.assert_allclose(fold.probabilities["mace"][:, r], post, atol=1e-12)
     assert np.array_equal(fold.predictions["mace"][lab, r], post[lab].argmax(axis=1))
     assert bat.as_dict()["methods"]["mace"]["ece"]["all"] is not None
+
+
+# ---------------------------------------------------------------- groups-*: the other raters pooled by group
+
+
+def _group_features_by_hand(d: np.ndarray, dims: np.ndarray, members_by_group: list[list[int]]) -> np.ndarray:
+    """The groups-* design rebuilt with numpy's nan-aware reductions, one group after another."""
+    cols = []
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for members in members_by_group:
+                dd, dv = dims[:, members, :], d[:, members]
+                mean_d = np.nanmean(dv, axis=1)
+                cols += [
+                    *np.nan_to_num(np.nanmean(dd, axis=1)).T,
+                    np.nan_to_num(mean_d),
+                    np.nan_to_num(np.abs(mean_d)),
+                    np.nan_to_num(np.nanstd(dv, axis=1)),
+                    np.nan_to_num(np.nanmean(np.sign(dv), axis=1)),
+                    np.isnan(dv).mean(axis=1),
+                ]
+    return np.column_stack(cols)
+
+
+def test_group_features_by_hand_on_a_tiny_case() -> None:
+    from judgepanel.metrics.prediction import group_features
+
+    nan = np.nan
+    d = np.array([[1.0, -1.0, 2.0], [nan, 0.5, nan], [nan, nan, nan]])
+    dims = np.stack([d, 2 * d], axis=2)  # two dimensions
+    x = group_features(d, dims, ["g", "g", "h"], [0, 1, 2])
+    # unit 0, group g (raters 0, 1): dims mean (0, 0), mean d 0, |.| 0, sd 1, sign mean 0, missing 0;
+    # group h (rater 2): dims (2, 4), d 2, |d| 2, sd 0, sign 1, missing 0
+    np.testing.assert_allclose(x[0], [0, 0, 0, 0, 1, 0, 0, 2, 4, 2, 2, 0, 1, 0], atol=1e-12)
+    # unit 1: g has only rater 1 (0.5): dims (0.5, 1), d 0.5, |d| 0.5, sd 0, sign 1, missing 1/2; h all missing
+    np.testing.assert_allclose(x[1], [0.5, 1, 0.5, 0.5, 0, 1, 0.5, 0, 0, 0, 0, 0, 0, 1], atol=1e-12)
+    # unit 2: nobody scored: zeros with missing 1 in both groups
+    np.testing.assert_allclose(x[2], [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1], atol=1e-12)
+    assert x.shape == (3, 2 * (2 + 5))
+
+
+def test_groups_inner_cv_and_fit_match_gridsearchcv() -> None:
+    """groups-joint against scikit-learn: the same features rebuilt by hand, GridSearchCV over the
+    same C grid and inner folds (neg log loss) picks the same C, and its refit's probabilities on
+    the test units equal ours."""
+    from sklearn.metrics import make_scorer
+    from sklearn.model_selection import GridSearchCV
+
+    m, d = _panel(n=160, seed=7)
+    # a1 alone in its group: for it that group contributes zero columns, for the others it is a group
+    m = RatingMatrix(
+        values=m.values,
+        unit_ids=m.unit_ids,
+        rater_names=m.rater_names,
+        rater_groups=("solo", "a", "b", "b", "llm", "llm"),
+        categories=m.categories,
+        numeric=False,
+        category_labels=m.category_labels,
+        rater_kinds=m.rater_kinds,
+        kind="pair",
+        scale_declared=True,
+    )
+    dims = _dims(d, 7)
+    bat = heldout_battery(
+        m, d, train=120, methods=("groups-joint",), n_bootstrap=20, dimension_differences=dims
+    )
+    fold = bat.folds[0]
+    inner = inner_folds(120, 0)
+    layouts = {
+        0: [[1], [2, 3], [4, 5]],  # a1: its own group is empty (zero columns, dropped here)
+        1: [[0], [2, 3], [4, 5]],  # a2: a1's group, then a2's own group (empty), …
+        2: [[0], [1], [3], [4, 5]],  # b1: the b group without b1
+        5: [[0], [1], [2, 3], [4]],  # j2
+    }
+    for r, members in layouts.items():
+        x = _group_features_by_hand(d, dims, members)
+        y = m.values[:, r]
+        rows = np.flatnonzero(~np.isnan(y[:120]))
+        cv = [(np.flatnonzero(inner[rows] != f), np.flatnonzero(inner[rows] == f)) for f in range(5)]
+        ref = GridSearchCV(
+            LogisticRegression(tol=1e-10, max_iter=10_000),
+            {"C": list(C_GRID)},
+            # every class named: an inner fold may hold no tie of a rater who seldom ties
+            scoring=make_scorer(
+                log_loss, response_method="predict_proba", labels=[0, 1, 2], greater_is_better=False
+            ),
+            cv=cv,
+        ).fit(x[rows], y[rows].astype(int))
+        assert fold.chosen_c["groups-joint"][r] == ref.best_params_["C"], r
+        te = np.arange(120, 160)
+        lab = ~np.isnan(y[te])
+        np.testing.assert_allclose(
+            fold.probabilities["groups-joint"][:, r][lab], ref.predict_proba(x[te][lab]), atol=5e-4
+        )
+
+
+def test_groups_fits_never_see_a_test_label() -> None:
+    m, d = _panel(n=120, seed=9)
+    dims = _dims(d, 9)
+    kw = {"train": 90, "methods": ("groups-joint",), "n_bootstrap": 10, "dimension_differences": dims}
+    base = heldout_battery(m, d, **kw)
+    values = m.values.copy()
+    rng = np.random.default_rng(4)
+    values[90:] = rng.permutation(values[90:].ravel()).reshape(values[90:].shape)
+    from dataclasses import replace
+
+    shuffled = heldout_battery(replace(m, values=values), d, **kw)
+    a, b = base.folds[0], shuffled.folds[0]
+    assert np.array_equal(a.chosen_c["groups-joint"], b.chosen_c["groups-joint"], equal_nan=True)
+    for key, fit in a.fits.items():
+        assert np.array_equal(fit.coef, b.fits[key].coef), key
+
+
+def test_groups_methods_are_asked_by_name_and_need_scores() -> None:
+    m, _ = _panel()
+    assert not any(x.startswith("groups-") for x in choose_methods(m, None, have_scores=True))
+    assert choose_methods(m, ["groups-joint"], have_scores=True) == ("groups-joint",)
+    with pytest.raises(BadInput, match="pair sets only"):
+        choose_methods(m, ["groups-humans"], have_scores=False)
