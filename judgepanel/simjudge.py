@@ -144,7 +144,9 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any, Literal
 
-SIM_FINGERPRINT = "judgepanel-sim-v1"
+# re-exported: the providers and the fake server import it from here
+from judgepanel.config import SIM_FINGERPRINT as SIM_FINGERPRINT
+
 PAIRWISE = "pairwise_verdict"
 POINTWISE = "pointwise_verdict"
 CLAUSES = "clause_verdicts"

@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import Engine, or_, select
 
+from judgepanel.config import SIM_FINGERPRINT
 from judgepanel.providers.spec import split_judge_name
-from judgepanel.simjudge import SIM_FINGERPRINT
 from judgepanel.store.tables import (
     Campaign,
     CampaignJudge,

@@ -279,6 +279,15 @@ def test_read_commands_load_no_orm(finished_campaign: str) -> None:
         assert "sqlalchemy" in modules  # it did read the store
 
 
+def test_campaign_status_does_not_load_the_simulator(finished_campaign: str) -> None:
+    """`campaign status` labels a simulated campaign from the stored fingerprint (a constant in
+    `judgepanel.config`), so it need not import the simulator itself (~0.03 s of the 0.5 s
+    start-up budget on a quiet machine)."""
+    for argv in (["campaign", "status", "c"], ["campaign", "status", "c", "--json"], ["campaign", "list"]):
+        modules = _modules_after(finished_campaign, argv)
+        assert "judgepanel.simjudge" not in modules, argv
+
+
 def test_campaign_plan_of_simulated_judges_loads_no_provider_sdk(finished_campaign: str) -> None:
     """`campaign plan` asks no server (see tests/runner/test_plan_offline.py for base_url judges)."""
     modules = _modules_after(finished_campaign, ["campaign", "plan", "c", "--json"])
