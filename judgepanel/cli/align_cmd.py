@@ -4,16 +4,14 @@ judge (and a repair iteration) on evaluation items."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, table
+from judgepanel.cli.render import emit_json, table
+from judgepanel.cli.repair_cmd import run_options, step_printer
 from judgepanel.errors import BadInput
-
-if TYPE_CHECKING:
-    from judgepanel.runner import RunOptions
 
 app = typer.Typer(
     help="Human-supervised judge alignment (few-shot, instructions, grid), compared with repair.",
@@ -22,18 +20,6 @@ app = typer.Typer(
 
 JSON = typer.Option(False, "--json", help="Print one JSON object.")
 SIM_NOTE = "SIMULATED: these figures rest on simulated judges or a simulated editor, not real models"
-
-
-def _opts(concurrency: int, max_cost: float | None) -> RunOptions:
-    from judgepanel.runner import RunOptions
-
-    if max_cost is not None and max_cost < 0:
-        raise BadInput(f"--max-cost must not be negative, got {max_cost}")
-    return RunOptions(concurrency=concurrency, max_cost=max_cost)
-
-
-def _say(json_: bool) -> Any:
-    return (lambda _m: None) if json_ else (lambda m: console.print(f"• {m}"))
 
 
 def _read(path: str) -> str:
@@ -122,7 +108,12 @@ def run(
         )
         inputs.validate()
     rec = run_alignment(
-        engine, name, inputs, _opts(concurrency, max_cost), stop_after=stop_after, say=_say(json_)
+        engine,
+        name,
+        inputs,
+        run_options(concurrency, max_cost),
+        stop_after=stop_after,
+        say=step_printer(json_),
     )
     from judgepanel.align.common import is_simulated
 
@@ -158,7 +149,11 @@ def compare_cmd(
     from judgepanel.align.compare import compare
 
     out = compare(
-        state(ctx).engine(), name, repair=repair, options=_opts(concurrency, max_cost), resample=resample
+        state(ctx).engine(),
+        name,
+        repair=repair,
+        options=run_options(concurrency, max_cost),
+        resample=resample,
     )
     if json_:
         emit_json(out)

@@ -45,7 +45,8 @@ RETRY_FAILED = typer.Option(
 )
 
 
-def _opts(concurrency: int, max_cost: float | None) -> RunOptions:
+def run_options(concurrency: int, max_cost: float | None) -> RunOptions:
+    """The run options of `repair run` and `align run` (both drive campaigns step by step)."""
     from judgepanel.runner import RunOptions
 
     if max_cost is not None and max_cost < 0:
@@ -53,7 +54,8 @@ def _opts(concurrency: int, max_cost: float | None) -> RunOptions:
     return RunOptions(concurrency=concurrency, max_cost=max_cost)
 
 
-def _say(json_: bool) -> Any:
+def step_printer(json_: bool) -> Any:
+    """A step's progress line on the console, or nothing under `--json`."""
     return (lambda _m: None) if json_ else (lambda m: console.print(f"• {m}"))
 
 
@@ -283,10 +285,10 @@ def run(
         engine,
         name,
         inputs,
-        _opts(concurrency, max_cost),
+        run_options(concurrency, max_cost),
         criterion=criterion,
         stop_after=stop_after,
-        say=_say(json_),
+        say=step_printer(json_),
         retry_failed=retry_failed,
         warn=warn,
     )
@@ -353,7 +355,9 @@ def rewrite(
     """Ask the editor to rewrite the selected and control clauses; store both edited versions."""
     from judgepanel.repair import iteration as rep
 
-    out = rep.rewrite(state(ctx).engine(), name, _opts(concurrency, max_cost), retry_failed=retry_failed)
+    out = rep.rewrite(
+        state(ctx).engine(), name, run_options(concurrency, max_cost), retry_failed=retry_failed
+    )
     if json_:
         emit_json(out)
         return
@@ -390,7 +394,11 @@ def checkers(
 
     engine = state(ctx).engine()
     out = propose_checkers(
-        engine, name, threshold=threshold, options=_opts(concurrency, max_cost), retry_failed=retry_failed
+        engine,
+        name,
+        threshold=threshold,
+        options=run_options(concurrency, max_cost),
+        retry_failed=retry_failed,
     )
     simulated = _simulated(engine, store.get_iteration(engine, name))
     if json_:
@@ -438,7 +446,7 @@ def evaluate(
     from judgepanel.repair import iteration as rep
 
     engine = state(ctx).engine()
-    rec = rep.evaluate(engine, name, _opts(concurrency, max_cost), criterion=criterion)
+    rec = rep.evaluate(engine, name, run_options(concurrency, max_cost), criterion=criterion)
     _status_out(rec, json_, _simulated(engine, rec))
 
 
