@@ -114,3 +114,16 @@ def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     r = cli("demo", "--json", db=url)
     assert r.code == 0, r.stderr
     return url
+
+
+# The longest single tests, started first: under `pytest -n 2` a long test collected near the end
+# (the tour is collected just before tests/view/) leaves one worker running it alone while the
+# other has nothing left to do. Whole modules move together, so module fixtures are built once.
+LONGEST_FIRST = ("tests/test_readme_tour.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    first = [i for i in items if i.nodeid.startswith(LONGEST_FIRST)]
+    if first:
+        rest = [i for i in items if not i.nodeid.startswith(LONGEST_FIRST)]
+        items[:] = first + rest
