@@ -22,15 +22,12 @@ from judgepanel.providers.spec import stored_judge_names
 from judgepanel.store import tables
 from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.models import (
-    Annotator,
     CampaignJudge,
     Dataset,
     Item,
     Job,
     Judge,
-    Label,
     Pair,
-    PairLabel,
     PairSet,
     Request,
     Rubric,
@@ -284,13 +281,7 @@ def campaign_verdicts(
 def human_pair_labels(engine: Engine, pair_set_id: int) -> HumanRatings:
     """The human annotators' derived A/B/T labels on a pair set (LLM annotators left out)."""
     with engine.connect() as conn:
-        rows = conn.execute(
-            select(Annotator.name, Annotator.group, PairLabel.pair_id, PairLabel.value)
-            .join(Annotator, Annotator.id == PairLabel.annotator_id)
-            .join(Pair, Pair.id == PairLabel.pair_id)
-            .where(Pair.pair_set_id == pair_set_id, Annotator.kind == "human")
-            .order_by(Annotator.id, Pair.position)
-        ).all()
+        rows = conn.execute(_pair_label_query(pair_set_id)).all()
     out = HumanRatings()
     for name, group, pid, value in rows:
         out.raters.setdefault(name, (group or "human", {}))[1][int(pid)] = value
@@ -300,16 +291,7 @@ def human_pair_labels(engine: Engine, pair_set_id: int) -> HumanRatings:
 def human_item_scores(engine: Engine, dataset_id: int, dimension: str | None) -> HumanRatings:
     """Human numeric labels of a dataset's items for one dimension ('' or None: the only one)."""
     with engine.connect() as conn:
-        q = (
-            select(Annotator.name, Annotator.group, Label.item_id, Label.value_num, Label.rationale)
-            .join(Annotator, Annotator.id == Label.annotator_id)
-            .where(
-                Annotator.dataset_id == dataset_id, Annotator.kind == "human", Label.value_num.is_not(None)
-            )
-            .order_by(Annotator.id, Label.item_id)
-        )
-        q = q.where(Label.dimension == (dimension or ""))
-        rows = conn.execute(q).all()
+        rows = conn.execute(_item_label_query(dataset_id, dimension)).all()
     out = HumanRatings()
     for name, group, item, value, rationale in rows:
         out.raters.setdefault(name, (group or "human", {}))[1][int(item)] = float(value or 0.0)
@@ -541,15 +523,19 @@ def _human_columns(conn: Connection, q: Any, numeric: bool) -> HumanColumns:
 
 def human_pair_label_columns(engine: Engine, pair_set_id: int) -> HumanColumns:
     """`human_pair_labels` as arrays (the labels A/B/T as codes into `labels`)."""
+    with engine.connect() as conn:
+        return _human_columns(conn, _pair_label_query(pair_set_id), numeric=False)
+
+
+def _pair_label_query(pair_set_id: int) -> Any:
+    """The human annotators' (name, group, pair id, A/B/T) on a pair set, in rater then pair order."""
     a, pl, p = tables.annotator, tables.pair_label, tables.pair
-    q = (
+    return (
         select(a.c.name, a.c.group, pl.c.pair_id, pl.c.value)
         .select_from(pl.join(a, a.c.id == pl.c.annotator_id).join(p, p.c.id == pl.c.pair_id))
         .where(p.c.pair_set_id == pair_set_id, a.c.kind == "human")
         .order_by(a.c.id, p.c.position)
     )
-    with engine.connect() as conn:
-        return _human_columns(conn, q, numeric=False)
 
 
 def _item_label_query(dataset_id: int, dimension: str | None) -> Any:
