@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from judgepanel.cli import main
@@ -50,6 +56,48 @@ def load_summeval_sample(db: str, name: str | None = "se", *, articles: bool = T
         args += ["--name", name]
     r = cli(*args, db=db)
     assert r.code == 0, r.stderr
+
+
+def built_once(root: Path, name: str, build: Callable[[str], None]) -> Path:
+    """The SQLite file `build(url)` fills, built once per test run however many xdist workers ask:
+    `root` is the run's shared temporary folder (`shared_root`), the first worker to ask builds
+    under a lock, the others wait for it and reuse the file. Callers copy it (`copy_db`) before
+    they read or write, so no test sees another test's writes."""
+    folder = root / f"built-{name}"
+    folder.mkdir(exist_ok=True)
+    final = folder / f"{name}.db"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not final.exists():
+                part = folder / f"{name}.partial.db"
+                for stale in folder.glob(f"{name}.*.db*"):  # a build that failed half-way
+                    stale.unlink()
+                build(f"sqlite:///{part}")
+                # a consistent, self-contained copy (the WAL database keeps recent writes beside
+                # it), written under another name and renamed so no reader sees half a file
+                con = sqlite3.connect(part)
+                try:
+                    con.execute("VACUUM INTO ?", (str(folder / f"{name}.vacuumed.db"),))
+                finally:
+                    con.close()
+                (folder / f"{name}.vacuumed.db").replace(final)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return final
+
+
+def shared_root(base: Path) -> Path:
+    """The temporary folder every xdist worker of this run shares (each worker's base temp is a
+    folder under it), or the base temp itself without xdist."""
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def copy_db(src: Path, folder: Path, name: str = "judgepanel.db") -> str:
+    """A private copy of a database `built_once` made, as a SQLite URL."""
+    dst = folder / name
+    shutil.copyfile(src, dst)
+    return f"sqlite:///{dst}"
 
 
 def chromium_driver() -> object:
