@@ -103,17 +103,31 @@ def module_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
             yield url
 
 
-@pytest.fixture(scope="session")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A SQLite database the offline demo filled (simulated campaigns, rubric versions, a repair
-    iteration); read-only for the tests that share it."""
+def _run_demo(url: str) -> None:
     from tests.helpers import cli
 
-    folder = tmp_path_factory.mktemp("demo-shared")
-    url = f"sqlite:///{folder / 'demo.db'}"
-    r = cli("demo", "--json", db=url)
+    report = Path(url.removeprefix("sqlite:///")).parent / "demo-report.html"
+    r = cli("demo", "--json", "--report", str(report), db=url)
     assert r.code == 0, r.stderr
-    return url
+    assert r.json()["report"] == str(report)
+
+
+def built_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The database the offline demo filled (simulated campaigns, rubric versions, a repair
+    iteration), with its `demo-report.html` beside it: the demo runs once per test run, whichever
+    xdist worker asks first; copy it (`tests.helpers.copy_db`) before use."""
+    from tests.helpers import built_once, shared_root
+
+    return built_once(shared_root(tmp_path_factory.getbasetemp()), "demo", _run_demo)
+
+
+@pytest.fixture(scope="session")
+def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A copy of the demo's database (`built_demo`) for this worker; read-only for the tests that
+    share it."""
+    from tests.helpers import copy_db
+
+    return copy_db(built_demo(tmp_path_factory), tmp_path_factory.mktemp("demo-shared"), "demo.db")
 
 
 # The longest single tests, started first: under `pytest -n 2` a long test collected near the end
