@@ -30,6 +30,14 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0", "false")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _share_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where databases built once per test run (`tests.helpers.built_once`) are kept."""
+    from tests.helpers import share_builds_under, shared_root
+
+    share_builds_under(shared_root(tmp_path_factory.getbasetemp()))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED.is_dir():
@@ -86,11 +94,22 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def engine(db_url: str) -> Iterator[Engine]:
-    """A migrated database on each backend."""
+    """A migrated database on each backend (on SQLite a copy of the one migrated database of the
+    test run: tests/store/test_migrations.py checks the migrations themselves)."""
+    from tests.helpers import from_built
+
+    from_built(db_url, "migrated", _migrate)
     eng = make_engine(db_url)
-    migrate.upgrade(eng)
     yield eng
     eng.dispose()
+
+
+def _migrate(url: str) -> None:
+    eng = make_engine(url)
+    try:
+        migrate.upgrade(eng)
+    finally:
+        eng.dispose()
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

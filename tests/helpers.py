@@ -47,7 +47,15 @@ def cli(*args: str, db: str | None = None) -> CliResult:
 
 def load_summeval_sample(db: str, name: str | None = "se", *, articles: bool = True) -> None:
     """Migrate `db` and import the bundled SummEval sample (with its source articles unless told
-    not to) as dataset `name` (None: the importer's default name)."""
+    not to) as dataset `name` (None: the importer's default name). A new SQLite file becomes a
+    copy of the one database this made in the test run (`from_built`); tests/datasets checks
+    the import itself."""
+    from_built(
+        db, f"summeval-sample-{name}-{articles}", lambda url: _load_summeval_sample(url, name, articles)
+    )
+
+
+def _load_summeval_sample(db: str, name: str | None, articles: bool) -> None:
     assert cli("db", "upgrade", db=db).code == 0
     args = ["data", "import-summeval", str(sample_path("summeval_sample.jsonl.gz"))]
     if articles:
@@ -85,6 +93,35 @@ def built_once(root: Path, name: str, build: Callable[[str], None]) -> Path:
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return final
+
+
+_BUILDS: list[Path] = []  # the run's shared folder, once conftest's session fixture has set it
+
+
+def share_builds_under(root: Path) -> None:
+    _BUILDS[:] = [root]
+
+
+def from_built(db: str, name: str, build: Callable[[str], None]) -> None:
+    """Fill `db` as `build(db)` does. A SQLite file that does not exist yet becomes a copy of the
+    database `build` filled once in this test run (`built_once`); any other database (PostgreSQL,
+    an existing file) is filled by `build` itself. `name` must say everything `build` does."""
+    path = _new_sqlite_file(db)
+    if path is None or not _BUILDS:
+        build(db)
+        return
+    shutil.copyfile(built_once(_BUILDS[0], name, build), path)
+
+
+def _new_sqlite_file(db: str) -> Path | None:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db)
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or url.query or database in ("", ":memory:"):
+        return None
+    path = Path(database)
+    return path if not path.exists() and path.parent.is_dir() else None
 
 
 def shared_root(base: Path) -> Path:
