@@ -27,11 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judgepanel.store.campaigns.leases import (
+        PendingShape,
         job_counts,
         last_parse_errors,
         lease_jobs,
         lease_owner_id,
+        models_with_requests,
         pending_jobs,
+        pending_shapes,
         reclaim_dead_leases,
         release_leases,
         renew_leases,
@@ -91,11 +94,14 @@ if TYPE_CHECKING:
 _HOME: dict[str, str] = {
     **dict.fromkeys(
         (
+            "PendingShape",
             "job_counts",
             "last_parse_errors",
             "lease_jobs",
             "lease_owner_id",
+            "models_with_requests",
             "pending_jobs",
+            "pending_shapes",
             "reclaim_dead_leases",
             "release_leases",
             "renew_leases",
@@ -181,6 +187,7 @@ __all__ = [
     "JudgeRatings",
     "JudgeRecord",
     "LeasedJob",
+    "PendingShape",
     "SwappedVerdicts",
     "VerdictRow",
     "cache_lookup",
@@ -204,9 +211,11 @@ __all__ = [
     "lease_owner_id",
     "list_campaigns",
     "mean_output_tokens",
+    "models_with_requests",
     "output_token_samples",
     "partial_jobs",
     "pending_jobs",
+    "pending_shapes",
     "reclaim_dead_leases",
     "release_leases",
     "remember_refusals",

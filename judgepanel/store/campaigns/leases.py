@@ -50,6 +50,60 @@ def pending_in(s: Session, campaign_id: int, *, limit: int | None = None) -> lis
     return _with_texts(s, rows)
 
 
+# (job id, judge name, dimension, prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig)
+PendingShape = tuple[int, str, str | None, int | None, int | None, int | None, str | None]
+
+
+def pending_shapes(engine: Engine, campaign_id: int) -> list[PendingShape]:
+    """The jobs `pending_jobs` returns, in the same order, with the prompt figures stored at create
+    (NULL for jobs created before they were) and without their texts."""
+    from judgepanel.store import tables as t
+
+    job, judge = t.job, t.judge
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(
+                job.c.id,
+                judge.c.name,
+                job.c.dimension,
+                job.c.prompt_chars,
+                job.c.prompt_messages,
+                job.c.prompt_prefix_tokens,
+                job.c.prompt_sig,
+            )
+            .join(judge, judge.c.id == job.c.judge_id)
+            .where(job.c.campaign_id == campaign_id, job.c.status.in_(("pending", "running")))
+            .order_by(job.c.id)
+        ).all()
+    return [tuple(r) for r in rows]
+
+
+def models_with_requests(engine: Engine, models: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The (provider, model) pairs among `models` that some stored request was sent to (by a job of
+    a judge with that provider and model, in any campaign): only their requests can be answered
+    from the response cache, whose key includes both."""
+    from judgepanel.store import tables as t
+
+    job, judge, request = t.job, t.judge, t.request
+    out: set[tuple[str, str]] = set()
+    with engine.connect() as conn:
+        for provider, model in sorted(set(models)):
+            ids = list(
+                conn.scalars(select(judge.c.id).where(judge.c.provider == provider, judge.c.model == model))
+            )
+            if not ids:
+                continue
+            sent = (
+                select(request.c.id)
+                .join(job, job.c.id == request.c.job_id)
+                .where(job.c.judge_id.in_(ids))
+                .limit(1)
+            )
+            if conn.execute(sent).first() is not None:
+                out.add((provider, model))
+    return out
+
+
 def job_counts(engine: Engine, campaign_id: int) -> dict[str, int]:
     with session_scope(engine) as s:
         counts = dict(

@@ -36,6 +36,7 @@ from judgepanel.store.models import (
 from judgepanel.store.queries import dataset_by_name, pair_set_by_name
 
 CHUNK = 2_000
+PromptFigures = tuple[int, int, int, str]  # what `create_campaign` stores of a job's prompt
 
 # ---------------------------------------------------------------- campaigns
 
@@ -162,11 +163,13 @@ def create_campaign(
     judges: Sequence[JudgeRecord],
     *,
     rubric_version_id: int | None = None,
-    check: Callable[[list[LeasedJob]], None] | None = None,
+    check: Callable[[list[LeasedJob]], Mapping[int, PromptFigures] | None] | None = None,
 ) -> CampaignInfo:
     """Create (or, with the identical spec, re-plan) a campaign and insert its missing jobs.
     `check` is called with every job still to do before anything is committed; what it raises
-    leaves the database as it was (the runner renders each job's prompt there)."""
+    leaves the database as it was (the runner renders each job's prompt there). What it returns,
+    job id -> (prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig), is stored on the
+    jobs for `campaign plan` (`runner.shape`)."""
     spec.validate()
     with session_scope(engine) as s:
         ds = dataset_by_name(s, spec.dataset)
@@ -243,7 +246,19 @@ def create_campaign(
         added = _insert_jobs(s, camp.id, planned, ids)
         if check is not None:
             s.flush()
-            check(pending_in(s, camp.id))
+            figures = check(pending_in(s, camp.id))
+            rows = [
+                {
+                    "id": jid,
+                    "prompt_chars": c,
+                    "prompt_messages": m,
+                    "prompt_prefix_tokens": p,
+                    "prompt_sig": sig,
+                }
+                for jid, (c, m, p, sig) in (figures or {}).items()
+            ]
+            for i in range(0, len(rows), CHUNK):
+                s.execute(update(Job), rows[i : i + CHUNK])
         n = s.scalar(select(func.count()).select_from(Job).where(Job.campaign_id == camp.id)) or 0
         return CampaignInfo(
             camp.id,

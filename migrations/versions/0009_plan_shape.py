@@ -1,0 +1,40 @@
+"""plan shape: what `campaign plan` needs of each job's prompt, stored when the campaign is created
+
+Revision ID: 0009_plan_shape
+Revises: 0008_align
+Create Date: 2026-12-01 22:20:00.000000
+
+- `job.prompt_chars`, `job.prompt_messages`, `job.prompt_prefix_tokens`: the rendered prompt's
+  length, message count and longest stable prefix (in estimated tokens), so `campaign plan` can
+  count input tokens without rendering every prompt again (issue 20 §1);
+- `job.prompt_sig`: a fingerprint of what they were rendered with; plan renders again when it
+  differs (and for jobs created before this revision, whose columns are NULL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0009_plan_shape"
+down_revision: str | None = "0008_align"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+_COLUMNS = ("prompt_chars", "prompt_messages", "prompt_prefix_tokens")
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("job") as batch:
+        for name in _COLUMNS:
+            batch.add_column(sa.Column(name, sa.Integer(), nullable=True))
+        batch.add_column(sa.Column("prompt_sig", sa.String(length=16), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("job") as batch:
+        batch.drop_column("prompt_sig")
+        for name in reversed(_COLUMNS):
+            batch.drop_column(name)
