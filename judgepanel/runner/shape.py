@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -76,12 +77,14 @@ _CODE = (
 def _code_digest() -> bytes:
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent.parent
-    for rel in _CODE:
-        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
-    prompts = resource_dir("prompts")
-    for path in sorted(prompts.iterdir()):
-        if path.is_file():
-            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    try:
+        for rel in _CODE:
+            h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+        for path in sorted(resource_dir("prompts").iterdir()):
+            if path.is_file():
+                h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:  # sources not readable: a digest no other process shares, so plan always renders
+        return os.urandom(32)
     return h.digest()
 
 

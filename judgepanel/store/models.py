@@ -355,6 +355,8 @@ class Job(Base):
     __table_args__ = (
         UniqueConstraint("campaign_id", "job_key"),
         Index("ix_job_campaign_status", "campaign_id", "status"),
+        # `campaign plan` asks whether a judge's provider and model were ever sent a request
+        Index("ix_job_judge", "judge_id"),
         CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
     )
     id: Mapped[int] = mapped_column(primary_key=True, doc="row id")

@@ -317,6 +317,7 @@ job = Table(
     CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
     UniqueConstraint("campaign_id", "job_key"),
     Index("ix_job_campaign_status", "campaign_id", "status"),
+    Index("ix_job_judge", "judge_id"),
 )
 
 pair_label = Table(

@@ -8,7 +8,9 @@ Create Date: 2026-12-01 22:20:00.000000
   length, message count and longest stable prefix (in estimated tokens), so `campaign plan` can
   count input tokens without rendering every prompt again (issue 20 §1);
 - `job.prompt_sig`: a fingerprint of what they were rendered with; plan renders again when it
-  differs (and for jobs created before this revision, whose columns are NULL).
+  differs (and for jobs created before this revision, whose columns are NULL);
+- `ix_job_judge`: plan asks whether any request was sent to a judge's provider and model (only
+  then can the response cache answer its jobs); without the index that is a scan of every request.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ def upgrade() -> None:
         for name in _COLUMNS:
             batch.add_column(sa.Column(name, sa.Integer(), nullable=True))
         batch.add_column(sa.Column("prompt_sig", sa.String(length=16), nullable=True))
+    op.create_index("ix_job_judge", "job", ["judge_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_job_judge", table_name="job")
     with op.batch_alter_table("job") as batch:
         batch.drop_column("prompt_sig")
         for name in reversed(_COLUMNS):

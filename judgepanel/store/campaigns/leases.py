@@ -93,9 +93,11 @@ def models_with_requests(engine: Engine, models: Iterable[tuple[str, str]]) -> s
             )
             if not ids:
                 continue
+            # the judges' jobs by `ix_job_judge`, each probed in request's (job_id, attempt) index
             sent = (
                 select(request.c.id)
-                .join(job, job.c.id == request.c.job_id)
+                .select_from(job)
+                .join(request, request.c.job_id == job.c.id)
                 .where(job.c.judge_id.in_(ids))
                 .limit(1)
             )
