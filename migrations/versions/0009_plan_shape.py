@@ -27,18 +27,19 @@ depends_on: str | Sequence[str] | None = None
 
 _COLUMNS = ("prompt_chars", "prompt_messages", "prompt_prefix_tokens")
 
+# Plain ADD / DROP COLUMN (SQLite has both since 3.35), not batch mode: batch mode copies `job` to
+# a new table and drops the old one, and with foreign keys on, that DROP cascades to every
+# request, response and verdict of every job.
+
 
 def upgrade() -> None:
-    with op.batch_alter_table("job") as batch:
-        for name in _COLUMNS:
-            batch.add_column(sa.Column(name, sa.Integer(), nullable=True))
-        batch.add_column(sa.Column("prompt_sig", sa.String(length=16), nullable=True))
+    for name in _COLUMNS:
+        op.add_column("job", sa.Column(name, sa.Integer(), nullable=True))
+    op.add_column("job", sa.Column("prompt_sig", sa.String(length=16), nullable=True))
     op.create_index("ix_job_judge", "job", ["judge_id"])
 
 
 def downgrade() -> None:
     op.drop_index("ix_job_judge", table_name="job")
-    with op.batch_alter_table("job") as batch:
-        batch.drop_column("prompt_sig")
-        for name in reversed(_COLUMNS):
-            batch.drop_column(name)
+    for name in ("prompt_sig", *reversed(_COLUMNS)):
+        op.drop_column("job", name)

@@ -1,5 +1,7 @@
 """Migration 0009_plan_shape on SQLite and PostgreSQL: one step down drops the job's stored prompt
-figures and keeps its jobs; up again brings the columns back, NULL (plan then renders, as before)."""
+figures and keeps its jobs and their requests (SQLite's batch mode would re-create `job`, and the
+DROP of the old table cascade to every request); up again brings the columns back, NULL (plan then
+renders, as before)."""
 
 from __future__ import annotations
 
@@ -36,11 +38,18 @@ def test_plan_shape_revision_down_and_up(db_url: str) -> None:
                 "FROM campaign, judge"
             )
         )
+        c.execute(
+            text(
+                "INSERT INTO request (job_id, attempt, request_hash, template_name, template_hash, messages, "
+                "params, created_at) SELECT id, 1, 'h', 't', 'th', '[]', '{}', CURRENT_TIMESTAMP FROM job"
+            )
+        )
     migrate.downgrade(eng, "0008_align")
     assert migrate.current_revision(eng) == "0008_align"
     assert not SHAPE & {c["name"] for c in inspect(eng).get_columns("job")}
     with eng.connect() as c:
         assert c.execute(text("SELECT count(*) FROM job")).scalar_one() == 1
+        assert c.execute(text("SELECT count(*) FROM request")).scalar_one() == 1
     migrate.upgrade(eng)
     with eng.connect() as c:
         row = c.execute(
