@@ -318,8 +318,9 @@ class Estimate:
 
 
 def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool = False) -> Estimate:
-    """What running the rest of the campaign would take: every pending job's prompt is rendered
-    and counted (≈ 4 characters a token); output tokens are the judge's mean so far, else
+    """What running the rest of the campaign would take: every pending job's prompt is counted
+    (≈ 4 characters a token), from the figures `create` stored or, where they are stale or the
+    request key or prefix texts are needed, by rendering it (`runner.shape`); output tokens are the judge's mean so far, else
     `OUTPUT_ESTIMATE`, capped by its `max_tokens`; cost from the judge's prices (None if unknown).
     `cost_usd` is every input token at the input rate; `cost_cached_usd` prices the prompt-cache
     reads and writes that `providers.caching.CacheForecast` expects of the calls in order, and the
@@ -363,8 +364,9 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
     # provider and model some stored request was sent to (the key includes both)
     keyed: set[str] = set()
     if use_cache:
-        sent = store.models_with_requests(engine, [(js.provider, js.model) for js in ctx.judges.values()])
-        keyed = {n for n, js in ctx.judges.items() if (js.provider, js.model) in sent}
+        keyed = store.judges_with_requests(
+            engine, [(n, js.provider, js.model) for n, js in ctx.judges.items()]
+        )
 
     def renders(row: store.PendingShape) -> bool:
         """Whether plan must render this job: no current stored figures, a key to look up, or a

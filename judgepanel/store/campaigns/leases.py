@@ -78,18 +78,22 @@ def pending_shapes(engine: Engine, campaign_id: int) -> list[PendingShape]:
     return [tuple(r) for r in rows]
 
 
-def models_with_requests(engine: Engine, models: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
-    """The (provider, model) pairs among `models` that some stored request was sent to (by a job of
-    a judge with that provider and model, in any campaign): only their requests can be answered
-    from the response cache, whose key includes both."""
+def judges_with_requests(engine: Engine, judges: Iterable[tuple[str, str, str]]) -> set[str]:
+    """The names among `judges` (name, provider, model) whose provider and model some stored request
+    was sent to (by a job of that judge, or of any judge with that provider and model, in any
+    campaign): only their requests can be answered from the response cache, whose key includes both."""
     from judgepanel.store import tables as t
 
     job, judge, request = t.job, t.judge, t.request
-    out: set[tuple[str, str]] = set()
+    out: set[str] = set()
     with engine.connect() as conn:
-        for provider, model in sorted(set(models)):
+        for name, provider, model in judges:
             ids = list(
-                conn.scalars(select(judge.c.id).where(judge.c.provider == provider, judge.c.model == model))
+                conn.scalars(
+                    select(judge.c.id).where(
+                        or_(judge.c.name == name, and_(judge.c.provider == provider, judge.c.model == model))
+                    )
+                )
             )
             if not ids:
                 continue
@@ -102,7 +106,7 @@ def models_with_requests(engine: Engine, models: Iterable[tuple[str, str]]) -> s
                 .limit(1)
             )
             if conn.execute(sent).first() is not None:
-                out.add((provider, model))
+                out.add(name)
     return out
 
 
