@@ -24,6 +24,8 @@ handling are skipped (a test compares what the server receives from both). The b
 `content`, already encoded with the SDK's encoder settings (`wire_json`), so `post` neither
 deep-copies it (`_copy_and_prepare`: about 40 µs a call, which OpenAI's SDK does not spend) nor
 encodes it again; the bytes the server receives are those `create` sends (a test compares them).
+The URL is merged with the base URL once per judge, as the SDK merges it, and handed to `post`
+already parsed, so no URL is parsed per call.
 
 Prompt caching. The system text goes as one text block marked `cache_control: {"type":
 "ephemeral"}`, and the final user message is cut at `ChatRequest.cache_breaks` (where the prompt's
@@ -43,7 +45,7 @@ import json
 import os
 import re
 import time
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 
@@ -108,6 +110,11 @@ class AnthropicProvider:
             max_retries=0,
             http_client=http_client,
         )
+        # `/v1/messages` merged with the base URL once, as the SDK's `_prepare_url` merges it (the
+        # base URL ends in `/`), handed to `post` as its own URL type: `post` then takes it as
+        # absolute and parses no URL per call (about half of the SDK's request building)
+        base = self._client.base_url
+        self._messages_url = base.copy_with(raw_path=base.raw_path + b"v1/messages")
 
     def __repr__(self) -> str:
         return f"AnthropicProvider({self.name!r})"
@@ -171,7 +178,7 @@ class AnthropicProvider:
         try:
             with sdk.reply_cap(self._max_reply):
                 raw = await self._client.post(
-                    "/v1/messages",
+                    cast(str, self._messages_url),
                     cast_to=_WIRE_RESPONSE,
                     body=sent if content is None else None,
                     content=content,

@@ -372,6 +372,28 @@ async def test_anthropic_body_bytes_are_those_create_sends(fake: FakeServer, ext
     assert ours.headers["content-length"] == theirs.headers["content-length"]
 
 
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9/",
+        "http://proxy.local:8080/anthropic/v2",
+        "https://api.anthropic.com",
+    ],
+)
+def test_anthropic_messages_url_is_the_one_the_sdk_merges(
+    base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider merges `/v1/messages` with the base URL once (issue 20 §5) instead of letting
+    `post` parse and merge it per call: the result must be the URL the SDK's own merge gives,
+    a base URL with a path prefix included."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    provider = make_provider(parse_spec(f"anthropic:claude-judge?base_url={base_url}"))
+    client = provider.client  # type: ignore[attr-defined]
+    assert str(provider._messages_url) == str(client._prepare_url("/v1/messages"))  # type: ignore[attr-defined]
+    assert str(provider._messages_url).startswith(base_url.rstrip("/") + "/v1/messages")  # type: ignore[attr-defined]
+
+
 def test_anthropic_wire_json_leaves_what_plain_json_cannot_encode_to_the_sdk() -> None:
     """A body plain JSON cannot encode (a date, NaN) is not encoded by the provider: it goes to
     the SDK as before, which encodes what it knows and raises its own error for the rest."""
