@@ -245,7 +245,9 @@ SELECT = {  # the nested-CV selectors: candidates per channel
 ORDER = (2, 0, 1)  # rank of each code A=0, B=1, T=2: B < T < A
 
 
-def class_study(codes: np.ndarray, feats: Features, perms: list[np.ndarray], inner: np.ndarray, only: str) -> dict[str, list[dict[str, Any]]]:
+def class_study(
+    codes: np.ndarray, feats: Features, perms: list[np.ndarray], inner: np.ndarray, only: str
+) -> dict[str, list[dict[str, Any]]]:
     """Every class variant and the two selectors on each split: test probabilities and labels."""
     experts = feats.expert
     wanted = [v for v in CLASS_VARIANTS if not only or v[0] in only.split(",")]
@@ -269,7 +271,13 @@ def class_study(codes: np.ndarray, feats: Features, perms: list[np.ndarray], inn
         for s, cands in SELECT.items():
             if s in runs:
                 ch = tune_and_predict(
-                    [(kind, designs[fs][:, perm]) for _, kind, fs in cands], y, K, tr, te, inner, ORDER,
+                    [(kind, designs[fs][:, perm]) for _, kind, fs in cands],
+                    y,
+                    K,
+                    tr,
+                    te,
+                    inner,
+                    ORDER,
                     cv=[tables[v[0]] for v in cands],
                 )
                 picks = [None if c < 0 else cands[int(c)][0] for c in ch.candidate]
@@ -283,7 +291,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="", help="comma-separated variant labels (default: all)")
-    ap.add_argument("--classes", action="store_true", help="the model-class round (CLASS_VARIANTS, selectors)")
+    ap.add_argument(
+        "--classes", action="store_true", help="the model-class round (CLASS_VARIANTS, selectors)"
+    )
     ap.add_argument("--splits", type=int, default=FOLDS, help="use the first N of the 10 splits (timing)")
     args = ap.parse_args(argv)
     codes, diffs, dims, groups = load()
@@ -292,7 +302,12 @@ def main(argv: list[str] | None = None) -> None:
     perms = [rng.permutation(codes.shape[0]) for _ in range(FOLDS)]
     inner = inner_folds(TRAIN, args.seed)
     if args.classes:
-        report(class_study(codes, feats, perms[: args.splits], inner, args.only), "groups-joint", args.seed, codes.shape[0])
+        report(
+            class_study(codes, feats, perms[: args.splits], inner, args.only),
+            "groups-joint",
+            args.seed,
+            codes.shape[0],
+        )
         return
     wanted = [v for v in VARIANTS if not args.only or v[0] in args.only.split(",")]
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -342,11 +357,19 @@ def report(runs: dict[str, list[dict[str, Any]]], reference: str, seed: int, n: 
             d, dlo, dhi = nadeau_bengio(acc - ref, TRAIN, n - TRAIN)
             line += f"  vs {reference} {d:+.4f} [{dlo:+.3f}, {dhi:+.3f}] won {(acc > ref).sum()}/{k}"
         print(line, flush=True)
-    for a, b in (("select-joint", "select-humans"), *[(f"{c}groups-joint", f"{c}groups-humans") for c in ("", "enet ", "ordinal ", "additive ")], *[(f"{c}dims-joint", f"{c}dims-humans") for c in ("", "enet ", "ordinal ")]):
+    for a, b in (
+        ("select-joint", "select-humans"),
+        *[(f"{c}groups-joint", f"{c}groups-humans") for c in ("", "enet ", "ordinal ", "additive ")],
+        *[(f"{c}dims-joint", f"{c}dims-humans") for c in ("", "enet ", "ordinal ")],
+    ):
         if a in runs and b in runs:
-            d = np.array([accuracy(s["probs"], s["y"]) for s in runs[a]]) - np.array([accuracy(s["probs"], s["y"]) for s in runs[b]])
+            d = np.array([accuracy(s["probs"], s["y"]) for s in runs[a]]) - np.array(
+                [accuracy(s["probs"], s["y"]) for s in runs[b]]
+            )
             v, lo, hi = nadeau_bengio(d, TRAIN, n - TRAIN)
-            print(f"judges add: {a} - {b} {v:+.4f} [{lo:+.3f}, {hi:+.3f}] won {(d > 0).sum()}/{k}", flush=True)
+            print(
+                f"judges add: {a} - {b} {v:+.4f} [{lo:+.3f}, {hi:+.3f}] won {(d > 0).sum()}/{k}", flush=True
+            )
     for s in ("select-joint", "select-humans"):
         if s in runs:
             picks: dict[str, int] = {}

@@ -70,7 +70,11 @@ def fit_enet_many(
         ez = np.exp(z)
         total = ez.sum(axis=2, keepdims=True)
         logp = z - np.log(total)
-        loss = -c * float((onehot * logp).sum()) + l1 * float(wp.sum() + wn.sum()) + 0.5 * l2 * float((w * w).sum())
+        loss = (
+            -c * float((onehot * logp).sum())
+            + l1 * float(wp.sum() + wn.sum())
+            + 0.5 * l2 * float((w * w).sum())
+        )
         g = c * used[:, :, None] * (ez / total - onehot)
         gw = np.matmul(g.transpose(0, 2, 1), xs) + l2 * w
         grad = np.concatenate([(gw + l1).ravel(), (-gw + l1).ravel(), g.sum(axis=1).ravel()])

@@ -56,7 +56,9 @@ def grid(kind: str) -> list[dict[str, float]]:
     raise ValueError(f"unknown model class {kind!r} (known: {', '.join(CLASSES)})")
 
 
-def hinge_basis(x_train: FloatArray, x: FloatArray, quantiles: Sequence[float] = KNOT_QUANTILES) -> FloatArray:
+def hinge_basis(
+    x_train: FloatArray, x: FloatArray, quantiles: Sequence[float] = KNOT_QUANTILES
+) -> FloatArray:
     """The additive spline design of ``x`` (n × p) with knots from ``x_train`` (m × p): per column
     the column itself, then ``max(0, x − κ)`` for each distinct quantile κ of the training column
     strictly inside its range (a constant or two-valued column gets no hinge)."""
@@ -168,9 +170,11 @@ def tune_and_predict(
     already computed ``inner_cv`` tables, one per candidate), refitted on all ``train`` rows,
     then its probabilities on ``test`` rows. One candidate: that class tuned by inner CV."""
     n_models = labels.shape[0]
-    tables = list(cv) if cv is not None else [
-        inner_cv(kind, x[:, train], labels[:, train], k, fold, ranks) for kind, x in candidates
-    ]
+    tables = (
+        list(cv)
+        if cv is not None
+        else [inner_cv(kind, x[:, train], labels[:, train], k, fold, ranks) for kind, x in candidates]
+    )
     best = np.full(n_models, -1, dtype=np.int64)
     best_setting: list[dict[str, float] | None] = [None] * n_models
     best_loss = np.full(n_models, np.nan)

@@ -76,7 +76,7 @@ def fit_ordinal_many(
         raise ValueError("labels must lie in 0 … K−1 (−1: row unused)")
     if c <= 0:
         raise ValueError("c must be positive")
-    n_models, n, p = xs.shape
+    n_models, _, p = xs.shape
     used = ys >= 0
     yr = np.where(used, rank_of[np.where(used, ys, 0)], 0)  # rank per row
     weight = used.astype(np.float64)
@@ -115,7 +115,9 @@ def fit_ordinal_many(
         g_beta = np.einsum("rn,rnp->rp", g_eta, xs) + beta
         g_th = np.zeros((n_models, k - 1))
         for j in range(k - 1):
-            g_th[:, j] = -c * (weight * (np.where(yr == j, du, 0.0) - np.where(yr - 1 == j, dl, 0.0))).sum(axis=1)
+            g_th[:, j] = -c * (weight * (np.where(yr == j, du, 0.0) - np.where(yr - 1 == j, dl, 0.0))).sum(
+                axis=1
+            )
         # θ_j = a₀ + Σ_{m ≤ j, m ≥ 1} exp(a_m)
         tail = np.cumsum(g_th[:, ::-1], axis=1)[:, ::-1]  # Σ_{j ≥ m} ∂/∂θ_j
         g_a = np.concatenate([tail[:, :1], tail[:, 1:] * np.exp(a[:, 1:])], axis=1)
