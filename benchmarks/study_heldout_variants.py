@@ -24,7 +24,15 @@ Feature sets (for the target expert r; "others" never include r):
 * ``select(…)``: per expert and split, the candidate with the lowest inner-CV log loss;
   ``ensemble(…)``: the mean of the candidates' probabilities.
 
-Run: ``.venv/bin/python -m benchmarks.study_heldout_variants [--seed 0]`` (about 5 CPU
+``--classes`` runs the second round instead (docs/agreement.md, "Other model classes"): on the
+built ``groups-*`` design (``prediction.group_features``) and the ``dims-*`` design, joint and
+humans-only, the classes of ``metrics.model_classes`` — ``l2``, ``enet`` (C × L1 share), ``ordinal``
+(cumulative link, B < T < A) and ``additive`` (hinge splines, ``groups-*`` only) — each tuned by the
+same inner CV, and the nested-CV selectors ``select-joint`` / ``select-humans`` (per expert, the
+candidate and setting with the lowest inner-CV log loss). The reference is ``groups-joint`` (l2);
+it also prints joint − humans-only per class and what the selectors picked.
+
+Run: ``.venv/bin/python -m benchmarks.study_heldout_variants [--seed 0] [--classes]`` (about 5 CPU
 minutes; ``--seed 1`` draws 10 fresh splits and fresh inner folds for the confirmation).
 """
 
