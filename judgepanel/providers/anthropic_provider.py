@@ -23,7 +23,8 @@ one `create` sends, while the raw-response wrapper, its tracing span and the per
 handling are skipped (a test compares what the server receives from both). The body goes as
 `content`, already encoded with the SDK's encoder settings (`wire_json`), so `post` neither
 deep-copies it (`_copy_and_prepare`: about 40 µs a call, which OpenAI's SDK does not spend) nor
-encodes it again; the bytes the server receives are those `create` sends (a test compares them).
+encodes it again; the server receives the JSON `create` sends, encoded as its encoder encodes it
+(a test compares them).
 The URL is merged with the base URL once per judge, as the SDK merges it, and handed to `post`
 already parsed, so no URL is parsed per call.
 
@@ -285,8 +286,8 @@ _WIRE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allo
 
 
 def wire_json(body: dict[str, Any]) -> bytes | None:
-    """`body` as the JSON bytes the SDK's `messages.create` sends (its encoder's settings: no
-    spaces, UTF-8 as is), or None when it holds what plain JSON cannot encode: the SDK then
+    """`body` as JSON bytes encoded as the SDK's `messages.create` encodes its body (no spaces,
+    UTF-8 as is, keys in the order given), or None when it holds what plain JSON cannot encode: the SDK then
     encodes it itself (it knows dates and models) or raises its own error (NaN)."""
     try:
         return _WIRE_ENCODER.encode(body).encode()

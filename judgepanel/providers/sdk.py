@@ -9,8 +9,9 @@ pool connections, raise errors and hand back raw bodies the same way.
 - `http_client` + `reply_cap` + `ReplyTooLarge`: the SDK's HTTP client with two event hooks: a
   request hook that tells the runner's `CallClock` when the request leaves (so the per-attempt
   deadline starts then, not while the call waited inside the provider), and a response hook that
-  reads the body through a counter: past the judge's `max_reply_bytes` (raw, and decoded when the
-  server compressed it) reading stops with `ReplyTooLarge`, so a 500 MB or endless reply costs at
+  reads the body through a counter (unless HTTP/1.1 already bounds it under the cap: a
+  Content-Length within it, not chunked, not compressed): past the judge's `max_reply_bytes`
+  (raw, and decoded when the server compressed it) reading stops with `ReplyTooLarge`, so a 500 MB or endless reply costs at
   most the cap in memory. The cap is per call (a context variable set around the chat call), so
   the batch API's result files, read through the same client, are not cut.
 """
