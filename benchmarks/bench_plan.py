@@ -11,16 +11,24 @@ alternating, best of `REPEAT` (wall and CPU):
   the request cache looked up, the prompt-cache forecast);
 - `campaign plan nosuch`: the same command's start-up (imports, opening the database, the lookup
   that fails) without the planning;
+- `campaign create NAME …` of the same campaign on a fresh copy of the store with only the
+  dataset (the copy is made before the clock starts): since `create` renders each distinct prompt
+  once and stores its figures for plan (`runner.shape`), what plan no longer does, create does;
 - `python -c pass`.
 
-"Beyond start-up" is the first minus the second (target 0.5 s wall). The command may not import a
-provider SDK (checked in `tests/runner/test_plan_offline.py`). Run: `python -m benchmarks plan`.
+"Beyond start-up" is plan minus start-up (target 0.5 s wall). The command may not import a
+provider SDK (checked in `tests/runner/test_plan_offline.py`). Run: `python -m benchmarks plan`;
+`python -m benchmarks.bench_plan --before DIR` also times the tree in DIR (e.g. `git archive main`
+unpacked there) in the same rounds, on a store built by that tree's own code.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -50,33 +58,50 @@ WORDS = [
 ]
 
 
-def _store(url: str) -> str:
-    from judgepanel.datasets.records import ItemRecord, ParsedDataset
-    from judgepanel.runner import campaign as api
-    from judgepanel.store import campaigns as store
-    from judgepanel.store.engine import make_engine
-    from judgepanel.store.imports import import_parsed
-    from judgepanel.store.migrate import upgrade
+DIMENSIONS = ("coherence", "fluency")
+
+
+def _items() -> list[object]:
+    from judgepanel.datasets.records import ItemRecord
 
     rng = random.Random(5)
-    items = []
+    items: list[object] = []
     for g in range(GROUPS):
         article = " ".join(rng.choice(WORDS) for _ in range(80))
         for k in range(ITEMS_PER_GROUP):
             summary = " ".join(rng.choice(WORDS) for _ in range(30))
             items.append(ItemRecord(f"g{g}-s{k}", len(items), f"g{g}", article, summary))
+    return items
+
+
+def _dataset(url: str) -> None:
+    """The generated dataset in a new store at `url` (by the code of the tree on `sys.path`)."""
+    from judgepanel.datasets.records import ParsedDataset
+    from judgepanel.store.engine import make_engine
+    from judgepanel.store.imports import import_parsed
+    from judgepanel.store.migrate import upgrade
+
     eng = make_engine(url)
     upgrade(eng)
-    import_parsed(
-        eng, "gen", ParsedDataset(kind="items", source_hash="gen", items=items, annotators=[], labels=[])
-    )
+    parsed = ParsedDataset(kind="items", source_hash="gen", items=_items(), annotators=[], labels=[])  # type: ignore[arg-type]
+    import_parsed(eng, "gen", parsed)
+    eng.dispose()
+
+
+def _campaign(url: str) -> str:
+    """The 10,000-job campaign in the store at `url`, with the served model a run would record."""
+    from judgepanel.runner import campaign as api
+    from judgepanel.store import campaigns as store
+    from judgepanel.store.engine import make_engine
+
+    eng = make_engine(url)
     info = api.create(
         eng,
         "big",
         dataset="gen",
         protocol="pointwise",
         judges=list(JUDGES),
-        dimensions=["coherence", "fluency"],
+        dimensions=list(DIMENSIONS),
         conditions=["none"],
     )
     assert info.jobs == 10_000, info.jobs
@@ -86,36 +111,86 @@ def _store(url: str) -> str:
     return "big"
 
 
-def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite:///{Path(tmp) / 'plan.db'}"
-        name = _store(url)
+def _store(url: str) -> str:
+    _dataset(url)
+    return _campaign(url)
+
+
+def _build(tree: Path, tmp: Path, env: dict[str, str]) -> tuple[str, str]:
+    """(store with the campaign, store with only the dataset), built by `tree`'s code."""
+    data, plan = tmp / f"{tree.name}-data.db", tmp / f"{tree.name}-plan.db"
+    # this file's builders, run on the judgepanel of `tree`
+    script = (
+        "import importlib.util, shutil, sys\n"
+        f"spec = importlib.util.spec_from_file_location('bench_plan_here', {str(Path(__file__).resolve())!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "m._dataset(sys.argv[1]); shutil.copy(sys.argv[2], sys.argv[3]); m._campaign(sys.argv[1])\n"
+    )
+    argv = [sys.executable, "-c", script, f"sqlite:///{plan}", str(plan), str(data)]
+    # run in `tmp`: `python -c` and `-m` put the working directory first on sys.path
+    subprocess.run(argv, env={**env, "PYTHONPATH": str(tree)}, cwd=tmp, check=True)
+    return f"sqlite:///{plan}", str(data)
+
+
+def main(before: str | None = None) -> None:
+    here = Path(__file__).resolve().parent.parent
+    trees = {"": here} if before is None else {"before ": Path(before).resolve(), "after ": here}
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
         py = sys.executable
-        env = bench_env(tmp)
-        env.pop("OPENAI_API_KEY", None)
-        lines = {
-            "plan": [py, "-m", "judgepanel", "--db", url, "campaign", "plan", name, "--json"],
-            "start-up": [py, "-m", "judgepanel", "--db", url, "campaign", "plan", "nosuch"],
-            "python -c pass": [py, "-c", "pass"],
-        }
-        for argv in lines.values():  # fills the bytecode cache
-            _once(argv, env, None)
+        base_env = bench_env(tmpdir)
+        base_env.pop("OPENAI_API_KEY", None)
+        lines: dict[str, tuple[list[str], dict[str, str], tuple[str, str] | None]] = {}
+        for label, tree in trees.items():
+            env = {
+                **base_env,
+                "PYTHONPATH": str(tree),
+                "PYTHONPYCACHEPREFIX": str(tmp / f"pycache-{tree.name}"),
+            }
+            url, data = _build(tree, tmp, env)
+            fresh = str(tmp / f"{tree.name}-create.db")
+            jp = [py, "-m", "judgepanel", "--db"]
+            create = ["campaign", "create", "big", "--dataset", "gen", "--protocol", "pointwise"]
+            create += [a for j in JUDGES for a in ("--judge", j)] + [
+                a for d in DIMENSIONS for a in ("--dimension", d)
+            ]
+            lines[f"{label}plan"] = ([*jp, url, "campaign", "plan", "big", "--json"], env, None)
+            lines[f"{label}start-up"] = ([*jp, url, "campaign", "plan", "nosuch"], env, None)
+            lines[f"{label}create"] = ([*jp, f"sqlite:///{fresh}", *create], env, (data, fresh))
+        lines["python -c pass"] = ([py, "-c", "pass"], base_env, None)
+
+        def once(argv: list[str], env: dict[str, str], copy: tuple[str, str] | None) -> tuple[float, float]:
+            if copy is not None:
+                shutil.copy(*copy)  # a store with the dataset and no campaign, before the clock starts
+            return _once(argv, env, tmpdir)  # not in a tree: the working directory comes first on sys.path
+
+        for line in lines.values():  # fills the bytecode caches
+            once(*line)
         runs: dict[str, list[tuple[float, float]]] = {k: [] for k in lines}
         for _ in range(REPEAT):
-            for key, argv in lines.items():
-                runs[key].append(_once(argv, env, None))
+            for key, line in lines.items():
+                runs[key].append(once(*line))
         best = {k: (min(w for w, _ in r), min(c for _, c in r)) for k, r in runs.items()}
+        med = {
+            k: (sorted(w for w, _ in r)[len(r) // 2], sorted(c for _, c in r)[len(r) // 2])
+            for k, r in runs.items()
+        }
         load = os.getloadavg()[0]
-        print(f"load average {load:.1f} on {os.cpu_count()} cores; best of {REPEAT}, alternating")
-        for key, (wall, cpu) in best.items():
-            print(f"{key:16} {wall:7.3f} s wall {cpu:7.3f} s cpu")
-        over_wall = best["plan"][0] - best["start-up"][0]
-        over_cpu = best["plan"][1] - best["start-up"][1]
         print(
-            f"plan of 10,000 jobs beyond start-up: {over_wall:.3f} s wall, {over_cpu:.3f} s cpu "
-            f"(target 0.5 s wall){'' if over_wall <= 0.5 else '  over'}"
+            f"load average {load:.1f} on {os.cpu_count()} cores; {REPEAT} alternating rounds, best (median)"
         )
+        for key, (wall, cpu) in best.items():
+            print(f"{key:20} {wall:7.3f} ({med[key][0]:.3f}) s wall {cpu:7.3f} ({med[key][1]:.3f}) s cpu")
+        for label in trees:
+            over_wall = best[f"{label}plan"][0] - best[f"{label}start-up"][0]
+            over_cpu = best[f"{label}plan"][1] - best[f"{label}start-up"][1]
+            print(
+                f"{label}plan of 10,000 jobs beyond start-up: {over_wall:.3f} s wall, {over_cpu:.3f} s cpu "
+                f"(target 0.5 s wall){'' if over_wall <= 0.5 else '  over'}"
+            )
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", help="a tree to time in the same rounds (e.g. main, unpacked)")
+    main(parser.parse_args().before)

@@ -24,7 +24,15 @@ Feature sets (for the target expert r; "others" never include r):
 * ``select(…)``: per expert and split, the candidate with the lowest inner-CV log loss;
   ``ensemble(…)``: the mean of the candidates' probabilities.
 
-Run: ``.venv/bin/python -m benchmarks.study_heldout_variants [--seed 0]`` (about 5 CPU
+``--classes`` runs the second round instead (docs/agreement.md, "Other model classes"): on the
+built ``groups-*`` design (``prediction.group_features``) and the ``dims-*`` design, joint and
+humans-only, the classes of ``metrics.model_classes`` — ``l2``, ``enet`` (C × L1 share), ``ordinal``
+(cumulative link, B < T < A) and ``additive`` (hinge splines, ``groups-*`` only) — each tuned by the
+same inner CV, and the nested-CV selectors ``select-joint`` / ``select-humans`` (per expert, the
+candidate and setting with the lowest inner-CV log loss). The reference is ``groups-joint`` (l2);
+it also prints joint − humans-only per class and what the selectors picked.
+
+Run: ``.venv/bin/python -m benchmarks.study_heldout_variants [--seed 0] [--classes]`` (about 5 CPU
 minutes; ``--seed 1`` draws 10 fresh splits and fresh inner folds for the confirmation).
 """
 
@@ -45,7 +53,8 @@ from sqlalchemy import create_engine
 from judgepanel.datasets.alttest import parse_llm_annotations
 from judgepanel.datasets.summeval import parse_summeval
 from judgepanel.metrics.logistic import fit_multinomial_many
-from judgepanel.metrics.prediction import choose_c, inner_folds, nadeau_bengio
+from judgepanel.metrics.model_classes import inner_cv, tune_and_predict
+from judgepanel.metrics.prediction import choose_c, group_features, inner_folds, nadeau_bengio
 from judgepanel.metrics.summary import _matrix_codes
 from judgepanel.store.imports import attach_llm_annotations, import_parsed
 from judgepanel.store.matrices import pair_matrix
@@ -114,6 +123,13 @@ class Features:
             sets += [] if humans_only else [self.llm]
             x = np.hstack([self.group_block(s) for s in sets])
             return x, np.tile([1, 1, 1, 1, 1, 0, 0, 1], len(sets))
+        if name.startswith("built-"):  # the library's groups-* design (with its missing-share column)
+            groups = ["expert"] * len(self.expert) + ["crowd"] * len(self.crowd) + ["llm"] * len(self.llm)
+            order = self.expert + self.crowd + self.llm
+            allowed = self.expert + self.crowd + ([] if humans_only else self.llm)
+            pred = [order.index(c) for c in allowed if c != r]
+            x = group_features(self.diffs[:, order], self.dims[:, order, :], groups, pred)
+            return x, np.tile([1, 1, 1, 1, 1, 0, 0, 1, 0], x.shape[1] // 9)
         if name.startswith("dimsg"):
             a, sa = self.design("dims-humans" if humans_only else "dims-joint", r)
             b, sb = self.design("groups-humans" if humans_only else "groups", r)
@@ -212,16 +228,95 @@ VARIANTS: list[tuple[str, Callable[..., dict[str, Any]], str, bool, bool]] = [
 CANDIDATES = ("groups", "groups+sym", "dims-joint", "dimsg")  # for select(…) and ensemble(…)
 
 
+# Issue 18 §3, second round: other model classes on the same features (docs/agreement.md,
+# "Other model classes", registered before any result was seen). (label, class, feature set)
+CLASS_VARIANTS: list[tuple[str, str, str]] = [
+    ("groups-joint", "l2", "built-joint"),
+    ("groups-humans", "l2", "built-humans"),
+    ("dims-joint", "l2", "dims-joint"),
+    ("dims-humans", "l2", "dims-humans"),
+    ("enet groups-joint", "enet", "built-joint"),
+    ("enet groups-humans", "enet", "built-humans"),
+    ("enet dims-joint", "enet", "dims-joint"),
+    ("enet dims-humans", "enet", "dims-humans"),
+    ("ordinal groups-joint", "ordinal", "built-joint"),
+    ("ordinal groups-humans", "ordinal", "built-humans"),
+    ("ordinal dims-joint", "ordinal", "dims-joint"),
+    ("ordinal dims-humans", "ordinal", "dims-humans"),
+    ("additive groups-joint", "additive", "built-joint"),
+    ("additive groups-humans", "additive", "built-humans"),
+]
+SELECT = {  # the nested-CV selectors: candidates per channel
+    "select-joint": [v for v in CLASS_VARIANTS if v[2].endswith("-joint")],
+    "select-humans": [v for v in CLASS_VARIANTS if v[2].endswith("-humans")],
+}
+ORDER = (2, 0, 1)  # rank of each code A=0, B=1, T=2: B < T < A
+
+
+def class_study(
+    codes: np.ndarray, feats: Features, perms: list[np.ndarray], inner: np.ndarray, only: str
+) -> dict[str, list[dict[str, Any]]]:
+    """Every class variant and the two selectors on each split: test probabilities and labels."""
+    experts = feats.expert
+    wanted = [v for v in CLASS_VARIANTS if not only or v[0] in only.split(",")]
+    designs = {fs: np.stack([feats.design(fs, r)[0] for r in experts]) for _, _, fs in wanted}
+    runs: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in wanted}
+    cpu = dict.fromkeys(runs, 0.0)
+    for s in SELECT:
+        if all(v in wanted for v in SELECT[s]):
+            runs[s] = []
+    tr, te = np.arange(TRAIN), np.arange(TRAIN, codes.shape[0])
+    for perm in perms:
+        y = codes[perm][:, experts].T.copy()
+        tables: dict[str, np.ndarray] = {}
+        for label, kind, fs in wanted:
+            start = time.process_time()
+            x = designs[fs][:, perm]
+            tables[label] = inner_cv(kind, x[:, tr], y[:, tr], K, inner, ORDER)
+            ch = tune_and_predict([(kind, x)], y, K, tr, te, inner, ORDER, cv=[tables[label]])
+            runs[label].append({"probs": ch.proba, "y": y[:, te], "setting": ch.setting})
+            cpu[label] += time.process_time() - start
+        for s, cands in SELECT.items():
+            if s in runs:
+                ch = tune_and_predict(
+                    [(kind, designs[fs][:, perm]) for _, kind, fs in cands],
+                    y,
+                    K,
+                    tr,
+                    te,
+                    inner,
+                    ORDER,
+                    cv=[tables[v[0]] for v in cands],
+                )
+                picks = [None if c < 0 else cands[int(c)][0] for c in ch.candidate]
+                runs[s].append({"probs": ch.proba, "y": y[:, te], "setting": ch.setting, "picked": picks})
+    for label, sec in cpu.items():
+        print(f"  ({label}: {sec:.0f} CPU s over {len(perms)} splits)", flush=True)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="", help="comma-separated variant labels (default: all)")
+    ap.add_argument(
+        "--classes", action="store_true", help="the model-class round (CLASS_VARIANTS, selectors)"
+    )
+    ap.add_argument("--splits", type=int, default=FOLDS, help="use the first N of the 10 splits (timing)")
     args = ap.parse_args(argv)
     codes, diffs, dims, groups = load()
     feats = Features(diffs, dims, groups)
     rng = np.random.default_rng(args.seed)
     perms = [rng.permutation(codes.shape[0]) for _ in range(FOLDS)]
     inner = inner_folds(TRAIN, args.seed)
+    if args.classes:
+        report(
+            class_study(codes, feats, perms[: args.splits], inner, args.only),
+            "groups-joint",
+            args.seed,
+            codes.shape[0],
+        )
+        return
     wanted = [v for v in VARIANTS if not args.only or v[0] in args.only.split(",")]
     runs: dict[str, list[dict[str, Any]]] = {}
     for label, runner, name, sym, std in wanted:
@@ -253,6 +348,43 @@ def main(argv: list[str] | None = None) -> None:
             d, dlo, dhi = nadeau_bengio(acc - ref, TRAIN, codes.shape[0] - TRAIN)
             line += f"  vs dims-joint {d:+.4f} [{dlo:+.3f}, {dhi:+.3f}] won {(acc > ref).sum()}/{FOLDS}"
         print(line, flush=True)
+
+
+def report(runs: dict[str, list[dict[str, Any]]], reference: str, seed: int, n: int) -> None:
+    """The table: accuracy (sd), NB interval, log loss, Δ vs the reference with NB interval, splits won."""
+    ref = np.array([accuracy(s["probs"], s["y"]) for s in runs[reference]]) if reference in runs else None
+    k = len(next(iter(runs.values())))
+    print(f"seed {seed}: {k} splits of {TRAIN}/{n - TRAIN}, expert accuracy")
+    for label, splits in runs.items():
+        acc = np.array([accuracy(s["probs"], s["y"]) for s in splits])
+        ll = np.mean([log_loss(s["probs"], s["y"]) for s in splits])
+        _, lo, hi = nadeau_bengio(acc, TRAIN, n - TRAIN)
+        sd = acc.std(ddof=1) if acc.size > 1 else 0.0
+        line = f"{label:24s} {acc.mean():.4f} ({sd:.4f}) NB [{lo:.3f}, {hi:.3f}] log loss {ll:.3f}"
+        if ref is not None and label != reference:
+            d, dlo, dhi = nadeau_bengio(acc - ref, TRAIN, n - TRAIN)
+            line += f"  vs {reference} {d:+.4f} [{dlo:+.3f}, {dhi:+.3f}] won {(acc > ref).sum()}/{k}"
+        print(line, flush=True)
+    for a, b in (
+        ("select-joint", "select-humans"),
+        *[(f"{c}groups-joint", f"{c}groups-humans") for c in ("", "enet ", "ordinal ", "additive ")],
+        *[(f"{c}dims-joint", f"{c}dims-humans") for c in ("", "enet ", "ordinal ")],
+    ):
+        if a in runs and b in runs:
+            d = np.array([accuracy(s["probs"], s["y"]) for s in runs[a]]) - np.array(
+                [accuracy(s["probs"], s["y"]) for s in runs[b]]
+            )
+            v, lo, hi = nadeau_bengio(d, TRAIN, n - TRAIN)
+            print(
+                f"judges add: {a} - {b} {v:+.4f} [{lo:+.3f}, {hi:+.3f}] won {(d > 0).sum()}/{k}", flush=True
+            )
+    for s in ("select-joint", "select-humans"):
+        if s in runs:
+            picks: dict[str, int] = {}
+            for split in runs[s]:
+                for p in split["picked"]:
+                    picks[str(p)] = picks.get(str(p), 0) + 1
+            print(f"{s} picked: {picks}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput
-from judgepanel.store.report import campaign_facts, campaign_verdicts, human_item_scores
+from judgepanel.store.report import campaign_facts, human_item_score_columns, verdict_columns
 
 
 @dataclass(frozen=True)
@@ -67,24 +68,29 @@ def pass_fail(
             )
     condition = condition or (facts.conditions[0] if facts.conditions else None)
     dimension = dimension or (facts.dimensions[0] if facts.dimensions else None)
-    scores = {
-        v.unit: float(v.score)
-        for v in campaign_verdicts(engine, campaign)
-        if v.judge == judge and v.score is not None and v.condition == condition and v.dimension == dimension
-    }
+    # the column readers of the report (`store.report.verdict_columns`): arrays, not a record per verdict
+    v = verdict_columns(engine, campaign)
+    mine = (
+        (v.judge == _code(v.judges, judge))
+        & (v.condition == _code(v.conditions, condition))
+        & (v.dimension == _code(v.dimensions, dimension))
+        & ~np.isnan(v.score)
+    )
+    # in job order, so a unit judged twice keeps its last score (as a dict built row by row does)
+    scores = dict(zip(v.unit[mine].tolist(), v.score[mine].tolist(), strict=True))
     if not scores:
         raise BadInput(f"judge {judge!r} has no scored verdict in campaign {campaign!r}")
-    humans = human_item_scores(engine, facts.dataset_id, dimension)
-    groups = sorted({g for g, _ in humans.raters.values()})
-    members = [vals for g, vals in humans.raters.values() if g == human_group]
-    if not members:
+    humans = human_item_score_columns(engine, facts.dataset_id, dimension)
+    groups = sorted(set(humans.groups))
+    in_group = [k for k, g in enumerate(humans.groups) if g == human_group]
+    if not in_group:
         raise BadInput(
             f"no human group {human_group!r} labels {dimension or 'this dataset'} (groups: {', '.join(groups) or 'none'})"
         )
+    rows = np.isin(humans.rater, in_group)
     by_item: dict[int, list[float]] = defaultdict(list)
-    for vals in members:
-        for item, v in vals.items():
-            by_item[item].append(v)
+    for item, value in zip(humans.unit[rows].tolist(), humans.value[rows].tolist(), strict=True):
+        by_item[item].append(value)
     labelled = sorted(set(scores) & set(by_item))
     return PassFail(
         judge=judge,
@@ -97,3 +103,8 @@ def pass_fail(
         judge_labelled=[int(scores[i] >= threshold) for i in labelled],
         judge_unlabelled=[int(s >= threshold) for i, s in sorted(scores.items()) if i not in by_item],
     )
+
+
+def _code(names: Sequence[object], name: str | None) -> int:
+    """The code of `name` in a column reader's list of names (-2, matching none, when absent)."""
+    return names.index(name) if name in names else -2

@@ -8,8 +8,10 @@ command modules in turn import numpy, SQLAlchemy, the SDKs … inside the comman
 
 from __future__ import annotations
 
+import copy
 import importlib
 import sys
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any, NoReturn
 
 import typer
@@ -57,18 +59,78 @@ def _tidy(cmd: Any) -> Any:
     return cmd
 
 
+class _Subcommands(MutableMapping[str, Any]):
+    """A group's subcommands, each built from its Typer registration when first looked up.
+
+    Typer builds every command of a group at once, reading each function's signature for its
+    options; `metrics agreement` needs one of the group's ten (about 6 ms of its start-up, issue
+    20 §2). Names are known without building (in registration order, as Typer lists them); the
+    group's help, which lists them all, builds them all."""
+
+    def __init__(self, builders: dict[str, Callable[[], Any]], built: Mapping[str, Any]) -> None:
+        self._builders = builders
+        self._built = dict(built)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            self._built[name] = self._builders[name]()  # KeyError: no such command
+        return self._built[name]
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        self._builders.pop(name, None)
+        self._built[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._builders and name not in self._built:
+            raise KeyError(name)
+        self._builders.pop(name, None)
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._builders, *(n for n in self._built if n not in self._builders)])
+
+    def __len__(self) -> int:
+        return len(self._builders.keys() | self._built.keys())
+
+
+def _lazy_group(obj: typer.Typer, name: str) -> Any:
+    """The click group of a Typer app whose commands are built on first use (`_Subcommands`)."""
+    shell = copy.copy(obj)
+    shell.registered_commands = []  # the group itself (callback, help, nested groups) only
+    group: Any = typer.main.get_group(shell)
+    group.name = name
+    use_plain_coercion(_tidy(group))
+
+    def builder(info: Any) -> Callable[[], Any]:
+        def build() -> Any:
+            cmd = typer.main.get_command_from_info(
+                info,
+                pretty_exceptions_short=obj.pretty_exceptions_short,
+                rich_markup_mode=obj.rich_markup_mode,
+            )
+            return use_plain_coercion(_tidy(cmd))
+
+        return build
+
+    builders = {
+        info.name or typer.main.get_command_name(getattr(info.callback, "__name__", "")): builder(info)
+        for info in obj.registered_commands
+    }
+    group.commands = _Subcommands(builders, group.commands)
+    return group
+
+
 def load_command(name: str) -> Any:
     """The click command of one top-level name, importing its module now."""
     module, attr, _ = COMMANDS[name]
     mod = importlib.import_module(module)
     obj = getattr(mod, attr)
     if isinstance(obj, typer.Typer):  # a group, even with a single command (`simulate designs`)
-        cmd: Any = typer.main.get_group(obj)
-    else:
-        single = typer.Typer(add_completion=False)
-        # a command module may pass its own settings (`fake-server` hands every option on)
-        single.command(name, **getattr(mod, "COMMAND_SETTINGS", {}))(obj)
-        cmd = typer.main.get_command(single)
+        return _lazy_group(obj, name)
+    single = typer.Typer(add_completion=False)
+    # a command module may pass its own settings (`fake-server` hands every option on)
+    single.command(name, **getattr(mod, "COMMAND_SETTINGS", {}))(obj)
+    cmd: Any = typer.main.get_command(single)
     cmd.name = name
     return use_plain_coercion(_tidy(cmd))
 

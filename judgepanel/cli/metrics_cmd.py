@@ -23,7 +23,9 @@ if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help
 
 # judgepanel.metrics.prediction.MODELS (checked in tests/cli/test_help.py)
 PREDICTION_MODELS = tuple(
-    f"{f}-{c}" for f in ("scores", "labels", "dims", "groups") for c in ("humans", "joint", "judges")
+    f"{f}-{c}"
+    for f in ("scores", "labels", "dims", "groups", "select")
+    for c in ("humans", "joint", "judges")
 )
 
 app = typer.Typer(
@@ -462,7 +464,7 @@ def heldout_cmd(
     )
     dims = (
         pair_dimension_differences(state(ctx).engine(), pairs, m)[0]
-        if pairs is not None and any(mt.split("-", 1)[0] in ("dims", "groups") for mt in chosen)
+        if pairs is not None and any(mt.split("-", 1)[0] in ("dims", "groups", "select") for mt in chosen)
         else None
     )
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)

@@ -32,6 +32,14 @@ from the other raters of one channel set:
   average carries the signal with far fewer weights to shrink. ``C`` is chosen by the same inner
   cross-validation as ``dims-*``;
 
+* ``select-*``: nested cross-validation's choice among model classes (``metrics.model_classes``):
+  per target rater, seven candidates — the L2 multinomial, the elastic-net multinomial and the
+  cumulative-link (ordinal, B < T < A; pairwise A/B/T labels only) model on the ``groups-*`` and on
+  the ``dims-*`` design, and an additive spline model on the ``groups-*`` design — each tuned by
+  the same inner 5-fold CV on the training units; the candidate and setting with the lowest
+  inner-CV log loss is refitted on all training units (``chosen_model`` reports it per rater and
+  split; ``chosen_c`` its C). About 25 times a ``groups-*`` model's fits;
+
 and the channel sets are ``humans`` (the other human raters), ``judges`` (the machine raters:
 LLM annotators and campaign judges) and ``joint`` (both). ``labels-*`` versus ``scores-*``
 isolates what the score magnitudes add; ``*-humans`` versus ``*-joint`` what the judges add.
@@ -72,7 +80,7 @@ the test rows and check that every coefficient stays identical).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -82,6 +90,8 @@ from judgepanel.errors import BadInput
 from judgepanel.metrics.heldout import HeldoutResult
 from judgepanel.metrics.logistic import MultinomialFit, fit_multinomial, fit_multinomial_many
 from judgepanel.metrics.matrix import RatingMatrix, is_machine
+from judgepanel.metrics.model_classes import tune_and_predict
+from judgepanel.metrics.ordinal import OrdinalFit
 from judgepanel.metrics.summary import _matrix_codes, heldout_report
 from judgepanel.metrics.truth import IntArray
 from judgepanel.metrics.uncertainty import expected_calibration_error
@@ -95,8 +105,8 @@ CHANNELS: dict[str, tuple[bool, bool]] = {  # name -> (humans, judges)
     "joint": (True, True),
     "judges": (False, True),
 }
-FAMILIES: tuple[str, ...] = ("scores", "labels", "dims", "groups")
-INNER_CV: tuple[str, ...] = ("dims", "groups")  # the families whose C the inner CV chooses
+FAMILIES: tuple[str, ...] = ("scores", "labels", "dims", "groups", "select")
+INNER_CV: tuple[str, ...] = ("dims", "groups", "select")  # the families whose C the inner CV chooses
 MODELS: tuple[str, ...] = tuple(f"{f}-{c}" for f in FAMILIES for c in CHANNELS)
 DEFAULT_MODELS: tuple[str, ...] = tuple(  # "all": the inner-CV families are asked by name
     m for m in MODELS if m.split("-", 1)[0] not in INNER_CV
@@ -190,6 +200,37 @@ def model_predictors(r: int, machine: Sequence[bool], channel: str) -> list[int]
     return [c for c, m in enumerate(machine) if c != r and ((judges and m) or (humans and not m))]
 
 
+# select-*: the candidates of nested CV (class, feature family), in this order (first of equals wins)
+SELECT_CLASSES: tuple[str, ...] = ("l2", "enet", "ordinal", "additive", "l2", "enet", "ordinal")
+SELECT_FEATURES: tuple[str, ...] = ("groups", "groups", "groups", "groups", "dims", "dims", "dims")
+
+
+def pair_ranks(labels: Sequence[str]) -> tuple[int, ...] | None:
+    """The order of a pairwise A/B/T label for the ordinal class (rank per code: B < T < A), or
+    None for any other label set (the ordinal candidates are then left out)."""
+    if sorted(labels) != ["A", "B", "T"]:
+        return None
+    rank = {"B": 0, "T": 1, "A": 2}
+    return tuple(rank[x] for x in labels)
+
+
+def select_candidates(
+    groups: FloatArray, dims: FloatArray, ranks: Sequence[int] | None
+) -> list[tuple[str, str, FloatArray]]:
+    """``select-*``'s candidates (class, feature family, design) on the two feature designs; the
+    ordinal ones only for an ordered label."""
+    return [
+        (kind, feat, groups if feat == "groups" else dims)
+        for kind, feat in zip(SELECT_CLASSES, SELECT_FEATURES, strict=True)
+        if kind != "ordinal" or ranks is not None
+    ]
+
+
+def _describe(kind: str, feat: str, setting: dict[str, float] | None) -> str:
+    extra = "" if setting is None else ", ".join(f"{k}={v:g}" for k, v in setting.items())
+    return f"{kind} {feat} ({extra})"
+
+
 @dataclass(frozen=True, eq=False)
 class Fold:
     """One split: the baselines' result and every model's fits and test predictions."""
@@ -197,11 +238,13 @@ class Fold:
     train: IntArray  # unit indices of the original matrix
     test: IntArray
     baseline: HeldoutResult
-    fits: dict[tuple[str, int], MultinomialFit]  # (method, rater) -> fit
+    fits: dict[tuple[str, int], MultinomialFit | OrdinalFit]  # (method, rater) -> fit
     predictions: dict[str, IntArray]  # method -> test units × raters, −1 where no label
     probabilities: dict[str, FloatArray | None]  # method -> test units × raters × K
     truth: IntArray  # test units × raters, −1 where no label
     chosen_c: dict[str, FloatArray]  # method -> C per rater (the inner CV's choice; NaN: no labels)
+    # select-*: method -> per rater the chosen candidate ("enet groups", …; None: no labels)
+    chosen_model: dict[str, list[str | None]] = field(default_factory=dict)
 
 
 def inner_folds(n_train: int, seed: int, k: int = INNER_FOLDS) -> IntArray:
@@ -303,13 +346,17 @@ def _fold(
     if with_mace:
         preds[MACE], probs[MACE] = mpred, mpost
     machine = [is_machine(kd) for kd in matrix.kinds]
-    fits: dict[tuple[str, int], MultinomialFit] = {}
+    fits: dict[tuple[str, int], MultinomialFit | OrdinalFit] = {}
     chosen_c: dict[str, FloatArray] = {}
-    families = {mt.split("-", 1)[0] for mt in methods} - {"groups"}
+    chosen_model: dict[str, list[str | None]] = {}
+    families = {mt.split("-", 1)[0] for mt in methods} - {"groups", "select"}
+    if any(mt.startswith("select-") for mt in methods):
+        families.add("dims")
     blocks = {f: _blocks(cp, dp, k, f, dd) for f in families}
     inner = inner_folds(train, seed)
-    for method in methods:
-        family, channel = method.split("-", 1)
+
+    def design_for(family: str, channel: str) -> FloatArray:
+        """One design per target rater (n_r × n × p) from the channel's other raters."""
         cols = [q for q in range(n_r) if q in model_predictors(-1, machine, channel)]
         if family == "groups":
             # pooled over the other raters of each group: the target's own group loses the target
@@ -329,18 +376,45 @@ def _fold(
                     for r in range(n_r)
                 ]
             )
-        else:
-            width = blocks[family][0].shape[1]
-            full = np.hstack([blocks[family][q] for q in cols]) if cols else np.zeros((n, 0))
-            # one design per target rater: the channel's raters with the target's own block zeroed (a
-            # zero column gets weight exactly 0 under the penalty, so this is the fit without it)
-            design = np.repeat(full[None], n_r, axis=0)
-            for r in range(n_r):
-                if r in cols:
-                    j = cols.index(r)
-                    design[r, :, j * width : (j + 1) * width] = 0.0
+            return design
+        width = blocks[family][0].shape[1]
+        full = np.hstack([blocks[family][q] for q in cols]) if cols else np.zeros((n, 0))
+        # one design per target rater: the channel's raters with the target's own block zeroed (a
+        # zero column gets weight exactly 0 under the penalty, so this is the fit without it)
+        design = np.repeat(full[None], n_r, axis=0)
+        for r in range(n_r):
+            if r in cols:
+                j = cols.index(r)
+                design[r, :, j * width : (j + 1) * width] = 0.0
+        return design
+
+    ranks = pair_ranks(matrix.category_labels)
+    for method in methods:
+        family, channel = method.split("-", 1)
         pm = np.full((te.size, n_r), -1, dtype=np.int64)
         pp = np.full((te.size, n_r, k), np.nan)
+        if family == "select":
+            cands = select_candidates(design_for("groups", channel), design_for("dims", channel), ranks)
+            labels = cp.T.copy()
+            labels[:, te] = -1  # the choice and the refit read training labels only
+            ch = tune_and_predict([(kd, x) for kd, _, x in cands], labels, k, tr, te, inner, ranks)
+            chosen_c[method] = np.array([np.nan if s is None else s["c"] for s in ch.setting])
+            chosen_model[method] = [
+                None if i < 0 else _describe(cands[int(i)][0], cands[int(i)][1], ch.setting[r])
+                for r, i in enumerate(ch.candidate)
+            ]
+            for r in range(n_r):
+                fit_r = ch.fits[r]
+                if fit_r is None:
+                    continue
+                assert isinstance(fit_r, MultinomialFit | OrdinalFit)
+                fits[(method, r)] = fit_r
+                labelled = truth[:, r] >= 0
+                pp[labelled, r] = ch.proba[r][labelled]
+                pm[labelled, r] = ch.proba[r][labelled].argmax(axis=1)
+            preds[method], probs[method] = pm, pp
+            continue
+        design = design_for(family, channel)
         cs = np.full(n_r, c)
         if family in INNER_CV:
             cs, _ = choose_c(design[:, tr], cp[tr].T.copy(), k, inner)
@@ -356,7 +430,7 @@ def _fold(
             pp[labelled, r] = p[labelled]
             pm[labelled, r] = p[labelled].argmax(axis=1)
         preds[method], probs[method] = pm, pp
-    return Fold(perm[:train], perm[train:], base, fits, preds, probs, truth, chosen_c)
+    return Fold(perm[:train], perm[train:], base, fits, preds, probs, truth, chosen_c, chosen_model)
 
 
 @dataclass(frozen=True)
@@ -468,6 +542,10 @@ class HeldoutBattery:
                     names[r]: [None if not np.isfinite(cs[r]) else float(cs[r]) for cs in chosen]
                     for r in range(len(names))
                 }
+            models = [f.chosen_model[mt] for f in self.folds if mt in f.chosen_model]
+            if models:
+                names = self.rater_names or tuple(str(i) for i in range(len(models[0])))
+                methods[mt]["chosen_model"] = {names[r]: [ms[r] for ms in models] for r in range(len(names))}
             spread[mt] = {}
             for g in self.groups:
                 acc = np.array([s.accuracy for s in per[g]])

@@ -33,15 +33,22 @@ class CacheForecast:
     model: str
     _seen: set[bytes] = field(default_factory=set)
 
+    def floor(self) -> int | None:
+        """The fewest prompt tokens a prefix needs to be cached; None: this provider caches nothing.
+        A call none of whose prefixes reaches it reads and writes nothing and changes no state."""
+        if self.provider == "openai":
+            return OPENAI_MIN_TOKENS
+        if self.provider == "anthropic":
+            return anthropic_min_tokens(self.model)
+        return None
+
     def call(self, prefixes: Sequence[tuple[str, int]]) -> tuple[int, int]:
         """(read, written) prompt tokens of a call whose stable prefixes are `prefixes`: each the
         prefix text (cumulative) and its token count, shortest first."""
-        if self.provider == "openai":
-            floor, marks_only = OPENAI_MIN_TOKENS, False
-        elif self.provider == "anthropic":
-            floor, marks_only = anthropic_min_tokens(self.model), True
-        else:
+        floor = self.floor()
+        if floor is None:
             return 0, 0
+        marks_only = self.provider == "anthropic"
         eligible = [
             (hashlib.sha256(text.encode()).digest(), tokens) for text, tokens in prefixes if tokens >= floor
         ]

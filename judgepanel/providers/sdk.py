@@ -9,8 +9,9 @@ pool connections, raise errors and hand back raw bodies the same way.
 - `http_client` + `reply_cap` + `ReplyTooLarge`: the SDK's HTTP client with two event hooks: a
   request hook that tells the runner's `CallClock` when the request leaves (so the per-attempt
   deadline starts then, not while the call waited inside the provider), and a response hook that
-  reads the body through a counter: past the judge's `max_reply_bytes` (raw, and decoded when the
-  server compressed it) reading stops with `ReplyTooLarge`, so a 500 MB or endless reply costs at
+  reads the body through a counter (unless HTTP/1.1 already bounds it under the cap: a
+  Content-Length within it, not chunked, not compressed): past the judge's `max_reply_bytes`
+  (raw, and decoded when the server compressed it) reading stops with `ReplyTooLarge`, so a 500 MB or endless reply costs at
   most the cap in memory. The cap is per call (a context variable set around the chat call), so
   the batch API's result files, read through the same client, are not cut.
 """
@@ -170,6 +171,19 @@ def request_timeout(default_client: type[Any], timeout: float) -> Any:
     return _http_library(default_client).Timeout(timeout, connect=first, pool=first)
 
 
+def _framed_by_length(response: Any) -> bool:
+    """Whether the body is as long as its Content-Length and no longer, once decoded too: HTTP/1.x
+    (h11 reads exactly that many bytes; HTTP/2 does not enforce it), not chunked (chunking wins over
+    a Content-Length) and not compressed. Such a reply announced under the cap cannot go over it,
+    so it is read without the counting stream (a generator, a hash and a count per chunk)."""
+    headers = response.headers
+    return (
+        response.http_version in ("HTTP/1.1", "HTTP/1.0")
+        and "transfer-encoding" not in headers
+        and headers.get("content-encoding", "identity").strip().lower() in ("", "identity")
+    )
+
+
 def http_client(default_client: type[Any], sdk_limits: Any, max_connections: int | None) -> Any:
     """The SDK's default HTTP client (its timeouts, redirects and pool; the pool sized for
     `max_connections` when given) with judgepanel's two hooks: the clock and the reply cap."""
@@ -185,13 +199,16 @@ def http_client(default_client: type[Any], sdk_limits: Any, max_connections: int
         cap = _REPLY_CAP.get()
         if cap is None:
             return
-        length = response.headers.get("content-length")
+        headers = response.headers
+        length = headers.get("content-length")
         announced = int(length) if length is not None and length.strip().isdigit() else None
+        if announced is not None and announced <= cap and _framed_by_length(response):
+            return  # HTTP/1.1 reads exactly `announced` bytes, no more: nothing to count
         response.stream = capped(
             response.stream,
             cap,
             response.status_code,
-            response.headers.get("content-encoding", ""),
+            headers.get("content-encoding", ""),
             announced,
         )
 

@@ -33,7 +33,17 @@ from judgepanel.runner.budget import Price, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
-from judgepanel.runner.prepare import CampaignContext, Prepared, context_options, prepare, render
+from judgepanel.runner.prepare import (
+    CampaignContext,
+    Prepared,
+    context_options,
+    max_output,
+    prepare,
+    render,
+    render_key,
+    request_params,
+)
+from judgepanel.runner.shape import PromptShape, shape_of, signature, stable_prefixes
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord, LeasedJob
 from judgepanel.store.editor import editor_tasks
@@ -128,32 +138,65 @@ def create(
         validate_template(t, dimension=dim, dimension_name=dimensions[0] if dimensions else None)
     records = [JudgeRecord(s.name, s.provider, s.model, _identity_params(s.params)) for s in specs]
     check = None
-    if loaded:  # a user's template may fail on one real item: render every job's prompt now
+    if loaded or spec.protocol != "editor":
+        # every distinct prompt is rendered now: a user's template may fail on one real item, and
+        # `campaign plan` reads the stored figures instead of rendering again (`runner.shape`)
+        asked, answered = clause_plan(engine, None, rv_id, spec.protocol, custom=bool(loaded))
         ctx = CampaignContext(
             spec.protocol,
             doc,
-            store.campaign_clauses(engine, rv_id),
+            asked,
             {s.name: s for s in specs},
+            checkers=answered,
             **context_options(spec),
         )
-        check = _renders_every_job(ctx)
+        check = _renders_every_job(ctx, _prompt_sig(ctx, spec, rv_id), strict=bool(loaded))
     info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id, check=check)
     return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs))
 
 
-def _renders_every_job(ctx: CampaignContext) -> Callable[[list[LeasedJob]], None]:
-    """A `create_campaign` check: each distinct prompt of the jobs renders (BadInput naming the
-    item and the template's error otherwise, and nothing is stored)."""
+def _renders_every_job(
+    ctx: CampaignContext, sig: str | None, *, strict: bool
+) -> Callable[[list[LeasedJob]], dict[int, tuple[int, int, int, str]]]:
+    """A `create_campaign` check: each distinct prompt of the jobs renders, and its figures are
+    returned for every job that shows it (`runner.shape`). `strict` (a user's template): a prompt
+    that fails raises (BadInput naming the item and the template's error, and nothing is stored);
+    otherwise its jobs get no figures, and plan and run render them, and fail, as before."""
 
-    def check(jobs: list[LeasedJob]) -> None:
-        seen: set[tuple[Any, ...]] = set()
+    def check(jobs: list[LeasedJob]) -> dict[int, tuple[int, int, int, str]]:
+        shapes: dict[tuple[Any, ...], PromptShape | None] = {}
+        out: dict[int, tuple[int, int, int, str]] = {}
         for job in jobs:
-            key = (job.item_id, job.pair_id, job.order, job.condition, job.dimension)
-            if key not in seen:
-                seen.add(key)
-                render(job, ctx)
+            key = render_key(job)
+            if key not in shapes:
+                try:
+                    shapes[key] = shape_of(render(job, ctx))
+                except Exception:  # reported where it was before: by plan and run, which render again
+                    if strict:
+                        raise
+                    shapes[key] = None
+            shape = shapes[key]
+            if shape is not None and sig is not None:
+                out[job.id] = (shape.chars, shape.messages, shape.prefix_tokens, sig)
+        return out
 
     return check
+
+
+def _prompt_sig(ctx: CampaignContext, spec: CampaignSpec, rv_id: int | None) -> str | None:
+    """The fingerprint of the stored prompt figures (`runner.shape.signature`); None for editor
+    campaigns, whose tasks are stored after the jobs."""
+    if ctx.protocol == "editor":
+        return None
+    return signature(
+        protocol=ctx.protocol,
+        rubric_version_id=rv_id,
+        templates=spec.templates,
+        turn=spec.turn,
+        reference_categories=spec.reference_categories,
+        asked={d: [c.clause_key for c in rows] for d, rows in ctx.clauses.items()},
+        answered={d: [c.clause_key for c, _k in pairs] for d, pairs in ctx.checkers.items()},
+    )
 
 
 def create_from(engine: Engine, file: Path | None, flags: Mapping[str, Any]) -> CampaignInfo:
@@ -275,8 +318,9 @@ class Estimate:
 
 
 def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool = False) -> Estimate:
-    """What running the rest of the campaign would take: every pending job's prompt is rendered
-    and counted (≈ 4 characters a token); output tokens are the judge's mean so far, else
+    """What running the rest of the campaign would take: every pending job's prompt is counted
+    (≈ 4 characters a token), from the figures `create` stored or, where they are stale or the
+    request key or prefix texts are needed, by rendering it (`runner.shape`); output tokens are the judge's mean so far, else
     `OUTPUT_ESTIMATE`, capped by its `max_tokens`; cost from the judge's prices (None if unknown).
     `cost_usd` is every input token at the input rate; `cost_cached_usd` prices the prompt-cache
     reads and writes that `providers.caching.CacheForecast` expects of the calls in order, and the
@@ -313,10 +357,34 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
         **context_options(spec),
     )
     counts = store.job_counts(engine, cid)
-    jobs = store.pending_jobs(engine, cid)
-    prompts: dict[tuple[Any, ...], Prompt] = {}  # one rendering per prompt, whichever judges see it
-    preps = [prepare(j, ctx, prompts=prompts) for j in jobs]
-    hits = store.cache_lookup(engine, [p.request_hash for p in preps]) if use_cache else {}
+    sig = _prompt_sig(ctx, spec, rv_id)
+    stored = store.pending_shapes(engine, cid)
+    forecasts = {n: CacheForecast(js.provider, js.model) for n, js in ctx.judges.items()}
+    # the request keys are needed only where the response cache could answer: judges whose
+    # provider and model some stored request was sent to (the key includes both)
+    keyed: set[str] = set()
+    if use_cache:
+        keyed = store.judges_with_requests(
+            engine, [(n, js.provider, js.model) for n, js in ctx.judges.items()]
+        )
+
+    def renders(row: store.PendingShape) -> bool:
+        """Whether plan must render this job: no current stored figures, a key to look up, or a
+        stable prefix long enough for the judge's prompt cache (the forecast needs its text)."""
+        _id, judge, _dim, chars, n_msgs, prefix, row_sig = row
+        if sig is None or row_sig != sig or chars is None or n_msgs is None or prefix is None:
+            return True
+        floor = forecasts[judge].floor()
+        return judge in keyed or (floor is not None and prefix >= floor)
+
+    todo = {row[0] for row in stored if renders(row)}
+    prepared: dict[int, Prepared] = {}
+    if todo:
+        prompts: dict[tuple[Any, ...], Prompt] = {}  # one rendering per prompt, whichever judges see it
+        prepared = {
+            j.id: prepare(j, ctx, prompts=prompts) for j in store.pending_jobs(engine, cid) if j.id in todo
+        }
+    hits = store.cache_lookup(engine, [p.request_hash for p in prepared.values()]) if use_cache else {}
     mean_out = store.mean_output_tokens(engine, list(ctx.judges))
     by_judge: dict[str, dict[str, Any]] = {
         n: {
@@ -333,24 +401,36 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
     names = stored_judge_names(list(ctx.judges), spec.as_dict())
     for n, d in by_judge.items():
         d["name"], d["spec"] = names[n], n
-    forecasts = {n: CacheForecast(js.provider, js.model) for n, js in ctx.judges.items()}
-    for p in preps:
-        d = by_judge[p.job.judge]
-        if p.request_hash in hits:
+    caps: dict[tuple[str, str | None], int | None] = {}
+    for job_id, judge, dimension, chars, n_msgs, _prefix, _sig in stored:
+        p = prepared.get(job_id)
+        if p is None and job_id in todo:
+            continue  # finished between the two reads
+        d = by_judge[judge]
+        if p is not None and p.request_hash in hits:
             d["cached"] += 1
             continue
-        js = ctx.judges[p.job.judge]
+        js = ctx.judges[judge]
         out = mean_out.get(js.name)
         if out is None:
             out = OUTPUT_ESTIMATE[spec.protocol]
             if spec.protocol == "clauses":
-                out += OUTPUT_PER_CLAUSE * len(ctx.clauses.get(p.job.dimension or "", ()))
-        if p.max_output is not None:
-            out = min(out, p.max_output)
+                out += OUTPUT_PER_CLAUSE * len(ctx.clauses.get(dimension or "", ()))
+        if p is not None:
+            cap = p.max_output
+            chars, n_msgs = p.prompt_chars, len(p.request.messages)
+            read, written = forecasts[judge].call(stable_prefixes(p.request.messages, p.request.cache_breaks))
+        else:
+            if (judge, dimension) not in caps:
+                caps[judge, dimension] = max_output(request_params(js, ctx, dimension))
+            cap = caps[judge, dimension]
+            read, written = 0, 0  # no stable prefix reaches the judge's prompt-cache floor (`renders`)
+        assert chars is not None and n_msgs is not None
+        if cap is not None:
+            out = min(out, cap)
         d["calls"] += 1
-        d["input_tokens"] += estimate_tokens(p.prompt_chars) + 4 * len(p.request.messages)
+        d["input_tokens"] += estimate_tokens(chars) + 4 * n_msgs
         d["output_tokens"] += round(out)
-        read, written = forecasts[p.job.judge].call(_stable_prefixes(p))
         d["cache_read_tokens"] += read
         d["cache_write_tokens"] += written
     totals: dict[str, float | None] = dict.fromkeys(_COSTS, 0.0)
@@ -402,18 +482,6 @@ def _batch(price: Price | None, cost: float | None) -> float | None:
     if price is None or cost is None or price.batch_discount is None:
         return None
     return cost * (1.0 - price.batch_discount)
-
-
-def _stable_prefixes(p: Prepared) -> list[tuple[str, int]]:
-    """The cumulative stable prefixes of a prepared request (system text, then the user message
-    up to each of its cut points) with their estimated token counts, shortest first."""
-    *head, last = p.request.messages
-    before = "".join(m["content"] for m in head)
-    out = [(before, estimate_tokens(len(before)) + 4 * len(head))] if before else []
-    for cut in p.request.cache_breaks:
-        text = before + last["content"][:cut]
-        out.append((text, estimate_tokens(len(text)) + 4 * len(p.request.messages)))
-    return out
 
 
 # ---------------------------------------------------------------- running

@@ -28,9 +28,15 @@ Answered = Mapping[str, tuple[tuple[ClauseRow, Checker], ...]]
 
 
 def clause_plan(
-    engine: Engine, campaign: str, rubric_version_id: int | None, protocol: str, *, custom: bool = False
+    engine: Engine,
+    campaign: str | None,
+    rubric_version_id: int | None,
+    protocol: str,
+    *,
+    custom: bool = False,
 ) -> tuple[dict[str, list[ClauseRow]], dict[str, tuple[tuple[ClauseRow, Checker], ...]]]:
-    """(dimension -> the clauses the model is asked, dimension -> the clauses a checker answers)."""
+    """(dimension -> the clauses the model is asked, dimension -> the clauses a checker answers).
+    `campaign` None: as for a campaign created now (every checker kept so far)."""
     clauses = campaign_clauses(engine, rubric_version_id)
     if protocol != "clauses" or custom or rubric_version_id is None:
         return clauses, {}

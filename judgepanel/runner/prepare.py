@@ -241,10 +241,7 @@ def prepare(
         last = dict(messages[-1])
         last["content"] = last["content"] + REASK_NOTE.format(error=reask_error[:200])
         messages = [*messages[:-1], last]
-    params = dict(spec.request_params())
-    if "max_tokens" not in params and spec.provider in CAPPED_PROVIDERS:
-        n_clauses = len(ctx.clauses.get(job.dimension or "", ())) if ctx.protocol == "clauses" else 0
-        params["max_tokens"] = default_max_tokens(ctx.protocol, n_clauses)
+    params = request_params(spec, ctx, job.dimension)
     request = ChatRequest(
         messages=messages,
         params=params,
@@ -252,16 +249,24 @@ def prepare(
         schema_name=prompt.schema_name,
         cache_breaks=prompt.cache_breaks,
     )
-    max_out = params.get("max_tokens")
-    prep = Prepared(
-        job,
-        prompt,
-        request,
-        "",
-        sum(len(m["content"]) for m in messages),
-        int(max_out) if isinstance(max_out, int | float) else None,
-    )
+    prep = Prepared(job, prompt, request, "", sum(len(m["content"]) for m in messages), max_output(params))
     return as_sent(prep, ctx, ctx.refused.get(job.judge, frozenset()), force=True)
+
+
+def request_params(spec: JudgeSpec, ctx: CampaignContext, dimension: str | None) -> dict[str, Any]:
+    """The parameters a job of `spec` on `dimension` is sent with (before refusals): the spec's,
+    with the default output cap when it names none."""
+    params = dict(spec.request_params())
+    if "max_tokens" not in params and spec.provider in CAPPED_PROVIDERS:
+        n_clauses = len(ctx.clauses.get(dimension or "", ())) if ctx.protocol == "clauses" else 0
+        params["max_tokens"] = default_max_tokens(ctx.protocol, n_clauses)
+    return params
+
+
+def max_output(params: Mapping[str, Any]) -> int | None:
+    """The output cap in `params`, if any (`Prepared.max_output`)."""
+    max_out = params.get("max_tokens")
+    return int(max_out) if isinstance(max_out, int | float) else None
 
 
 def assume_learnt_refusals(

@@ -547,71 +547,45 @@ def failure_examples(engine: Engine, campaign: str) -> list[dict[str, Any]]:
     """Per failure kind (a parse failure's kind, or an attempt's error class): how many, and the
     first one's text (the rationale or raw reply, or the error message) and case."""
     info = campaign_row(engine, campaign)
-    pairwise = info["protocol"] == "pairwise"
+    unit = Job.pair_id if info["protocol"] == "pairwise" else Job.item_id
+    in_campaign = Job.campaign_id == info["id"]
+    parse = (
+        Verdict.failure_kind,
+        Verdict.id,
+        select(func.coalesce(Response.text, Verdict.rationale), unit, Verdict.request_id, Judge.name)
+        .select_from(Verdict)
+        .join(Job, Job.id == Verdict.job_id)
+        .outerjoin(Response, Response.request_id == Verdict.request_id),
+        and_(in_campaign, Verdict.parse_status != "ok"),
+    )
+    attempt = (
+        Response.error_class,
+        Response.id,
+        select(Response.error_message, unit, Request.id, Judge.name)
+        .select_from(Response)
+        .join(Request, Request.id == Response.request_id)
+        .join(Job, Job.id == Request.job_id),
+        and_(in_campaign, Response.error_class.is_not(None)),
+    )
     out: list[dict[str, Any]] = []
     with engine.connect() as conn:
-        kinds = conn.execute(
-            select(Verdict.failure_kind, func.count(), func.min(Verdict.id))
-            .join(Job, Job.id == Verdict.job_id)
-            .where(Job.campaign_id == info["id"], Verdict.parse_status != "ok")
-            .group_by(Verdict.failure_kind)
-        ).all()
-        for kind, n, first in kinds:
-            ex = conn.execute(
-                select(
-                    Verdict.rationale,
-                    Response.text,
-                    Job.pair_id if pairwise else Job.item_id,
-                    Verdict.request_id,
-                    Judge.name,
+        for source, (kind_col, id_col, cases, failed) in (("parse", parse), ("attempt", attempt)):
+            # one query shape for both: count per kind and the first row's id, then that row's case
+            cases = cases.join(Judge, Judge.id == Job.judge_id)
+            counted = cases.with_only_columns(kind_col, func.count(), func.min(id_col)).where(failed)
+            for kind, n, first in conn.execute(counted.group_by(kind_col)).all():
+                example, unit_id, request_id, judge = conn.execute(cases.where(id_col == first)).one()
+                out.append(
+                    {
+                        "kind": kind or "unknown",
+                        "source": source,
+                        "count": int(n),
+                        "example": example,
+                        "unit": unit_id,
+                        "request_id": int(request_id),
+                        "judge": judge,
+                    }
                 )
-                .join(Job, Job.id == Verdict.job_id)
-                .join(Judge, Judge.id == Job.judge_id)
-                .outerjoin(Response, Response.request_id == Verdict.request_id)
-                .where(Verdict.id == first)
-            ).one()
-            out.append(
-                {
-                    "kind": kind or "unknown",
-                    "source": "parse",
-                    "count": int(n),
-                    "example": ex[1] if ex[1] is not None else ex[0],
-                    "unit": ex[2],
-                    "request_id": int(ex[3]),
-                    "judge": ex[4],
-                }
-            )
-        errors = conn.execute(
-            select(Response.error_class, func.count(), func.min(Response.id))
-            .join(Request, Request.id == Response.request_id)
-            .join(Job, Job.id == Request.job_id)
-            .where(Job.campaign_id == info["id"], Response.error_class.is_not(None))
-            .group_by(Response.error_class)
-        ).all()
-        for cls, n, first in errors:
-            err = conn.execute(
-                select(
-                    Response.error_message,
-                    Job.pair_id if pairwise else Job.item_id,
-                    Request.id,
-                    Judge.name,
-                )
-                .join(Request, Request.id == Response.request_id)
-                .join(Job, Job.id == Request.job_id)
-                .join(Judge, Judge.id == Job.judge_id)
-                .where(Response.id == first)
-            ).one()
-            out.append(
-                {
-                    "kind": cls,
-                    "source": "attempt",
-                    "count": int(n),
-                    "example": err[0],
-                    "unit": err[1],
-                    "request_id": int(err[2]),
-                    "judge": err[3],
-                }
-            )
     return out
 
 

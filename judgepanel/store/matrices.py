@@ -26,7 +26,8 @@ Extension point for other raters (campaign judges): a function registered with
 :class:`RaterColumn` s (name, group, kind, unit id → value); they are merged by
 :func:`merge_rater_columns` before the raters are chosen, so judges and humans can be selected,
 compared and clustered together. :func:`merge_rater_columns` can also be called directly on a
-built matrix.
+built matrix. Sources add machine raters (a column's ``kind`` is never ``human``): a selection of
+the humans alone does not ask them (:func:`humans_only`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from sqlalchemy import Connection, Engine, select
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics.matrix import (
+    HUMAN,
     FloatArray,
     MatrixKind,
     RaterColumn,
@@ -116,16 +118,26 @@ def _finish(
     with_judges: Sequence[str] | None,
     scale: list[object] | None = None,
 ) -> RatingMatrix:
-    # The campaign judges' source registers itself when its module is imported; the CLI imports
-    # lazily, so a fresh `metrics agreement` process may not have imported it yet.
-    import judgepanel.store.campaigns.readers  # noqa: F401
+    merged = base
+    if not humans_only(raters, group, with_judges):
+        # The campaign judges' source registers itself when its module is imported; the CLI
+        # imports lazily, so a fresh `metrics agreement` process may not have imported it yet.
+        import judgepanel.store.campaigns.readers  # noqa: F401
 
-    extra: list[RaterColumn] = []
-    for source in list(_RATER_SOURCES):
-        extra.extend(source(s, scope))
-    merged = merge_rater_columns(base, extra)
+        extra: list[RaterColumn] = []
+        for source in list(_RATER_SOURCES):
+            extra.extend(source(s, scope))
+        merged = merge_rater_columns(base, extra)
     selected = merged.select(raters, group, with_judges=with_judges)
     return selected if scale is None else with_categories(selected, scale)
+
+
+def humans_only(raters: Sequence[str] | None, group: str | None, with_judges: Sequence[str] | None) -> bool:
+    """Whether a selection can hold no machine rater (no ``raters`` named, no group but the
+    humans, no ``with_judges``). Rater sources add machine raters only, so such a selection does
+    not ask them: `metrics agreement` over the humans then neither imports the campaign readers
+    nor reads the verdicts of every campaign over the units (issue 20 §2)."""
+    return raters is None and group in (None, HUMAN) and not with_judges
 
 
 def item_matrix(

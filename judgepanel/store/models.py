@@ -355,6 +355,8 @@ class Job(Base):
     __table_args__ = (
         UniqueConstraint("campaign_id", "job_key"),
         Index("ix_job_campaign_status", "campaign_id", "status"),
+        # `campaign plan` asks whether a judge's provider and model were ever sent a request
+        Index("ix_job_judge", "judge_id"),
         CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
     )
     id: Mapped[int] = mapped_column(primary_key=True, doc="row id")
@@ -391,6 +393,18 @@ class Job(Base):
         DateTime, doc="when the lease runs out and another worker may take the job (UTC)"
     )
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, doc="last change of status (UTC)")
+    prompt_chars: Mapped[int | None] = mapped_column(
+        Integer,
+        doc="characters of the job's rendered prompt (all messages), stored at create for `campaign plan`",
+    )
+    prompt_messages: Mapped[int | None] = mapped_column(Integer, doc="messages of the job's rendered prompt")
+    prompt_prefix_tokens: Mapped[int | None] = mapped_column(
+        Integer, doc="estimated tokens of the prompt's longest stable prefix (prompt caching); 0 with none"
+    )
+    prompt_sig: Mapped[str | None] = mapped_column(
+        String(16),
+        doc="what the stored prompt figures were rendered with (templates, code, checkers); plan re-renders on a mismatch",
+    )
 
 
 class Request(Base):

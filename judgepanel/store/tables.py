@@ -306,9 +306,18 @@ job = Table(
     Column("lease_owner", String(length=100), nullable=True),
     Column("lease_expires", DateTime, nullable=True),
     Column("updated_at", DateTime, nullable=False, default=utcnow),
+    Column(
+        "prompt_chars", Integer, nullable=True, doc="characters of the job's rendered prompt (all messages)"
+    ),
+    Column("prompt_messages", Integer, nullable=True, doc="messages of the job's rendered prompt"),
+    Column(
+        "prompt_prefix_tokens", Integer, nullable=True, doc="estimated tokens of the longest stable prefix"
+    ),
+    Column("prompt_sig", String(length=16), nullable=True, doc="what the prompt figures were rendered with"),
     CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
     UniqueConstraint("campaign_id", "job_key"),
     Index("ix_job_campaign_status", "campaign_id", "status"),
+    Index("ix_job_judge", "judge_id"),
 )
 
 pair_label = Table(

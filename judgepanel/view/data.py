@@ -438,15 +438,15 @@ def alignments(engine: Engine) -> dict[str, Any]:
 def alignment(engine: Engine, name: str) -> dict[str, Any]:
     """`align status --json` (`alignment`, `steps`, `campaigns`, `inputs`, `choices`, `templates`)
     merged with the stored comparison, whose keys are those of `align compare --json`
-    (`versions`, `delta`, `overfit_gap`, `equivalence`, `cost_usd`, `simulated`, …), also nested
-    whole under `comparison` (None until compared); `compared` says whether there is one yet."""
+    (`versions`, `delta`, `overfit_gap`, `equivalence`, `cost_usd`, `simulated`, …; absent until
+    compared); `compared` says whether there is one yet. The comparison is not repeated under a
+    `comparison` key: one copy, with the keys of the matching `--json` command."""
     from judgepanel.store.align import get_alignment
 
     rec = get_alignment(engine, name)
     return {
         **(rec.comparison or {}),
         **rec.status_dict(),  # the same alignment, dataset and method; the row's name wins
-        "comparison": rec.comparison,  # the same keys, nested, as the page showed them at first
         "compared": rec.comparison is not None,
         "simulated": _alignment_simulated(rec),
     }

@@ -173,3 +173,19 @@ def test_groups_method_through_the_cli_reads_dimension_differences(db: str) -> N
     # the mean accuracy's corrected interval brackets the mean
     spread = out["folds"]["accuracy"]["groups-joint"]["expert"]
     assert spread["ci"][0] <= spread["mean"] <= spread["ci"][1]
+
+
+def test_select_method_through_the_cli_names_each_raters_choice(db: str) -> None:
+    """select-joint asks for dimension differences like groups-*, and reports per rater the
+    candidate the nested CV chose (three experts and the judges, one split: kept cheap)."""
+    out = cli(
+        "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all",
+        "--raters", "expert_1,expert_2,expert_3", "--method", "select-joint", "--bootstrap", "20",
+        "--json", db=db,
+    ).json()  # fmt: skip
+    assert list(out["methods"]) == ["majority", "cluster", "dawid-skene", "select-joint"]
+    chosen = out["methods"]["select-joint"]["chosen_model"]
+    assert {"expert_1", "expert_2", "expert_3"} <= set(chosen)
+    for picks in chosen.values():
+        assert len(picks) == 1 and picks[0].split(" ")[0] in {"l2", "enet", "ordinal", "additive"}
+    assert 0.0 <= out["methods"]["select-joint"]["accuracy"]["expert"] <= 1.0

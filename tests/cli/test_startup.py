@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 import pytest
 
@@ -124,16 +125,28 @@ NOT_FOR_READING = (
 
 @pytest.fixture(scope="module")
 def finished_campaign(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A database with a finished pairwise campaign `c` of two simulated judges over `tiny-pairs`."""
+    """A database with a finished pairwise campaign `c` of two simulated judges over `tiny-pairs`,
+    whose items two human annotators scored."""
+    from judgepanel.datasets.records import AnnotatorRecord, LabelRecord, ParsedDataset
     from judgepanel.store.engine import make_engine
+    from judgepanel.store.imports import import_parsed
     from judgepanel.store.migrate import upgrade
+    from judgepanel.store.queries import create_pair_set
     from tests.helpers import cli
-    from tests.runner.conftest import PAIRS, create_argv, load_tiny
+    from tests.runner.conftest import DATASET, PAIRS, create_argv, make_items
 
     url = f"sqlite:///{tmp_path_factory.mktemp('startup') / 'j.db'}"
     eng = make_engine(url)
     upgrade(eng)
-    load_tiny(eng)
+    items = make_items(3, 4)
+    humans = [AnnotatorRecord("h1", group="expert"), AnnotatorRecord("h2", group="expert")]
+    labels = [
+        LabelRecord(it.external_id, h.name, "overall", float(1 + (k * (j + 2)) % 5), "")
+        for k, it in enumerate(items)
+        for j, h in enumerate(humans)
+    ]
+    import_parsed(eng, DATASET, ParsedDataset("items", "tiny-humans", items, humans, labels))
+    create_pair_set(eng, DATASET, PAIRS, seed=1)
     eng.dispose()
     create = create_argv("c", "sim:a", "sim:b", protocol="pairwise", extra=("--pairs", PAIRS))
     assert cli(*create, db=url).code == 0
@@ -292,3 +305,48 @@ def test_campaign_plan_of_simulated_judges_loads_no_provider_sdk(finished_campai
     """`campaign plan` asks no server (see tests/runner/test_plan_offline.py for base_url judges)."""
     modules = _modules_after(finished_campaign, ["campaign", "plan", "c", "--json"])
     assert _packages(modules, ("openai", "anthropic", "httpx")) == []
+
+
+def test_agreement_over_the_humans_reads_no_campaign(finished_campaign: str) -> None:
+    """Over the human raters alone (no `--raters`, `--group judge` or `--with-judges`) no campaign
+    judge can be selected, so `metrics agreement` neither imports the campaign readers and the
+    provider specs nor reads the campaigns' verdicts; with judges asked for, it does. With
+    `--json` it prints without rich."""
+    argv = ["metrics", "agreement", "--pairs", "tiny-pairs", "--metric", "alpha"]
+    readers = ("judgepanel.store.campaigns.readers", "judgepanel.providers.spec")
+    assert _packages(_modules_after(finished_campaign, argv), readers) == []
+    as_json = _modules_after(finished_campaign, [*argv, "--json"])
+    # `--json` loads the key scrubber (`providers.errors`), not the provider registry
+    assert _packages(as_json, ("rich", "judgepanel.providers.registry", *readers)) == []
+    with_judges = _modules_after(finished_campaign, [*argv, "--with-judges", "all"])
+    assert _packages(with_judges, readers) == sorted(readers)
+
+
+def test_running_a_command_builds_only_that_command_of_its_group(
+    finished_campaign: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Typer reads every command function's signature to build its options; a group's commands
+    are built when first looked up, so `metrics agreement` builds one command, not the group's
+    ten, while `metrics --help` still lists them all."""
+    import typer.main
+
+    from tests.helpers import cli
+
+    built: list[str] = []
+    real = typer.main.get_command_from_info
+
+    def counting(info: Any, **kw: Any) -> Any:
+        cmd = real(info, **kw)
+        built.append(cmd.name)
+        return cmd
+
+    monkeypatch.setattr(typer.main, "get_command_from_info", counting)
+    res = cli(
+        "metrics", "agreement", "--pairs", "tiny-pairs", "--metric", "alpha", "--json", db=finished_campaign
+    )
+    assert res.code == 0 and res.json()["metric"] == "alpha"
+    assert built == ["agreement"]
+    built.clear()
+    listed = cli("metrics", "--help")
+    assert listed.code == 0 and "agreement" in listed.stdout and "votes" in listed.stdout
+    assert {"agreement", "bias", "votes"} <= set(built)

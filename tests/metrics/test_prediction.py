@@ -500,3 +500,51 @@ def test_groups_methods_are_asked_by_name_and_need_scores() -> None:
     assert choose_methods(m, ["groups-joint"], have_scores=True) == ("groups-joint",)
     with pytest.raises(BadInput, match="pair sets only"):
         choose_methods(m, ["groups-humans"], have_scores=False)
+
+
+def test_select_joint_reports_its_choice_and_never_sees_a_test_label() -> None:
+    """select-joint (nested CV among the model classes and feature families): every labelled test
+    unit gets the argmax of its probabilities, the JSON names each rater's chosen candidate, and
+    permuting the test labels changes no choice and no probability. (Two battery runs on a small
+    panel: the selector tunes seven candidates per target, a few CPU seconds a run.)"""
+    from dataclasses import replace
+
+    from judgepanel.metrics.prediction import SELECT_CLASSES
+
+    full, fd = _panel(n=90, seed=12)
+    keep = [0, 2, 3, 4]  # a1 alone in its group, the b pair, one judge: four targets keep it cheap
+    m = replace(
+        full,
+        values=full.values[:, keep],
+        rater_names=tuple(full.rater_names[q] for q in keep),
+        rater_groups=tuple(full.rater_groups[q] for q in keep),
+        rater_kinds=tuple(full.rater_kinds[q] for q in keep),
+    )
+    d = fd[:, keep]
+    dims = _dims(d, 12)
+    kw = {"train": 75, "methods": ("select-joint",), "n_bootstrap": 10, "dimension_differences": dims}
+    base = heldout_battery(m, d, **kw)
+    fold = base.folds[0]
+    probs = fold.probabilities["select-joint"]
+    assert probs is not None
+    lab = fold.truth >= 0
+    assert np.array_equal(fold.predictions["select-joint"][lab], probs[lab].argmax(axis=1))
+    np.testing.assert_allclose(probs[lab].sum(axis=1), 1.0, atol=1e-9)
+    chosen = base.as_dict()["methods"]["select-joint"]["chosen_model"]
+    assert set(chosen) == set(m.rater_names)
+    for name, picks in chosen.items():
+        kind, feat = picks[0].split(" ")[:2]
+        assert kind in SELECT_CLASSES and feat in ("groups", "dims"), name
+    values = m.values.copy()
+    rng = np.random.default_rng(8)
+    values[75:] = rng.permutation(values[75:].ravel()).reshape(values[75:].shape)
+    shuffled = heldout_battery(replace(m, values=values), d, **kw).folds[0]
+    assert shuffled.chosen_model == fold.chosen_model
+    assert np.array_equal(shuffled.chosen_c["select-joint"], fold.chosen_c["select-joint"], equal_nan=True)
+    sp = shuffled.probabilities["select-joint"]
+    assert sp is not None
+    # the same fits predict the same test rows (where a label existed in both runs)
+    both = lab & (shuffled.truth >= 0)
+    np.testing.assert_array_equal(sp[both], probs[both])
+    for key, fit in fold.fits.items():
+        np.testing.assert_array_equal(fit.coef, shuffled.fits[key].coef)

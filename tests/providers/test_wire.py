@@ -328,6 +328,84 @@ async def test_anthropic_fast_path_sends_what_create_sends(fake: FakeServer, ext
     assert set(ours.headers) - varying == set(theirs.headers) - varying
 
 
+@pytest.mark.parametrize("extra", ["", "&temperature=0.5&top_k=3", "&structured=off&prompt_cache=off"])
+async def test_anthropic_body_bytes_are_those_create_sends(fake: FakeServer, extra: str) -> None:
+    """The provider hands `post` the body already encoded (`wire_json`, issue 20 §5): the server
+    must receive the JSON `messages.create` sends for the same arguments, encoded as the SDK
+    encodes it (non-ASCII text, quotes and escapes included), with the same Content-Type."""
+    import anthropic
+
+    messages = [
+        {"role": "system", "content": 'Juge «précis» — "quotes", \\ back\\slash, tab\t, 😀'},
+        {"role": "user", "content": "<source>Ünïcödé ☃ \u2028 line</source>\n\n<candidate_a>a</candidate_a>"},
+    ]
+    spec = parse_spec(f"anthropic:claude-judge?base_url={fake.url}&max_tokens=300{extra}")
+    provider = make_provider(spec)
+    request = ChatRequest(
+        messages=messages,
+        params=spec.request_params(),
+        schema=SCHEMA,
+        schema_name="pairwise_verdict",
+        cache_breaks=(9,),
+    )
+    try:
+        await provider.complete(request, timeout=10)
+        kwargs, _tool = provider._arguments(request)  # type: ignore[attr-defined]
+    finally:
+        await provider.aclose()
+    (ours,) = fake.recent()
+    fake.reset()
+    client = anthropic.AsyncAnthropic(api_key=ANTHROPIC_KEY, base_url=fake.url, max_retries=0)
+    try:
+        await client.messages.create(model="claude-judge", timeout=10, **kwargs)
+    finally:
+        await client.close()
+    (theirs,) = fake.recent()
+    from anthropic._utils._json import openapi_dumps  # the encoder `create` sends with
+
+    # the same JSON, encoded alike: equal once parsed, equal in length, and exactly what the SDK's
+    # encoder makes of it (keys stay in the provider's order, which `create` does not share)
+    assert json.loads(ours.body) == json.loads(theirs.body)
+    assert ours.body.encode() == openapi_dumps(json.loads(ours.body))
+    assert "«précis»" in ours.body and "😀" in ours.body  # sent as UTF-8, not \\u escapes
+    assert ours.headers["content-type"] == theirs.headers["content-type"] == "application/json"
+    assert ours.headers["content-length"] == theirs.headers["content-length"]
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9/",
+        "http://proxy.local:8080/anthropic/v2",
+        "https://api.anthropic.com",
+    ],
+)
+def test_anthropic_messages_url_is_the_one_the_sdk_merges(
+    base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider merges `/v1/messages` with the base URL once (issue 20 §5) instead of letting
+    `post` parse and merge it per call: the result must be the URL the SDK's own merge gives,
+    a base URL with a path prefix included."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    provider = make_provider(parse_spec(f"anthropic:claude-judge?base_url={base_url}"))
+    client = provider.client  # type: ignore[attr-defined]
+    assert str(provider._messages_url) == str(client._prepare_url("/v1/messages"))  # type: ignore[attr-defined]
+    assert str(provider._messages_url).startswith(base_url.rstrip("/") + "/v1/messages")  # type: ignore[attr-defined]
+
+
+def test_anthropic_wire_json_leaves_what_plain_json_cannot_encode_to_the_sdk() -> None:
+    """A body plain JSON cannot encode (a date, NaN) is not encoded by the provider: it goes to
+    the SDK as before, which encodes what it knows and raises its own error for the rest."""
+    import datetime
+
+    from judgepanel.providers.anthropic_provider import wire_json
+
+    assert wire_json({"a": [1, "é"], "b": None}) == '{"a":[1,"é"],"b":null}'.encode()
+    assert wire_json({"when": datetime.date(2026, 1, 2)}) is None
+    assert wire_json({"temperature": float("nan")}) is None
+
+
 def test_anthropic_deprecated_model_is_said_once_per_judge(fake: FakeServer) -> None:
     """`messages.create` warned about a deprecated model on every call; the fast path does not
     call it, so the provider says it once, in the warnings the run summary shows."""

@@ -134,3 +134,46 @@ def test_a_compressed_reply_is_capped_by_its_decoded_size(
         assert got is not None, m
         wire, decoded = (int(g.replace(",", "")) for g in got.groups())
         assert wire < CAP < decoded
+
+
+@pytest.mark.parametrize(
+    ("headers", "version", "counted"),
+    [
+        ({"content-length": "100"}, b"HTTP/1.1", False),  # framed at 100 ≤ cap: nothing to count
+        ({"content-length": str(CAP)}, b"HTTP/1.1", False),
+        ({"content-length": str(CAP + 1)}, b"HTTP/1.1", True),  # announced over the cap
+        ({}, b"HTTP/1.1", True),  # no length: read until the server stops
+        ({"content-length": "100", "transfer-encoding": "chunked"}, b"HTTP/1.1", True),  # chunks win
+        ({"content-length": "100", "content-encoding": "gzip"}, b"HTTP/1.1", True),  # may inflate
+        ({"content-length": "100"}, b"HTTP/2", True),  # HTTP/2 does not hold a body to its length
+        ({"content-length": "abc"}, b"HTTP/1.1", True),
+    ],
+)
+async def test_only_a_reply_whose_framing_bounds_it_under_the_cap_skips_the_counting_stream(
+    headers: dict[str, str], version: bytes, counted: bool
+) -> None:
+    """The response hook leaves uncounted only a reply HTTP/1.1 cuts at its Content-Length ≤ the
+    cap, uncompressed and not chunked (issue 20 §5: counting every small reply cost CPU); every
+    other reply still goes through the counting stream that stops at the cap."""
+    import anthropic
+
+    from judgepanel.providers import sdk
+
+    client = sdk.http_client(anthropic.DefaultAsyncHttpxClient, anthropic.DEFAULT_CONNECTION_LIMITS, 4)
+    lib = sdk._http_library(anthropic.DefaultAsyncHttpxClient)
+    (hook,) = client.event_hooks["response"]
+    try:
+        response = lib.Response(
+            200,
+            headers=headers,
+            stream=lib.ByteStream(b"x" * 100),
+            extensions={"http_version": version},
+        )
+        inner = response.stream
+        with sdk.reply_cap(CAP):
+            await hook(response)
+        assert (response.stream is not inner) is counted
+        if counted:
+            assert isinstance(response.stream, sdk._capped_stream(lib))
+    finally:
+        await client.aclose()

@@ -138,6 +138,36 @@ def test_rater_sources_merge_judge_columns(labelled: Engine) -> None:
     assert item_matrix(labelled, "toy", "score", group="judge").n_raters == 1  # unregistered: gone again
 
 
+def test_a_selection_of_the_humans_asks_no_rater_source(labelled: Engine) -> None:
+    """Rater sources add machine raters, which a selection of the humans drops: such a selection
+    does not ask them (issue 20 §2: `metrics agreement` then reads no campaign), and gives what
+    selecting the humans from the merged matrix gives."""
+    ids = _item_ids(labelled)
+    asked: list[MatrixScope] = []
+
+    def judge(_s: Session, scope: MatrixScope) -> list[RaterColumn]:
+        asked.append(scope)
+        return [RaterColumn("j", {ids["i1"]: 2.5, ids["i4"]: 2.0}, group="judge")]
+
+    register_rater_source(judge)
+    try:
+        humans = [item_matrix(labelled, "toy", "score"), item_matrix(labelled, "toy", "score", group="human")]
+        assert asked == []
+        merged = item_matrix(labelled, "toy", "score", with_judges=["all"])
+        assert len(asked) == 1
+        for named in (["ann"], ["j"]):  # named raters may be judges: the sources are asked
+            item_matrix(labelled, "toy", "score", raters=named)
+        assert len(asked) == 3
+    finally:
+        unregister_rater_source(judge)
+    want = merged.select(group="human")
+    for m in humans:
+        assert m.rater_names == want.rater_names == ("ann", "bob", "cy")
+        assert m.unit_ids == want.unit_ids
+        np.testing.assert_allclose(m.values, want.values, rtol=0, atol=1e-12)  # NaN where unrated
+        assert m.categories.tolist() == want.categories.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
 def test_merge_into_label_matrices_checks_labels(labelled: Engine) -> None:
     m = item_matrix(labelled, "toy", "topic")
     merged = merge_rater_columns(m, [RaterColumn("j", {m.unit_ids[0]: "news"})])

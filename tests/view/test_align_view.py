@@ -29,7 +29,10 @@ def test_alignment_pages_and_twins(sqlite_url: str) -> None:
             assert {k: mine[k] for k in status if k != "simulated"} == {
                 k: v for k, v in status.items() if k != "simulated"
             }
-            assert mine["comparison"] == compared
+            assert {k: mine[k] for k in compared} == compared  # one copy, at the top level
+            assert "comparison" not in mine and mine["compared"] is True
+            not_yet = client.get("/api/align/part").json()
+            assert not_yet["compared"] is False and "comparison" not in not_yet and "delta" not in not_yet
             page = client.get("/align/few").text
             assert page.count("data-plot='forest'") == 2 and "Template diff" in page and "simulated" in page
             assert "Not compared yet" in client.get("/align/part").text

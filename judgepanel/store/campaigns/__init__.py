@@ -27,11 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judgepanel.store.campaigns.leases import (
+        PendingShape,
         job_counts,
+        judges_with_requests,
         last_parse_errors,
         lease_jobs,
         lease_owner_id,
         pending_jobs,
+        pending_shapes,
         reclaim_dead_leases,
         release_leases,
         renew_leases,
@@ -91,11 +94,14 @@ if TYPE_CHECKING:
 _HOME: dict[str, str] = {
     **dict.fromkeys(
         (
+            "PendingShape",
             "job_counts",
             "last_parse_errors",
             "lease_jobs",
             "lease_owner_id",
+            "judges_with_requests",
             "pending_jobs",
+            "pending_shapes",
             "reclaim_dead_leases",
             "release_leases",
             "renew_leases",
@@ -181,6 +187,7 @@ __all__ = [
     "JudgeRatings",
     "JudgeRecord",
     "LeasedJob",
+    "PendingShape",
     "SwappedVerdicts",
     "VerdictRow",
     "cache_lookup",
@@ -197,6 +204,7 @@ __all__ = [
     "job_counts",
     "judge_rater_columns",
     "judge_verdict_rows",
+    "judges_with_requests",
     "last_parse_errors",
     "learnt_refusals",
     "learnt_served_models",
@@ -207,6 +215,7 @@ __all__ = [
     "output_token_samples",
     "partial_jobs",
     "pending_jobs",
+    "pending_shapes",
     "reclaim_dead_leases",
     "release_leases",
     "remember_refusals",

@@ -50,6 +50,66 @@ def pending_in(s: Session, campaign_id: int, *, limit: int | None = None) -> lis
     return _with_texts(s, rows)
 
 
+# (job id, judge name, dimension, prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig)
+PendingShape = tuple[int, str, str | None, int | None, int | None, int | None, str | None]
+
+
+def pending_shapes(engine: Engine, campaign_id: int) -> list[PendingShape]:
+    """The jobs `pending_jobs` returns, in the same order, with the prompt figures stored at create
+    (NULL for jobs created before they were) and without their texts."""
+    from judgepanel.store import tables as t
+
+    job, judge = t.job, t.judge
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(
+                job.c.id,
+                judge.c.name,
+                job.c.dimension,
+                job.c.prompt_chars,
+                job.c.prompt_messages,
+                job.c.prompt_prefix_tokens,
+                job.c.prompt_sig,
+            )
+            .join(judge, judge.c.id == job.c.judge_id)
+            .where(job.c.campaign_id == campaign_id, job.c.status.in_(("pending", "running")))
+            .order_by(job.c.id)
+        ).all()
+    return [tuple(r) for r in rows]
+
+
+def judges_with_requests(engine: Engine, judges: Iterable[tuple[str, str, str]]) -> set[str]:
+    """The names among `judges` (name, provider, model) whose provider and model some stored request
+    was sent to (by a job of that judge, or of any judge with that provider and model, in any
+    campaign): only their requests can be answered from the response cache, whose key includes both."""
+    from judgepanel.store import tables as t
+
+    job, judge, request = t.job, t.judge, t.request
+    out: set[str] = set()
+    with engine.connect() as conn:
+        for name, provider, model in judges:
+            ids = list(
+                conn.scalars(
+                    select(judge.c.id).where(
+                        or_(judge.c.name == name, and_(judge.c.provider == provider, judge.c.model == model))
+                    )
+                )
+            )
+            if not ids:
+                continue
+            # the judges' jobs by `ix_job_judge`, each probed in request's (job_id, attempt) index
+            sent = (
+                select(request.c.id)
+                .select_from(job)
+                .join(request, request.c.job_id == job.c.id)
+                .where(job.c.judge_id.in_(ids))
+                .limit(1)
+            )
+            if conn.execute(sent).first() is not None:
+                out.add(name)
+    return out
+
+
 def job_counts(engine: Engine, campaign_id: int) -> dict[str, int]:
     with session_scope(engine) as s:
         counts = dict(

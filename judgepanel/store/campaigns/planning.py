@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput, NotFound
@@ -36,6 +36,7 @@ from judgepanel.store.models import (
 from judgepanel.store.queries import dataset_by_name, pair_set_by_name
 
 CHUNK = 2_000
+PromptFigures = tuple[int, int, int, str]  # what `create_campaign` stores of a job's prompt
 
 # ---------------------------------------------------------------- campaigns
 
@@ -156,17 +157,43 @@ def _insert_jobs(s: Session, campaign_id: int, jobs: Sequence[PlannedJob], judge
     return len(rows)
 
 
+def _store_figures(s: Session, figures: Mapping[int, PromptFigures]) -> None:
+    """`job.prompt_*` of the jobs in `figures` (one executemany on the Core table: the ORM's bulk
+    update by primary key costs several times more per row)."""
+    from judgepanel.store import tables as t
+
+    stmt = (
+        update(t.job)
+        .where(t.job.c.id == bindparam("job_id"))
+        .values(
+            prompt_chars=bindparam("chars"),
+            prompt_messages=bindparam("messages"),
+            prompt_prefix_tokens=bindparam("prefix"),
+            prompt_sig=bindparam("sig"),
+        )
+    )
+    rows = [
+        {"job_id": jid, "chars": c, "messages": m, "prefix": p, "sig": sig}
+        for jid, (c, m, p, sig) in figures.items()
+    ]
+    conn = s.connection()
+    for i in range(0, len(rows), CHUNK):
+        conn.execute(stmt, rows[i : i + CHUNK])
+
+
 def create_campaign(
     engine: Engine,
     spec: CampaignSpec,
     judges: Sequence[JudgeRecord],
     *,
     rubric_version_id: int | None = None,
-    check: Callable[[list[LeasedJob]], None] | None = None,
+    check: Callable[[list[LeasedJob]], Mapping[int, PromptFigures] | None] | None = None,
 ) -> CampaignInfo:
     """Create (or, with the identical spec, re-plan) a campaign and insert its missing jobs.
     `check` is called with every job still to do before anything is committed; what it raises
-    leaves the database as it was (the runner renders each job's prompt there)."""
+    leaves the database as it was (the runner renders each job's prompt there). What it returns,
+    job id -> (prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig), is stored on the
+    jobs for `campaign plan` (`runner.shape`)."""
     spec.validate()
     with session_scope(engine) as s:
         ds = dataset_by_name(s, spec.dataset)
@@ -243,7 +270,9 @@ def create_campaign(
         added = _insert_jobs(s, camp.id, planned, ids)
         if check is not None:
             s.flush()
-            check(pending_in(s, camp.id))
+            figures = check(pending_in(s, camp.id))
+            if figures:
+                _store_figures(s, figures)
         n = s.scalar(select(func.count()).select_from(Job).where(Job.campaign_id == camp.id)) or 0
         return CampaignInfo(
             camp.id,
