@@ -7,30 +7,36 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from tests import xss
-from tests.helpers import cli
+from tests.helpers import built_once, cli, copy_db, shared_root
 
 METHODS = {"f": "fewshot", "i": "instructions", "g": "grid"}
 
 
-def build(db: str, *, repair: bool = True) -> None:
-    """Alignments `f` (fewshot, k=3), `i` (instructions, 2 rounds), `g` (grid with sim:judge-b);
-    with `repair`, iteration `rp` too and `align compare f --repair rp` made."""
+def build(db: str) -> None:
+    """Alignments `f` (fewshot, k=3), `i` (instructions, 2 rounds), `g` (grid with sim:judge-b),
+    repair iteration `rp`, and `align compare f --repair rp` made."""
     from tests.align.conftest import ok, run_args
     from tests.repair.conftest import PANEL_SIM, prepare_db
     from tests.repair.conftest import run_args as repair_args
 
     prepare_db(db)
-    if repair:
-        assert cli(*repair_args("rp", PANEL_SIM, "sim:editor"), "--json", db=db).code == 0
+    assert cli(*repair_args("rp", PANEL_SIM, "sim:editor"), "--json", db=db).code == 0
     ok(*run_args("f", "fewshot", "--k", "3"), db=db)
     ok(*run_args("i", "instructions", "--editor", "sim:editor", "--rounds", "2"), db=db)
     ok(*run_args("g", "grid", "--grid-judge", "sim:judge-b"), db=db)
-    if repair:
-        r = cli("align", "compare", "f", "--repair", "rp", "--json", db=db)
-        assert r.code == 0, r.stderr
+    r = cli("align", "compare", "f", "--repair", "rp", "--json", db=db)
+    assert r.code == 0, r.stderr
+
+
+def world(tmp_path_factory: pytest.TempPathFactory, folder: str) -> str:
+    """A private copy (in a new temporary `folder`) of the world `build` makes with its repair
+    iteration, built once per test run for every module and xdist worker that asks."""
+    src = built_once(shared_root(tmp_path_factory.getbasetemp()), "alignview", build)
+    return copy_db(src, tmp_path_factory.mktemp(folder), "a.db")
 
 
 def _load(v: Any) -> Any:

@@ -30,6 +30,14 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0", "false")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _share_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where databases built once per test run (`tests.helpers.built_once`) are kept."""
+    from tests.helpers import share_builds_under, shared_root
+
+    share_builds_under(shared_root(tmp_path_factory.getbasetemp()))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED.is_dir():
@@ -86,11 +94,22 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def engine(db_url: str) -> Iterator[Engine]:
-    """A migrated database on each backend."""
+    """A migrated database on each backend (on SQLite a copy of the one migrated database of the
+    test run: tests/store/test_migrations.py checks the migrations themselves)."""
+    from tests.helpers import from_built
+
+    from_built(db_url, "migrated", _migrate)
     eng = make_engine(db_url)
-    migrate.upgrade(eng)
     yield eng
     eng.dispose()
+
+
+def _migrate(url: str) -> None:
+    eng = make_engine(url)
+    try:
+        migrate.upgrade(eng)
+    finally:
+        eng.dispose()
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -103,17 +122,31 @@ def module_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
             yield url
 
 
-@pytest.fixture(scope="session")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A SQLite database the offline demo filled (simulated campaigns, rubric versions, a repair
-    iteration); read-only for the tests that share it."""
+def _run_demo(url: str) -> None:
     from tests.helpers import cli
 
-    folder = tmp_path_factory.mktemp("demo-shared")
-    url = f"sqlite:///{folder / 'demo.db'}"
-    r = cli("demo", "--json", db=url)
+    report = Path(url.removeprefix("sqlite:///")).parent / "demo-report.html"
+    r = cli("demo", "--json", "--report", str(report), db=url)
     assert r.code == 0, r.stderr
-    return url
+    assert r.json()["report"] == str(report)
+
+
+def built_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The database the offline demo filled (simulated campaigns, rubric versions, a repair
+    iteration), with its `demo-report.html` beside it: the demo runs once per test run, whichever
+    xdist worker asks first; copy it (`tests.helpers.copy_db`) before use."""
+    from tests.helpers import built_once, shared_root
+
+    return built_once(shared_root(tmp_path_factory.getbasetemp()), "demo", _run_demo)
+
+
+@pytest.fixture(scope="session")
+def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A copy of the demo's database (`built_demo`) for this worker; read-only for the tests that
+    share it."""
+    from tests.helpers import copy_db
+
+    return copy_db(built_demo(tmp_path_factory), tmp_path_factory.mktemp("demo-shared"), "demo.db")
 
 
 # The longest single tests, started first: under `pytest -n 2` a long test collected near the end

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from judgepanel.cli import main
@@ -41,7 +47,15 @@ def cli(*args: str, db: str | None = None) -> CliResult:
 
 def load_summeval_sample(db: str, name: str | None = "se", *, articles: bool = True) -> None:
     """Migrate `db` and import the bundled SummEval sample (with its source articles unless told
-    not to) as dataset `name` (None: the importer's default name)."""
+    not to) as dataset `name` (None: the importer's default name). A new SQLite file becomes a
+    copy of the one database this made in the test run (`from_built`); tests/datasets checks
+    the import itself."""
+    from_built(
+        db, f"summeval-sample-{name}-{articles}", lambda url: _load_summeval_sample(url, name, articles)
+    )
+
+
+def _load_summeval_sample(db: str, name: str | None, articles: bool) -> None:
     assert cli("db", "upgrade", db=db).code == 0
     args = ["data", "import-summeval", str(sample_path("summeval_sample.jsonl.gz"))]
     if articles:
@@ -50,6 +64,77 @@ def load_summeval_sample(db: str, name: str | None = "se", *, articles: bool = T
         args += ["--name", name]
     r = cli(*args, db=db)
     assert r.code == 0, r.stderr
+
+
+def built_once(root: Path, name: str, build: Callable[[str], None]) -> Path:
+    """The SQLite file `build(url)` fills, built once per test run however many xdist workers ask:
+    `root` is the run's shared temporary folder (`shared_root`), the first worker to ask builds
+    under a lock, the others wait for it and reuse the file. Callers copy it (`copy_db`) before
+    they read or write, so no test sees another test's writes."""
+    folder = root / f"built-{name}"
+    folder.mkdir(exist_ok=True)
+    final = folder / f"{name}.db"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not final.exists():
+                part = folder / f"{name}.partial.db"
+                for stale in folder.glob(f"{name}.*.db*"):  # a build that failed half-way
+                    stale.unlink()
+                build(f"sqlite:///{part}")
+                # a consistent, self-contained copy (the WAL database keeps recent writes beside
+                # it), written under another name and renamed so no reader sees half a file
+                con = sqlite3.connect(part)
+                try:
+                    con.execute("VACUUM INTO ?", (str(folder / f"{name}.vacuumed.db"),))
+                finally:
+                    con.close()
+                (folder / f"{name}.vacuumed.db").replace(final)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return final
+
+
+_BUILDS: list[Path] = []  # the run's shared folder, once conftest's session fixture has set it
+
+
+def share_builds_under(root: Path) -> None:
+    _BUILDS[:] = [root]
+
+
+def from_built(db: str, name: str, build: Callable[[str], None]) -> None:
+    """Fill `db` as `build(db)` does. A SQLite file that does not exist yet becomes a copy of the
+    database `build` filled once in this test run (`built_once`); any other database (PostgreSQL,
+    an existing file) is filled by `build` itself. `name` must say everything `build` does."""
+    path = _new_sqlite_file(db)
+    if path is None or not _BUILDS:
+        build(db)
+        return
+    shutil.copyfile(built_once(_BUILDS[0], name, build), path)
+
+
+def _new_sqlite_file(db: str) -> Path | None:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db)
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or url.query or database in ("", ":memory:"):
+        return None
+    path = Path(database)
+    return path if not path.exists() and path.parent.is_dir() else None
+
+
+def shared_root(base: Path) -> Path:
+    """The temporary folder every xdist worker of this run shares (each worker's base temp is a
+    folder under it), or the base temp itself without xdist."""
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def copy_db(src: Path, folder: Path, name: str = "judgepanel.db") -> str:
+    """A private copy of a database `built_once` made, as a SQLite URL."""
+    dst = folder / name
+    shutil.copyfile(src, dst)
+    return f"sqlite:///{dst}"
 
 
 def chromium_driver() -> object:

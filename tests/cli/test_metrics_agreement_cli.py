@@ -18,9 +18,9 @@ from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from tests.helpers import cli
+from tests.metrics import summeval_pairs
 
 SUMMEVAL = "summeval/model_annotations.reconstructed.jsonl.gz"
-ARTICLES = "summeval/articles.jsonl.gz"
 DIMS = ("coherence", "consistency", "fluency", "relevance")
 EXPERTS = [f"expert_{i}" for i in range(1, 4)]
 TURKERS = [f"turker_{i}" for i in range(1, 6)]
@@ -88,19 +88,9 @@ def raw(shared_data: Path) -> Raw:
 
 @pytest.fixture(scope="module")
 def db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('summeval') / 'jp.db'}"
-    assert cli("db", "upgrade", db=url).code == 0
-    imported = cli(
-        "data",
-        "import-summeval",
-        str(shared_data / SUMMEVAL),
-        "--articles",
-        str(shared_data / ARTICLES),
-        db=url,
-    )
-    assert imported.code == 0, imported.stderr
-    assert cli("data", "pairs", "summeval", "--name", "p", "--sample", "1000", db=url).code == 0
-    return url
+    """The shared SummEval file with its articles and pair set `p` of 1000 pairs (imported once per
+    run, shared with tests/metrics: `summeval_pairs.world`)."""
+    return summeval_pairs.world(shared_data, tmp_path_factory, "summeval")
 
 
 def _run(db: str, *args: str) -> Any:

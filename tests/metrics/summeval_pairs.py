@@ -10,10 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from tests.helpers import cli
+from tests.helpers import built_once, cli, copy_db, shared_root
 
 SUMMEVAL = "summeval/model_annotations.reconstructed.jsonl.gz"
+ARTICLES = "summeval/articles.jsonl.gz"
+SAMPLE = 1000
 CATEGORIES = ("A", "B", "T")
 
 
@@ -33,11 +36,27 @@ class PairMatrix:
         return pd.DataFrame(rows, columns=["task", "worker", "label"])
 
 
-def build(shared: Path, folder: Path, sample: int = 1000) -> PairMatrix:
-    db = f"sqlite:///{folder / 'summeval.db'}"
-    assert cli("db", "upgrade", db=db).code == 0
-    assert cli("data", "import-summeval", str(shared / SUMMEVAL), db=db).code == 0
-    assert cli("data", "pairs", "summeval", "--name", "p", "--sample", str(sample), db=db).code == 0
+def world(shared: Path, tmp_path_factory: pytest.TempPathFactory, folder: str) -> str:
+    """A private copy (in a new temporary `folder`) of the shared SummEval file imported with its
+    articles as dataset `summeval`, and `data pairs summeval --name p --sample 1000`: the import
+    runs once per test run for every module and xdist worker that asks."""
+
+    def import_(db: str) -> None:
+        assert cli("db", "upgrade", db=db).code == 0
+        r = cli(
+            "data", "import-summeval", str(shared / SUMMEVAL), "--articles", str(shared / ARTICLES), db=db
+        )
+        assert r.code == 0, r.stderr
+        assert cli("data", "pairs", "summeval", "--name", "p", "--sample", str(SAMPLE), db=db).code == 0
+
+    src = built_once(shared_root(tmp_path_factory.getbasetemp()), "summeval-pairs", import_)
+    return copy_db(src, tmp_path_factory.mktemp(folder), "summeval.db")
+
+
+def build(shared: Path, tmp_path_factory: pytest.TempPathFactory, folder: str) -> PairMatrix:
+    """The rating matrix of pair set `p` (`SAMPLE` pairs) on a private copy of `world`."""
+    db = world(shared, tmp_path_factory, folder)
+    sample = SAMPLE
     out = cli(
         "query",
         'select p.position, a.name, a."group" g, pl.value from pair_label pl '

@@ -164,7 +164,7 @@ def test_truth_report_majority_accuracy_by_hand() -> None:
 
 @pytest.fixture(scope="module")
 def summeval(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> summeval_pairs.PairMatrix:
-    return summeval_pairs.build(shared_data, tmp_path_factory.mktemp("summary"))
+    return summeval_pairs.build(shared_data, tmp_path_factory, "summary")
 
 
 @pytest.fixture(scope="module")

@@ -226,7 +226,7 @@ def test_majority_vote_matches_crowdkit_on_untied(synthetic: tuple[np.ndarray, .
 
 @pytest.fixture(scope="module")
 def summeval(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> summeval_pairs.PairMatrix:
-    return summeval_pairs.build(shared_data, tmp_path_factory.mktemp("summeval"))
+    return summeval_pairs.build(shared_data, tmp_path_factory, "summeval")
 
 
 def test_summeval_pairs_against_crowdkit(summeval: summeval_pairs.PairMatrix) -> None:

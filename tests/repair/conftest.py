@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from tests.helpers import cli, load_summeval_sample
+from tests.helpers import cli, from_built, load_summeval_sample
 
 PANEL_SIM = ("sim:judge-a", "sim:judge-b", "sim:judge-c")
 
 
 def prepare_db(db: str) -> None:
+    """A new SQLite file becomes a copy of the one database this prepared in the test run."""
+    from_built(db, "summeval-sample-prepared", _prepare_db)
+
+
+def _prepare_db(db: str) -> None:
     load_summeval_sample(db)
     assert (
         cli(

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 
 from judgepanel.report.alignment import tost_words
 from tests import xss
-from tests.alignview import build, plant
+from tests.alignview import plant, world
 from tests.helpers import chromium_driver, cli
 
 TOL = 5e-4 + 1e-9  # the page shows three decimals (half a unit of the last, and float noise)
@@ -24,9 +24,7 @@ TOL = 5e-4 + 1e-9  # the page shows three decimals (half a unit of the last, and
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('alignview') / 'a.db'}"
-    build(url)
-    return url
+    return world(tmp_path_factory, "alignview")
 
 
 def _report(db: str, out: Path, *args: str) -> dict[str, Any]:

@@ -15,19 +15,19 @@ from sklearn.metrics import cohen_kappa_score
 
 from judgepanel import api
 from judgepanel.demo import PAIRS, PAIRWISE, POINTWISE
-from tests.conftest import REPO
-from tests.helpers import chromium_driver, cli
+from tests.conftest import REPO, built_demo
+from tests.helpers import chromium_driver, cli, copy_db
 
 SECTIONS = ["agreement", "bias", "cases", "repair", "versus", "what-ran"]
 
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """A copy of the demo's database and report (the demo run once per test run: `built_demo`)."""
+    built = built_demo(tmp_path_factory)
     folder = tmp_path_factory.mktemp("demo")
-    url = f"sqlite:///{folder / 'demo.db'}"
-    r = cli("demo", "--json", "--report", str(folder / "demo-report.html"), db=url)
-    assert r.code == 0, r.stderr
-    assert r.json()["report"] == str(folder / "demo-report.html")
+    url = copy_db(built, folder, "demo.db")
+    shutil.copyfile(built.parent / "demo-report.html", folder / "demo-report.html")
     return url, folder
 
 
