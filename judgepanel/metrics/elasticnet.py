@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgepanel.metrics.logistic import MultinomialFit
+from judgepanel.metrics.logistic import MultinomialFit, stacked_problem
 
 FloatArray = NDArray[np.float64]
 
@@ -42,21 +42,11 @@ def fit_enet_many(
     warm-starts from earlier fits (e.g. the previous C of a grid)."""
     from scipy.optimize import minimize  # on first use: SciPy is slow to import
 
-    xs = np.asarray(x, dtype=np.float64)
-    ys = np.asarray(y, dtype=np.int64)
-    if xs.ndim != 3 or ys.shape != xs.shape[:2]:
-        raise ValueError("x must be R × n × p with one label (or −1) per row")
-    if ys.size and ys.max() >= n_classes:
-        raise ValueError("labels must lie in 0 … n_classes−1 (−1: row unused)")
+    xs, used, onehot, n_used = stacked_problem(x, y, n_classes)
     if c <= 0 or not 0.0 <= l1_ratio <= 1.0:
         raise ValueError("c must be positive and l1_ratio in [0, 1]")
-    n_models, n, p = xs.shape
+    n_models, _, p = xs.shape
     k = n_classes
-    used = (ys >= 0).astype(np.float64)
-    onehot = np.zeros((n_models, n, k))
-    mi, ri = np.nonzero(ys >= 0)
-    onehot[mi, ri, ys[mi, ri]] = 1.0
-    n_used = max(1.0, float(used.sum(axis=1).max(initial=0.0)))
     size_w = n_models * k * p
     l1, l2 = l1_ratio, 1.0 - l1_ratio
 

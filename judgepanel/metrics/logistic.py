@@ -70,21 +70,11 @@ def fit_multinomial_many(
     ``tol`` bounds the largest gradient component relative to C · n."""
     from scipy.optimize import minimize  # on first use: SciPy is slow to import
 
-    xs = np.asarray(x, dtype=np.float64)
-    ys = np.asarray(y, dtype=np.int64)
-    if xs.ndim != 3 or ys.shape != xs.shape[:2]:
-        raise ValueError("x must be R × n × p with one label (or −1) per row")
-    if ys.size and ys.max() >= n_classes:
-        raise ValueError("labels must lie in 0 … n_classes−1 (−1: row unused)")
+    xs, used, onehot, n_used = stacked_problem(x, y, n_classes)
     if c <= 0:
         raise ValueError("c must be positive")
-    n_models, n, p = xs.shape
+    n_models, _, p = xs.shape
     k = n_classes
-    used = (ys >= 0).astype(np.float64)
-    onehot = np.zeros((n_models, n, k))
-    mi, ri = np.nonzero(ys >= 0)
-    onehot[mi, ri, ys[mi, ri]] = 1.0
-    n_used = max(1.0, float(used.sum(axis=1).max(initial=0.0)))
     size_w = n_models * k * p
 
     def objective(theta: FloatArray) -> tuple[float, FloatArray]:
@@ -115,3 +105,25 @@ def fit_multinomial_many(
     return [
         MultinomialFit(w[r].copy(), b[r].copy(), int(res.nit), bool(res.success)) for r in range(n_models)
     ]
+
+
+def stacked_problem(
+    x: ArrayLike, y: ArrayLike, n_classes: int
+) -> tuple[FloatArray, FloatArray, FloatArray, float]:
+    """The stacked problem of R multinomial fits, checked: ``x`` as R × n × p floats, the rows each
+    model uses (1.0, else 0.0: label −1), the labels one-hot (R × n × K) and the largest number of
+    rows a model uses (at least 1; the penalty is scaled by it). Shared by the L2 fit here and the
+    elastic-net fit (`metrics.elasticnet`)."""
+    xs = np.asarray(x, dtype=np.float64)
+    ys = np.asarray(y, dtype=np.int64)
+    if xs.ndim != 3 or ys.shape != xs.shape[:2]:
+        raise ValueError("x must be R × n × p with one label (or −1) per row")
+    if ys.size and ys.max() >= n_classes:
+        raise ValueError("labels must lie in 0 … n_classes−1 (−1: row unused)")
+    n_models, n, _ = xs.shape
+    used = (ys >= 0).astype(np.float64)
+    onehot = np.zeros((n_models, n, n_classes))
+    mi, ri = np.nonzero(ys >= 0)
+    onehot[mi, ri, ys[mi, ri]] = 1.0
+    n_used = max(1.0, float(used.sum(axis=1).max(initial=0.0)))
+    return xs, used, onehot, n_used
