@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -125,3 +126,25 @@ def driver() -> Iterator[object]:
 
 def console_errors(driver: object) -> list[dict[str, object]]:
     return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]  # type: ignore[attr-defined]
+
+
+def left_the_page(old: object) -> Any:
+    """A `WebDriverWait` condition: the element `old` (e.g. the page's `<html>`) belongs to a page
+    the browser has left. Selenium's `staleness_of` lets one error through: Chromium can answer a
+    query about a node of the document being replaced with "Node with given id does not belong to
+    the document" (a plain `WebDriverException`, not a stale-element error), which failed a click
+    test once in a full run; that answer means the same as stale."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    def gone(_driver: object) -> bool:
+        try:
+            old.is_enabled()  # type: ignore[attr-defined]
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+        return False
+
+    return gone

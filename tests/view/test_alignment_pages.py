@@ -116,10 +116,9 @@ def _pages(url: str) -> list[str]:
 @pytest.mark.slow
 def test_pages_in_chromium(db: str, xss_db: str) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.view.conftest import browser
+    from tests.view.conftest import browser, left_the_page
 
     driver: Any = browser()
     try:
@@ -140,7 +139,7 @@ def test_pages_in_chromium(db: str, xss_db: str) -> None:
                 driver.get(viewer.url + "/campaigns/f-eval-aligned")
                 old = driver.find_element(By.TAG_NAME, "html")
                 driver.find_element(By.CSS_SELECTOR, "p[data-alignments] a").click()
-                WebDriverWait(driver, 20).until(staleness_of(old))
+                WebDriverWait(driver, 20).until(left_the_page(old))
                 assert (
                     driver.current_url.endswith("/align/f")
                     and "Alignment f" in driver.find_element(By.TAG_NAME, "h1").text

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from judgepanel.demo import PAIRWISE
@@ -23,7 +22,7 @@ from judgepanel.store.migrate import upgrade
 from tests import xss
 from tests.helpers import cli
 from tests.runner.conftest import FAKE_KEYS, create_argv, load_tiny
-from tests.view.conftest import Viewer, console_errors
+from tests.view.conftest import Viewer, console_errors, left_the_page
 from tests.view.test_app import pages
 
 pytestmark = pytest.mark.slow
@@ -55,7 +54,7 @@ def _go(driver: Any, element: Any) -> None:
     """Click a link or button that loads another page, and wait until it has."""
     old = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 20).until(staleness_of(old))
+    WebDriverWait(driver, 20).until(left_the_page(old))
 
 
 def _ids(driver: Any) -> list[int]:
