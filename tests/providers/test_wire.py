@@ -292,18 +292,15 @@ async def test_openai_fast_path_sends_what_create_sends(fake: FakeServer, struct
     assert ours.headers["content-type"] == theirs.headers["content-type"] == "application/json"
 
 
-@pytest.mark.parametrize("extra", ["", "&temperature=0&top_p=0.9", "&structured=off&prompt_cache=off"])
-async def test_anthropic_fast_path_sends_what_create_sends(fake: FakeServer, extra: str) -> None:
-    """The Anthropic provider sends through the SDK's generic `post`, not
-    `messages.with_raw_response.create`: the server must see the same path, body, version
-    header, key and SDK headers as from `messages.create` with the provider's own arguments."""
+async def _sent_by_provider_and_create(fake: FakeServer, spec: Any, request: ChatRequest) -> tuple[Any, Any]:
+    """What the fake server received from the Anthropic provider for `request`, and then from the
+    SDK's own `messages.create` called with the arguments the provider built for it."""
     import anthropic
 
-    spec = parse_spec(f"anthropic:claude-judge?base_url={fake.url}&max_tokens=300{extra}")
     provider = make_provider(spec)
     try:
-        await provider.complete(pairwise(params=spec.request_params(), schema=SCHEMA), timeout=10)
-        kwargs, _tool = provider._arguments(pairwise(params=spec.request_params(), schema=SCHEMA))  # type: ignore[attr-defined]
+        await provider.complete(request, timeout=10)
+        kwargs, _tool = provider._arguments(request)  # type: ignore[attr-defined]
     finally:
         await provider.aclose()
     (ours,) = fake.recent()
@@ -314,6 +311,19 @@ async def test_anthropic_fast_path_sends_what_create_sends(fake: FakeServer, ext
     finally:
         await client.close()
     (theirs,) = fake.recent()
+    return ours, theirs
+
+
+@pytest.mark.parametrize("extra", ["", "&temperature=0&top_p=0.9", "&structured=off&prompt_cache=off"])
+async def test_anthropic_fast_path_sends_what_create_sends(fake: FakeServer, extra: str) -> None:
+    """The Anthropic provider sends through the SDK's generic `post`, not
+    `messages.with_raw_response.create`: the server must see the same path, body, version
+    header, key and SDK headers as from `messages.create` with the provider's own arguments."""
+
+    spec = parse_spec(f"anthropic:claude-judge?base_url={fake.url}&max_tokens=300{extra}")
+    ours, theirs = await _sent_by_provider_and_create(
+        fake, spec, pairwise(params=spec.request_params(), schema=SCHEMA)
+    )
     assert (ours.method, ours.path) == (theirs.method, theirs.path) == ("POST", "/v1/messages")
     assert json.loads(ours.body) == json.loads(theirs.body)
     for name in ("anthropic-version", "content-type"):
@@ -333,14 +343,12 @@ async def test_anthropic_body_bytes_are_those_create_sends(fake: FakeServer, ext
     """The provider hands `post` the body already encoded (`wire_json`, issue 20 §5): the server
     must receive the JSON `messages.create` sends for the same arguments, encoded as the SDK
     encodes it (non-ASCII text, quotes and escapes included), with the same Content-Type."""
-    import anthropic
 
     messages = [
         {"role": "system", "content": 'Juge «précis» — "quotes", \\ back\\slash, tab\t, 😀'},
         {"role": "user", "content": "<source>Ünïcödé ☃ \u2028 line</source>\n\n<candidate_a>a</candidate_a>"},
     ]
     spec = parse_spec(f"anthropic:claude-judge?base_url={fake.url}&max_tokens=300{extra}")
-    provider = make_provider(spec)
     request = ChatRequest(
         messages=messages,
         params=spec.request_params(),
@@ -348,19 +356,7 @@ async def test_anthropic_body_bytes_are_those_create_sends(fake: FakeServer, ext
         schema_name="pairwise_verdict",
         cache_breaks=(9,),
     )
-    try:
-        await provider.complete(request, timeout=10)
-        kwargs, _tool = provider._arguments(request)  # type: ignore[attr-defined]
-    finally:
-        await provider.aclose()
-    (ours,) = fake.recent()
-    fake.reset()
-    client = anthropic.AsyncAnthropic(api_key=ANTHROPIC_KEY, base_url=fake.url, max_retries=0)
-    try:
-        await client.messages.create(model="claude-judge", timeout=10, **kwargs)
-    finally:
-        await client.close()
-    (theirs,) = fake.recent()
+    ours, theirs = await _sent_by_provider_and_create(fake, spec, request)
     from anthropic._utils._json import openapi_dumps  # the encoder `create` sends with
 
     # the same JSON, encoded alike: equal once parsed, equal in length, and exactly what the SDK's
