@@ -166,3 +166,19 @@ def chromium_driver() -> object:
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=chromedriver), options=opts)
+
+
+def displayed(driver: Any, elements: list[Any]) -> list[bool]:
+    """`[e.is_displayed() for e in elements]` in one round trip to the browser: Selenium's own
+    check (its isDisplayed atom, which `is_displayed` sends once per element) run over the list."""
+    from selenium.webdriver.remote import webelement
+
+    if webelement.isDisplayed_js is None:
+        webelement._load_js()
+    script = f"const shown = ({webelement.isDisplayed_js}); return arguments[0].map(e => shown(e));"
+    return [bool(v) for v in driver.execute_script(script, elements)]
+
+
+def text_contents(driver: Any, elements: list[Any]) -> list[str]:
+    """`[e.get_attribute("textContent") for e in elements]` in one round trip to the browser."""
+    return [str(v) for v in driver.execute_script("return arguments[0].map(e => e.textContent);", elements)]

@@ -16,7 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 from judgepanel import api
 from judgepanel.demo import PAIRS, PAIRWISE, POINTWISE
 from tests.conftest import REPO, built_demo
-from tests.helpers import chromium_driver, cli, copy_db
+from tests.helpers import chromium_driver, cli, copy_db, displayed, text_contents
 
 SECTIONS = ["agreement", "bias", "cases", "repair", "versus", "what-ran"]
 
@@ -195,7 +195,7 @@ def test_demo_report_in_headless_chromium(demo_db: tuple[str, Path]) -> None:
         table = driver.find_element(By.ID, box.get_attribute("data-table"))  # type: ignore[attr-defined]
         rows = table.find_elements(By.CSS_SELECTOR, "tr.case-row")
         # at most 50 cases at first, each collapsed to its summary line; "show more" adds the rest
-        assert len(rows) > 50 and [r.is_displayed() for r in rows] == [True] * 50 + [False] * (len(rows) - 50)
+        assert len(rows) > 50 and displayed(driver, rows) == [True] * 50 + [False] * (len(rows) - 50)
         first = rows[0]
         rationale = first.find_elements(By.CSS_SELECTOR, "pre.muted")[0]
         assert not rationale.is_displayed() and "judge-" in first.text
@@ -205,19 +205,21 @@ def test_demo_report_in_headless_chromium(demo_db: tuple[str, Path]) -> None:
             By.CSS_SELECTOR, f'button.show-more[data-table="{table.get_attribute("id")}"]'
         )  # type: ignore[attr-defined]
         more.click()
-        assert all(r.is_displayed() for r in rows) and not more.is_displayed()
+        assert all(displayed(driver, rows)) and not more.is_displayed()
         word = "judge-c"
         box.send_keys(word)
-        visible = [r for r in rows if r.is_displayed()]
+        texts = text_contents(driver, rows)
+        shown = displayed(driver, rows)
+        visible = [t for t, v in zip(texts, shown, strict=True) if v]
         assert 0 < len(visible) <= 50
-        assert all(word in r.get_attribute("textContent") for r in visible)
-        hidden = [r for r in rows if not r.is_displayed()]
-        assert all(word not in r.get_attribute("textContent") for r in hidden) or len(visible) == 50
+        assert all(word in t for t in visible)
+        hidden = [t for t, v in zip(texts, shown, strict=True) if not v]
+        assert all(word not in t for t in hidden) or len(visible) == 50
         box.send_keys("-no-such-text-anywhere")
-        assert not any(r.is_displayed() for r in rows)
+        assert not any(displayed(driver, rows))
         box.clear()
         box.send_keys(" ")  # an input event with an empty query shows the first 50 again
-        assert sum(r.is_displayed() for r in rows) == 50
+        assert sum(displayed(driver, rows)) == 50
 
         driver.get(page.as_uri() + "#q=judge-a")  # type: ignore[attr-defined]
         driver.refresh()  # type: ignore[attr-defined]
@@ -370,15 +372,15 @@ def test_a_malformed_search_fragment_still_wires_the_search(demo_db: tuple[str, 
         # the fragment was applied as a filter (the first 50 matching rows are shown), and the box
         # is wired: typing filters
         q = fragment.split("&")[0].lower()
-        matching = [q in r.get_attribute("textContent").lower() for r in rows]
-        shown = [r.is_displayed() for r in rows]
+        matching = [q in t.lower() for t in text_contents(driver, rows)]
+        shown = displayed(driver, rows)
         assert len(rows) > 3
         assert all(m for m, v in zip(matching, shown, strict=True) if v)
         assert sum(shown) == min(50, sum(matching))
         box.clear()
         box.send_keys(" ")  # an input event with an empty query shows the first page of every row
-        assert sum(r.is_displayed() for r in rows) == min(50, len(rows))
+        assert sum(displayed(driver, rows)) == min(50, len(rows))
         box.send_keys("-no-such-text-anywhere")
-        assert not any(r.is_displayed() for r in rows)
+        assert not any(displayed(driver, rows))
     finally:
         driver.quit()  # type: ignore[attr-defined]
