@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine
@@ -147,6 +148,26 @@ def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.helpers import copy_db
 
     return copy_db(built_demo(tmp_path_factory), tmp_path_factory.mktemp("demo-shared"), "demo.db")
+
+
+@pytest.fixture(scope="session")
+def _chromium_session() -> Iterator[object]:
+    from tests.helpers import chromium_driver
+
+    driver = chromium_driver()
+    yield driver
+    driver.quit()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def chromium(_chromium_session: object) -> object:
+    """Headless Chromium (`tests.helpers.chromium_driver`), started once per test run and xdist
+    worker instead of once per test (a start and a quit cost about 1.5 s); each test gets it on a
+    blank page with the console messages of earlier tests read away."""
+    driver: Any = _chromium_session
+    driver.get("about:blank")
+    driver.get_log("browser")
+    return driver
 
 
 # The longest single tests, started first: under `pytest -n 2` a long test collected near the end
