@@ -39,6 +39,19 @@ def _share_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
     share_builds_under(shared_root(tmp_path_factory.getbasetemp()))
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The end of the whole run (the xdist controller, or the only process): drop the PostgreSQL
+    template databases built once for it (`tests.helpers.pg_built_once`)."""
+    url = os.environ.get(PG_ENV)
+    if not url or hasattr(session.config, "workerinput"):
+        return
+    from tests.helpers import drop_pg_templates
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None:
+        drop_pg_templates(factory.getbasetemp(), url)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED.is_dir():
