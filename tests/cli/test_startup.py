@@ -350,3 +350,65 @@ def test_running_a_command_builds_only_that_command_of_its_group(
     listed = cli("metrics", "--help")
     assert listed.code == 0 and "agreement" in listed.stdout and "votes" in listed.stdout
     assert {"agreement", "bias", "votes"} <= set(built)
+
+
+# ---------------------------------------------------------------- the cyclic garbage collector
+
+
+def _probe_process(code: str, argv: list[str]) -> str:
+    """In a fresh interpreter: import `judgepanel.cli`, run `code` up to a line `# after`, call
+    `main()` as the console script does (`sys.argv` is `judgepanel ARGV`), then run the rest of
+    `code`; its last stdout line."""
+    before, _, after = code.partition("# after\n")
+    probe = f"""
+import contextlib, gc, io, sys
+from judgepanel.cli import main
+{before}
+sys.argv = ["judgepanel", *{argv!r}]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exc:
+        assert exc.code == 0, exc.code
+{after}
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_read_commands_run_no_garbage_collection(finished_campaign: str) -> None:
+    """Start-up creates objects that live as long as the process; the collector walking that
+    growing heap every 700 of them was about a fifth of a read command's CPU time (issue 20 §2).
+    `metrics agreement` allocates the most of the three read commands."""
+    count = """
+runs = []
+gc.callbacks.append(lambda phase, info: runs.append(info["generation"]) if phase == "stop" else None)
+# after
+print(len(runs))
+"""
+    for argv in (
+        ["campaign", "list"],
+        ["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"],
+    ):
+        assert _probe_process(count, ["--db", finished_campaign, *argv]) == "0", argv
+
+
+def test_the_collector_comes_back_after_start_up() -> None:
+    """A long command (a run, a report) collects cyclic garbage as usual once start-up is over:
+    the first collection restores the default threshold."""
+    cycles = """
+import weakref
+default = gc.get_threshold()
+class Node:
+    pass
+def cycle():
+    node = Node()
+    node.me = node
+    return weakref.ref(node)
+# after
+refs = [cycle() for _ in range(400_000)]
+alive = sum(r() is not None for r in refs)
+print(gc.get_threshold() == default, alive < 2_000)
+"""
+    assert _probe_process(cycles, ["--help"]) == "True True"
