@@ -292,6 +292,29 @@ def test_read_commands_load_no_orm(finished_campaign: str) -> None:
         assert "sqlalchemy" in modules  # it did read the store
 
 
+# Parsing and checking judge specs, the key rules, the capability table, the SDK glue: for the
+# commands that create or run campaigns. Naming a stored campaign's judges needs `providers.names`.
+SPEC_PARSING = (
+    "judgepanel.providers.spec",
+    "judgepanel.providers.keys",
+    "judgepanel.providers.capabilities",
+    "judgepanel.providers.registry",
+)
+
+
+def test_listing_campaigns_and_their_judges_parses_no_judge_spec(finished_campaign: str) -> None:
+    """`campaign list` and `metrics agreement --with-judges` name the judges from the stored specs
+    (`providers.names`) without `providers.spec` (issue 20 §2); the table of `campaign list` needs
+    no key scrubber either (`providers.errors`: JSON output is scrubbed, and loads it)."""
+    agreement = ["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"]
+    listing = _modules_after(finished_campaign, ["campaign", "list"])
+    assert _packages(listing, (*SPEC_PARSING, "judgepanel.providers.errors")) == []
+    for argv in (["campaign", "list", "--json"], agreement, [*agreement, "--json"]):
+        modules = _modules_after(finished_campaign, argv)
+        assert _packages(modules, SPEC_PARSING) == [], argv
+        assert "judgepanel.providers.names" in modules, argv  # it did name the judges
+
+
 def test_campaign_status_does_not_load_the_simulator(finished_campaign: str) -> None:
     """`campaign status` labels a simulated campaign from the stored fingerprint (a constant in
     `judgepanel.config`), so it need not import the simulator itself (~0.03 s of the 0.5 s
@@ -310,10 +333,10 @@ def test_campaign_plan_of_simulated_judges_loads_no_provider_sdk(finished_campai
 def test_agreement_over_the_humans_reads_no_campaign(finished_campaign: str) -> None:
     """Over the human raters alone (no `--raters`, `--group judge` or `--with-judges`) no campaign
     judge can be selected, so `metrics agreement` neither imports the campaign readers and the
-    provider specs nor reads the campaigns' verdicts; with judges asked for, it does. With
+    judge names nor reads the campaigns' verdicts; with judges asked for, it does. With
     `--json` it prints without rich."""
     argv = ["metrics", "agreement", "--pairs", "tiny-pairs", "--metric", "alpha"]
-    readers = ("judgepanel.store.campaigns.readers", "judgepanel.providers.spec")
+    readers = ("judgepanel.store.campaigns.readers", "judgepanel.providers.names")
     assert _packages(_modules_after(finished_campaign, argv), readers) == []
     as_json = _modules_after(finished_campaign, [*argv, "--json"])
     # `--json` loads the key scrubber (`providers.errors`), not the provider registry
