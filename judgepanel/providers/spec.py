@@ -49,9 +49,12 @@ from judgepanel.errors import BadInput
 from judgepanel.providers.capabilities import capabilities
 from judgepanel.providers.errors import configured_secrets
 from judgepanel.providers.keys import key_env_refusal, key_value_refusal
-from judgepanel.providers.names import ENDPOINT_KEYS, OPERATIONAL_KEYS, derive_judge_names, is_secret_name
 
-# callers that parse specs name their judges through this module too
+# re-exported (`X as X`): callers that parse specs name their judges through this module too
+from judgepanel.providers.names import ENDPOINT_KEYS as ENDPOINT_KEYS
+from judgepanel.providers.names import OPERATIONAL_KEYS as OPERATIONAL_KEYS
+from judgepanel.providers.names import derive_judge_names as derive_judge_names
+from judgepanel.providers.names import is_secret_name
 from judgepanel.providers.names import stored_judge_names as stored_judge_names
 
 ParamValue = str | int | float | bool
