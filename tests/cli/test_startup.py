@@ -315,6 +315,21 @@ def test_listing_campaigns_and_their_judges_parses_no_judge_spec(finished_campai
         assert "judgepanel.providers.names" in modules, argv  # it did name the judges
 
 
+def test_read_commands_print_without_richs_console_where_it_would_style_nothing(
+    finished_campaign: str,
+) -> None:
+    """Output that is not a terminal gets plain text, laid out as rich lays it out (`cli.plain`,
+    tested byte for byte against rich in tests/cli/test_plain.py) without importing rich's console,
+    tables and text (issue 20 §2); `--json` imports no rich at all."""
+    agreement = ["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"]
+    reads = [["campaign", "list"], ["campaign", "status", "c"], agreement]
+    tables = _modules_after(finished_campaign, *reads)
+    assert _packages(tables, ("rich.console", "rich.table", "rich.text", "rich.markup")) == []
+    assert "judgepanel.cli.plain" in tables  # it did print tables
+    as_json = _modules_after(finished_campaign, *([*a, "--json"] for a in reads))
+    assert _packages(as_json, ("rich",)) == []
+
+
 def test_campaign_status_does_not_load_the_simulator(finished_campaign: str) -> None:
     """`campaign status` labels a simulated campaign from the stored fingerprint (a constant in
     `judgepanel.config`), so it need not import the simulator itself (~0.03 s of the 0.5 s
