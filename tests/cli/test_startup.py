@@ -50,6 +50,25 @@ for argv in [["--help"], *([name, "--help"] for name in {list(COMMANDS)!r})]:
     assert _imported_after(code) == []
 
 
+def test_help_of_the_commands_that_run_loads_no_event_loop() -> None:
+    """asyncio (its sockets, SSL, threads: ~20 ms) is for `campaign run` and `worker`, imported
+    when they run; the help of their groups and of `run` itself lists them without it. (A command
+    that opens a database gets asyncio from SQLAlchemy, which imports it.)"""
+    probe = """
+import contextlib, io, sys
+from judgepanel.cli import main
+for argv in (["campaign", "--help"], ["campaign", "run", "--help"], ["worker", "--help"]):
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            assert exc.code == 0, (argv, exc.code)
+print("asyncio" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
 def test_command_modules_import_no_heavy_library() -> None:
     """Typer command modules import the library inside their commands, not at module import."""
     modules = sorted({module for module, _, _ in COMMANDS.values()})
