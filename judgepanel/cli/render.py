@@ -88,12 +88,13 @@ class _LazyConsole:
         asked for: lines hold stored names, and `[/]` in a name is not a tag (module docstring).
         One string, where rich would print plain text, is laid out without rich (`cli.plain`)."""
         shown = [printable(o) if isinstance(o, str) else o for o in objects]
-        if len(shown) == 1 and isinstance(shown[0], str) and not markup and options.keys() <= _PLAIN_OPTIONS:
+        one = len(shown) == 1 and isinstance(shown[0], str)
+        if (one or not shown) and not markup and options.keys() <= _PLAIN_OPTIONS:
             width = self.plain_width()
             if width is not None:
                 from judgepanel.cli import plain
 
-                text = plain.line(shown[0], width, soft_wrap=bool(options.get("soft_wrap")))
+                text = plain.line(shown[0], width, soft_wrap=bool(options.get("soft_wrap"))) if one else "\n"
                 if text is not None:
                     self.write_plain(text)
                     return

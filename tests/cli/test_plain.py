@@ -102,6 +102,12 @@ def test_printed_lines_are_the_bytes_rich_writes(monkeypatch: pytest.MonkeyPatch
     assert plain_cases > 250
 
 
+def test_an_empty_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    by_rich, _ = _through(monkeypatch, 80, render.console.print, rich=True)
+    mine, unused = _through(monkeypatch, 80, render.console.print, rich=False)
+    assert mine == by_rich == "\n" and unused
+
+
 def test_the_legend_under_a_table_and_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     """A name too long for its column becomes a key with a legend line; `warn` writes to stderr."""
     long = "openai:gpt-4o-mini?temperature=0&max_tokens=512&base_url=http://127.0.0.1:8000/v1"
