@@ -9,17 +9,15 @@ it happens inside `main()`, where a Ctrl-C during start-up is one line and exit 
 from __future__ import annotations
 
 import gc
-import sys
-
-# no `typing` here: importing it before the threshold is raised cost eight collections
+import sys  # and no `typing`: imported before the threshold is raised, it cost eight collections
 
 __all__ = ["app", "main"]
 
 # Start-up creates objects that live as long as the process (modules, classes, SQLAlchemy's and
 # Typer's tables): about 90,000 for `campaign list`, 110,000 for `metrics agreement` and 170,000
 # for `metrics bias`. With CPython's default threshold (a collection every 700 of them) the cyclic
-# collector walked that growing heap about 120 times per start, a fifth of a read command's CPU
-# time (issue 20 §2) while finding almost nothing to free. A process of its own therefore runs its
+# collector walked that growing heap about 120 times per start, about a tenth of a read command's
+# CPU time (issue 20 §2), and found almost nothing to free. A process of its own therefore runs its
 # first START_UP_OBJECTS allocations without a collection, then goes back to the default.
 START_UP_OBJECTS = 300_000
 
