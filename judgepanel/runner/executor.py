@@ -125,6 +125,26 @@ def freeze_heap() -> bool:
     return True
 
 
+# the youngest generation's collection threshold while a run works (CPython's default is 700)
+RUN_GC_THRESHOLD = 10_000
+
+
+def relax_collector() -> tuple[int, int, int] | None:
+    """Collect the youngest generation every `RUN_GC_THRESHOLD` net allocations instead of every
+    700 while a run works; the thresholds to restore, or None when left as they were (a caller's
+    higher threshold, or the collector switched off with a threshold of 0). At zero latency the
+    SDKs, their HTTP stack and the runner allocate thousands of container objects a call, and
+    the default threshold made about 150 young collections and 13 middle ones per 2,000 calls,
+    0.10–0.12 CPU ms a call in all (measured with `gc.callbacks`); at 10,000 they cost
+    0.03–0.04 ms. Cyclic garbage lives a little longer (a few MB at most); nothing else changes,
+    and the thresholds are restored when the run ends."""
+    old = gc.get_threshold()
+    if old[0] == 0 or old[0] >= RUN_GC_THRESHOLD:
+        return None
+    gc.set_threshold(RUN_GC_THRESHOLD, old[1], old[2])
+    return old
+
+
 def run_exit_code(status: str, done: int, jobs: int) -> int:
     """The CLI contract of `campaign run` (realtime or batch) and `worker`: 0 when every job has a
     verdict, 130 when interrupted, else 3 (jobs failed, unscheduled by --max-cost, or pending)."""
@@ -590,6 +610,7 @@ class Runner:
         feeders: list[asyncio.Task[None]] = []
         heart: asyncio.Task[None] | None = None
         froze = freeze_heap()
+        relaxed = relax_collector()
         try:
             check_prices(self.opts.max_cost, {j.spec.name: j.price for j in judges.values()})
             if self._record_cap:
@@ -656,6 +677,8 @@ class Runner:
                     await j.provider.aclose()
             if froze:
                 gc.unfreeze()
+            if relaxed is not None:
+                gc.set_threshold(*relaxed)
         counts = await self._db(store.job_counts, self.engine, cid)
         pending = counts["pending"] + counts["running"]
         in_batches = await self._db(jobs_in_open_batches, self.engine, cid)
