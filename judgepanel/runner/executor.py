@@ -324,8 +324,9 @@ def _reply_kind(p: Prepared) -> tuple[str, str]:
     return (p.job.judge, p.prompt.template_name)
 
 
-def sent_row(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
-    """The request half of an attempt row, as sent; callers `replace` in what came back."""
+def sent_row(p: Prepared, attempt: int, *, ok: bool, **reply: Any) -> AttemptRow:
+    """An attempt row: the request as sent, with what came back given as `reply` (`AttemptRow`
+    fields; `answer_fields` for a provider's reply), or `replace`d in by the caller."""
     return AttemptRow(
         p.job.id,
         attempt,
@@ -336,6 +337,7 @@ def sent_row(p: Prepared, attempt: int, *, ok: bool) -> AttemptRow:
         p.request.params,
         ok=ok,
         output_schema=p.request.schema if p.request.params.get("structured", True) else None,
+        **reply,
     )
 
 
@@ -360,23 +362,29 @@ def answered_row(
 ) -> AttemptRow:
     """`row` (as sent) with a provider's reply: what it said, its tokens and cost, and the parse
     error of its verdict (None when it was read)."""
-    return replace(
-        row,
-        error_class="parse" if error is not None else None,
-        http_status=r.http_status,
-        error_message=error,
-        raw_body=r.raw_body,
-        text=r.text,
-        model_returned=r.model_returned,
-        system_fingerprint=r.system_fingerprint,
-        input_tokens=r.input_tokens,
-        output_tokens=r.output_tokens,
-        latency_ms=latency_ms,
-        cost_usd=cost,
-        finish_reason=r.finish_reason,
-        cache_read_tokens=r.cache_read_tokens,
-        cache_write_tokens=r.cache_write_tokens,
-    )
+    return replace(row, **answer_fields(r, cost=cost, error=error, latency_ms=latency_ms))
+
+
+def answer_fields(
+    r: ChatResult, *, cost: float | None, error: str | None, latency_ms: float | None
+) -> dict[str, Any]:
+    """The `AttemptRow` fields of a provider's reply (see `answered_row`)."""
+    return {
+        "error_class": "parse" if error is not None else None,
+        "http_status": r.http_status,
+        "error_message": error,
+        "raw_body": r.raw_body,
+        "text": r.text,
+        "model_returned": r.model_returned,
+        "system_fingerprint": r.system_fingerprint,
+        "input_tokens": r.input_tokens,
+        "output_tokens": r.output_tokens,
+        "latency_ms": latency_ms,
+        "cost_usd": cost,
+        "finish_reason": r.finish_reason,
+        "cache_read_tokens": r.cache_read_tokens,
+        "cache_write_tokens": r.cache_write_tokens,
+    }
 
 
 def cached_answer(p: Prepared, hit: CacheHit, ctx: CampaignContext) -> tuple[AttemptRow, JobOutcome]:
@@ -1092,9 +1100,6 @@ class Runner:
             self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
         self._count_answer(j, p, r, error)
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
-        self.writer.attempt(
-            replace(
-                answered_row(sent_row(p, n, ok=True), r, cost=cost, error=error, latency_ms=r.latency_ms),
-                queued_ms=queued_ms,
-            )
-        )
+        # one row built once (not built, then copied twice with `replace`): this runs for every call
+        answer = answer_fields(r, cost=cost, error=error, latency_ms=r.latency_ms)
+        self.writer.attempt(sent_row(p, n, ok=True, queued_ms=queued_ms, **answer))

@@ -122,3 +122,28 @@ def test_the_backoff_is_tenacitys_exponential_jitter_or_the_capped_retry_after(s
         assert 1.0 - 1e-9 <= wait <= 1.25 + 1e-9
     finally:
         runner.presence.drop(runner.owner)
+
+
+def test_an_answered_attempt_row_built_once_is_the_row_built_and_copied(sqlite_engine: Engine) -> None:
+    """`_succeeded` builds a call's row in one go (`sent_row(…, **answer_fields(…))`) instead of
+    building it and copying it twice with `replace`: the same row, field for field."""
+    from dataclasses import replace
+
+    from judgepanel.providers.spec import parse_spec
+    from judgepanel.runner.executor import answer_fields, answered_row, prepare_leased, sent_row
+    from judgepanel.runner.prepare import CampaignContext
+    from judgepanel.store import campaigns as store
+
+    js = parse_spec("sim:x")
+    ctx = CampaignContext("pointwise", None, {}, {js.name: js})
+    leased = store.lease_jobs(sqlite_engine, store.campaign_id(sqlite_engine, "c"), "host:1:a", 1)
+    (p,), _ = prepare_leased(sqlite_engine, ctx, leased)
+    r = replace(reply(GOOD), raw_body='{"x": "é"}', input_tokens=3, output_tokens=4, finish_reason="stop")
+    for error in (None, "unreadable"):
+        copied = replace(
+            answered_row(sent_row(p, 2, ok=True), r, cost=0.5, error=error, latency_ms=1.5), queued_ms=0.25
+        )
+        once = sent_row(
+            p, 2, ok=True, queued_ms=0.25, **answer_fields(r, cost=0.5, error=error, latency_ms=1.5)
+        )
+        assert once == copied
