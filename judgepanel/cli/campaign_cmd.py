@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,6 +238,8 @@ def _execute(
             async with live_progress(runner.stats, show=enabled(json_)):
                 return await runner.run()
 
+    import asyncio  # the event loop is for the commands that run; SQLAlchemy loads it for the others
+
     summary = asyncio.run(main())
     if json_:
         emit_json(summary.as_dict())
@@ -370,6 +371,8 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
         runner = BatchRunner(engine, name, options)
         with interrupt_on_signals(runner.interrupt):
             return await runner.run()
+
+    import asyncio  # the event loop is for the commands that run; SQLAlchemy loads it for the others
 
     summary = asyncio.run(main())
     if json_:

@@ -42,8 +42,13 @@ def printable(text: str) -> str:
     return _CONTROL.sub(_escape_char, text)
 
 
+# `print` options that change nothing in plain text (highlighting only adds styles)
+_PLAIN_OPTIONS = frozenset({"highlight", "soft_wrap"})
+
+
 class _LazyConsole:
-    """A rich Console created on first use."""
+    """A rich Console created on first use; plain text without it where rich would print plain
+    text (`cli.plain`)."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options
@@ -59,12 +64,41 @@ class _LazyConsole:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real(), name)
 
+    def plain_width(self) -> int | None:
+        """The width to lay plain text out at without rich (`cli.plain`), where rich would write
+        plain text; None once a rich Console exists here (it printed something plain text could
+        not, or a test put its own in place): from then on rich prints everything."""
+        if self._console is not None:
+            return None
+        from judgepanel.cli import plain
+
+        return plain.width(bool(self._options.get("stderr")))
+
+    def write_plain(self, text: str) -> None:
+        """Write what `cli.plain` laid out, to the stream rich would write to, and flush as rich does."""
+        from judgepanel.cli import plain
+
+        out = plain.stream(bool(self._options.get("stderr")))
+        assert out is not None  # `plain_width` said so
+        out.write(text)
+        out.flush()
+
     def print(self, *objects: Any, markup: bool = False, **options: Any) -> None:
         """rich's print, with control characters in plain strings escaped and no markup unless
-        asked for: lines hold stored names, and `[/]` in a name is not a tag (module docstring)."""
-        self._real().print(
-            *(printable(o) if isinstance(o, str) else o for o in objects), markup=markup, **options
-        )
+        asked for: lines hold stored names, and `[/]` in a name is not a tag (module docstring).
+        One string, where rich would print plain text, is laid out without rich (`cli.plain`)."""
+        shown = [printable(o) if isinstance(o, str) else o for o in objects]
+        one = len(shown) == 1 and isinstance(shown[0], str)
+        if (one or not shown) and not markup and options.keys() <= _PLAIN_OPTIONS:
+            width = self.plain_width()
+            if width is not None:
+                from judgepanel.cli import plain
+
+                text = plain.line(shown[0], width, soft_wrap=bool(options.get("soft_wrap"))) if one else "\n"
+                if text is not None:
+                    self.write_plain(text)
+                    return
+        self._real().print(*shown, markup=markup, **options)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):
@@ -148,10 +182,9 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
     so a number (its minus sign, its exponent) is never broken; its header may wrap instead. A name
     in the first column longer than NAME_WIDTH becomes a short key (`[1]`, `[2]` …) with a legend
     printed under the table, instead of wrapping over several lines."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
+    lazy = console if isinstance(console, _LazyConsole) else None
+    plain_width = None if lazy is None else lazy.plain_width()
+    terminal = console.width if plain_width is None else plain_width
     cells = [[printable(fmt_number(v)) for v in r] for r in rows]
     n = len(columns)
     data = [[r[i] for r in cells if len(r) > i and r[i] not in ("", "—")] for i in range(n)]
@@ -168,10 +201,10 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
 
     widths = fixed(True)
     others = sum(widths[i] + 1 for i in range(1, n))
-    if others + NAME_MIN > console.width:
+    if others + NAME_MIN > terminal:
         widths = fixed(False)
         others = sum(widths[i] + 1 for i in range(1, n))
-    name_width = max(NAME_MIN, min(NAME_WIDTH, console.width - others))
+    name_width = max(NAME_MIN, min(NAME_WIDTH, terminal - others))
     legend: list[tuple[str, str]] = []
     if any(r and len(r[0]) > name_width for r in cells):
         for i, r in enumerate(cells, 1):
@@ -179,26 +212,50 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
                 key = f"[{i}]"
                 legend.append((key, r[0]))
                 r[0] = f"{key} {_shorten(r[0], name_width - len(key) - 1)}"
-    # the box draws one space between columns and no outer edge: nothing else pads the cells
-    t = Table(
-        title=None if title is None else Text(printable(title)),
-        box=box.SIMPLE_HEAD,
-        padding=0,
-        show_edge=False,
-    )
-    columns = [printable(str(c)) for c in columns]
-    for i, c in enumerate(columns):
+    # (header, right-justified, width): numbers right-aligned at their width, the first column
+    # as wide as its longest name allows, the others as wide as their cells
+    headers = [printable(str(c)) for c in columns]
+    specs: list[tuple[str, bool, int | None]] = []
+    for i, c in enumerate(headers):
         if numeric[i]:
-            t.add_column(str(c), justify="right", width=widths[i], overflow="fold")
+            specs.append((c, True, widths[i]))
         elif i == 0:
-            first = max([len(str(c)), *(len(r[0]) for r in cells if r)])
-            t.add_column(str(c), width=min(name_width, first), overflow="fold")
+            specs.append((c, False, min(name_width, max([len(c), *(len(r[0]) for r in cells if r)]))))
         else:
-            t.add_column(str(c), overflow="fold")
+            specs.append((c, False, None))
+    # too many columns for the terminal: let the lines run long rather than cut numbers
+    needed = min(name_width, max(len(headers[0]), widest[0])) + others if n else 0
+    shown_title = None if title is None else printable(title)
+    if lazy is not None and plain_width is not None:
+        from judgepanel.cli import plain
+
+        text = plain.table(shown_title, specs, cells, max(needed, plain_width))
+        if text is not None:
+            lazy.write_plain(text)
+            for key, name in legend:
+                console.print(f"{key} {name}", markup=False, highlight=False, soft_wrap=True)
+            return
+    _rich_table(shown_title, specs, cells, needed)
+    for key, name in legend:
+        console.print(f"{key} {name}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _rich_table(
+    title: str | None,
+    specs: Sequence[tuple[str, bool, int | None]],
+    cells: Sequence[Sequence[str]],
+    needed: int,
+) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    # the box draws one space between columns and no outer edge: nothing else pads the cells
+    t = Table(title=None if title is None else Text(title), box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+    for header, right, width in specs:
+        t.add_column(header, justify="right" if right else "left", width=width, overflow="fold")
     for r in cells:
         t.add_row(*(Text(c) for c in r))  # text, never rich markup: `[/]` in a name is not a tag
-    # too many columns for the terminal: let the lines run long rather than cut numbers
-    needed = min(name_width, max(len(str(columns[0])), widest[0])) + others if n else 0
     if needed <= console.width:
         console.print(t)
     else:
@@ -208,8 +265,6 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
             console.print(t, crop=False)
         finally:
             console.width = terminal
-    for key, name in legend:
-        console.print(f"{key} {name}", markup=False, highlight=False, soft_wrap=True)
 
 
 SIMULATED_WORD = "SIMULATED"

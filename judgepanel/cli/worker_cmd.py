@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 import typer
@@ -63,6 +62,8 @@ def worker(
             return await w.run()
 
     with single_worker_on_sqlite(engine):
+        import asyncio  # the event loop is for running only, not for `worker --help`
+
         summary = asyncio.run(main())
     if json_:
         emit_json(summary.as_dict())

@@ -50,32 +50,17 @@ from judgepanel.providers.capabilities import capabilities
 from judgepanel.providers.errors import configured_secrets
 from judgepanel.providers.keys import key_env_refusal, key_value_refusal
 
+# re-exported (`X as X`): callers that parse specs name their judges through this module too
+from judgepanel.providers.names import ENDPOINT_KEYS as ENDPOINT_KEYS
+from judgepanel.providers.names import OPERATIONAL_KEYS as OPERATIONAL_KEYS
+from judgepanel.providers.names import derive_judge_names as derive_judge_names
+from judgepanel.providers.names import is_secret_name
+from judgepanel.providers.names import stored_judge_names as stored_judge_names
+
 ParamValue = str | int | float | bool
 
 PROVIDERS = ("anthropic", "azure", "openai", "sim")
 
-_SECRET_NAMES = frozenset(
-    {
-        "api_key",
-        "apikey",
-        "key",
-        "token",
-        "access_token",
-        "auth_token",
-        "bearer",
-        "auth",
-        "authorization",
-        "secret",
-        "client_secret",
-        "password",
-        "passwd",
-        "pwd",
-        "credential",
-        "credentials",
-        "x_api_key",
-    }
-)
-_SECRET_SUFFIXES = ("_key", "_token", "_secret", "_password", "_credentials")
 # Values shaped like provider keys are refused even under an innocent name: the usual prefixes
 # (OpenAI sk-/sk-proj-, Anthropic sk-ant-, xAI, Groq, Google, Hugging Face, GitHub, AWS), and any
 # long run of letters and digits that mixes cases and digits as random tokens do (a hex digest,
@@ -254,14 +239,10 @@ _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
         "editor_sprawl": _int(0),
     },
 }
-# Never sent, never part of the name: they change how a call is made, not what it answers.
-OPERATIONAL_KEYS = frozenset({*_OPERATIONAL, "error_rate", "latency", "jitter", "key_env"})
-ENDPOINT_KEYS = frozenset({"base_url", "endpoint", "api_version"})
-
-
-def _is_secret_name(key: str) -> bool:
-    norm = key.strip().lower().replace("-", "_")
-    return norm in _SECRET_NAMES or norm.endswith(_SECRET_SUFFIXES)
+# `names.OPERATIONAL_KEYS` lists them without their parsers (the judge names are read without this
+# module, issue 20 §2); the two lists must not drift apart
+if {*_OPERATIONAL, *_KEY_ENV, "error_rate", "latency", "jitter"} != OPERATIONAL_KEYS:
+    raise RuntimeError("providers.names.OPERATIONAL_KEYS differs from the operational parameters here")
 
 
 def _render(value: ParamValue) -> str:
@@ -349,7 +330,7 @@ def parse_spec(text: str) -> JudgeSpec:
         raise BadInput(f"judge spec parameters must be param=value pairs joined by '&', got {query!r}")
     for key, value in pairs:
         key = key.strip()
-        if _is_secret_name(key):
+        if is_secret_name(key):
             env = {
                 "openai": "OPENAI_API_KEY",
                 "anthropic": "ANTHROPIC_API_KEY",
@@ -411,7 +392,7 @@ def _refuse_url_secrets(value: str) -> None:
     if parts.username is not None or parts.password is not None:
         raise BadInput("judge spec base_url must not carry credentials (user:password@); use the environment")
     for qkey, _ in parse_qsl(parts.query, keep_blank_values=True):
-        if _is_secret_name(qkey):
+        if is_secret_name(qkey):
             raise BadInput(f"judge spec base_url must not carry a secret query parameter ({qkey!r})")
     if ";" in parts.path or "=" in parts.path:
         # `/v1;api_key=…` and `/v1/api_key=…`: some servers read path parameters; no API base needs them
@@ -419,7 +400,7 @@ def _refuse_url_secrets(value: str) -> None:
             "judge spec base_url must not carry ';' or 'name=value' in its path (it may hide a secret)"
         )
     for segment in parts.path.split("/"):
-        if segment and _is_secret_name(segment):
+        if segment and is_secret_name(segment):
             raise BadInput(
                 f"judge spec base_url has a path segment named like a secret ({segment!r}); "
                 "keys come only from the environment"
@@ -458,47 +439,6 @@ def split_judge_name(text: str) -> tuple[str | None, str]:
     return check_judge_name(m.group(1)), m.group(2).strip()
 
 
-def _short_url(url: str) -> str:
-    """`http://127.0.0.1:8001/v1` -> `127.0.0.1:8001/v1`; a long one keeps its end (the port)."""
-    parts = urlsplit(url)
-    shown = (parts.netloc + parts.path.rstrip("/")) or url
-    return shown if len(shown) <= 28 else "…" + shown[-27:]
-
-
-def derive_judge_names(specs: Sequence[str]) -> dict[str, str]:
-    """A short, distinct name per judge spec: the model, with the provider when the judges' providers
-    differ and the parameters whose values differ between judges of the same model (`gpt-4o-mini
-    (temperature=1)`, `gpt-4o-mini (base_url=127.0.0.1:8001/v1)`). Never a key-like parameter
-    (`key_env` and anything named like a secret). The full spec where that is still not unique.
-
-    The one source of derived names: the store keeps them with the campaign, and the CLI, report,
-    viewer and exports show them."""
-    parsed = []
-    for spec in specs:
-        head, _, query = spec.partition("?")
-        provider, _, model = head.partition(":")
-        params = {
-            k: v
-            for k, v in parse_qsl(query, keep_blank_values=True)
-            if k != "key_env" and not _is_secret_name(k) and k not in OPERATIONAL_KEYS
-        }
-        parsed.append((provider, model or head, params))
-    providers = {p for p, _, _ in parsed}
-    out: dict[str, str] = {}
-    for spec, (provider, model, ps) in zip(specs, parsed, strict=True):
-        same = [q for p, m, q in parsed if (p, m) == (provider, model)]
-        keys = {k for q in same for k in q}
-        differing = sorted(k for k in keys if len({q.get(k) for q in same}) > 1)
-        name = f"{provider}:{model}" if len(providers) > 1 else model
-        extra = [f"{k}={_short_url(ps[k]) if k in ENDPOINT_KEYS else ps[k]}" for k in differing if k in ps]
-        out[spec] = name + (f" ({', '.join(extra)})" if extra else "")
-    counts = Counter(out.values())
-    for spec in specs:
-        if counts[out[spec]] > 1:
-            out[spec] = spec
-    return out
-
-
 def panel_names(specs: Sequence[str], given: Sequence[str | None]) -> list[str]:
     """The names of a campaign's judges (`specs` canonical, in order): a given name, else the derived
     one (`derive_judge_names`; the full spec when that equals a name given to another judge).
@@ -533,19 +473,3 @@ def names_beside(judges: Sequence[object], names: object) -> dict[str, str]:
     if isinstance(names, list) and len(names) == len(specs):
         return dict(zip(specs, map(str, names), strict=True))
     return derive_judge_names(specs)
-
-
-def stored_judge_names(judges: Sequence[str], spec: Mapping[str, object] | None) -> dict[str, str]:
-    """judge spec -> name for the judges of a campaign whose stored `spec` may carry `judges` and
-    `judge_names` (parallel lists; campaigns planned before names existed have none): the stored
-    name where there is one, else the derived one (`derive_judge_names` over `judges`)."""
-    derived = derive_judge_names(judges)
-    kept: dict[str, str] = {}
-    if spec is not None:
-        specs, names = spec.get("judges"), spec.get("judge_names")
-        if isinstance(specs, list) and isinstance(names, list) and len(specs) == len(names):
-            kept = {str(j): str(n) for j, n in zip(specs, names, strict=True)}
-    out = {j: kept.get(j, derived[j]) for j in judges}
-    if len(set(out.values())) < len(out):  # a judge linked later took a stored judge's name
-        out = {j: kept.get(j, j) for j in judges}
-    return out

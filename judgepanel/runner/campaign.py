@@ -381,8 +381,10 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
     prepared: dict[int, Prepared] = {}
     if todo:
         prompts: dict[tuple[Any, ...], Prompt] = {}  # one rendering per prompt, whichever judges see it
+        # only the jobs to render are read with their texts (all of them in one query when all are)
+        to_read = None if len(todo) == len(stored) else todo
         prepared = {
-            j.id: prepare(j, ctx, prompts=prompts) for j in store.pending_jobs(engine, cid) if j.id in todo
+            j.id: prepare(j, ctx, prompts=prompts) for j in store.pending_jobs(engine, cid, ids=to_read)
         }
     hits = store.cache_lookup(engine, [p.request_hash for p in prepared.values()]) if use_cache else {}
     mean_out = store.mean_output_tokens(engine, list(ctx.judges))

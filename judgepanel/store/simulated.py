@@ -11,7 +11,6 @@ from typing import Any
 from sqlalchemy import Engine, or_, select
 
 from judgepanel.config import SIM_FINGERPRINT
-from judgepanel.providers.spec import split_judge_name
 from judgepanel.store.tables import (
     Campaign,
     CampaignJudge,
@@ -59,6 +58,8 @@ def simulated_campaigns(engine: Engine, names: list[str]) -> dict[str, bool]:
 def iteration_simulated(engine: Engine, inputs: dict[str, Any], campaigns: dict[str, str | None]) -> bool:
     """Whether a repair iteration rests on simulated answers: a `sim:` judge or editor in its
     inputs, or any of its campaigns (dev, editor, original, contested, control) simulated."""
+    from judgepanel.providers.spec import split_judge_name  # not for `campaign list`
+
     specs = [*(inputs.get("judges") or []), inputs.get("editor") or ""]
     if any(split_judge_name(str(s))[1].startswith("sim:") for s in specs):  # a judge may be NAME=SPEC
         return True

@@ -50,6 +50,25 @@ for argv in [["--help"], *([name, "--help"] for name in {list(COMMANDS)!r})]:
     assert _imported_after(code) == []
 
 
+def test_help_of_the_commands_that_run_loads_no_event_loop() -> None:
+    """asyncio (its sockets, SSL, threads: ~20 ms) is for `campaign run` and `worker`, imported
+    when they run; the help of their groups and of `run` itself lists them without it. (A command
+    that opens a database gets asyncio from SQLAlchemy, which imports it.)"""
+    probe = """
+import contextlib, io, sys
+from judgepanel.cli import main
+for argv in (["campaign", "--help"], ["campaign", "run", "--help"], ["worker", "--help"]):
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            assert exc.code == 0, (argv, exc.code)
+print("asyncio" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
 def test_command_modules_import_no_heavy_library() -> None:
     """Typer command modules import the library inside their commands, not at module import."""
     modules = sorted({module for module, _, _ in COMMANDS.values()})
@@ -292,6 +311,45 @@ def test_read_commands_load_no_orm(finished_campaign: str) -> None:
         assert "sqlalchemy" in modules  # it did read the store
 
 
+# Parsing and checking judge specs, the key rules, the capability table, the SDK glue: for the
+# commands that create or run campaigns. Naming a stored campaign's judges needs `providers.names`.
+SPEC_PARSING = (
+    "judgepanel.providers.spec",
+    "judgepanel.providers.keys",
+    "judgepanel.providers.capabilities",
+    "judgepanel.providers.registry",
+)
+
+
+def test_listing_campaigns_and_their_judges_parses_no_judge_spec(finished_campaign: str) -> None:
+    """`campaign list` and `metrics agreement --with-judges` name the judges from the stored specs
+    (`providers.names`) without `providers.spec` (issue 20 §2); the table of `campaign list` needs
+    no key scrubber either (`providers.errors`: JSON output is scrubbed, and loads it)."""
+    agreement = ["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"]
+    listing = _modules_after(finished_campaign, ["campaign", "list"])
+    assert _packages(listing, (*SPEC_PARSING, "judgepanel.providers.errors")) == []
+    modules = _modules_after(
+        finished_campaign, ["campaign", "list", "--json"], agreement, [*agreement, "--json"]
+    )
+    assert _packages(modules, SPEC_PARSING) == []
+    assert "judgepanel.providers.names" in modules  # it did name the judges
+
+
+def test_read_commands_print_without_richs_console_where_it_would_style_nothing(
+    finished_campaign: str,
+) -> None:
+    """Output that is not a terminal gets plain text, laid out as rich lays it out (`cli.plain`,
+    tested byte for byte against rich in tests/cli/test_plain.py) without importing rich's console,
+    tables and text (issue 20 §2); `--json` imports no rich at all."""
+    agreement = ["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"]
+    reads = [["campaign", "list"], ["campaign", "status", "c"], agreement]
+    tables = _modules_after(finished_campaign, *reads)
+    assert _packages(tables, ("rich.console", "rich.table", "rich.text", "rich.markup")) == []
+    assert "judgepanel.cli.plain" in tables  # it did print tables
+    as_json = _modules_after(finished_campaign, *([*a, "--json"] for a in reads))
+    assert _packages(as_json, ("rich",)) == []
+
+
 def test_campaign_status_does_not_load_the_simulator(finished_campaign: str) -> None:
     """`campaign status` labels a simulated campaign from the stored fingerprint (a constant in
     `judgepanel.config`), so it need not import the simulator itself (~0.03 s of the 0.5 s
@@ -310,10 +368,10 @@ def test_campaign_plan_of_simulated_judges_loads_no_provider_sdk(finished_campai
 def test_agreement_over_the_humans_reads_no_campaign(finished_campaign: str) -> None:
     """Over the human raters alone (no `--raters`, `--group judge` or `--with-judges`) no campaign
     judge can be selected, so `metrics agreement` neither imports the campaign readers and the
-    provider specs nor reads the campaigns' verdicts; with judges asked for, it does. With
+    judge names nor reads the campaigns' verdicts; with judges asked for, it does. With
     `--json` it prints without rich."""
     argv = ["metrics", "agreement", "--pairs", "tiny-pairs", "--metric", "alpha"]
-    readers = ("judgepanel.store.campaigns.readers", "judgepanel.providers.spec")
+    readers = ("judgepanel.store.campaigns.readers", "judgepanel.providers.names")
     assert _packages(_modules_after(finished_campaign, argv), readers) == []
     as_json = _modules_after(finished_campaign, [*argv, "--json"])
     # `--json` loads the key scrubber (`providers.errors`), not the provider registry
@@ -350,3 +408,65 @@ def test_running_a_command_builds_only_that_command_of_its_group(
     listed = cli("metrics", "--help")
     assert listed.code == 0 and "agreement" in listed.stdout and "votes" in listed.stdout
     assert {"agreement", "bias", "votes"} <= set(built)
+
+
+# ---------------------------------------------------------------- the cyclic garbage collector
+
+
+def _probe_process(code: str, argv: list[str]) -> str:
+    """In a fresh interpreter: import `judgepanel.cli`, run `code` up to a line `# after`, call
+    `main()` as the console script does (`sys.argv` is `judgepanel ARGV`), then run the rest of
+    `code`; its last stdout line."""
+    before, _, after = code.partition("# after\n")
+    probe = f"""
+import contextlib, gc, io, sys
+from judgepanel.cli import main
+{before}
+sys.argv = ["judgepanel", *{argv!r}]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exc:
+        assert exc.code == 0, exc.code
+{after}
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_read_commands_run_no_garbage_collection(finished_campaign: str) -> None:
+    """Start-up creates objects that live as long as the process; the collector walking that
+    growing heap every 700 of them was about a fifth of a read command's CPU time (issue 20 §2).
+    `metrics agreement` allocates the most of the three read commands."""
+    count = """
+runs = []
+gc.callbacks.append(lambda phase, info: runs.append(info["generation"]) if phase == "stop" else None)
+# after
+print(len(runs))
+"""
+    for argv in (
+        ["campaign", "list"],
+        ["metrics", "agreement", "--pairs", "tiny-pairs", "--with-judges", "all", "--metric", "alpha"],
+    ):
+        assert _probe_process(count, ["--db", finished_campaign, *argv]) == "0", argv
+
+
+def test_the_collector_comes_back_after_start_up() -> None:
+    """A long command (a run, a report) collects cyclic garbage as usual once start-up is over:
+    the first collection restores the default threshold."""
+    cycles = """
+import weakref
+default = gc.get_threshold()
+class Node:
+    pass
+def cycle():
+    node = Node()
+    node.me = node
+    return weakref.ref(node)
+# after
+refs = [cycle() for _ in range(400_000)]
+alive = sum(r() is not None for r in refs)
+print(gc.get_threshold() == default, alive < 2_000)
+"""
+    assert _probe_process(cycles, ["--help"]) == "True True"

@@ -179,6 +179,35 @@ def test_pairwise_partly_finished_campaign(sqlite_url: str, monkeypatch: pytest.
     eng.dispose()
 
 
+def test_plan_reads_only_the_jobs_it_renders(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partly cached campaign: plan renders sim:a's jobs (the cache may answer them) and reads
+    those jobs with their texts, not every pending job's; its JSON is the one it gives reading
+    them all, as it did before."""
+    from judgepanel.store.campaigns import leases
+
+    eng = _db(sqlite_url)
+    api.create(eng, "pw", dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=["sim:a"], limit=3)
+    api.create(eng, "pw2", dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=["sim:a", "sim:b"])
+    api.run(eng, "pw", RunOptions())
+    read: list[int] = []
+    real_texts = leases._with_texts
+
+    def reading(s: Any, rows: Any) -> Any:
+        read.extend(r[0] for r in rows)
+        return real_texts(s, rows)
+
+    with monkeypatch.context() as m, _counting(monkeypatch) as seen:
+        m.setattr(leases, "_with_texts", reading)
+        plan = api.estimate(eng, "pw2").as_dict()
+    assert len(seen) == plan["jobs"] // 2 and plan["cached"] == 3 * 2
+    assert sorted(read) == sorted(seen)  # the texts of the jobs rendered, no others
+    real_pending = store.pending_jobs
+    with monkeypatch.context() as m:
+        m.setattr(store, "pending_jobs", lambda engine, cid, **_: real_pending(engine, cid))
+        assert api.estimate(eng, "pw2").as_dict() == plan  # every pending job read
+    eng.dispose()
+
+
 def test_clauses_with_a_kept_checker(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     eng = _db(sqlite_url)
     assert cli("rubric", "add", "summeval", db=sqlite_url).code == 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -28,13 +28,19 @@ from judgepanel.store.models import (
 # ---------------------------------------------------------------- jobs to do (for estimates)
 
 
-def pending_jobs(engine: Engine, campaign_id: int, *, limit: int | None = None) -> list[LeasedJob]:
-    """Jobs not yet done or failed, read without leasing them (for `plan` estimates)."""
+def pending_jobs(
+    engine: Engine, campaign_id: int, *, limit: int | None = None, ids: Collection[int] | None = None
+) -> list[LeasedJob]:
+    """Jobs not yet done or failed, read without leasing them (for `plan` estimates); with `ids`,
+    only those of them (plan renders only the jobs whose stored figures do not do: their texts
+    are all it reads)."""
     with session_scope(engine) as s:
-        return pending_in(s, campaign_id, limit=limit)
+        return pending_in(s, campaign_id, limit=limit, ids=ids)
 
 
-def pending_in(s: Session, campaign_id: int, *, limit: int | None = None) -> list[LeasedJob]:
+def pending_in(
+    s: Session, campaign_id: int, *, limit: int | None = None, ids: Collection[int] | None = None
+) -> list[LeasedJob]:
     """`pending_jobs` in an open session (e.g. the one that is creating the campaign)."""
     q = (
         select(*_JOB_COLS, Judge.name)
@@ -42,9 +48,16 @@ def pending_in(s: Session, campaign_id: int, *, limit: int | None = None) -> lis
         .where(Job.campaign_id == campaign_id, Job.status.in_(("pending", "running")))
         .order_by(Job.id)
     )
-    if limit is not None:
-        q = q.limit(limit)
-    rows: list[_JobRow] = [(r[0], r[-1], *r[1:-1]) for r in s.execute(q)]
+    if ids is None:
+        found = list(s.execute(q if limit is None else q.limit(limit)))
+    elif limit is not None:
+        raise ValueError("pending_in: ids or limit, not both")
+    else:  # in chunks of ids, in order: a statement holds at most so many parameters
+        wanted = sorted(ids)
+        found = [
+            r for i in range(0, len(wanted), 500) for r in s.execute(q.where(Job.id.in_(wanted[i : i + 500])))
+        ]
+    rows: list[_JobRow] = [(r[0], r[-1], *r[1:-1]) for r in found]
     return _with_texts(s, rows)
 
 

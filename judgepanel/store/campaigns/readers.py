@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Engine, Row, Select, and_, case, func, select
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.pairs import as_label, combine_orders
-from judgepanel.providers.spec import stored_judge_names
+from judgepanel.providers.names import stored_judge_names
 from judgepanel.store.rater_sources import MatrixScope, register_rater_source
 
 # Core tables, not the ORM models: `campaign status`, `campaign list` and the rating matrices read
