@@ -129,20 +129,50 @@ def freeze_heap() -> bool:
 RUN_GC_THRESHOLD = 10_000
 
 
-def relax_collector() -> tuple[int, int, int] | None:
+class RelaxedCollector:
     """Collect the youngest generation every `RUN_GC_THRESHOLD` net allocations instead of every
-    700 while a run works; the thresholds to restore, or None when left as they were (a caller's
-    higher threshold, or the collector switched off with a threshold of 0). At zero latency the
-    SDKs, their HTTP stack and the runner allocate thousands of container objects a call, and
-    the default threshold made about 150 young collections and 13 middle ones per 2,000 calls,
-    0.10–0.12 CPU ms a call in all (measured with `gc.callbacks`); at 10,000 they cost
-    0.03–0.04 ms. Cyclic garbage lives a little longer (a few MB at most); nothing else changes,
-    and the thresholds are restored when the run ends."""
-    old = gc.get_threshold()
-    if old[0] == 0 or old[0] >= RUN_GC_THRESHOLD:
-        return None
-    gc.set_threshold(RUN_GC_THRESHOLD, old[1], old[2])
-    return old
+    700 while a run works (`start` … `stop`). At zero latency the SDKs, their HTTP stack and the
+    runner allocate thousands of container objects a call, and the default threshold made about
+    150 young collections and 13 middle ones per 2,000 calls, 0.10–0.12 CPU ms a call in all
+    (measured with `gc.callbacks`); at 10,000 they cost 0.03–0.04 ms. Cyclic garbage lives a
+    little longer (a few MB at most); nothing else changes.
+
+    A caller's higher threshold is left alone, and a collector switched off (threshold 0) stays
+    off. Someone lowering the threshold while the run works (the CLI restores CPython's default
+    after its start-up, `cli._collect_after_start_up`, which may fall inside a run) is noted and
+    raised again after that collection; when the run stops, the threshold is the one it would
+    have been without the run."""
+
+    def __init__(self) -> None:
+        self._restore: tuple[int, int, int] | None = None
+        self._active = False
+
+    def start(self) -> None:
+        now = gc.get_threshold()
+        if now[0] == 0:
+            return
+        self._active = True
+        if now[0] < RUN_GC_THRESHOLD:
+            self._restore = now
+            gc.set_threshold(RUN_GC_THRESHOLD, now[1], now[2])
+        gc.callbacks.append(self._keep)
+
+    def _keep(self, phase: str, info: dict[str, int]) -> None:
+        if phase != "stop" or not self._active:
+            return
+        now = gc.get_threshold()
+        if 0 < now[0] < RUN_GC_THRESHOLD:  # lowered by someone else meanwhile: theirs after the run
+            self._restore = now
+            gc.set_threshold(RUN_GC_THRESHOLD, now[1], now[2])
+
+    def stop(self) -> None:
+        if not self._active:
+            return
+        self._active = False  # the callback stays inert even if a collection holds it right now
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._keep)
+        if self._restore is not None and gc.get_threshold()[0] == RUN_GC_THRESHOLD:
+            gc.set_threshold(*self._restore)
 
 
 def run_exit_code(status: str, done: int, jobs: int) -> int:
@@ -618,7 +648,8 @@ class Runner:
         feeders: list[asyncio.Task[None]] = []
         heart: asyncio.Task[None] | None = None
         froze = freeze_heap()
-        relaxed = relax_collector()
+        relaxed = RelaxedCollector()
+        relaxed.start()
         try:
             check_prices(self.opts.max_cost, {j.spec.name: j.price for j in judges.values()})
             if self._record_cap:
@@ -685,8 +716,7 @@ class Runner:
                     await j.provider.aclose()
             if froze:
                 gc.unfreeze()
-            if relaxed is not None:
-                gc.set_threshold(*relaxed)
+            relaxed.stop()
         counts = await self._db(store.job_counts, self.engine, cid)
         pending = counts["pending"] + counts["running"]
         in_batches = await self._db(jobs_in_open_batches, self.engine, cid)

@@ -104,6 +104,37 @@ def test_a_run_collects_young_objects_less_often_and_restores_the_thresholds(sql
         gc.set_threshold(*before)
 
 
+def test_a_threshold_lowered_during_a_run_is_raised_again_and_is_the_one_left_after(
+    sqlite_engine: Engine,
+) -> None:
+    """The CLI puts CPython's default back after its start-up (`cli._collect_after_start_up`), at
+    its first collection, which may fall inside a run: the run raises it again after that
+    collection, and leaves the lowered value when it ends."""
+    from judgepanel.runner.executor import RUN_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+
+    def script(req: ChatRequest, n: int) -> ChatResult:
+        seen.append(gc.get_threshold())
+        if len(seen) == 1:
+            gc.set_threshold(500, 10, 10)  # what a start-up hook restores
+            seen.append(gc.get_threshold())
+            gc.collect(0)
+        return reply(GOOD)
+
+    try:
+        gc.set_threshold(700, 10, 10)
+        provider = ScriptedProvider("sim:x", script)
+        options = RunOptions(flush_ms=10, concurrency=1)
+        assert api.run(sqlite_engine, "c", options, provider_factory=lambda s, n: provider).done == 4
+        assert seen[:2] == [(RUN_GC_THRESHOLD, 10, 10), (500, 10, 10)]
+        assert seen[2:] == [(RUN_GC_THRESHOLD, 10, 10)] * 3
+        assert gc.get_threshold() == (500, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+
+
 def test_the_backoff_is_tenacitys_exponential_jitter_or_the_capped_retry_after(sqlite_engine: Engine) -> None:
     policy = RetryPolicy(initial_wait=0.5, max_wait=6.0, jitter=0.25, max_retry_after=30.0)
     runner = Runner(sqlite_engine, "c", RunOptions(retry=policy))
