@@ -32,3 +32,34 @@ def test_memoised_renders_equal_fresh_ones_and_differ_where_the_jobs_do() -> Non
     assert (
         "The cat sat." in first[0].messages[1]["content"] and "A dog ran." in first[2].messages[1]["content"]
     )
+
+
+def test_bundled_templates_render_from_a_plain_dict_of_the_environments_globals() -> None:
+    """Each render copies the template's globals into its context: a ChainMap made that copy walk
+    key by key (a seventh of preparing a job in the runner); a plain dict of the same names and
+    values renders the same text as jinja's own template does."""
+    from judgepanel.protocol.templates import POINTWISE_TEMPLATES, _environment, _load
+
+    folder = resource_dir("prompts")
+    item = UnitText("i1", "The cat sat.", "A long article about cats.")
+    for name in (SYSTEM_TEMPLATE, POINTWISE_TEMPLATES["none"]):
+        ours = _load(folder, name)
+        assert type(ours.compiled.globals) is dict
+        assert ours.compiled.globals == dict(_environment(folder).globals)
+        jinjas = _environment(folder).from_string(ours.source)  # globals: jinja's ChainMap
+        assert type(jinjas.globals) is not dict
+        context = {
+            "source": item.input,
+            "source_label": "Article",
+            "candidate_label": "Summary",
+            "a_candidate": "a Summary",
+            "relation": "summarises",
+            "dimension": None,
+            "dimension_name": "coherence",
+            "candidate": item.output,
+            "scale_low": 1,
+            "scale_high": 5,
+            "score_options": "1 | 2 | 3 | 4 | 5",
+        }
+        assert ours.compiled.render(**context) == jinjas.render(**context)
+    assert render_pointwise(item, condition="none", dimension="coherence", rubric=None).messages[1]["content"]

@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, delete, func, or_, select, update
+from sqlalchemy import Connection, Engine, and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from judgepanel.store import liveness
@@ -18,10 +18,8 @@ from judgepanel.store.campaigns.records import (
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     BudgetHold,
-    Item,
     Job,
     Judge,
-    Pair,
     Request,
     Response,
     utcnow,
@@ -199,43 +197,54 @@ def lease_jobs(
     lease_seconds: float = 120.0,
     judge_id: int | None = None,
 ) -> list[LeasedJob]:
-    """Take up to `limit` jobs (pending, or running under an expired lease), in plan order."""
+    """Take up to `limit` jobs (pending, or running under an expired lease), in plan order: one
+    UPDATE … RETURNING for the chunk, then the judges' names and the items' texts in one query
+    each, on the Core tables (the runner's feeder calls this for every chunk; the ORM's row
+    bookkeeping cost more than the statements)."""
+    from judgepanel.store import tables as t
+
+    job = t.job
     now = utcnow()
-    with session_scope(engine) as s:
+    with engine.begin() as conn:
         cond = [
-            Job.campaign_id == campaign_id,
-            or_(Job.status == "pending", and_(Job.status == "running", Job.lease_expires < now)),
+            job.c.campaign_id == campaign_id,
+            or_(job.c.status == "pending", and_(job.c.status == "running", job.c.lease_expires < now)),
         ]
         if judge_id is not None:
-            cond.append(Job.judge_id == judge_id)
-        pick = select(Job.id).where(*cond).order_by(Job.id).limit(limit).with_for_update(skip_locked=True)
-        leased = s.execute(
-            update(Job)
-            .where(Job.id.in_(pick.scalar_subquery()))
+            cond.append(job.c.judge_id == judge_id)
+        pick = select(job.c.id).where(*cond).order_by(job.c.id).limit(limit).with_for_update(skip_locked=True)
+        leased = conn.execute(
+            update(job)
+            .where(job.c.id.in_(pick.scalar_subquery()))
             .values(
                 status="running",
                 lease_owner=owner,
                 lease_expires=now + timedelta(seconds=lease_seconds),
                 updated_at=now,
             )
-            .returning(Job.judge_id, *_JOB_COLS)
+            .returning(job.c.judge_id, *(job.c[c.key] for c in _JOB_COLS))
         ).all()
         if not leased:
             return []
         names = dict(
-            s.execute(select(Judge.id, Judge.name).where(Judge.id.in_({r[0] for r in leased}))).all()
+            conn.execute(
+                select(t.judge.c.id, t.judge.c.name).where(t.judge.c.id.in_({r[0] for r in leased}))
+            ).all()
         )
         rows: list[_JobRow] = sorted(((r[1], names[r[0]], *r[2:]) for r in leased), key=lambda r: r[0])
-        return _with_texts(s, rows)
+        return _with_texts(conn, rows)
 
 
-def _with_texts(s: Session, rows: Sequence[_JobRow]) -> list[LeasedJob]:
+def _with_texts(s: Session | Connection, rows: Sequence[_JobRow]) -> list[LeasedJob]:
+    from judgepanel.store import tables as t
+
+    pair, item = t.pair, t.item
     pair_ids = {r[4] for r in rows if r[4] is not None}
     pairs = (
         {
             pid: (a, b)
             for pid, a, b in s.execute(
-                select(Pair.id, Pair.item_a_id, Pair.item_b_id).where(Pair.id.in_(pair_ids))
+                select(pair.c.id, pair.c.item_a_id, pair.c.item_b_id).where(pair.c.id.in_(pair_ids))
             )
         }
         if pair_ids
@@ -245,7 +254,9 @@ def _with_texts(s: Session, rows: Sequence[_JobRow]) -> list[LeasedJob]:
     texts = {
         i: ItemText(i, e, inp, out, meta or {})
         for i, e, inp, out, meta in s.execute(
-            select(Item.id, Item.external_id, Item.input, Item.output, Item.meta).where(Item.id.in_(item_ids))
+            select(item.c.id, item.c.external_id, item.c.input, item.c.output, item.c.meta).where(
+                item.c.id.in_(item_ids)
+            )
         )
     }
     out = []

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
-from typing import cast
+from typing import Any, Protocol, cast
 
 from sqlalchemy import Connection, Engine, Table, bindparam, insert, select, update
 
-from judgepanel.store import budget
+from judgepanel.store import budget, plain
+from judgepanel.store import tables as t
 from judgepanel.store.campaigns.records import (
     AttemptRow,
     Batch,
@@ -27,6 +28,7 @@ from judgepanel.store.models import (
     Verdict,
     utcnow,
 )
+from judgepanel.store.plain import supported
 
 # ---------------------------------------------------------------- writing results
 
@@ -36,151 +38,180 @@ _RESP = cast(Table, Response.__table__)
 _VERD = cast(Table, Verdict.__table__)
 _CLV = cast(Table, ClauseVerdict.__table__)
 _JOB = cast(Table, Job.__table__)
+_ORM_TABLES = {x.name: x for x in (_REQ, _RESP, _VERD, _CLV)}
 
 
 class _Mismatch(Exception):
     pass
 
 
-def write_batch(engine: Engine, batch: Batch, owner: str) -> BatchResult:
-    """Store a batch of attempts and job outcomes in one transaction (see the module docstring)."""
+def write_batch(engine: Engine, batch: Batch, owner: str, *, core: bool = False) -> BatchResult:
+    """Store a batch of attempts and job outcomes in one transaction (see the module docstring),
+    through `store.plain` where the driver is supported, else (or with `core`) through Core
+    statements, which SQLAlchemy binds row by row (the reference the tests compare with)."""
     if not len(batch) and not batch.released:
         return BatchResult(frozenset(), frozenset())
+    rows: _Statements = (
+        _PlainStatements() if plain or (plain is None and supported(engine.dialect)) else _Core()
+    )
     try:
         with engine.begin() as conn:
-            return _write(conn, batch, owner, per_row=False)
+            return _write(conn, batch, owner, rows, per_row=False)
     except _Mismatch:
         with engine.begin() as conn:
-            return _write(conn, batch, owner, per_row=True)
+            return _write(conn, batch, owner, rows, per_row=True)
 
 
-def _write(conn: Connection, batch: Batch, owner: str, *, per_row: bool) -> BatchResult:
+# a job's outcome: (status, error_class, attempts, job id, owner); its progress: (attempts, job id, owner)
+_Outcome = tuple[str, str | None, int, int, str]
+_Progress = tuple[int, int, str]
+
+
+def _write(conn: Connection, batch: Batch, owner: str, rows: _Statements, *, per_row: bool) -> BatchResult:
     now = utcnow()
     final = {o.job_id: o for o in batch.outcomes}
     last_attempt: dict[int, int] = {}
     for a in batch.attempts:
         last_attempt[a.job_id] = max(last_attempt.get(a.job_id, 0), a.attempt)
-    outcome_rows = [
-        {
-            "b_id": o.job_id,
-            "b_owner": owner,
-            "status": o.status,
-            "error_class": o.error_class,
-            "attempts": o.attempts,
-        }
+    # every writer of job rows locks them in ascending id order (see `leases._owned`)
+    outcome_rows: list[tuple[Any, ...]] = [
+        (o.status, o.error_class, o.attempts, o.job_id, owner)
         for o in sorted(final.values(), key=lambda o: o.job_id)
     ]
-    progress_rows = [
-        {"b_id": jid, "b_owner": owner, "attempts": n}
-        for jid, n in sorted(last_attempt.items())
-        if jid not in final
+    progress_rows: list[tuple[Any, ...]] = [
+        (n, jid, owner) for jid, n in sorted(last_attempt.items()) if jid not in final
     ]
-    fin_stmt = (
-        update(_JOB)
-        .where(
-            _JOB.c.id == bindparam("b_id"),
-            _JOB.c.lease_owner == bindparam("b_owner"),
-            _JOB.c.status == "running",
-        )
-        .values(
-            status=bindparam("status"),
-            error_class=bindparam("error_class"),
-            attempts=bindparam("attempts"),
-            lease_owner=None,
-            lease_expires=None,
-            updated_at=now,
-        )
-    )
-    prog_stmt = (
-        update(_JOB)
-        .where(
-            _JOB.c.id == bindparam("b_id"),
-            _JOB.c.lease_owner == bindparam("b_owner"),
-            _JOB.c.status == "running",
-        )
-        .values(attempts=bindparam("attempts"), updated_at=now)
-    )
     accepted: set[int] = set()
     ours: set[int] = set()
-    for stmt, rows, is_final in ((fin_stmt, outcome_rows, True), (prog_stmt, progress_rows, False)):
-        if not rows:
+    for kind, job_rows in (("final", outcome_rows), ("progress", progress_rows)):
+        if not job_rows:
             continue
         if not per_row:
-            res = conn.execute(stmt, rows)
-            if res.rowcount != len(rows):
+            if rows.jobs(conn, kind, job_rows, now) != len(job_rows):
                 raise _Mismatch
-            got = {cast(int, r["b_id"]) for r in rows}
+            got = {cast(int, r[-2]) for r in job_rows}
         else:
-            got = {cast(int, r["b_id"]) for r in rows if conn.execute(stmt, r).rowcount == 1}
+            got = {cast(int, r[-2]) for r in job_rows if rows.jobs(conn, kind, [r], now) == 1}
         ours |= got
-        if is_final:
+        if kind == "final":
             accepted |= got
     attempts = [a for a in batch.attempts if a.job_id in ours]
     rejected = frozenset(set(final) - accepted)
-    req_ids = _insert_attempts(conn, attempts, now) if attempts else {}
+    req_ids = _insert_attempts(conn, rows, attempts, now) if attempts else {}
     verdicts = [o for o in final.values() if o.job_id in accepted and o.verdict is not None]
     if verdicts:
-        _insert_verdicts(conn, verdicts, req_ids, now)
+        _insert_verdicts(conn, rows, verdicts, req_ids, now)
     if batch.released:
         budget.release(conn, owner, batch.released)
     return BatchResult(frozenset(accepted), rejected)
 
 
+# the columns each row is given in, in order (`created_at` is the batch's `now`)
+_REQUEST_COLS = (
+    "job_id",
+    "attempt",
+    "request_hash",
+    "template_name",
+    "template_hash",
+    "messages",
+    "params",
+    "output_schema",
+)
+_RESPONSE_COLS = (
+    "request_id",
+    "ok",
+    "error_class",
+    "http_status",
+    "error_message",
+    "raw_body",
+    "text",
+    "model_returned",
+    "system_fingerprint",
+    "input_tokens",
+    "output_tokens",
+    "latency_ms",
+    "cost_usd",
+    "cached_from",
+    "finish_reason",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "queued_ms",
+)
+_VERDICT_COLS = (
+    "job_id",
+    "attempt",
+    "request_id",
+    "parse_status",
+    "parse_method",
+    "failure_kind",
+    "value_presented",
+    "value_canonical",
+    "score",
+    "rationale",
+)
+_CLAUSE_COLS = ("verdict_id", "clause_id", "met", "rationale", "by_checker")
+
+
 def _insert_attempts(
-    conn: Connection, attempts: list[AttemptRow], now: datetime
+    conn: Connection, rows: _Statements, attempts: list[AttemptRow], now: datetime
 ) -> dict[tuple[int, int], int]:
     req_rows = [
-        {
-            "job_id": a.job_id,
-            "attempt": a.attempt,
-            "request_hash": a.request_hash,
-            "template_name": a.template_name,
-            "template_hash": a.template_hash,
-            "messages": a.messages,
-            "params": a.params,
-            "output_schema": a.output_schema,
-            "created_at": now,
-        }
+        (
+            a.job_id,
+            a.attempt,
+            a.request_hash,
+            a.template_name,
+            a.template_hash,
+            a.messages,
+            a.params,
+            a.output_schema,
+        )
         for a in attempts
     ]
     # the rows name their own (job, attempt), so their order does not matter; asking for
     # `sort_by_parameter_order` made SQLite insert (and round-trip) one row per statement
-    returned = conn.execute(insert(_REQ).returning(_REQ.c.id, _REQ.c.job_id, _REQ.c.attempt), req_rows).all()
+    returned = rows.insert(conn, t.request, _REQUEST_COLS, req_rows, now, ("id", "job_id", "attempt"))
     ids = {(job, att): rid for rid, job, att in returned}
-    conn.execute(
-        insert(_RESP),
+    rows.insert(
+        conn,
+        t.response,
+        _RESPONSE_COLS,
         [
-            {
-                "request_id": ids[(a.job_id, a.attempt)],
-                "ok": a.ok,
-                "error_class": a.error_class,
-                "http_status": a.http_status,
-                "error_message": a.error_message,
-                "raw_body": a.raw_body,
-                "text": a.text,
-                "model_returned": a.model_returned,
-                "system_fingerprint": a.system_fingerprint,
-                "input_tokens": a.input_tokens,
-                "output_tokens": a.output_tokens,
-                "latency_ms": a.latency_ms,
-                "cost_usd": a.cost_usd,
-                "cached_from": a.cached_from,
-                "finish_reason": a.finish_reason,
-                "cache_read_tokens": a.cache_read_tokens,
-                "cache_write_tokens": a.cache_write_tokens,
-                "queued_ms": a.queued_ms,
-                "created_at": now,
-            }
+            (
+                ids[(a.job_id, a.attempt)],
+                a.ok,
+                a.error_class,
+                a.http_status,
+                a.error_message,
+                a.raw_body,
+                a.text,
+                a.model_returned,
+                a.system_fingerprint,
+                a.input_tokens,
+                a.output_tokens,
+                a.latency_ms,
+                a.cost_usd,
+                a.cached_from,
+                a.finish_reason,
+                a.cache_read_tokens,
+                a.cache_write_tokens,
+                a.queued_ms,
+            )
             for a in attempts
         ],
+        now,
     )
     return ids
 
 
 def _insert_verdicts(
-    conn: Connection, outcomes: list[JobOutcome], req_ids: dict[tuple[int, int], int], now: datetime
+    conn: Connection,
+    rows: _Statements,
+    outcomes: list[JobOutcome],
+    req_ids: dict[tuple[int, int], int],
+    now: datetime,
 ) -> None:
-    rows = []
+    verdict_rows = []
     for o in outcomes:
         v = o.verdict
         assert v is not None
@@ -189,42 +220,144 @@ def _insert_verdicts(
             rid = conn.execute(
                 select(_REQ.c.id).where(_REQ.c.job_id == o.job_id, _REQ.c.attempt == o.attempts)
             ).scalar_one()
-        rows.append(
-            {
-                "job_id": o.job_id,
-                "attempt": o.attempts,
-                "request_id": rid,
-                "parse_status": v.parse_status,
-                "parse_method": v.parse_method,
-                "failure_kind": v.failure_kind,
-                "value_presented": v.value_presented,
-                "value_canonical": v.value_canonical,
-                "score": v.score,
-                "rationale": v.rationale,
-                "created_at": now,
-            }
+        verdict_rows.append(
+            (
+                o.job_id,
+                o.attempts,
+                rid,
+                v.parse_status,
+                v.parse_method,
+                v.failure_kind,
+                v.value_presented,
+                v.value_canonical,
+                v.score,
+                v.rationale,
+            )
         )
     if not any(o.verdict and o.verdict.clauses for o in outcomes):
-        conn.execute(insert(_VERD), rows)
+        rows.insert(conn, t.verdict, _VERDICT_COLS, verdict_rows, now)
         return
-    returned = conn.execute(
-        insert(_VERD).returning(_VERD.c.id, _VERD.c.job_id, sort_by_parameter_order=True), rows
-    ).all()
+    returned = rows.insert(conn, t.verdict, _VERDICT_COLS, verdict_rows, now, ("id", "job_id"))
     vid = {job: v for v, job in returned}
     clause_rows = [
-        {
-            "verdict_id": vid[o.job_id],
-            "clause_id": cid,
-            "met": met,
-            "rationale": why,
-            "by_checker": cid in o.verdict.checked,
-        }
+        (vid[o.job_id], cid, met, why, cid in o.verdict.checked)
         for o in outcomes
         if o.verdict is not None
         for cid, met, why in o.verdict.clauses
     ]
     if clause_rows:
-        conn.execute(insert(_CLV), clause_rows)
+        rows.insert(conn, t.clause_verdict, _CLAUSE_COLS, clause_rows, None)
+
+
+class _Statements(Protocol):
+    """The writer's statements, run one way or the other."""
+
+    def jobs(self, conn: Connection, kind: str, rows: list[tuple[Any, ...]], now: datetime) -> int:
+        """Finish (`final`: _Outcome rows) or advance (`progress`: _Progress rows) jobs still
+        leased to the row's owner and running; the number of rows matched."""
+        ...
+
+    def insert(
+        self,
+        conn: Connection,
+        table: Table,
+        columns: tuple[str, ...],
+        rows: list[tuple[Any, ...]],
+        now: datetime | None,
+        returning: tuple[str, ...] = (),
+    ) -> list[tuple[Any, ...]]:
+        """Insert `rows` (and `created_at` = `now` unless None); the `returning` columns."""
+        ...
+
+
+class _PlainStatements:
+    """`store.plain`: SQL text built once per dialect, plain parameter tuples."""
+
+    def jobs(self, conn: Connection, kind: str, rows: list[tuple[Any, ...]], now: datetime) -> int:
+        return _plain_job_update(conn.dialect, kind).run(conn, rows, (now,))
+
+    def insert(
+        self,
+        conn: Connection,
+        table: Table,
+        columns: tuple[str, ...],
+        rows: list[tuple[Any, ...]],
+        now: datetime | None,
+        returning: tuple[str, ...] = (),
+    ) -> list[tuple[Any, ...]]:
+        same = None if now is None else {"created_at": now}
+        return plain.insert(conn, table, columns, rows, same=same, returning=returning)
+
+
+def _plain_job_update(dialect: Any, kind: str) -> plain.Update:
+    """The statements of `_Core.jobs`: only a job still leased to the row's owner and running is
+    changed (the lease fence)."""
+    running = (("status", "running"),)
+    if kind == "final":
+        return plain.update(
+            dialect,
+            t.job,
+            ("status", "error_class", "attempts"),
+            ("id", "lease_owner"),
+            same=("updated_at",),
+            set_null=("lease_owner", "lease_expires"),
+            where_literals=running,
+        )
+    return plain.update(
+        dialect, t.job, ("attempts",), ("id", "lease_owner"), same=("updated_at",), where_literals=running
+    )
+
+
+class _Core:
+    """Core statements with bound parameters: SQLAlchemy processes every row's parameters."""
+
+    def jobs(self, conn: Connection, kind: str, rows: list[tuple[Any, ...]], now: datetime) -> int:
+        where = (
+            _JOB.c.id == bindparam("b_id"),
+            _JOB.c.lease_owner == bindparam("b_owner"),
+            _JOB.c.status == "running",
+        )
+        if kind == "final":
+            stmt = (
+                update(_JOB)
+                .where(*where)
+                .values(
+                    status=bindparam("status"),
+                    error_class=bindparam("error_class"),
+                    attempts=bindparam("attempts"),
+                    lease_owner=None,
+                    lease_expires=None,
+                    updated_at=now,
+                )
+            )
+            params = [
+                {"status": s, "error_class": e, "attempts": n, "b_id": jid, "b_owner": own}
+                for s, e, n, jid, own in rows
+            ]
+        else:
+            stmt = update(_JOB).where(*where).values(attempts=bindparam("attempts"), updated_at=now)
+            params = [{"attempts": n, "b_id": jid, "b_owner": own} for n, jid, own in rows]
+        if len(params) == 1:
+            return int(conn.execute(stmt, params[0]).rowcount)
+        return int(conn.execute(stmt, params).rowcount)
+
+    def insert(
+        self,
+        conn: Connection,
+        table: Table,
+        columns: tuple[str, ...],
+        rows: list[tuple[Any, ...]],
+        now: datetime | None,
+        returning: tuple[str, ...] = (),
+    ) -> list[tuple[Any, ...]]:
+        table = _ORM_TABLES[table.name]  # the statements exactly as they were before `store.plain`
+        extra = {} if now is None else {"created_at": now}
+        dicts = [{**dict(zip(columns, r, strict=True)), **extra} for r in rows]
+        stmt = insert(table)
+        if returning:
+            return [tuple(r) for r in conn.execute(stmt.returning(*(table.c[n] for n in returning)), dicts)]
+        conn.execute(stmt, dicts)
+        return []
 
 
 # ---------------------------------------------------------------- the request cache
