@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine
@@ -36,6 +37,19 @@ def _share_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
     from tests.helpers import share_builds_under, shared_root
 
     share_builds_under(shared_root(tmp_path_factory.getbasetemp()))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The end of the whole run (the xdist controller, or the only process): drop the PostgreSQL
+    template databases built once for it (`tests.helpers.pg_built_once`)."""
+    url = os.environ.get(PG_ENV)
+    if not url or hasattr(session.config, "workerinput"):
+        return
+    from tests.helpers import drop_pg_templates
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None:
+        drop_pg_templates(factory.getbasetemp(), url)
 
 
 @pytest.fixture(scope="session")
@@ -147,6 +161,26 @@ def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.helpers import copy_db
 
     return copy_db(built_demo(tmp_path_factory), tmp_path_factory.mktemp("demo-shared"), "demo.db")
+
+
+@pytest.fixture(scope="session")
+def _chromium_session() -> Iterator[object]:
+    from tests.helpers import chromium_driver
+
+    driver = chromium_driver()
+    yield driver
+    driver.quit()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def chromium(_chromium_session: object) -> object:
+    """Headless Chromium (`tests.helpers.chromium_driver`), started once per test run and xdist
+    worker instead of once per test (a start and a quit cost about 1.5 s); each test gets it on a
+    blank page with the console messages of earlier tests read away."""
+    driver: Any = _chromium_session
+    driver.get("about:blank")
+    driver.get_log("browser")
+    return driver
 
 
 # The longest single tests, started first: under `pytest -n 2` a long test collected near the end

@@ -104,13 +104,125 @@ def share_builds_under(root: Path) -> None:
 
 def from_built(db: str, name: str, build: Callable[[str], None]) -> None:
     """Fill `db` as `build(db)` does. A SQLite file that does not exist yet becomes a copy of the
-    database `build` filled once in this test run (`built_once`); any other database (PostgreSQL,
-    an existing file) is filled by `build` itself. `name` must say everything `build` does."""
-    path = _new_sqlite_file(db)
-    if path is None or not _BUILDS:
+    database `build` filled once in this test run (`built_once`); an empty PostgreSQL test
+    database (`tests.conftest.fresh_pg_database`) becomes a copy of a template database `build`
+    filled once in this test run on that server (`pg_built_once`); any other database (an existing
+    file, a database with tables) is filled by `build` itself. `name` must say everything `build`
+    does."""
+    if not _BUILDS:
         build(db)
         return
-    shutil.copyfile(built_once(_BUILDS[0], name, build), path)
+    path = _new_sqlite_file(db)
+    if path is not None:
+        shutil.copyfile(built_once(_BUILDS[0], name, build), path)
+    elif _empty_test_pg_database(db):
+        _recreate_from(db, pg_built_once(_BUILDS[0], db, name, build))
+    else:
+        build(db)
+
+
+PG_TEMPLATE_PREFIX = "jp_tpl_"
+
+
+def _admin_engine(db: str) -> Any:
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    admin = make_url(db).set(drivername="postgresql+psycopg", database="postgres")
+    return create_engine(admin, isolation_level="AUTOCOMMIT")
+
+
+def _empty_test_pg_database(db: str) -> bool:
+    """A PostgreSQL database `fresh_pg_database` made (named jp_…) with no table yet."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db)
+    if url.get_backend_name() != "postgresql" or not (url.database or "").startswith("jp_"):
+        return False
+    eng = create_engine(url.set(drivername="postgresql+psycopg"))
+    try:
+        with eng.connect() as conn:
+            tables = conn.execute(
+                text("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()")
+            ).scalar_one()
+    finally:
+        eng.dispose()
+    return int(tables) == 0
+
+
+def pg_built_once(root: Path, db: str, name: str, build: Callable[[str], None]) -> str:
+    """The name of a template database on `db`'s server that `build(url)` filled once per test
+    run however many xdist workers ask (as `built_once` does for SQLite files, under the same kind
+    of lock). `drop_pg_templates` drops them when the run ends. Copying a template is one
+    `CREATE DATABASE … TEMPLATE`: about 0.1 s where running the migrations took 0.8–1.9 s."""
+    import uuid
+
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db)
+    folder = root / f"built-pg-{url.host}-{url.port}-{name}"
+    folder.mkdir(exist_ok=True)
+    token = folder / "template"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if token.exists():
+                return token.read_text().strip()
+            template = f"{PG_TEMPLATE_PREFIX}{uuid.uuid4().hex[:12]}"
+            admin = _admin_engine(db)
+            try:
+                with admin.connect() as conn:
+                    conn.exec_driver_sql(f'CREATE DATABASE "{template}"')
+                token.write_text(template)  # written first, so a failed build is dropped too
+                build(url.set(database=template).render_as_string(hide_password=False))
+                with admin.connect() as conn:  # a copy needs the template free of sessions
+                    conn.execute(
+                        text(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE datname = :t AND pid <> pg_backend_pid()"
+                        ),
+                        {"t": template},
+                    )
+            except BaseException:
+                with admin.connect() as conn:
+                    conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+                token.unlink(missing_ok=True)
+                raise
+            finally:
+                admin.dispose()
+            return template
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _recreate_from(db: str, template: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    name = make_url(db).database
+    admin = _admin_engine(db)
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    finally:
+        admin.dispose()
+
+
+def drop_pg_templates(root: Path, server: str) -> None:
+    """Drop the template databases `pg_built_once` made under `root` (at the end of the run)."""
+    names = [p.read_text().strip() for p in root.glob("built-pg-*/template")]
+    if not names:
+        return
+    admin = _admin_engine(server)
+    try:
+        with admin.connect() as conn:
+            for name in names:
+                if name.startswith(PG_TEMPLATE_PREFIX):
+                    conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.dispose()
 
 
 def _new_sqlite_file(db: str) -> Path | None:
@@ -166,3 +278,19 @@ def chromium_driver() -> object:
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=chromedriver), options=opts)
+
+
+def displayed(driver: Any, elements: list[Any]) -> list[bool]:
+    """`[e.is_displayed() for e in elements]` in one round trip to the browser: Selenium's own
+    check (its isDisplayed atom, which `is_displayed` sends once per element) run over the list."""
+    from selenium.webdriver.remote import webelement
+
+    if webelement.isDisplayed_js is None:
+        webelement._load_js()
+    script = f"const shown = ({webelement.isDisplayed_js}); return arguments[0].map(e => shown(e));"
+    return [bool(v) for v in driver.execute_script(script, elements)]
+
+
+def text_contents(driver: Any, elements: list[Any]) -> list[str]:
+    """`[e.get_attribute("textContent") for e in elements]` in one round trip to the browser."""
+    return [str(v) for v in driver.execute_script("return arguments[0].map(e => e.textContent);", elements)]

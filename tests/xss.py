@@ -33,6 +33,23 @@ return {
 """
 CLEAN = {"xss": None, "handlers": 0, "iframes": 0, "js_links": 0}
 
+# Opens every `<details>` a reader can see, as clicking each one's summary in document order does
+# (a parent first, so the ones inside it are visible by the time they are reached): the click is
+# the summary's own (`HTMLElement.click()` runs its activation behaviour and fires `toggle`), in one
+# round trip to the browser instead of two WebDriver commands per element (200 elements in the
+# report took 20 s that way). Returns how many it opened.
+OPEN_DETAILS_JS = """
+let opened = 0;
+for (const d of document.querySelectorAll('details')) {
+  const summary = d.querySelector('summary');
+  if (summary && d.getClientRects().length > 0 && getComputedStyle(d).visibility !== 'hidden') {
+    summary.click();
+    opened++;
+  }
+}
+return opened;
+"""
+
 
 def assert_escaped(html: str) -> None:
     """No payload reaches the markup as markup."""

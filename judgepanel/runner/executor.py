@@ -85,7 +85,7 @@ from judgepanel.runner.prepare import (
     verdict_from,
     with_logprob_score,
 )
-from judgepanel.runner.served import served_models
+from judgepanel.runner.served import PROBE_SECONDS, served_models
 from judgepanel.runner.writer import Writer
 from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
@@ -629,7 +629,10 @@ class Runner:
 
     async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:
         """Ask each `base_url` judge's server once which model it runs (see `runner.served`)."""
-        served, warnings = await served_models({n: (j.spec, j.provider) for n, j in judges.items()})
+        served, warnings = await served_models(
+            {n: (j.spec, j.provider) for n, j in judges.items()},
+            timeout=min(PROBE_SECONDS, self.opts.timeout),  # `--timeout` bounds the probe too
+        )
         self.warnings += warnings
         # kept with the campaign, so that `campaign plan` keys the cache alike without asking again
         await asyncio.to_thread(store.remember_served_models, self.engine, self.name, served)

@@ -23,14 +23,18 @@ PROBE_SECONDS = 10.0
 async def served_models(
     judges: Mapping[str, tuple[JudgeSpec, Provider]], *, timeout: float = PROBE_SECONDS
 ) -> tuple[dict[str, str], list[str]]:
-    """(judge name → served model, warnings) for the judges with a `base_url`, asked concurrently."""
+    """(judge name → served model, warnings) for the judges with a `base_url`, asked concurrently.
+    Each judge's server gets at most `timeout` seconds, and no longer than the judge's own
+    `timeout=` allows a call: a server that cannot be reached held a run with `timeout=1` for the
+    full 10 s before its first call."""
 
     async def ask(spec: JudgeSpec, provider: Provider) -> str | None:
         if spec.base_url is None or getattr(provider, "served_model", None) is None:
             return None
+        limit = min(timeout, spec.timeout) if spec.timeout else timeout
         with contextlib.suppress(Exception):  # no answer is not an error: the key stays the spec's
-            async with asyncio.timeout(timeout):
-                return await cast(ReportsServedModel, provider).served_model(timeout=timeout)
+            async with asyncio.timeout(limit):
+                return await cast(ReportsServedModel, provider).served_model(timeout=limit)
         return None
 
     named = list(judges.items())

@@ -144,8 +144,12 @@ def test_score_differences_agree_with_the_stored_labels(db: str) -> None:
 
 
 def test_dims_method_with_inner_cv_through_the_cli(db: str) -> None:
+    """Three experts and one turker (who skipped half the rows) beside the judges: every kind of
+    rater the dims models meet, at half the fits of all eight humans (each rater's inner CV over
+    the C grid is the cost)."""
     out = cli(
         "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all", "--folds", "3",
+        "--raters", "expert_1,expert_2,expert_3,turker_1",
         "--method", "dims-humans,dims-joint,mace", "--bootstrap", "50", "--json", db=db,
     ).json()  # fmt: skip
     assert list(out["methods"]) == ["majority", "cluster", "dawid-skene", "mace", "dims-humans", "dims-joint"]
@@ -161,8 +165,11 @@ def test_dims_method_with_inner_cv_through_the_cli(db: str) -> None:
 
 
 def test_groups_method_through_the_cli_reads_dimension_differences(db: str) -> None:
+    """The same four humans as the dims test (three experts, one turker who skipped half the
+    rows) beside the judges."""
     out = cli(
         "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all", "--folds", "3",
+        "--raters", "expert_1,expert_2,expert_3,turker_1",
         "--method", "groups-humans,groups-joint", "--bootstrap", "50", "--json", db=db,
     ).json()  # fmt: skip
     assert list(out["methods"]) == ["majority", "cluster", "dawid-skene", "groups-humans", "groups-joint"]

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 from judgepanel.report.alignment import tost_words
 from tests import xss
 from tests.alignview import plant, world
-from tests.helpers import chromium_driver, cli
+from tests.helpers import cli
 
 TOL = 5e-4 + 1e-9  # the page shows three decimals (half a unit of the last, and float noise)
 
@@ -264,21 +264,18 @@ def test_hostile_text_is_escaped(xss_db: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_hostile_text_runs_nothing_in_chromium(xss_db: str, tmp_path: Path) -> None:
+def test_hostile_text_runs_nothing_in_chromium(xss_db: str, tmp_path: Path, chromium: Any) -> None:
     from selenium.webdriver.common.by import By
 
-    driver: Any = chromium_driver()
-    try:
-        for n in ("f", "i", "g"):
-            out = tmp_path / f"{n}.html"
-            _report(xss_db, out, "--alignment", n)
-            driver.get(out.resolve().as_uri())
-            errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
-            assert errors == [], n
-            probe = driver.execute_script(xss.PROBE_JS)
-            assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, n
-            figures = driver.find_elements(By.CSS_SELECTOR, "section[data-section=alignment] figure svg")
-            assert len(figures) == 2 and all(f.size["height"] > 50 for f in figures)
-            assert "SIMULATED" in driver.find_element(By.CSS_SELECTOR, ".sim-banner").text
-    finally:
-        driver.quit()
+    driver = chromium
+    for n in ("f", "i", "g"):
+        out = tmp_path / f"{n}.html"
+        _report(xss_db, out, "--alignment", n)
+        driver.get(out.resolve().as_uri())
+        errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+        assert errors == [], n
+        probe = driver.execute_script(xss.PROBE_JS)
+        assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, n
+        figures = driver.find_elements(By.CSS_SELECTOR, "section[data-section=alignment] figure svg")
+        assert len(figures) == 2 and all(f.size["height"] > 50 for f in figures)
+        assert "SIMULATED" in driver.find_element(By.CSS_SELECTOR, ".sim-banner").text

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import krippendorff
 import numpy as np
@@ -16,7 +17,7 @@ from sklearn.metrics import cohen_kappa_score
 from judgepanel import api
 from judgepanel.demo import PAIRS, PAIRWISE, POINTWISE
 from tests.conftest import REPO, built_demo
-from tests.helpers import chromium_driver, cli, copy_db
+from tests.helpers import cli, copy_db, displayed, text_contents
 
 SECTIONS = ["agreement", "bias", "cases", "repair", "versus", "what-ran"]
 
@@ -160,75 +161,67 @@ def test_bad_input_is_one_line(demo_db: tuple[str, Path], tmp_path: Path) -> Non
 ARTEFACTS = Path(os.environ.get("JUDGEPANEL_ARTEFACTS", REPO / "test-artefacts"))
 
 
-_driver = chromium_driver
-
-
 @pytest.mark.slow
-def test_demo_report_in_headless_chromium(demo_db: tuple[str, Path]) -> None:
+def test_demo_report_in_headless_chromium(demo_db: tuple[str, Path], chromium: Any) -> None:
     from selenium.webdriver.common.by import By
 
     page = (demo_db[1] / "demo-report.html").resolve()
-    driver = _driver()
-    try:
-        driver.get(page.as_uri())  # type: ignore[attr-defined]
-        errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]  # type: ignore[attr-defined]
-        assert errors == []
-        found = {
-            s.get_attribute("data-section") for s in driver.find_elements(By.CSS_SELECTOR, "[data-section]")
-        }  # type: ignore[attr-defined]
-        assert sorted(found) == SECTIONS
-        figures = driver.find_elements(By.CSS_SELECTOR, "figure[data-plot] svg")  # type: ignore[attr-defined]
-        assert len(figures) >= 5
-        for svg in figures:
-            size = svg.size
-            assert size["width"] > 50 and size["height"] > 50
-            assert len(svg.find_elements(By.CSS_SELECTOR, "path, rect, text, use")) > 5
+    driver = chromium
+    driver.get(page.as_uri())  # type: ignore[attr-defined]
+    errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]  # type: ignore[attr-defined]
+    assert errors == []
+    found = {s.get_attribute("data-section") for s in driver.find_elements(By.CSS_SELECTOR, "[data-section]")}  # type: ignore[attr-defined]
+    assert sorted(found) == SECTIONS
+    figures = driver.find_elements(By.CSS_SELECTOR, "figure[data-plot] svg")  # type: ignore[attr-defined]
+    assert len(figures) >= 5
+    for svg in figures:
+        size = svg.size
+        assert size["width"] > 50 and size["height"] > 50
+        assert len(svg.find_elements(By.CSS_SELECTOR, "path, rect, text, use")) > 5
 
-        # the table of contents at the top links every section, with counts
-        toc = driver.find_element(By.CSS_SELECTOR, "nav.toc")  # type: ignore[attr-defined]
-        assert re.search(r"disagreement cases \(\d+\)", toc.text) and "agreement" in toc.text
-        for link in toc.find_elements(By.CSS_SELECTOR, "a"):
-            target = link.get_attribute("href").split("#", 1)[1]
-            assert driver.find_elements(By.ID, target), target  # type: ignore[attr-defined]
+    # the table of contents at the top links every section, with counts
+    toc = driver.find_element(By.CSS_SELECTOR, "nav.toc")  # type: ignore[attr-defined]
+    assert re.search(r"disagreement cases \(\d+\)", toc.text) and "agreement" in toc.text
+    for link in toc.find_elements(By.CSS_SELECTOR, "a"):
+        target = link.get_attribute("href").split("#", 1)[1]
+        assert driver.find_elements(By.ID, target), target  # type: ignore[attr-defined]
 
-        box = driver.find_elements(By.CSS_SELECTOR, "input.case-search")[0]  # type: ignore[attr-defined]
-        table = driver.find_element(By.ID, box.get_attribute("data-table"))  # type: ignore[attr-defined]
-        rows = table.find_elements(By.CSS_SELECTOR, "tr.case-row")
-        # at most 50 cases at first, each collapsed to its summary line; "show more" adds the rest
-        assert len(rows) > 50 and [r.is_displayed() for r in rows] == [True] * 50 + [False] * (len(rows) - 50)
-        first = rows[0]
-        rationale = first.find_elements(By.CSS_SELECTOR, "pre.muted")[0]
-        assert not rationale.is_displayed() and "judge-" in first.text
-        first.find_element(By.CSS_SELECTOR, "td > details > summary").click()
-        assert rationale.is_displayed()
-        more = driver.find_element(
-            By.CSS_SELECTOR, f'button.show-more[data-table="{table.get_attribute("id")}"]'
-        )  # type: ignore[attr-defined]
-        more.click()
-        assert all(r.is_displayed() for r in rows) and not more.is_displayed()
-        word = "judge-c"
-        box.send_keys(word)
-        visible = [r for r in rows if r.is_displayed()]
-        assert 0 < len(visible) <= 50
-        assert all(word in r.get_attribute("textContent") for r in visible)
-        hidden = [r for r in rows if not r.is_displayed()]
-        assert all(word not in r.get_attribute("textContent") for r in hidden) or len(visible) == 50
-        box.send_keys("-no-such-text-anywhere")
-        assert not any(r.is_displayed() for r in rows)
-        box.clear()
-        box.send_keys(" ")  # an input event with an empty query shows the first 50 again
-        assert sum(r.is_displayed() for r in rows) == 50
+    box = driver.find_elements(By.CSS_SELECTOR, "input.case-search")[0]  # type: ignore[attr-defined]
+    table = driver.find_element(By.ID, box.get_attribute("data-table"))  # type: ignore[attr-defined]
+    rows = table.find_elements(By.CSS_SELECTOR, "tr.case-row")
+    # at most 50 cases at first, each collapsed to its summary line; "show more" adds the rest
+    assert len(rows) > 50 and displayed(driver, rows) == [True] * 50 + [False] * (len(rows) - 50)
+    first = rows[0]
+    rationale = first.find_elements(By.CSS_SELECTOR, "pre.muted")[0]
+    assert not rationale.is_displayed() and "judge-" in first.text
+    first.find_element(By.CSS_SELECTOR, "td > details > summary").click()
+    assert rationale.is_displayed()
+    more = driver.find_element(By.CSS_SELECTOR, f'button.show-more[data-table="{table.get_attribute("id")}"]')  # type: ignore[attr-defined]
+    more.click()
+    assert all(displayed(driver, rows)) and not more.is_displayed()
+    word = "judge-c"
+    box.send_keys(word)
+    texts = text_contents(driver, rows)
+    shown = displayed(driver, rows)
+    visible = [t for t, v in zip(texts, shown, strict=True) if v]
+    assert 0 < len(visible) <= 50
+    assert all(word in t for t in visible)
+    hidden = [t for t, v in zip(texts, shown, strict=True) if not v]
+    assert all(word not in t for t in hidden) or len(visible) == 50
+    box.send_keys("-no-such-text-anywhere")
+    assert not any(displayed(driver, rows))
+    box.clear()
+    box.send_keys(" ")  # an input event with an empty query shows the first 50 again
+    assert sum(displayed(driver, rows)) == 50
 
-        driver.get(page.as_uri() + "#q=judge-a")  # type: ignore[attr-defined]
-        driver.refresh()  # type: ignore[attr-defined]
-        first = driver.find_elements(By.CSS_SELECTOR, "input.case-search")[0]  # type: ignore[attr-defined]
-        assert first.get_attribute("value") == "judge-a"
+    driver.get(page.as_uri() + "#q=judge-a")  # type: ignore[attr-defined]
+    driver.refresh()  # type: ignore[attr-defined]
+    first = driver.find_elements(By.CSS_SELECTOR, "input.case-search")[0]  # type: ignore[attr-defined]
+    assert first.get_attribute("value") == "judge-a"
 
-        ARTEFACTS.mkdir(parents=True, exist_ok=True)
-        driver.get(page.as_uri())  # type: ignore[attr-defined]
-        assert driver.save_screenshot(str(ARTEFACTS / "demo-report.png"))  # type: ignore[attr-defined]
-    finally:
-        driver.quit()  # type: ignore[attr-defined]
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    driver.get(page.as_uri())  # type: ignore[attr-defined]
+    assert driver.save_screenshot(str(ARTEFACTS / "demo-report.png"))  # type: ignore[attr-defined]
 
 
 def test_prevalence_cli_on_the_demo(demo_db: tuple[str, Path]) -> None:
@@ -353,32 +346,31 @@ def test_report_refuses_to_overwrite_the_database(mathtext_db: tuple[str, Path])
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fragment", ["%", "%E0%A4%A", "%zz&q=x"])
-def test_a_malformed_search_fragment_still_wires_the_search(demo_db: tuple[str, Path], fragment: str) -> None:
+def test_a_malformed_search_fragment_still_wires_the_search(
+    demo_db: tuple[str, Path], fragment: str, chromium: Any
+) -> None:
     """`#q=%` made decodeURIComponent throw URIError before the search boxes were wired."""
     from selenium.webdriver.common.by import By
 
     page = (demo_db[1] / "demo-report.html").resolve()
-    driver = _driver()
-    try:
-        driver.get(page.as_uri() + "#q=" + fragment)  # type: ignore[attr-defined]
-        errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]  # type: ignore[attr-defined]
-        assert errors == []
-        box = driver.find_elements(By.CSS_SELECTOR, "input.case-search")[0]  # type: ignore[attr-defined]
-        assert box.get_attribute("value") == fragment.split("&")[0]  # taken as typed
-        table = driver.find_element(By.ID, box.get_attribute("data-table"))  # type: ignore[attr-defined]
-        rows = table.find_elements(By.CSS_SELECTOR, "tr.case-row")
-        # the fragment was applied as a filter (the first 50 matching rows are shown), and the box
-        # is wired: typing filters
-        q = fragment.split("&")[0].lower()
-        matching = [q in r.get_attribute("textContent").lower() for r in rows]
-        shown = [r.is_displayed() for r in rows]
-        assert len(rows) > 3
-        assert all(m for m, v in zip(matching, shown, strict=True) if v)
-        assert sum(shown) == min(50, sum(matching))
-        box.clear()
-        box.send_keys(" ")  # an input event with an empty query shows the first page of every row
-        assert sum(r.is_displayed() for r in rows) == min(50, len(rows))
-        box.send_keys("-no-such-text-anywhere")
-        assert not any(r.is_displayed() for r in rows)
-    finally:
-        driver.quit()  # type: ignore[attr-defined]
+    driver = chromium
+    driver.get(page.as_uri() + "#q=" + fragment)  # type: ignore[attr-defined]
+    errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]  # type: ignore[attr-defined]
+    assert errors == []
+    box = driver.find_elements(By.CSS_SELECTOR, "input.case-search")[0]  # type: ignore[attr-defined]
+    assert box.get_attribute("value") == fragment.split("&")[0]  # taken as typed
+    table = driver.find_element(By.ID, box.get_attribute("data-table"))  # type: ignore[attr-defined]
+    rows = table.find_elements(By.CSS_SELECTOR, "tr.case-row")
+    # the fragment was applied as a filter (the first 50 matching rows are shown), and the box
+    # is wired: typing filters
+    q = fragment.split("&")[0].lower()
+    matching = [q in t.lower() for t in text_contents(driver, rows)]
+    shown = displayed(driver, rows)
+    assert len(rows) > 3
+    assert all(m for m, v in zip(matching, shown, strict=True) if v)
+    assert sum(shown) == min(50, sum(matching))
+    box.clear()
+    box.send_keys(" ")  # an input event with an empty query shows the first page of every row
+    assert sum(displayed(driver, rows)) == min(50, len(rows))
+    box.send_keys("-no-such-text-anywhere")
+    assert not any(displayed(driver, rows))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,27 +56,22 @@ def test_confusion_titles_name_the_condition_and_differ(demo_html: str) -> None:
 
 
 @pytest.mark.slow
-def test_bias_legend_covers_no_bar(demo_html: str, tmp_path: Path) -> None:
-    from tests.view.conftest import browser
-
+def test_bias_legend_covers_no_bar(demo_html: str, tmp_path: Path, chromium: Any) -> None:
     page = tmp_path / "r.html"
     page.write_text(demo_html, encoding="utf-8")
-    driver = browser()
-    try:
-        driver.get(page.as_uri())  # type: ignore[attr-defined]
-        overlap = driver.execute_script(  # type: ignore[attr-defined]
-            """
-            const svg = document.querySelector('figure[data-plot="bias"] svg');
-            const legend = svg.querySelector('g[id^="legend"]').getBoundingClientRect();
-            const bars = Array.from(svg.querySelectorAll('g[id^="patch"] path'))
-              .filter(p => !p.closest('g[id^="legend"]'))
-              .map(p => p.getBoundingClientRect())
-              .filter(r => r.width > 0 && r.height > 0 && r.height < 60);
-            const hit = bars.filter(r => !(r.right <= legend.left || r.left >= legend.right ||
-                                           r.bottom <= legend.top || r.top >= legend.bottom));
-            return {bars: bars.length, hits: hit.length};
-            """
-        )
-        assert overlap["bars"] >= 2 and overlap["hits"] == 0, overlap
-    finally:
-        driver.quit()  # type: ignore[attr-defined]
+    driver = chromium
+    driver.get(page.as_uri())
+    overlap = driver.execute_script(
+        """
+        const svg = document.querySelector('figure[data-plot="bias"] svg');
+        const legend = svg.querySelector('g[id^="legend"]').getBoundingClientRect();
+        const bars = Array.from(svg.querySelectorAll('g[id^="patch"] path'))
+          .filter(p => !p.closest('g[id^="legend"]'))
+          .map(p => p.getBoundingClientRect())
+          .filter(r => r.width > 0 && r.height > 0 && r.height < 60);
+        const hit = bars.filter(r => !(r.right <= legend.left || r.left >= legend.right ||
+                                       r.bottom <= legend.top || r.top >= legend.bottom));
+        return {bars: bars.length, hits: hit.length};
+        """
+    )
+    assert overlap["bars"] >= 2 and overlap["hits"] == 0, overlap

@@ -107,7 +107,7 @@ def own_pg() -> Iterator[Cluster]:
 
 @pytest.mark.postgres
 def test_a_postgres_restart_mid_run_loses_no_paid_answer(own_pg: Cluster) -> None:
-    with FakeServerProcess("--latency", "0.25", "--seed", "23") as fake:
+    with FakeServerProcess("--latency", "0.1", "--seed", "23") as fake:
         judge = f"openai:outage?base_url={fake.url}/v1"
         jobs = _campaign(own_pg.url, judge, groups=8, per_group=20, repeats=3)
         assert jobs == 480

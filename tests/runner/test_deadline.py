@@ -5,8 +5,11 @@ that wait 1.2 s for the probe and then take 1.2 s themselves must not time out."
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
+import time
+from collections.abc import Iterator
 
 from sqlalchemy import select
 
@@ -45,11 +48,9 @@ def test_calls_waiting_for_the_probe_are_timed_from_when_they_are_sent(
     eng.dispose()
 
 
-def test_a_call_that_never_reached_the_server_is_not_a_timeout(
-    sqlite_url: str, keys_env: dict[str, str]
-) -> None:
-    """A server whose listen queue is full never completes the TCP handshake: the call fails as a
-    connection error (never sent), not as an answer that took too long."""
+@contextlib.contextmanager
+def unreachable_port() -> Iterator[int]:
+    """A port whose listen queue is full: a connection to it never completes the TCP handshake."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(0)
@@ -62,6 +63,19 @@ def test_a_call_that_never_reached_the_server_is_not_a_timeout(
             c.connect(("127.0.0.1", port))
         queued.append(c)
     try:
+        yield port
+    finally:
+        for c in queued:
+            c.close()
+        server.close()
+
+
+def test_a_call_that_never_reached_the_server_is_not_a_timeout(
+    sqlite_url: str, keys_env: dict[str, str]
+) -> None:
+    """A server whose listen queue is full never completes the TCP handshake: the call fails as a
+    connection error (never sent), not as an answer that took too long."""
+    with unreachable_port() as port:
         eng = make_engine(sqlite_url)
         upgrade(eng)
         load_tiny(eng, n_groups=1, per_group=2)
@@ -75,7 +89,29 @@ def test_a_call_that_never_reached_the_server_is_not_a_timeout(
             messages = conn.execute(select(Response.error_message)).scalars().all()
         assert messages == ["openai: connection failed (ConnectTimeout)"] * 2, messages
         eng.dispose()
-    finally:
-        for c in queued:
-            c.close()
-        server.close()
+
+
+def test_the_served_model_probe_waits_no_longer_than_the_judges_timeout(keys_env: dict[str, str]) -> None:
+    """Before a run's first call, a `base_url` judge's server is asked which model it serves
+    (`GET /v1/models`). That probe waited a fixed 10 s for a server that never answers, whatever
+    the judge's `timeout=`: the run above spent 10 of its 11 s there. It now gives up within the
+    judge's timeout (1 s here; the bound below leaves a loaded machine 5 s of slack, still half
+    the old wait)."""
+    from judgepanel.providers.registry import make_provider
+    from judgepanel.providers.spec import parse_spec
+    from judgepanel.runner.served import PROBE_SECONDS, served_models
+
+    async def probe(port: int) -> tuple[dict[str, str], list[str]]:
+        spec = parse_spec(f"openai:unreachable?base_url=http://127.0.0.1:{port}/v1&timeout=1")
+        provider = make_provider(spec)
+        try:
+            return await served_models({"j": (spec, provider)})
+        finally:
+            await provider.aclose()
+
+    with unreachable_port() as port:
+        started = time.monotonic()
+        served, warnings = asyncio.run(probe(port))
+        took = time.monotonic() - started
+    assert served == {} and len(warnings) == 1 and "did not say which model" in warnings[0]
+    assert took < PROBE_SECONDS / 2, took

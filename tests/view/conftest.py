@@ -16,7 +16,6 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests import xss
-from tests.helpers import chromium_driver
 
 TOKEN = "t0ken-for-the-viewer-tests-0123456789"
 
@@ -114,14 +113,10 @@ def demo_viewer(demo_url: str) -> Iterator[Viewer]:
     v.stop()
 
 
-browser = chromium_driver  # the shared set-up (tests.helpers)
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[object]:
-    d = browser()
-    yield d
-    d.quit()  # type: ignore[attr-defined]
+@pytest.fixture
+def driver(chromium: object) -> object:
+    """The run's headless Chromium (tests/conftest.py's `chromium`)."""
+    return chromium
 
 
 def console_errors(driver: object) -> list[dict[str, object]]:

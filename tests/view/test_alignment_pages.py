@@ -114,40 +114,37 @@ def _pages(url: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_pages_in_chromium(db: str, xss_db: str) -> None:
+def test_pages_in_chromium(db: str, xss_db: str, chromium: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.view.conftest import browser, left_the_page
+    from tests.view.conftest import left_the_page
 
-    driver: Any = browser()
-    try:
-        for url in (db, xss_db):
-            viewer = Viewer(url)
-            try:
-                for path in _pages(url):
-                    driver.get(viewer.url + path)
-                    assert driver.find_element(By.TAG_NAME, "h1").text, path
-                    assert console_errors(driver) == [], path
-                    assert "SIMULATED" in driver.find_element(By.TAG_NAME, "main").text, path
-                    probe = driver.execute_script(xss.PROBE_JS)
-                    assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, (url, path)
-                    if path.startswith("/align/"):
-                        figures = driver.find_elements(By.CSS_SELECTOR, "figure[data-plot] svg")
-                        assert len(figures) == 2 and all(f.size["height"] > 50 for f in figures), path
-                # from the campaign page to its alignment by clicking
-                driver.get(viewer.url + "/campaigns/f-eval-aligned")
-                old = driver.find_element(By.TAG_NAME, "html")
-                driver.find_element(By.CSS_SELECTOR, "p[data-alignments] a").click()
-                WebDriverWait(driver, 20).until(left_the_page(old))
-                assert (
-                    driver.current_url.endswith("/align/f")
-                    and "Alignment f" in driver.find_element(By.TAG_NAME, "h1").text
-                )
-            finally:
-                viewer.stop()
-    finally:
-        driver.quit()
+    driver = chromium
+    for url in (db, xss_db):
+        viewer = Viewer(url)
+        try:
+            for path in _pages(url):
+                driver.get(viewer.url + path)
+                assert driver.find_element(By.TAG_NAME, "h1").text, path
+                assert console_errors(driver) == [], path
+                assert "SIMULATED" in driver.find_element(By.TAG_NAME, "main").text, path
+                probe = driver.execute_script(xss.PROBE_JS)
+                assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, (url, path)
+                if path.startswith("/align/"):
+                    figures = driver.find_elements(By.CSS_SELECTOR, "figure[data-plot] svg")
+                    assert len(figures) == 2 and all(f.size["height"] > 50 for f in figures), path
+            # from the campaign page to its alignment by clicking
+            driver.get(viewer.url + "/campaigns/f-eval-aligned")
+            old = driver.find_element(By.TAG_NAME, "html")
+            driver.find_element(By.CSS_SELECTOR, "p[data-alignments] a").click()
+            WebDriverWait(driver, 20).until(left_the_page(old))
+            assert (
+                driver.current_url.endswith("/align/f")
+                and "Alignment f" in driver.find_element(By.TAG_NAME, "h1").text
+            )
+        finally:
+            viewer.stop()
 
 
 @pytest.mark.postgres
