@@ -102,6 +102,23 @@ def test_printed_lines_are_the_bytes_rich_writes(monkeypatch: pytest.MonkeyPatch
     assert plain_cases > 250
 
 
+@pytest.mark.parametrize("code", ["\x07", "\x08", "\x1b", "\x00", "\x7f", "\x0b", "\x0c", "\r"])
+def test_control_characters_in_a_stored_name_print_as_rich_prints_them(
+    monkeypatch: pytest.MonkeyPatch, code: str
+) -> None:
+    """rich's Text drops BEL, BS, VT, FF and CR (`rich.control.strip_control_codes`); a campaign
+    or judge name stored with one must come out of a pipe as rich writes it, not with the code."""
+    name = f"camp{code}aign"
+
+    def draw() -> None:
+        render.table("t", ["campaign", "jobs"], [[name, 3]])
+        render.console.print(f"judge {name} has no price")
+
+    by_rich, _ = _through(monkeypatch, 80, draw, rich=True)
+    mine, _ = _through(monkeypatch, 80, draw, rich=False)
+    assert mine == by_rich
+
+
 def test_an_empty_line(monkeypatch: pytest.MonkeyPatch) -> None:
     by_rich, _ = _through(monkeypatch, 80, render.console.print, rich=True)
     mine, unused = _through(monkeypatch, 80, render.console.print, rich=False)
