@@ -51,9 +51,7 @@ def write_batch(engine: Engine, batch: Batch, owner: str, *, core: bool = False)
     statements, which SQLAlchemy binds row by row (the reference the tests compare with)."""
     if not len(batch) and not batch.released:
         return BatchResult(frozenset(), frozenset())
-    rows: _Statements = (
-        _PlainStatements() if plain or (plain is None and supported(engine.dialect)) else _Core()
-    )
+    rows: _Statements = _Core() if core or not supported(engine.dialect) else _PlainStatements()
     try:
         with engine.begin() as conn:
             return _write(conn, batch, owner, rows, per_row=False)
