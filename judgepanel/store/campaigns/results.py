@@ -28,7 +28,6 @@ from judgepanel.store.models import (
     Verdict,
     utcnow,
 )
-from judgepanel.store.plain import supported
 
 # ---------------------------------------------------------------- writing results
 
@@ -51,7 +50,7 @@ def write_batch(engine: Engine, batch: Batch, owner: str, *, core: bool = False)
     statements, which SQLAlchemy binds row by row (the reference the tests compare with)."""
     if not len(batch) and not batch.released:
         return BatchResult(frozenset(), frozenset())
-    rows: _Statements = _Core() if core or not supported(engine.dialect) else _PlainStatements()
+    rows: _Statements = _Core() if core or not plain.supported(engine.dialect) else _PlainStatements()
     try:
         with engine.begin() as conn:
             return _write(conn, batch, owner, rows, per_row=False)
