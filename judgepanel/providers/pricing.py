@@ -45,6 +45,7 @@ matters.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
@@ -84,13 +85,16 @@ class Price:
         read_rate, write_rate = self.cache_rates()
         if (read and read_rate is None) or (write and write_rate is None):
             return None
+        if min(input_tokens, output_tokens, read, write) < 0:
+            return None  # a negative count would make a negative cost, and the budget grow
         uncached = max(0, input_tokens - read - write)
-        return (
+        total = (
             uncached * self.input
             + read * (read_rate or 0.0)
             + write * (write_rate or 0.0)
             + output_tokens * self.output
         ) / 1_000_000
+        return total if math.isfinite(total) else None
 
     def cache_rates(self) -> tuple[float | None, float | None]:
         """The cache read and write rates; a free prompt (`input` 0, e.g. `price_in=0&price_out=0`
@@ -230,7 +234,11 @@ def load_prices(path: str | Path) -> dict[str, Price]:
             price = Price(float(entry["input"]), float(entry["output"]), **optional)
         except (TypeError, ValueError):
             raise BadInput(f"price file {file}: {name!r} prices must be numbers") from None
-        if min(price.input, price.output, *optional.values()) < 0:
+        rates = (price.input, price.output, *optional.values())
+        if not all(math.isfinite(r) for r in rates):
+            # NaN compares false with everything: a NaN price would pass every cap check below
+            raise BadInput(f"price file {file}: {name!r} prices must be finite numbers")
+        if min(rates) < 0:
             raise BadInput(f"price file {file}: {name!r} prices must not be negative")
         if price.batch_discount is not None and price.batch_discount > 1:
             raise BadInput(f"price file {file}: {name!r} batch_discount is a share between 0 and 1")
