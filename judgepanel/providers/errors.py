@@ -33,6 +33,7 @@ from typing import Any
 
 from judgepanel.errors import Fatal, ProviderError, RateLimited, TimedOut, Transient
 from judgepanel.providers.base import ChatResult
+from judgepanel.providers.keys import PROVIDER_KEY_ENVS, user_key_envs
 
 _QUOTA = re.compile(
     r"insufficient_quota|exceeded your current quota|billing|credit balance|quota exceeded|spend_limit", re.I
@@ -78,9 +79,10 @@ _MIN_FUZZY = 12  # letters and digits a key needs before its reformatted forms a
 
 def configured_secrets() -> tuple[str, ...]:
     """The key values configured in the environment: what must never be stored or shown. The
-    provider variables, and every variable named like a credential (`*_API_KEY`, `*_KEY`,
-    `*_TOKEN`, `*_SECRET`, `*_PASSWORD`), which is what a judge's `key_env` may name."""
-    names = [*KEY_ENVS, *sorted(n for n in os.environ if _SECRET_ENV.fullmatch(n) and n not in KEY_ENVS)]
+    provider variables, every variable named like a credential (`*_API_KEY`, `*_KEY`, `*_TOKEN`,
+    `*_SECRET`, `*_PASSWORD`), and every name a judge's `key_env` may take (`providers.keys`)."""
+    named = {n for n in os.environ if _SECRET_ENV.fullmatch(n)} | PROVIDER_KEY_ENVS | user_key_envs()
+    names = [*KEY_ENVS, *sorted(named - set(KEY_ENVS))]
     values = (os.environ.get(n, "").strip() for n in names)
     return tuple(dict.fromkeys(v for v in values if len(v) >= _MIN_SECRET))
 
