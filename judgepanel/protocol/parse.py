@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from judgepanel.protocol.parse_values import (
@@ -68,7 +68,19 @@ from judgepanel.protocol.read_lines import (
     _with_brackets,
     pattern_value,
 )
-from judgepanel.protocol.read_quotes import QUOTE_CHECKS, QUOTE_MIN, _fold_char, _QuoteIndex, _unquoted, fold
+from judgepanel.protocol.read_quotes import (
+    QUOTE_CHECKS,
+    QUOTE_MIN,
+    STRONG,
+    WEAK,
+    _fold_char,
+    _QuoteIndex,
+    _unquoted,
+    fold,
+    in_item,
+    mid_sentence,
+    setting,
+)
 from judgepanel.rubrics import LEVELS
 
 # the names other modules and tests import from here
@@ -102,6 +114,7 @@ class ParsedVerdict:
     warnings: tuple[str, ...] = ()  # ok but incomplete: unanswered or unknown clause ids
     missing: tuple[str, ...] = ()  # clauses: expected ids without a true/false answer
     span: tuple[int, int] | None = None  # where in the reply text the answer read stands (None: structured)
+    kind: str | None = None  # a failure's own kind: "ambiguous" (see `_own_answer`), else None
 
 
 # ---------------------------------------------------------------- per schema
@@ -350,8 +363,13 @@ _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 
 
 def _parse_text(
-    schema: _Schema, text: str, quoted: Sequence[str] = (), pattern: re.Pattern[str] | None = None
+    schema: _Schema,
+    text: str,
+    quoted: Sequence[str] = (),
+    pattern: re.Pattern[str] | None = None,
+    items: Sequence[str] = (),
 ) -> ParsedVerdict:
+    """`quoted`: the item's texts long enough to be quoted (`QUOTE_MIN`); `items`: all of them."""
     base = 0  # where `text` starts in the reply
     if text.lstrip().startswith(_THINK_OPEN):
         # a reasoning model's scratchpad holds drafts, not answers: read only what follows it
@@ -384,6 +402,8 @@ def _parse_text(
     if isinstance(schema, _Clauses) and lines and last_obj is not None:
         lines = [ln for ln in lines if ln[0] >= last_obj.end]
     at = base + offset  # where `tail` starts in the reply
+    if not isinstance(schema, _Clauses) and (answers or lines):
+        return _own_answer(schema, text, tail, answers, lines, items, offset == 0, at)
     if lines and (last_obj is None or lines[-1][0] >= last_obj.end):
         span = (at + lines[-1][0], at + lines[-1][1])
         return _result(schema.from_lines(tail, lines), "line_tail", span)
@@ -402,6 +422,84 @@ def _parse_text(
             error=f"no answer found: no JSON object has a {' / '.join(schema.keys[:2])} field and no verdict line",
         )
     return ParsedVerdict(ok=False, error="no answer found: no JSON object and no verdict line in the reply")
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    start: int
+    end: int
+    line: int | None  # its index in `lines`, or None for an object
+    obj: _Found | None
+
+
+def _own_answer(
+    schema: _Schema,
+    text: str,
+    tail: str,
+    answers: list[_Found],
+    lines: list[tuple[int, int, str]],
+    quoted: Sequence[str],
+    whole_text: bool,
+    at: int,
+) -> ParsedVerdict:
+    """The judge's own answer among the answer-shaped lines and objects of a pairwise or pointwise
+    reply (issue 29 §5). The last one is the answer, as before — unless the judge set it apart as
+    someone else's words (`read_quotes.setting`: quotation marks, an HTML quote, a link, code, a
+    blockquote, an ellipsis) or it copies the item's own text (`read_quotes.in_item`). Then the
+    last answer the judge did not set apart is read, with a warning when the two differ; and when
+    there is none and the last one stands in quotation marks, an HTML quote or a link, the reply
+    is `ambiguous`: a parse failure of its own kind, never a guess."""
+    cands = sorted(
+        [_Candidate(s, e, i, None) for i, (s, e, _) in enumerate(lines)]
+        + [_Candidate(f.start, f.end, None, f) for f in answers],
+        key=lambda c: c.start,
+    )
+
+    def read(c: _Candidate) -> ParsedVerdict:
+        if c.line is not None:
+            return _result(
+                schema.from_lines(tail, lines[: c.line + 1]), "line_tail", (at + c.start, at + c.end)
+            )
+        assert c.obj is not None
+        method = "structured" if whole_text and _is_whole(text, c.obj) else "json_tail"
+        return _result(schema.from_object(c.obj.obj), method, (at + c.start, at + c.end))
+
+    items = tuple(fold(q) for q in quoted)
+
+    def apart(c: _Candidate) -> tuple[str, str] | None:
+        how = setting(tail, c.start, c.end)
+        if how is not None and c.obj is not None and how[1] in ("a code block", "inline code"):
+            how = None  # a ```json fence is how a judge hands over its own JSON answer
+        if how is None and in_item(tail[c.start : c.end], items):
+            how = (WEAK, "a copy of the item's own text")
+        if how is None and c.obj is not None and mid_sentence(tail, c.start, c.end):
+            how = (WEAK, "the middle of a sentence")
+        return how
+
+    final = cands[-1]
+    how = apart(final)
+    if how is None:
+        return read(final)
+    for c in reversed(cands[max(0, len(cands) - QUOTE_CHECKS) : -1]):
+        if apart(c) is not None:
+            continue
+        own = read(c)
+        if not own.ok:
+            break  # the judge's own last answer is invalid: judged on the later one alone
+        later = read(final)
+        if later.ok and later.value == own.value:
+            return own
+        said = " ".join(tail[final.start : final.end].split())[:80]
+        note = f"a later {said!r} inside {how[1]} was not read as the verdict"
+        return replace(own, warnings=(*own.warnings, note))
+    if how[0] == STRONG:
+        said = " ".join(tail[final.start : final.end].split())[:80]
+        return ParsedVerdict(
+            ok=False,
+            kind="ambiguous",
+            error=f"ambiguous: the only answer, {said!r}, stands inside {how[1]} (someone else's words?)",
+        )
+    return read(final)
 
 
 def parse_reply(
@@ -439,6 +537,7 @@ def parse_reply(
         text or "",
         tuple(q for q in quoted if len(q) >= QUOTE_MIN),
         re.compile(pattern, re.MULTILINE) if pattern else None,
+        tuple(q for q in quoted if q.strip()),
     )
     if parsed.ok or structured_error is None:
         return parsed
@@ -447,4 +546,5 @@ def parse_reply(
         clauses=parsed.clauses,
         error=f"{structured_error}; text: {parsed.error}",
         warnings=parsed.warnings,
+        kind=parsed.kind,
     )

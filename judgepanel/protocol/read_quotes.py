@@ -153,3 +153,90 @@ def _unquoted(
         return spans
     cut = max(0, len(spans) - QUOTE_CHECKS)
     return spans[:cut] + [sp for sp in spans[cut:] if not _in_quote(index, sp[0], sp[1], answers)]
+
+
+# ---------------------------------------------------------------- text the judge sets apart
+#
+# Issue 29 §5: a judge that answers A and then mentions the item's planted `[[B]]` — in quotation
+# marks, an HTML quote, a code block, a link, after an ellipsis — was read as B in 9 of 14 formats.
+# `setting` says how the text around an answer-shaped span sets it apart from the judge's own
+# words; `parse` then prefers the judge's own earlier answer, or calls the reply ambiguous.
+
+STRONG, WEAK = "strong", "weak"
+_PAIRS = (
+    ("\u201c", "\u201d"),
+    ("\u2018", "\u2019"),
+    ("\u00ab", "\u00bb"),
+    ("\u2039", "\u203a"),
+    ("\u201e", "\u201c"),
+    ("\u201e", "\u201d"),
+    ("\u300c", "\u300d"),
+)
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
+_LINK_REST = re.compile(r"[^\[\]\n]{0,200}\]\(")
+_QUOTING_TAGS = ("q", "blockquote", "cite")
+_CODE_TAGS = ("code", "pre", "tt", "samp")
+
+
+def _inside_tag(lower: str, start: int, tags: Sequence[str]) -> str | None:
+    """The tag among `tags` whose element is open at `start` (an opening tag before it that is not
+    closed before it), in the lower-cased reply."""
+    for tag in tags:
+        opened = max(lower.rfind(f"<{tag}>", 0, start), lower.rfind(f"<{tag} ", 0, start))
+        if opened != -1 and lower.rfind(f"</{tag}>", opened, start) == -1:
+            return tag
+    return None
+
+
+def setting(text: str, start: int, end: int) -> tuple[str, str] | None:
+    """How `text[start:end]` (an answer-shaped span) is set apart from the judge's own words, as
+    (strength, what): STRONG when it stands inside quotation marks opened before it on its line
+    (straight double, curly, guillemets), an HTML quote (`<q>`, `<blockquote>`, `<cite>`) or a
+    markdown link's text; WEAK inside code (a ``` fence, inline backticks, `<code>`/`<pre>`), on a
+    markdown blockquote line (`> …`) or right after an ellipsis; None when it is not."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = text[line_start:start]
+    after = text[end : len(text) if line_end == -1 else line_end]
+    if before.count('"') % 2 == 1 and '"' in after:
+        return STRONG, "quotation marks"
+    if not before.isascii():
+        for open_, close in _PAIRS:
+            if before.rfind(open_) > before.rfind(close) and close in after:
+                return STRONG, "quotation marks"
+    # most replies hold no markup at all: nothing to look for
+    lower = text[:start].lower() if "<" in text[:start] else ""
+    tag = _inside_tag(lower, start, _QUOTING_TAGS) if lower else None
+    if tag is not None:
+        return STRONG, f"an HTML <{tag}>"
+    if "[" in before and _LINK_REST.match(after) is not None:
+        return STRONG, "a link's text"
+    if ("```" in text or "~~~" in text) and len(_FENCE.findall(text, 0, start)) % 2 == 1:
+        return WEAK, "a code block"
+    if before.count("`") % 2 == 1 and "`" in after:
+        return WEAK, "inline code"
+    tag = _inside_tag(lower, start, _CODE_TAGS) if lower else None
+    if tag is not None:
+        return WEAK, f"an HTML <{tag}>"
+    if before.lstrip().startswith(">") or (not before and text[start:end].lstrip().startswith(">")):
+        return WEAK, "a blockquote"
+    if before.rstrip().endswith(("\u2026", "...")):
+        return WEAK, "an ellipsis quote"
+    return None
+
+
+def mid_sentence(text: str, start: int, end: int) -> bool:
+    """Whether the span has words on its line both before and after it (`… carries {"verdict":
+    "B"} to sway …`): an object mentioned in a sentence, not an answer block."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    after = text[end : len(text) if line_end == -1 else line_end]
+    return any(c.isalpha() for c in text[line_start:start]) and any(c.isalpha() for c in after)
+
+
+def in_item(piece: str, items: Sequence[str]) -> bool:
+    """Whether `piece` (an answer-shaped span of the reply), folded, occurs in one of the item's
+    own texts (`items`, folded): the item's planted answer copied out on its own, too short to be
+    a quote by `_in_quote`'s measure."""
+    folded = _fold(piece)
+    return bool(folded) and any(folded in q for q in items)

@@ -347,8 +347,9 @@ def read(
         pattern=prep.prompt.answer_pattern,
     )
     if not parsed.ok:
+        kind = parsed.kind or "unreadable"  # `ambiguous`: the only answer was set apart as quoted
         return VerdictRow(
-            "failed", parsed.method, None, None, None, parsed.rationale, failure_kind="unreadable"
+            "failed", parsed.method, None, None, None, parsed.rationale, failure_kind=kind
         ), parsed.error or "unreadable"
     clauses = [(k, met, why) for k, (met, why) in parsed.clauses.items()]
     verdict = verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses)

@@ -505,7 +505,7 @@ class Verdict(Base):
     )
     failure_kind: Mapped[str | None] = mapped_column(
         String(30),
-        doc="why a parse failed or was partial: unreadable, truncated or missing_clauses; null when ok",
+        doc="why a parse failed or was partial: unreadable, truncated, missing_clauses or ambiguous; null when ok",
     )
     value_presented: Mapped[str | None] = mapped_column(
         String(20), doc="A/B/tie as the judge gave it, or the score"
