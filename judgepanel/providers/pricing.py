@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from judgepanel.errors import BadInput
+from judgepanel.inputs import check_yaml_depth, read_text
 from judgepanel.providers.spec import JudgeSpec
 
 PRICES_ENV = "JUDGEPANEL_PRICES"
@@ -197,10 +198,9 @@ class PriceTable:
 def load_prices(path: str | Path) -> dict[str, Price]:
     """Read a TOML, JSON or YAML price file; `BadInput` with one clear line if it is wrong."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read price file {file}: {exc.strerror or exc}") from None
+    if not file.exists():
+        raise BadInput(f"cannot read price file {file}: it does not exist")
+    text = read_text(file, "price file")  # a regular file of at most 1 MB (`judgepanel.inputs`)
     # PyYAML is imported for YAML price files only; its error class joins the caught ones then
     caught: tuple[type[Exception], ...] = (tomllib.TOMLDecodeError, ValueError)
     try:
@@ -211,7 +211,8 @@ def load_prices(path: str | Path) -> dict[str, Price]:
         elif file.suffix.lower() in (".yaml", ".yml"):
             import yaml
 
-            caught = (*caught, yaml.YAMLError)
+            caught = (*caught, yaml.YAMLError, RecursionError)
+            check_yaml_depth(text, f"price file {file}")
             data = yaml.safe_load(text)
         else:
             raise BadInput(f"price file {file} must end in .toml, .json, .yaml or .yml")
