@@ -46,12 +46,12 @@ def view(
 
     from judgepanel.store.engine import display_url
     from judgepanel.store.readonly import read_only_engine
-    from judgepanel.view.app import create_app
+    from judgepanel.view.app import POOL_SIZE, POOL_TIMEOUT_S, create_app
 
     st = state(ctx)
     st.engine()  # the database must exist at this schema revision (one clear line otherwise)
     st.close()
-    engine = read_only_engine(st.db_url)
+    engine = read_only_engine(st.db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

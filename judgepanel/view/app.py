@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -43,6 +44,11 @@ from judgepanel.view import data
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "judgepanel_view_token"
+BUSY_RETRY_AFTER_S = 2  # a 503's Retry-After when no database connection is free
+# the viewer's connection pool: at most this many connections (no overflow), each waited for at
+# most this long before the request is answered 503 (not the 30 s SQLAlchemy waits by default)
+POOL_SIZE = 10
+POOL_TIMEOUT_S = 5.0
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CSP = (
     "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self' data:; "
@@ -67,6 +73,18 @@ def _host_name(host: str) -> str:
     if host.startswith("["):  # [::1]:8765
         return host[1 : host.find("]")] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+# what may stay unencoded in a path segment (RFC 3986 pchar); `\\`, `?`, `#`, spaces and anything
+# not ASCII are percent-encoded
+_PATH_SAFE = "/!$&'()*+,;=:@-._~"
+
+
+def _local_path(path: str) -> str:
+    """`path` as the Location of a redirect that stays on this server: one leading slash (`//host`
+    is another site to a browser) and percent-encoded (a header holds Latin-1 only, and a
+    browser reads `/\\host` as `//host`)."""
+    return "/" + urllib.parse.quote(path.lstrip("/\\"), safe=_PATH_SAFE)
 
 
 class Gate:
@@ -114,7 +132,7 @@ class Gate:
                 return
             if from_query and scope["method"] in ("GET", "HEAD"):
                 rest = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
-                location = scope.get("root_path", "") + scope["path"]
+                location = scope.get("root_path", "") + _local_path(scope["path"])
                 if rest:
                     location += "?" + urllib.parse.urlencode(rest)
                 morsel = f"{COOKIE}={self.token.decode()}; Path=/; HttpOnly; SameSite=Strict"
@@ -336,6 +354,15 @@ def create_app(
         Route("/campaigns", twin("campaigns.html.j2", lambda r: data.campaigns(engine, tracker))[0])
     )
 
+    async def busy(request: Request, exc: Exception) -> Response:
+        # every connection of the pool is in use (many pages at once): say when to come back
+        # rather than let the request wait on
+        headers = {"Retry-After": str(BUSY_RETRY_AFTER_S)}
+        text = "judgepanel view is busy: every database connection is in use; try again shortly"
+        if request.url.path.startswith("/api/"):
+            return JSON({"error": text}, status_code=503, headers=headers)
+        return PlainTextResponse(text, status_code=503, headers=headers)
+
     async def not_found(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
             return JSON({"error": "not found"}, status_code=404)
@@ -343,6 +370,6 @@ def create_app(
 
     app = Starlette(
         routes=[*routes, Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")],
-        exception_handlers={404: not_found},
+        exception_handlers={404: not_found, PoolTimeout: busy},
     )
     return Gate(app, token=token, allowed_hosts=None if token else allowed_hosts)

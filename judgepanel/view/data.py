@@ -224,6 +224,8 @@ def parse_verdict_query(params: dict[str, str]) -> VerdictQuery:
         limit = int(params.get("limit") or 50)
     except ValueError:
         raise BadInput("after and limit must be whole numbers") from None
+    if after is not None and not -(2**63) <= after < 2**63:  # a database integer holds no more
+        raise BadInput(f"after must be a verdict id (a 64-bit integer), got {params['after'][:40]}")
     if limit not in PAGE_SIZES:
         raise BadInput(f"limit must be one of {', '.join(map(str, PAGE_SIZES))}, got {limit}")
     return VerdictQuery(
