@@ -40,7 +40,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from judgepanel.errors import BadInput, NotFound
-from judgepanel.view import data
+from judgepanel.view import data, table
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "judgepanel_view_token"
@@ -329,9 +329,19 @@ def create_app(
     )
 
     def pager(payload: dict[str, Any], request: Request) -> dict[str, Any]:
-        kept = [(k, v) for k, v in request.query_params.multi_items() if k != "after" and v]
-        nxt = [*kept, ("after", str(payload["next_after"]))] if payload["next_after"] is not None else kept
-        return {"first_query": urllib.parse.urlencode(kept), "next_query": urllib.parse.urlencode(nxt)}
+        params = dict(request.query_params)
+        state = table.state_query(params)
+
+        def cursor(key: str, value: int | None) -> str | None:
+            return None if value is None else "&".join(x for x in (state, f"{key}={value}") if x)
+
+        return {
+            "state": state,
+            "first_query": state,
+            "next_query": cursor("after", payload["next_after"]),
+            "prev_query": cursor("before", payload["prev_before"]),
+            "sort_query": lambda col: table.sort_query(params, col),
+        }
 
     add(
         "/campaigns/{name}/verdicts",
@@ -339,11 +349,18 @@ def create_app(
         lambda r: data.verdicts(engine, name(r), data.parse_verdict_query(dict(r.query_params))),
         pager,
     )
-    add(
-        "/campaigns/{name}/cases/{unit:int}",
-        "case.html.j2",
-        lambda r: data.case(engine, name(r), int(r.path_params["unit"])),
-    )
+
+    def case_nav(payload: dict[str, Any], request: Request) -> dict[str, Any]:
+        state = table.state_query(dict(request.query_params))
+        return {"state": state}
+
+    def case_payload(r: Request) -> dict[str, Any]:
+        params = dict(r.query_params)
+        nav = data.parse_verdict_query({k: v for k, v in params.items() if k not in ("after", "before")})
+        v = table.parse_cursor(params, "v")
+        return data.case(engine, name(r), int(r.path_params["unit"]), nav, v)
+
+    add("/campaigns/{name}/cases/{unit:int}", "case.html.j2", case_payload, case_nav)
     add(
         "/campaigns/{name}/requests/{rid:int}",
         "raw.html.j2",

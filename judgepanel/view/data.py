@@ -22,9 +22,10 @@ from judgepanel.errors import BadInput, NotFound
 from judgepanel.store import browse
 from judgepanel.store.campaigns import campaign_judge_names
 from judgepanel.store.models import utcnow
+from judgepanel.view.table import PAGE_SIZES, VerdictQuery, neighbours, parse_verdict_query, verdicts
 
 RATE_WINDOW_S = 30.0  # calls/s is measured over the last this many seconds
-PAGE_SIZES = (25, 50, 100, 200)
+__all__ = ["PAGE_SIZES", "Tracker", "VerdictQuery", "parse_verdict_query", "verdicts"]
 
 
 def _finite(v: Any) -> Any:
@@ -197,124 +198,74 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class VerdictQuery:
-    filter: browse.VerdictFilter
-    after: int | None
-    limit: int
-
-
-def parse_verdict_query(params: dict[str, str]) -> VerdictQuery:
-    """The query string of the verdict table; a bad value is a BadInput (HTTP 400)."""
-
-    def flag(key: str) -> bool:
-        v = params.get(key, "")
-        if v not in ("", "0", "1", "true", "false", "on"):
-            raise BadInput(f"{key} must be 0 or 1, got {v!r}")
-        return v in ("1", "true", "on")
-
-    order = params.get("order") or None
-    if order is not None and order not in browse.ORDERS:
-        raise BadInput(f"order must be AB or BA, got {order!r}")
-    kind = params.get("failure_kind") or None
-    if kind is not None and kind not in browse.FAILURE_KINDS:
-        raise BadInput(f"failure_kind must be one of {', '.join(browse.FAILURE_KINDS)}, got {kind!r}")
-    try:
-        after = int(params["after"]) if params.get("after") else None
-        limit = int(params.get("limit") or 50)
-    except ValueError:
-        raise BadInput("after and limit must be whole numbers") from None
-    if after is not None and not -(2**63) <= after < 2**63:  # a database integer holds no more
-        raise BadInput(f"after must be a verdict id (a 64-bit integer), got {params['after'][:40]}")
-    if limit not in PAGE_SIZES:
-        raise BadInput(f"limit must be one of {', '.join(map(str, PAGE_SIZES))}, got {limit}")
-    return VerdictQuery(
-        browse.VerdictFilter(
-            judge=params.get("judge") or None,
-            dimension=params.get("dimension") or None,
-            condition=params.get("condition") or None,
-            order=order,
-            failure_kind=kind,
-            judges_disagree=flag("judges_disagree"),
-            humans_disagree=flag("humans_disagree"),
-        ),
-        after,
-        limit,
-    )
-
-
-def verdicts(engine: Engine, name: str, q: VerdictQuery) -> dict[str, Any]:
-    """`rows` with the column names of `export --what verdicts` (campaign, judge, unit, order,
-    condition, dimension, repeat, attempt, parse_status, failure_kind, value, value_presented,
-    score, rationale, created_at) plus `verdict_id` and `case` (the case's unit id); `next_after`
-    (the keyset cursor of the next page, None on the last) and the `filters` a page offers."""
-    from judgepanel.store.simulated import simulated_campaigns
-
-    info = browse.campaign_row(engine, name)
-    names = campaign_judge_names(engine, name)
-    rows, more = browse.verdict_page(engine, name, q.filter, after=q.after, limit=q.limit)
-    labels = browse.unit_labels(engine, info["protocol"], sorted({r.unit for r in rows}))
-    spec = info["spec"]
-    return {
-        "campaign": name,
-        "protocol": info["protocol"],
-        "simulated": simulated_campaigns(engine, [name]).get(name, False),
-        "rows": [
-            {
-                "verdict_id": r.verdict_id,
-                "campaign": name,
-                "judge": r.judge,
-                "judge_name": names.get(r.judge, r.judge),
-                "unit": labels.get(r.unit, str(r.unit)),
-                "case": r.unit,
-                "order": r.order,
-                "condition": r.condition,
-                "dimension": r.dimension,
-                "repeat": r.repeat,
-                "attempt": r.attempt,
-                "parse_status": r.parse_status,
-                "failure_kind": r.failure_kind,
-                "value": r.value,
-                "value_presented": r.value_presented,
-                "score": r.score,
-                "rationale": r.rationale,
-                "created_at": r.created_at.isoformat(timespec="seconds") if r.created_at else None,
-            }
-            for r in rows
-        ],
-        "next_after": rows[-1].verdict_id if rows and more else None,
-        "limit": q.limit,
-        "filters": {
-            "judge": info["judges"],
-            "judge_names": {j: names.get(j, j) for j in info["judges"]},
-            "dimension": list(spec.get("dimensions") or ([info["dimension"]] if info["dimension"] else [])),
-            "condition": list(spec.get("conditions") or ([info["condition"]] if info["condition"] else [])),
-            "order": list(browse.ORDERS) if info["protocol"] == "pairwise" else [],
-            "failure_kind": list(browse.FAILURE_KINDS),
-        },
-        "applied": {k: v for k, v in asdict(q.filter).items() if v},
-    }
-
-
-def case(engine: Engine, name: str, unit: int) -> dict[str, Any]:
-    """One case: `items` (external_id, input, output, system), `verdicts` (every attempt of every
-    judge: judge, order, condition, dimension, repeat, attempt, value, rationale, …, request_id for
-    the raw request and reply), `humans` (pair labels by annotator) and `labels` (item labels)."""
+def case(
+    engine: Engine, name: str, unit: int, nav: VerdictQuery | None = None, v: int | None = None
+) -> dict[str, Any]:
+    """One case: `items` (external_id, input, output, system), `identity` (the readable name:
+    `id`, `short`, `title`, `label`), `verdicts` (every attempt of every judge: judge, order,
+    condition, dimension, repeat, attempt, value, rationale, …, request_id for the raw request
+    and reply), `combined` (pairwise: per judge, condition, dimension and repeat the two orders
+    read together — `A`, `B`, `T`, `inconsistent` or `missing`, never a tie for an inconsistent
+    pair), `humans` (pair labels by annotator), `labels` (item labels), `grid` (the human labels
+    as annotator × dimension, per item) and `prev` / `next` (the neighbouring cases in the
+    verdict table's list, `{case, v}` or None)."""
+    from judgepanel.protocol.pairs import combine_orders
+    from judgepanel.store.identity import unit_identities
     from judgepanel.store.simulated import simulated_campaigns
 
     rec = browse.case_record(engine, name, unit)
     if rec is None:
         raise NotFound(f"campaign {name!r} has no case {unit}")
     names = campaign_judge_names(engine, name)
+    ident = unit_identities(engine, rec.protocol, [unit]).get(unit)
+    combined: list[dict[str, Any]] = []
+    if rec.protocol == "pairwise":
+        last: dict[tuple[Any, ...], dict[str, str | None]] = {}
+        for a in rec.attempts:  # attempts in order: a later read answer of an order wins
+            k = (a.judge, a.condition, a.dimension, a.repeat)
+            if a.parse_status == "ok" and a.order:
+                last.setdefault(k, {})[a.order] = a.value
+            else:
+                last.setdefault(k, {})
+        for (judge, cond, dim, rep), by in last.items():
+            combined.append(
+                {
+                    "judge": judge,
+                    "judge_name": names.get(judge, judge),
+                    "condition": cond,
+                    "dimension": dim,
+                    "repeat": rep,
+                    "AB": by.get("AB"),
+                    "BA": by.get("BA"),
+                    "verdict": combine_orders(by.get("AB"), by.get("BA")),
+                }
+            )
+    grid: dict[str, dict[str, Any]] = {}
+    for h in rec.labels:
+        g = grid.setdefault(h.item, {"annotators": [], "dimensions": [], "cells": {}})
+        if h.annotator not in g["annotators"]:
+            g["annotators"].append(h.annotator)
+        if h.dimension not in g["dimensions"]:
+            g["dimensions"].append(h.dimension)
+        g["cells"].setdefault(h.annotator, {})[h.dimension] = {"value": h.value, "rationale": h.rationale}
+    for g in grid.values():
+        g["dimensions"].sort()
+    walk = neighbours(engine, name, unit, nav or parse_verdict_query({}), v)
     return {
         "campaign": name,
         "protocol": rec.protocol,
         "case": unit,
+        "identity": ident.as_dict() if ident else None,
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
         "items": rec.items,
         "verdicts": [{**asdict(a), "judge_name": names.get(a.judge, a.judge)} for a in rec.attempts],
+        "combined": combined,
         "humans": rec.pair_labels,
         "labels": [asdict(h) for h in rec.labels],
+        "grid": grid,
+        "prev": walk["prev"],
+        "next": walk["next"],
+        "v": walk["v"],
     }
 
 
