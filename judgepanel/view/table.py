@@ -155,11 +155,11 @@ def _disagreement(
 ) -> float | None:
     """As `store.find.disagreement_size`, for one row from its human column."""
     if protocol == "pairwise":
-        total = sum(human.values())
+        total = int(sum(human.values()))
         if value is None or not total:
             return None
         mine = "T" if value == "tie" else value
-        return float(total - human.get(mine, 0)) / total
+        return float(total - int(human.get(mine, 0))) / float(total)
     if score is None or human.get("mean") is None:
         return None
     return abs(float(human["mean"]) - score)
