@@ -31,6 +31,7 @@ from judgepanel.metrics.bias import position_bias
 from judgepanel.metrics.bootstrap import agreement_with_ci
 from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 from judgepanel.protocol.pairs import as_label, combine_orders
+from judgepanel.report.distributions import Distribution, distributions
 from judgepanel.store.report import (
     CampaignFacts,
     HumanColumns,
@@ -104,6 +105,8 @@ class CampaignReport:
     cases: list[Case]
     notes: list[str] = field(default_factory=list)
     cases_total: int = 0  # units with a positive disagreement score; `cases` holds the first ones
+    # what each judge column and the humans answered (`report.distributions`)
+    distributions: list[Distribution] = field(default_factory=list)
 
 
 def _none(x: float) -> float | None:
@@ -484,6 +487,7 @@ def campaign_report(
         cases=_cases(facts, said, judge_cols, reference, human_said, texts, top, unit_kind),
         notes=notes,
         cases_total=len(scored),
+        distributions=distributions(facts.protocol, vc, humans) if facts.protocol != "clauses" else [],
     )
 
 

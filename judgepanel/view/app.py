@@ -41,6 +41,7 @@ from starlette.staticfiles import StaticFiles
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.view import data, table
+from judgepanel.view.stats import StatsCache
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "judgepanel_view_token"
@@ -169,6 +170,14 @@ class Gate:
         await send({"type": "http.response.body", "body": text.encode()})
 
 
+def distribution_of(d: dict[str, Any]) -> Any:
+    """A `report.distributions.Distribution` back from its JSON form (named by its label)."""
+    from judgepanel.report.distributions import Distribution
+
+    cats = tuple(d["counts"])
+    return Distribution(d["label"], d["kind"], cats, tuple(int(d["counts"][c]) for c in cats))
+
+
 def _version() -> str:
     try:
         return metadata.version("judgepanel")
@@ -233,6 +242,7 @@ def create_app(
     """The viewer over `engine` (which should be read-only: `store.readonly.read_only_engine`)."""
     env = _jinja()
     tracker = data.Tracker()
+    stats_cache = StatsCache()
 
     def page(template: str, payload: dict[str, Any], request: Request, **extra: Any) -> HTMLResponse:
         html = env.get_template(template).render(
@@ -285,7 +295,12 @@ def create_app(
         m = payload["matrix"]
         heat = plots.kappa_heatmap(m["raters"], m["kappa"], m["groups"]) if m["kappa"] else None
         rows = [{"judge": j, **b} for j, b in payload["bias"]["judges"].items()]
-        return {"kappa_svg": heat, "bias_svg": plots.bias_plot(rows) if rows else None}
+        dists = [distribution_of(d) for d in payload["distributions"]]
+        return {
+            "kappa_svg": heat,
+            "bias_svg": plots.bias_plot(rows) if rows else None,
+            "distribution_svg": plots.distribution_plot(dists) if dists else None,
+        }
 
     def iteration_html(payload: dict[str, Any], request: Request) -> dict[str, Any]:
         from judgepanel.report.iteration import iteration_section
@@ -324,7 +339,7 @@ def create_app(
     add(
         "/campaigns/{name}",
         "campaign.html.j2",
-        lambda r: data.campaign(engine, name(r), n_boot=n_boot),
+        lambda r: data.campaign(engine, name(r), n_boot=n_boot, cache=stats_cache),
         campaign_plots,
     )
 

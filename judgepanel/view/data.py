@@ -21,7 +21,9 @@ from sqlalchemy import Engine
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.store import browse
 from judgepanel.store.campaigns import campaign_judge_names
+from judgepanel.store.fingerprint import results_key
 from judgepanel.store.models import utcnow
+from judgepanel.view.stats import StatsCache
 from judgepanel.view.table import PAGE_SIZES, VerdictQuery, neighbours, parse_verdict_query, verdicts
 
 RATE_WINDOW_S = 30.0  # calls/s is measured over the last this many seconds
@@ -123,14 +125,19 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     return {"campaigns": out, "simulated": any(c["simulated"] for c in out)}
 
 
-def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
+def campaign(
+    engine: Engine, name: str, *, n_boot: int = 200, cache: StatsCache | None = None
+) -> dict[str, Any]:
     """`campaign status --json` (jobs, done, failed, pending, calls, cost_usd, …), with
     `campaign`, `protocol`, `judges`, `simulated`, `agreement` (rows as in the report), `bias`
     (`metrics bias --json`: `judges` {name: {…}}), `matrix` (`metrics matrix --json`: `raters`,
-    `kappa`, `clusters`), `versus`, `failures` (per kind: count and a first example) and
-    `cost_split` (list price, saved by the prompt cache and by batch APIs, paid)."""
+    `kappa`, `clusters`), `versus`, `distributions` (per judge column and for the humans:
+    `rater`, `label`, `kind`, `counts` {category: n}, `total`), `failures` (per kind: count and a
+    first example), `cost_split` (list price, saved by the prompt cache and by batch APIs, paid)
+    and `computed` (`at`, `seconds`, `cached`, and what the figures were computed from:
+    `verdicts`, `human_labels`, `bootstrap`; absent without figures). The figures come from
+    `cache` (view.stats) when the campaign's results have not changed since."""
     from judgepanel.analysis.checkers import checker_use
-    from judgepanel.report.build import campaign_report
     from judgepanel.store.campaigns import campaign_status
     from judgepanel.store.simulated import simulated_campaigns
 
@@ -152,6 +159,7 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
         "bias": {"judges": {}},
         "matrix": {"raters": [], "kappa": [], "clusters": [], "groups": []},
         "versus": [],
+        "distributions": [],
         "failures": failures,
         "cost_split": {
             "list_usd": st["cost_list_usd"],
@@ -166,36 +174,62 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
     if info["dataset_id"] is None or not st["done"]:
         out["notes"].append("No figures: the campaign has no finished judge verdicts on a dataset.")
         return out
+    key = results_key(engine, name)
+    entry, cached = (cache or StatsCache(1)).get(
+        (key, n_boot), lambda: _statistics(engine, name, n_boot, names)
+    )
+    out.update(entry.value)
+    out["notes"] = out["notes"] + entry.value["notes"]
+    out["computed"] = {
+        "at": entry.computed_at.isoformat(timespec="seconds") + "Z",
+        "seconds": round(entry.seconds, 3),
+        "cached": cached,
+        "verdicts": key.n_verdicts,
+        "human_labels": key.n_labels,
+        "bootstrap": n_boot,
+    }
+    return out
+
+
+def _statistics(engine: Engine, name: str, n_boot: int, names: dict[str, str]) -> dict[str, Any]:
+    """The page's figures from `report.build.campaign_report`, shaped as the matching `--json`
+    commands shape them."""
+    from judgepanel.report.build import campaign_report
+    from judgepanel.report.render import rater_label
+
     try:
         rep = campaign_report(engine, name, n_boot=n_boot, cases=0)
     except BadInput as exc:
-        out["notes"].append(str(exc))
-        return out
-    out["agreement"] = [
-        {**asdict(a), "value": _finite(a.value), "ci": list(a.ci) if a.ci else None} for a in rep.agreement
-    ]
-    # as `metrics bias --json`: keyed by the judge's short name, its spec inside
-    out["bias"] = {
-        "judges": {
-            names.get(b["judge"], b["judge"]): {
-                **{k: v for k, v in b.items() if k != "judge"},
-                "spec": b["judge"],
+        return {"notes": [str(exc)]}
+    return {
+        "agreement": [
+            {**asdict(a), "value": _finite(a.value), "ci": list(a.ci) if a.ci else None}
+            for a in rep.agreement
+        ],
+        # as `metrics bias --json`: keyed by the judge's short name, its spec inside
+        "bias": {
+            "judges": {
+                names.get(b["judge"], b["judge"]): {
+                    **{k: v for k, v in b.items() if k != "judge"},
+                    "spec": b["judge"],
+                }
+                for b in rep.bias
             }
-            for b in rep.bias
-        }
+        },
+        "matrix": {
+            # judges by their short names, as `metrics matrix --json` names its judge columns
+            "raters": [rater_label(n, rep.facts) for n in rep.kappa_names],
+            "kappa": rep.kappa,
+            "clusters": [[rater_label(n, rep.facts) for n in cl] for cl in rep.clusters],
+            "groups": rep.kappa_groups,
+        },
+        "versus": [{**asdict(v), "judge_name": names.get(v.judge, v.judge)} for v in rep.versus],
+        "distributions": [
+            {**d.as_dict(), "label": rater_label(d.rater, rep.facts) if d.kind == "judge" else d.rater}
+            for d in rep.distributions
+        ],
+        "notes": list(rep.notes),
     }
-    from judgepanel.report.render import rater_label
-
-    out["matrix"] = {
-        # judges by their short names, as `metrics matrix --json` names its judge columns
-        "raters": [rater_label(n, rep.facts) for n in rep.kappa_names],
-        "kappa": rep.kappa,
-        "clusters": [[rater_label(n, rep.facts) for n in cl] for cl in rep.clusters],
-        "groups": rep.kappa_groups,
-    }
-    out["versus"] = [{**asdict(v), "judge_name": names.get(v.judge, v.judge)} for v in rep.versus]
-    out["notes"] += rep.notes
-    return out
 
 
 def case(
