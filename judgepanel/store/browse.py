@@ -532,6 +532,21 @@ def campaign_names_by_id(engine: Engine) -> dict[int, str]:
         return {int(i): str(n) for i, n in conn.execute(select(Campaign.id, Campaign.name))}
 
 
+def sub_campaigns(engine: Engine) -> dict[str, tuple[str, str, str]]:
+    """Campaign name → (`repair` or `align`, the iteration's or alignment's name, the campaign's
+    role in it) for every campaign a repair iteration or an alignment made."""
+    from judgepanel.store.models import RepairIteration
+
+    out: dict[str, tuple[str, str, str]] = {}
+    with engine.connect() as conn:
+        for kind, model in (("repair", RepairIteration), ("align", Alignment)):
+            for name, camps in conn.execute(select(model.name, model.campaigns).order_by(model.id)):
+                for role, campaign in (camps or {}).items():
+                    if isinstance(campaign, str):
+                        out.setdefault(campaign, (kind, str(name), str(role)))
+    return out
+
+
 def alignments_using(engine: Engine, campaign: str) -> list[str]:
     """The alignments (`align run`) that made `campaign`, by name."""
     with engine.connect() as conn:

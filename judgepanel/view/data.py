@@ -92,7 +92,9 @@ def _progress(
 def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     """`campaign list --json` (`campaigns`: name, dataset, protocol, judges, jobs, done, failed,
     pending, status, created_at), each row with `cost_usd`, `max_cost_usd`, `simulated`,
-    `failed_by_class` and `progress` {`calls_per_s`, `eta_s`, `active`}."""
+    `failed_by_class`, `progress` {`calls_per_s`, `eta_s`, `active`} and `part_of` (`kind`
+    repair or align, `name`, `role`; None for a campaign of its own); `groups`: each iteration's
+    or alignment's campaigns."""
     from judgepanel.store.campaigns import list_campaigns
 
     tracker.update(engine)
@@ -105,6 +107,7 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     for r in rows:
         r["_id"] = ids[r["name"]]
     progress = _progress(rows, recent, utcnow())
+    parts = browse.sub_campaigns(engine)
     specs = {r["name"]: r for r in rows}
     out = []
     for r in rows:
@@ -120,9 +123,23 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
                 "simulated": sim,
                 "failed_by_class": dict(sorted(failed.get(cid, {}).items())),
                 "progress": progress[r["name"]],
+                "part_of": (
+                    {"kind": parts[r["name"]][0], "name": parts[r["name"]][1], "role": parts[r["name"]][2]}
+                    if r["name"] in parts
+                    else None
+                ),
             }
         )
-    return {"campaigns": out, "simulated": any(c["simulated"] for c in out)}
+    groups: dict[tuple[str, str], list[str]] = {}
+    for c in out:
+        if c["part_of"]:
+            groups.setdefault((c["part_of"]["kind"], c["part_of"]["name"]), []).append(c["name"])
+    return {
+        "campaigns": out,
+        "simulated": any(c["simulated"] for c in out),
+        # the repair iterations' and alignments' own campaigns, listed under them (not as peers)
+        "groups": [{"kind": k, "name": n, "campaigns": cs} for (k, n), cs in groups.items()],
+    }
 
 
 def campaign(

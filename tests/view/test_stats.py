@@ -4,6 +4,7 @@ out twice, saying when they were computed; the answer distributions beside the h
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -110,3 +111,28 @@ def test_distributions_count_what_each_rater_answered(demo_url: str) -> None:
     first = page["distributions"][0]
     assert first["kind"] == "human" and {k: v for k, v in first["counts"].items() if v} == dict(humans)
     assert 'data-plot="distribution"' in html and "<title>" in html.split('data-plot="distribution"')[1]
+
+
+def test_repair_sub_campaigns_are_listed_under_their_iteration(demo_url: str) -> None:
+    eng = read_only_engine(demo_url)
+    with TestClient(create_app(eng, n_boot=20), base_url="http://127.0.0.1") as c:
+        d = c.get("/api/campaigns").json()
+        html = c.get("/").text
+    eng.dispose()
+    (it_name, camps_json) = _exec(demo_url, "SELECT name, campaigns FROM repair_iteration")[0]
+    camps = json.loads(str(camps_json))
+    (group,) = d["groups"]
+    assert group["kind"] == "repair" and group["name"] == it_name
+    assert set(group["campaigns"]) == set(camps.values())
+    for row in d["campaigns"]:
+        want = next(
+            ({"kind": "repair", "name": it_name, "role": r} for r, n in camps.items() if n == row["name"]),
+            None,
+        )
+        assert row["part_of"] == want, row["name"]
+    # on the page: the campaigns of their own first, then the iteration's header and its campaigns
+    body = html.split('id="campaigns"', 1)[1]
+    header = body.index(f'data-group="{it_name}"')
+    assert body.index(f'data-campaign="{PAIRWISE}"') < header
+    assert all(body.index(f'data-campaign="{n}"') > header for n in camps.values())
+    assert body.count('class="sub"') == len(camps)
