@@ -381,6 +381,11 @@ def create_app(
         "raw.html.j2",
         lambda r: data.raw(engine, name(r), int(r.path_params["rid"])),
     )
+    add("/compare", "compare.html.j2", lambda r: compare_page(r))
+
+    def compare_page(r: Request) -> dict[str, Any]:
+        return data.compare(engine, dict(r.query_params), n_boot=n_boot, cache=stats_cache)
+
     # the campaigns list lives at `/`; `/campaigns` shows it too
     routes.append(
         Route("/campaigns", twin("campaigns.html.j2", lambda r: data.campaigns(engine, tracker))[0])

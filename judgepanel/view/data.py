@@ -249,6 +249,41 @@ def _statistics(engine: Engine, name: str, n_boot: int, names: dict[str, str]) -
     }
 
 
+COMPARE_ROWS = 500  # units a compare page lists (changed first)
+
+
+def compare(
+    engine: Engine, params: dict[str, str], *, n_boot: int = 200, cache: StatsCache | None = None
+) -> dict[str, Any]:
+    """`judgepanel compare A B --json` (`a`, `b`, `protocol`, `differs`, `units`, `changed`,
+    `columns`, `unmatched`, `rows`, `rows_total`, …) for `?a=A&b=B`, cached by both campaigns'
+    results keys; `changed=1` lists only the changed units; `choices`: every campaign that judges
+    items."""
+    from judgepanel.analysis.compare import compare_campaigns
+    from judgepanel.store.campaigns import list_campaigns
+
+    choices = [c["name"] for c in list_campaigns(engine) if c["protocol"] in ("pairwise", "pointwise")]
+    a, b = params.get("a") or "", params.get("b") or ""
+    only = params.get("changed") in ("1", "true", "on")
+    base: dict[str, Any] = {"choices": choices, "a": a, "b": b, "only_changed": only, "simulated": False}
+    if not a or not b:
+        return {**base, "columns": None}
+    key = ("compare", results_key(engine, a), results_key(engine, b), n_boot)
+    entry, _ = (cache or StatsCache(1)).get(
+        key, lambda: compare_campaigns(engine, a, b, n_boot=n_boot, rows_limit=None)
+    )
+    out = dict(entry.value)
+    rows = [r for r in out["rows"] if r["changed"]] if only else out["rows"]
+    out["rows"] = rows[:COMPARE_ROWS]
+    out["rows_total"] = len(rows)
+    return {
+        **base,
+        **out,
+        "only_changed": only,
+        "computed_at": entry.computed_at.isoformat(timespec="seconds") + "Z",
+    }
+
+
 def case(
     engine: Engine, name: str, unit: int, nav: VerdictQuery | None = None, v: int | None = None
 ) -> dict[str, Any]:
