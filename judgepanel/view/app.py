@@ -178,6 +178,21 @@ def distribution_of(d: dict[str, Any]) -> Any:
     return Distribution(d["label"], d["kind"], cats, tuple(int(d["counts"][c]) for c in cats))
 
 
+def campaign_plots(payload: dict[str, Any], request: Any = None) -> dict[str, Any]:
+    """The campaign page's SVGs from its payload (the viewer's page and the static bundle)."""
+    from judgepanel.report import plots
+
+    m = payload["matrix"]
+    heat = plots.kappa_heatmap(m["raters"], m["kappa"], m["groups"]) if m["kappa"] else None
+    rows = [{"judge": j, **b} for j, b in payload["bias"]["judges"].items()]
+    dists = [distribution_of(d) for d in payload["distributions"]]
+    return {
+        "kappa_svg": heat,
+        "bias_svg": plots.bias_plot(rows) if rows else None,
+        "distribution_svg": plots.distribution_plot(dists) if dists else None,
+    }
+
+
 def _version() -> str:
     try:
         return metadata.version("judgepanel")
@@ -288,19 +303,6 @@ def create_app(
             api="",
         )
         return HTMLResponse(html, status_code=status)
-
-    def campaign_plots(payload: dict[str, Any], request: Request) -> dict[str, Any]:
-        from judgepanel.report import plots
-
-        m = payload["matrix"]
-        heat = plots.kappa_heatmap(m["raters"], m["kappa"], m["groups"]) if m["kappa"] else None
-        rows = [{"judge": j, **b} for j, b in payload["bias"]["judges"].items()]
-        dists = [distribution_of(d) for d in payload["distributions"]]
-        return {
-            "kappa_svg": heat,
-            "bias_svg": plots.bias_plot(rows) if rows else None,
-            "distribution_svg": plots.distribution_plot(dists) if dists else None,
-        }
 
     def iteration_html(payload: dict[str, Any], request: Request) -> dict[str, Any]:
         from judgepanel.report.iteration import iteration_section
