@@ -12,19 +12,33 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 
 from judgepanel.store.campaigns import campaign_by_name
-from judgepanel.store.models import Annotator, Campaign, Item, Job, Label, Pair, PairLabel, Verdict
+from judgepanel.store.models import (
+    Annotator,
+    Campaign,
+    Item,
+    Job,
+    Label,
+    Pair,
+    PairLabel,
+    Request,
+    Response,
+    Verdict,
+)
 
 
 @dataclass(frozen=True)
 class ResultsKey:
-    """The campaign (id, name, creation time), its verdicts and the human labels on its units
-    (how many, the newest id, the sum of ids: a delete and an insert cannot cancel out)."""
+    """The campaign (id, name, creation time), its verdicts, its calls (responses), its jobs'
+    statuses and the human labels on its units (how many, the newest id, the sum of ids: a delete
+    and an insert cannot cancel out)."""
 
     campaign_id: int
     campaign: str
     created_at: str
     verdicts: tuple[int, int, int]
     labels: tuple[int, int, int]
+    responses: tuple[int, int, int] = (0, 0, 0)
+    jobs: tuple[tuple[str, int], ...] = ()
 
     @property
     def n_verdicts(self) -> int:
@@ -66,8 +80,41 @@ def results_key(engine: Engine, name: str) -> ResultsKey:
                 .join(Annotator, Annotator.id == Label.annotator_id)
                 .where(Item.dataset_id == c.dataset_id, human)
             ).one()
+        responses = conn.execute(
+            select(func.count(Response.id), func.max(Response.id), func.sum(Response.id))
+            .join(Request, Request.id == Response.request_id)
+            .join(Job, Job.id == Request.job_id)
+            .where(Job.campaign_id == c.id)
+        ).one()
+        jobs = tuple(
+            sorted(
+                (str(st), int(n))
+                for st, n in conn.execute(
+                    select(Job.status, func.count()).where(Job.campaign_id == c.id).group_by(Job.status)
+                )
+            )
+        )
         created = c.created_at.isoformat() if c.created_at else ""
-        return ResultsKey(int(c.id), c.name, created, _triple(verdicts), _triple(labels))
+        return ResultsKey(
+            int(c.id), c.name, created, _triple(verdicts), _triple(labels), _triple(responses), jobs
+        )
 
 
-__all__ = ["ResultsKey", "results_key"]
+def database_key(engine: Engine) -> tuple[Any, ...]:
+    """A cheap key of the whole database's results (newest ids, row counts, the newest job
+    change): equal keys mean nothing a campaign page shows has changed anywhere, so a cached page
+    needs no `results_key` (which reads the campaign's rows) to be trusted."""
+    parts = [
+        select(agg).select_from(m).scalar_subquery()
+        for m in (Campaign, Job, Request, Response, Verdict, Label, PairLabel)
+        for agg in (func.max(m.id), func.count())  # count(*): SQLite counts it from the b-tree
+    ]
+    parts.append(select(func.max(Job.updated_at)).scalar_subquery())  # ix_job_updated_at
+    # a campaign created (again: even with an old id and the same counts) is the newest one
+    parts.append(select(func.max(Campaign.created_at)).scalar_subquery())
+    with engine.connect() as conn:
+        row = conn.execute(select(*parts)).one()
+    return tuple(str(v) for v in row)
+
+
+__all__ = ["ResultsKey", "database_key", "results_key"]

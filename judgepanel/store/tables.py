@@ -318,6 +318,7 @@ job = Table(
     UniqueConstraint("campaign_id", "job_key"),
     Index("ix_job_campaign_status", "campaign_id", "status"),
     Index("ix_job_judge", "judge_id"),
+    Index("ix_job_updated_at", "updated_at"),
 )
 
 pair_label = Table(

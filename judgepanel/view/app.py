@@ -170,27 +170,9 @@ class Gate:
         await send({"type": "http.response.body", "body": text.encode()})
 
 
-def distribution_of(d: dict[str, Any]) -> Any:
-    """A `report.distributions.Distribution` back from its JSON form (named by its label)."""
-    from judgepanel.report.distributions import Distribution
-
-    cats = tuple(d["counts"])
-    return Distribution(d["label"], d["kind"], cats, tuple(int(d["counts"][c]) for c in cats))
-
-
 def campaign_plots(payload: dict[str, Any], request: Any = None) -> dict[str, Any]:
-    """The campaign page's SVGs from its payload (the viewer's page and the static bundle)."""
-    from judgepanel.report import plots
-
-    m = payload["matrix"]
-    heat = plots.kappa_heatmap(m["raters"], m["kappa"], m["groups"]) if m["kappa"] else None
-    rows = [{"judge": j, **b} for j, b in payload["bias"]["judges"].items()]
-    dists = [distribution_of(d) for d in payload["distributions"]]
-    return {
-        "kappa_svg": heat,
-        "bias_svg": plots.bias_plot(rows) if rows else None,
-        "distribution_svg": plots.distribution_plot(dists) if dists else None,
-    }
+    """The campaign page's SVGs: drawn with the cached page (`data.campaign`), else now."""
+    return payload.get("_svg") or data.campaign_svgs(payload)
 
 
 def _version() -> str:
@@ -288,7 +270,7 @@ def create_app(
                 payload = await run_in_threadpool(compute, request)
             except (NotFound, BadInput) as exc:
                 return JSON({"error": str(exc)}, status_code=404 if isinstance(exc, NotFound) else 400)
-            return JSON(payload)
+            return JSON({k: v for k, v in payload.items() if not k.startswith("_")})
 
         return html, api
 

@@ -152,8 +152,17 @@ def campaign(
     `rater`, `label`, `kind`, `counts` {category: n}, `total`), `failures` (per kind: count and a
     first example), `cost_split` (list price, saved by the prompt cache and by batch APIs, paid)
     and `computed` (`at`, `seconds`, `cached`, and what the figures were computed from:
-    `verdicts`, `human_labels`, `bootstrap`; absent without figures). The figures come from
-    `cache` (view.stats) when the campaign's results have not changed since."""
+    `verdicts`, `human_labels`, `bootstrap`). The page comes from `cache` (view.stats) while the
+    campaign's stored results have not changed."""
+    if cache is None:
+        return {**_campaign(engine, name, n_boot), "_svg": None}
+    entry, hit = cache.campaign(engine, name, n_boot, lambda: _campaign(engine, name, n_boot, svg=True))
+    out = dict(entry.value)
+    out["computed"] = {**out["computed"], "cached": hit, "seconds": round(entry.seconds, 3)}
+    return out
+
+
+def _campaign(engine: Engine, name: str, n_boot: int, *, svg: bool = False) -> dict[str, Any]:
     from judgepanel.analysis.checkers import checker_use
     from judgepanel.store.campaigns import campaign_status
     from judgepanel.store.simulated import simulated_campaigns
@@ -188,23 +197,23 @@ def campaign(
         # the alignments (`align run`) this campaign is part of: linked from the page
         "alignments": browse.alignments_using(engine, name),
     }
-    if info["dataset_id"] is None or not st["done"]:
-        out["notes"].append("No figures: the campaign has no finished judge verdicts on a dataset.")
-        return out
     key = results_key(engine, name)
-    entry, cached = (cache or StatsCache(1)).get(
-        (key, n_boot), lambda: _statistics(engine, name, n_boot, names)
-    )
-    out.update(entry.value)
-    out["notes"] = out["notes"] + entry.value["notes"]
     out["computed"] = {
-        "at": entry.computed_at.isoformat(timespec="seconds") + "Z",
-        "seconds": round(entry.seconds, 3),
-        "cached": cached,
+        "at": utcnow().isoformat(timespec="seconds") + "Z",
+        "seconds": 0.0,
+        "cached": False,
         "verdicts": key.n_verdicts,
         "human_labels": key.n_labels,
         "bootstrap": n_boot,
     }
+    if info["dataset_id"] is None or not st["done"]:
+        out["notes"].append("No figures: the campaign has no finished judge verdicts on a dataset.")
+    else:
+        stats = _statistics(engine, name, n_boot, names)
+        out.update(stats)
+        out["notes"] = list(stats["notes"])
+    if svg:  # the page's plots, drawn once with the figures (kept out of the JSON twin)
+        out["_svg"] = campaign_svgs(out)
     return out
 
 
@@ -246,6 +255,29 @@ def _statistics(engine: Engine, name: str, n_boot: int, names: dict[str, str]) -
             for d in rep.distributions
         ],
         "notes": list(rep.notes),
+    }
+
+
+def distribution_of(d: dict[str, Any]) -> Any:
+    """A `report.distributions.Distribution` back from its JSON form (named by its label)."""
+    from judgepanel.report.distributions import Distribution
+
+    cats = tuple(d["counts"])
+    return Distribution(d["label"], d["kind"], cats, tuple(int(d["counts"][c]) for c in cats))
+
+
+def campaign_svgs(payload: dict[str, Any]) -> dict[str, Any]:
+    """The campaign page's SVGs from its payload (the viewer's page and the static bundle)."""
+    from judgepanel.report import plots
+
+    m = payload["matrix"]
+    heat = plots.kappa_heatmap(m["raters"], m["kappa"], m["groups"]) if m["kappa"] else None
+    rows = [{"judge": j, **b} for j, b in payload["bias"]["judges"].items()]
+    dists = [distribution_of(d) for d in payload["distributions"]]
+    return {
+        "kappa_svg": heat,
+        "bias_svg": plots.bias_plot(rows) if rows else None,
+        "distribution_svg": plots.distribution_plot(dists) if dists else None,
     }
 
 

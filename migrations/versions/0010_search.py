@@ -14,7 +14,10 @@ Create Date: 2026-12-03 09:00:00.000000
   configuration: lower-cased words, no stemming or stop words, so every language is matched the
   same way); the server keeps them in step.
 
-`judgepanel.store.find` uses them when present and falls back to LIKE otherwise (docs/reports.md).
+- `ix_job_updated_at`: the newest change of any job, which the viewer's cache key reads
+  (`store.fingerprint.database_key`), in one index step instead of a scan of every job.
+
+`judgepanel.store.find` uses the search indexes when present and falls back to LIKE otherwise (docs/reports.md).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ def _sqlite_up(fts: str, table: str, cols: tuple[str, ...]) -> list[str]:
 
 
 def upgrade() -> None:
+    op.create_index("ix_job_updated_at", "job", ["updated_at"])
     bind = op.get_bind()
     if bind.dialect.name == "sqlite":
         for fts, table, cols in _SQLITE:
@@ -81,3 +85,4 @@ def downgrade() -> None:
     else:
         for name, _table, _expr in _PG:
             op.execute(f"DROP INDEX IF EXISTS {name}")
+    op.drop_index("ix_job_updated_at", table_name="job")
