@@ -32,6 +32,7 @@ from judgepanel.metrics.bootstrap import agreement_with_ci
 from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 from judgepanel.protocol.pairs import as_label, combine_orders
 from judgepanel.report.distributions import Distribution, distributions
+from judgepanel.store.identity import first_words, pair_short, short_id
 from judgepanel.store.report import (
     CampaignFacts,
     HumanColumns,
@@ -89,6 +90,8 @@ class Case:
     humans: dict[str, str]  # group -> reference label / mean
     human_rationales: list[tuple[str, str]]
     disagreement: float
+    title: str = ""  # the first words of its source (`store.identity`)
+    short: str = ""  # its short id; `unit` is the full one
 
 
 @dataclass(frozen=True)
@@ -388,8 +391,11 @@ def _cases(
         t = texts[unit]
         vals = {c: x for c, col in judge_cols.items() if (x := _value_at(col, unit)) is not None}
         refs = {g: x for g, col in reference.items() if (x := _value_at(col, unit)) is not None}
+        ids = [short_id(x) for x in t.label.split(" | ")]
         cases.append(
             Case(
+                title=first_words(t.input) or first_words(t.outputs[0] if t.outputs else None),
+                short=pair_short(*ids) if len(ids) == 2 else ids[0],
                 unit=t.label,
                 input=t.input,
                 outputs=t.outputs,

@@ -3,7 +3,7 @@
 Rows out, nothing computed (the view computes rates and ETAs from them). Every reader here is
 built to stay fast on a campaign of 10⁶ verdicts:
 
-- `verdict_page` pages by keyset (`verdict.id > after … ORDER BY verdict.id LIMIT n`), never by
+- `store.find.search_page` pages by keyset (`verdict.id > after … ORDER BY verdict.id LIMIT n`), never by
   OFFSET, so the 20,000th page costs what the first does;
 - `recent_calls` and `spend_since` walk the response table from its newest row (primary key),
   so a poll while a run is going reads the new rows, not the whole table.
@@ -234,22 +234,6 @@ def _judge_id(engine: Engine, name: str) -> int:
     with engine.connect() as conn:
         found = conn.execute(select(Judge.id).where(Judge.name == name)).scalar()
     return -1 if found is None else int(found)  # -1: no such judge, so no row
-
-
-def verdict_page(
-    engine: Engine,
-    campaign: str,
-    flt: VerdictFilter,
-    *,
-    after: int | None = None,
-    limit: int = 50,
-) -> tuple[list[VerdictRow], bool]:
-    """Up to `limit` verdicts with `verdict.id > after`, in id order, and whether more follow
-    (`store.find.search_page` with no search and the default order)."""
-    from judgepanel.store.find import VerdictSearch, search_page
-
-    rows, more = search_page(engine, campaign, VerdictSearch(flt), after=after, limit=limit)
-    return [r.row for r in rows], more
 
 
 def verdict_page_offset(engine: Engine, campaign: str, *, offset: int, limit: int = 50) -> list[int]:

@@ -13,7 +13,7 @@ table rebuild): `search_mode` says which one answers.
 the humans (pointwise: |humans' mean − score|; pairwise: the share of human annotators who chose
 another label), ascending or descending, a missing value always last, ties by verdict id.
 
-**Paging** is by keyset, as `browse.verdict_page`: `after` is the verdict id of the last row shown,
+**Paging** is by keyset: `after` is the verdict id of the last row shown,
 and the page continues from that row's place in the order (its sort value is read again), so a page
 deep in the table costs what the first does and a row appearing meanwhile shifts nothing.
 `before` walks the same order backwards (the previous case).
