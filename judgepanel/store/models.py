@@ -568,9 +568,28 @@ class ClauseChecker(Base):
     )
     n_items: Mapped[int] = mapped_column(Integer, default=0, doc="development items with a judge majority")
     threshold: Mapped[float] = mapped_column(Float, doc="the agreement a proposal needed to be kept")
-    kept: Mapped[bool] = mapped_column(Boolean, default=False, doc="agreement >= threshold")
+    kept: Mapped[bool] = mapped_column(Boolean, default=False, doc="decision == kept")
     created_at: Mapped[datetime] = mapped_column(
         DateTime, default=utcnow, doc="when decided; campaigns created later use a kept checker"
+    )
+    kappa: Mapped[float | None] = mapped_column(Float, doc="Cohen's κ between checker and judge majority")
+    lower_bound: Mapped[float | None] = mapped_column(
+        Float, doc="one-sided 95 % Clopper–Pearson lower bound of the agreement"
+    )
+    n_met: Mapped[int | None] = mapped_column(Integer, doc="development items whose judge majority says met")
+    n_not_met: Mapped[int | None] = mapped_column(Integer, doc="… says not met")
+    sensitivity: Mapped[float | None] = mapped_column(Float, doc="checker met among majority met")
+    specificity: Mapped[float | None] = mapped_column(Float, doc="checker not met among majority not met")
+    decision: Mapped[str | None] = mapped_column(
+        String(40),
+        doc="kept | refused | cannot be validated | unusable; null: decided by the old rule (recheck)",
+    )
+    decision_reason: Mapped[str | None] = mapped_column(Text, doc="the decision in words")
+    warning: Mapped[str | None] = mapped_column(
+        Text, doc="the checker's kind does not fit the clause's wording"
+    )
+    rule: Mapped[dict[str, Any] | None] = mapped_column(
+        JSON, doc="the rule's settings: min_kappa, min_per_class, confidence"
     )
 
 
