@@ -1,4 +1,4 @@
-"""Migration 0010_checker_rule on SQLite and PostgreSQL: one step down drops the rule's columns
+"""Migration 0011_checker_rule on SQLite and PostgreSQL: one step down drops the rule's columns
 of `clause_checker` and keeps its proposals; up again brings them back NULL (a proposal decided
 by the old agreement-only rule, to be re-judged by `repair checkers --recheck`)."""
 
@@ -43,8 +43,8 @@ def test_checker_rule_revision_down_and_up(db_url: str) -> None:
                 "0.5, 'kept' FROM rubric_version"
             )
         )
-    migrate.downgrade(eng, "0009_plan_shape")
-    assert migrate.current_revision(eng) == "0009_plan_shape"
+    migrate.downgrade(eng, "0010_search")
+    assert migrate.current_revision(eng) == "0010_search"
     assert not RULE & {c["name"] for c in inspect(eng).get_columns("clause_checker")}
     with eng.connect() as c:
         assert c.execute(text("SELECT clause_key, kept FROM clause_checker")).one() == ("format.1", True)

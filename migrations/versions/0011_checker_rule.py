@@ -1,7 +1,7 @@
 """checker rule: the figures a clause checker is kept by, beyond raw agreement (issue 30 §3)
 
-Revision ID: 0010_checker_rule
-Revises: 0009_plan_shape
+Revision ID: 0011_checker_rule
+Revises: 0010_search
 Create Date: 2026-12-03 10:00:00.000000
 
 `clause_checker` gains what the new rule decides by (`metrics.checker_validation`): Cohen's κ
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010_checker_rule"
-down_revision: str | None = "0009_plan_shape"
+revision: str = "0011_checker_rule"
+down_revision: str | None = "0010_search"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
