@@ -85,11 +85,15 @@ def _column(col: SAColumn[object]) -> ColumnDoc:
 
 def tables() -> list[TableDoc]:
     """Every table of the models, in the order models.py defines them (data, rubrics, campaigns,
-    repair, planning, scale)."""
+    repair, planning, scale), then the annotation queues' (Core tables, described by their
+    `info["doc"]`)."""
+    from judgepanel.store.annotation_tables import metadata as annotation
+
     docs = {m.class_.__tablename__: _first_paragraph(m.class_.__doc__) for m in Base.registry.mappers}
+    docs |= {t.name: _first_paragraph(t.info.get("doc")) for t in annotation.tables.values()}
     return [
         TableDoc(t.name, docs.get(t.name, ""), tuple(_column(c) for c in t.columns))
-        for t in Base.metadata.tables.values()
+        for t in [*Base.metadata.tables.values(), *annotation.tables.values()]
     ]
 
 
