@@ -228,6 +228,23 @@ def _decide(
     return benjamini_yekutieli(p, q)[0], benjamini_yekutieli(pf, q)[0], p, pf
 
 
+def certification_state(
+    streams: Sequence[Any], *, epsilon: float, q: float = 0.05, min_instances: int = 30
+) -> str:
+    """Only the decision of :func:`sequential_alt_test` (certified, fails or undecided), without its
+    intervals and planner figures: what a simulation of many runs needs."""
+    paths = [_Path(np.asarray(x, dtype=np.float64).ravel()) for x in streams]
+    if not paths:
+        return "undecided"
+    rejected, failed, _, _ = _decide(paths, epsilon, q, min_instances)
+    return _state(int(rejected.sum()), int(failed.sum()), len(paths))
+
+
+def _state(rejected: int, failed: int, humans: int) -> str:
+    need = math.ceil(humans / 2)
+    return "certified" if rejected >= need else "fails" if failed > humans - need else "undecided"
+
+
 def _certified(streams: Sequence[_Path], epsilon: float, q: float, min_instances: int) -> bool:
     rejected = benjamini_yekutieli([s.p(epsilon) if s.size >= min_instances else 1.0 for s in streams], q)[0]
     return bool(2 * int(rejected.sum()) >= len(streams))
