@@ -56,7 +56,9 @@ def test_edits_keep_the_latest_in_label_and_every_value_in_the_history(sample: t
         history = c.execute(
             select(at.annotation_event.c.kind, at.annotation_event.c.value).order_by(at.annotation_event.c.id)
         ).all()
-        latest = c.execute(select(base.label.c.value_text).where(base.label.c.annotator_id == alice.annotator_id)).all()
+        latest = c.execute(
+            select(base.label.c.value_text).where(base.label.c.annotator_id == alice.annotator_id)
+        ).all()
     assert [tuple(r) for r in history] == [("label", "2"), ("edit", "5"), ("edit", "3")]
     assert [r[0] for r in latest] == ["3"]  # one label row: the latest counts
 
@@ -110,7 +112,9 @@ def test_concurrent_requests_never_hand_one_seat_to_two_annotators(sample: tuple
     assert _count(eng, at.annotation_slot, at.annotation_slot.c.state == "reserved") == 4
 
 
-def test_a_lapsed_reservation_goes_back_and_resumes_for_its_holder_when_free(sample: tuple[str, Engine]) -> None:
+def test_a_lapsed_reservation_goes_back_and_resumes_for_its_holder_when_free(
+    sample: tuple[str, Engine],
+) -> None:
     _, eng = sample
     make_queue(eng, items=1, per_item=1, reserve_minutes=5)
     a, _ = member(eng, "q", "a")
@@ -191,7 +195,9 @@ def test_tokens_are_stored_only_as_their_hash(sample: tuple[str, Engine]) -> Non
     assert stored == [store.token_hash(token)] and token not in dumped
 
 
-def test_invite_refuses_a_judge_or_another_group_and_assigned_needs_a_seat(sample: tuple[str, Engine]) -> None:
+def test_invite_refuses_a_judge_or_another_group_and_assigned_needs_a_seat(
+    sample: tuple[str, Engine],
+) -> None:
     _, eng = sample
     make_queue(eng)
     with pytest.raises(BadInput, match="already has an annotator 'expert_1'"):
@@ -199,7 +205,9 @@ def test_invite_refuses_a_judge_or_another_group_and_assigned_needs_a_seat(sampl
     assert _count(eng, at.annotation_member) == 0
 
 
-def test_delete_is_refused_while_a_reservation_is_live_and_keeps_the_labels(sample: tuple[str, Engine]) -> None:
+def test_delete_is_refused_while_a_reservation_is_live_and_keeps_the_labels(
+    sample: tuple[str, Engine],
+) -> None:
     _, eng = sample
     make_queue(eng, items=2, per_item=1)
     a, _ = member(eng, "q", "a")
@@ -232,8 +240,14 @@ def test_pairwise_orders_are_stored_and_labels_mapped_back_to_canonical(sample: 
     assert len(shown) == 6 and set(shown) == {"AB", "BA"}  # both orders occur (seeded)
     with eng.connect() as c:
         values = c.execute(
-            select(at.annotation_event.c.shown_order, at.annotation_event.c.value).order_by(at.annotation_event.c.id)
+            select(at.annotation_event.c.shown_order, at.annotation_event.c.value).order_by(
+                at.annotation_event.c.id
+            )
         ).all()
-        pair_labels = c.execute(select(base.pair_label.c.value).where(base.pair_label.c.annotator_id == a.annotator_id)).scalars().all()
+        pair_labels = (
+            c.execute(select(base.pair_label.c.value).where(base.pair_label.c.annotator_id == a.annotator_id))
+            .scalars()
+            .all()
+        )
     assert [v for _, v in values] == ["A" if o == "AB" else "B" for o, _ in values]
     assert sorted(pair_labels) == sorted(v for _, v in values)
