@@ -77,8 +77,11 @@ def annotation_engine(url: str, *, role: str = ANNOTATOR_ROLE) -> Engine:
         def _restrict(dbapi_conn: Any, _record: Any) -> None:
             dbapi_conn.set_authorizer(sqlite_authorizer())
 
-        # after store.engine's own connect listener (WAL, foreign keys, busy timeout) has run
+        # after store.engine's own connect listener (WAL, foreign keys, busy timeout) has run;
+        # make_engine already opened one connection (to set WAL): drop it, so every connection
+        # the pool hands out is a restricted one
         event.listen(engine, "connect", _restrict)
+        engine.dispose()
     else:
 
         def _enter(conn: Any) -> None:
