@@ -99,10 +99,17 @@ def _judge_alpha(h: Any, j: Any, level: str) -> float | None:
 
 
 def certification(
-    engine: Engine, name: str, *, n_boot: int = N_BOOT, panel: read.QueuePanel | None = None
+    engine: Engine,
+    name: str,
+    *,
+    n_boot: int = N_BOOT,
+    panel: read.QueuePanel | None = None,
+    decision_only: bool = False,
 ) -> dict[str, Any]:
-    """The agreement and certification part of the status (see the module docstring)."""
-    from judgepanel.metrics.sequential import advantages, sequential_alt_test
+    """The agreement and certification part of the status (see the module docstring);
+    `decision_only`: each judge's state alone (what --stop-when-decided needs), no intervals,
+    planner figures or fixed-sample reference."""
+    from judgepanel.metrics.sequential import advantages, certification_state, sequential_alt_test
     from judgepanel.metrics.validation import alt_test, make_scorer
 
     q = store.queue(engine, name)
@@ -116,7 +123,7 @@ def certification(
     level = "interval" if numeric and q.kind == "pointwise" else "nominal"
     out: dict[str, Any] = {
         "humans": humans,
-        "agreement": _alpha(h, level, n_boot, 0),
+        "agreement": None if decision_only else _alpha(h, level, n_boot, 0),
         "judges": {},
         "epsilon": q.epsilon,
         "q": q.q,
@@ -131,13 +138,21 @@ def certification(
     row = {u: r for r, u in enumerate(units)}
     order = np.array([row[u] for u in complete], dtype=np.int64)
     for c, judge in enumerate(judges):
-        entry: dict[str, Any] = {"alpha_with_humans": _judge_alpha(h, j[:, [c]], level)}
+        entry: dict[str, Any] = (
+            {} if decision_only else {"alpha_with_humans": _judge_alpha(h, j[:, [c]], level)}
+        )
         if len(humans) < 2:
             entry |= {"state": "undecided", "message": "needs labels from at least 2 annotators"}
             out["judges"][judge] = entry
             continue
         d = advantages(h[order], j[order, c], scorer) if order.size else np.full((0, len(humans)), np.nan)
         streams = [d[:, k][~np.isnan(d[:, k])] for k in range(len(humans))]
+        if decision_only:
+            entry["state"] = certification_state(
+                streams, epsilon=q.epsilon, q=q.q, min_instances=MIN_INSTANCES
+            )
+            out["judges"][judge] = entry
+            continue
         w_j = [float(np.mean(s <= 0)) if s.size else None for s in streams]  # W_judge = 1 when D ≤ 0
         seq = sequential_alt_test(
             streams, epsilon=q.epsilon, q=q.q, names=humans, w_judge=w_j, min_instances=MIN_INSTANCES
@@ -258,7 +273,7 @@ def refresh_decided(engine: Engine, name: str) -> bool:
         return False
     if q.decided_at is not None:
         return True
-    cert = certification(engine, name, n_boot=0)
+    cert = certification(engine, name, n_boot=0, decision_only=True)
     if cert["decided"]:
         store.set_decided(engine, q.id, utcnow())
         return True
