@@ -31,3 +31,44 @@ def make_queue(engine: Engine, name: str = "q", **options: object) -> dict[str, 
 def member(engine: Engine, queue: str, name: str) -> tuple[store.Member, str]:
     token = invite(engine, queue, name, "http://127.0.0.1:1")["token"]
     return store.member_by_token(engine, queue, store.token_hash(token)), token
+
+
+class Server:
+    """`judgepanel annotate serve` in its own process; `url` is what it printed first."""
+
+    def __init__(self, db: str, *args: str) -> None:
+        import os
+        import re
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "judgepanel", "--db", db, "annotate", "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        m = re.match(r"(http://\S+/)", line)
+        if not m:
+            self.stop()
+            raise RuntimeError(
+                f"annotate serve did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}"
+            )
+        self.url = m.group(1).rstrip("/")
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
