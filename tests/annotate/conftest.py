@@ -72,3 +72,62 @@ class Server:
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+def as_judge_campaign(engine: Engine, queue: str, dataset: str, pair_set: str, campaign: str) -> int:
+    """Store the humans' presented answers of a pairwise queue as one judge's AB and BA verdicts of
+    a campaign `campaign` (the pairs the humans saw in both orders, the first label in each order):
+    the data shape `metrics bias` reads. Returns how many pairs."""
+    from sqlalchemy import text
+
+    from judgepanel.store import annotation_read as read
+
+    first: dict[tuple[int, str], str] = {}
+    for unit, order, presented in read.presented_pairs(engine, queue):
+        first.setdefault((unit, order), presented)
+    both = sorted({u for u, o in first if o == "AB"} & {u for u, o in first if o == "BA"})
+    with engine.begin() as c:
+        pair_of = dict(c.execute(text("SELECT id, pair_id FROM annotation_unit")).all())
+        ds = c.execute(text("SELECT id FROM dataset WHERE name = :n"), {"n": dataset}).scalar()
+        ps = c.execute(text("SELECT id FROM pair_set WHERE name = :n"), {"n": pair_set}).scalar()
+        jid = c.execute(
+            text(
+                "INSERT INTO judge (name, provider, model, params) VALUES (:n, 'sim', 'humans', '{}') RETURNING id"
+            ),
+            {"n": f"sim:humans-{campaign}"},
+        ).scalar()
+        cid = c.execute(
+            text(
+                "INSERT INTO campaign (name, dataset_id, pair_set_id, protocol, repeats, status, spec, created_at) "
+                "VALUES (:c, :d, :p, 'pairwise', 1, 'done', '{}', CURRENT_TIMESTAMP) RETURNING id"
+            ),
+            {"c": campaign, "d": ds, "p": ps},
+        ).scalar()
+        c.execute(
+            text("INSERT INTO campaign_judge (campaign_id, judge_id) VALUES (:c, :j)"), {"c": cid, "j": jid}
+        )
+        for unit in both:
+            for order in ("AB", "BA"):
+                job = c.execute(
+                    text(
+                        'INSERT INTO job (campaign_id, job_key, judge_id, pair_id, "order", repeat, status, attempts, '
+                        "updated_at) VALUES (:c, :k, :j, :p, :o, 0, 'done', 1, CURRENT_TIMESTAMP) RETURNING id"
+                    ),
+                    {"c": cid, "k": f"{unit}-{order}", "j": jid, "p": pair_of[unit], "o": order},
+                ).scalar()
+                req = c.execute(
+                    text(
+                        "INSERT INTO request (job_id, attempt, request_hash, template_name, template_hash, messages, "
+                        "params, created_at) VALUES (:j, 1, 'h', 't', 'th', '[]', '{}', CURRENT_TIMESTAMP) RETURNING id"
+                    ),
+                    {"j": job},
+                ).scalar()
+                shown = first[(unit, order)]
+                c.execute(
+                    text(
+                        "INSERT INTO verdict (job_id, attempt, request_id, parse_status, value_presented, created_at) "
+                        "VALUES (:j, 1, :r, 'ok', :v, CURRENT_TIMESTAMP)"
+                    ),
+                    {"j": job, "r": req, "v": "tie" if shown == "T" else shown},
+                )
+    return len(both)

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, text
 from judgepanel.annotate import certify
 from judgepanel.store import annotation as store
 from judgepanel.store.engine import make_engine
-from tests.annotate.conftest import make_queue, member
+from tests.annotate.conftest import as_judge_campaign, make_queue, member
 from tests.helpers import cli
 
 N_ITEMS = 40
@@ -168,46 +168,7 @@ def test_human_position_bias_equals_metrics_bias_on_the_same_data(sample: tuple[
     human = certify.human_position_bias(eng, "q")
     assert human is not None and human["pairs"] >= 10
     # the same presented answers, stored as one judge's AB and BA verdicts of a campaign
-    from judgepanel.store import annotation_read as read
-
-    first: dict[tuple[int, str], str] = {}
-    for unit, order, presented in read.presented_pairs(eng, "q"):
-        first.setdefault((unit, order), presented)
-    with eng.begin() as c:
-        pair_of = dict(c.execute(text("SELECT id, pair_id FROM annotation_unit")).all())
-        ds = c.execute(text("SELECT id FROM dataset WHERE name = 'se'")).scalar()
-        ps = c.execute(text("SELECT id FROM pair_set WHERE name = 'sp'")).scalar()
-        jid = c.execute(
-            text(
-                "INSERT INTO judge (name, provider, model, params) VALUES ('sim:humans', 'sim', 'humans', '{}') RETURNING id"
-            )
-        ).scalar()
-        cid = c.execute(
-            text("INSERT INTO campaign (name, dataset_id, pair_set_id, protocol, repeats, status, spec, created_at) "
-                 "VALUES ('hb', :d, :p, 'pairwise', 1, 'done', '{}', CURRENT_TIMESTAMP) RETURNING id"),
-            {"d": ds, "p": ps},
-        ).scalar()  # fmt: skip
-        c.execute(
-            text("INSERT INTO campaign_judge (campaign_id, judge_id) VALUES (:c, :j)"), {"c": cid, "j": jid}
-        )
-        for (unit, order), presented in first.items():
-            if (unit, "AB") not in first or (unit, "BA") not in first:
-                continue
-            job = c.execute(
-                text("INSERT INTO job (campaign_id, job_key, judge_id, pair_id, \"order\", repeat, status, attempts, updated_at) "
-                     "VALUES (:c, :k, :j, :p, :o, 0, 'done', 1, CURRENT_TIMESTAMP) RETURNING id"),
-                {"c": cid, "k": f"{unit}-{order}", "j": jid, "p": pair_of[unit], "o": order},
-            ).scalar()  # fmt: skip
-            req = c.execute(
-                text("INSERT INTO request (job_id, attempt, request_hash, template_name, template_hash, messages, params, created_at) "
-                     "VALUES (:j, 1, 'h', 't', 'th', '[]', '{}', CURRENT_TIMESTAMP) RETURNING id"),
-                {"j": job},
-            ).scalar()  # fmt: skip
-            c.execute(
-                text("INSERT INTO verdict (job_id, attempt, request_id, parse_status, value_presented, created_at) "
-                     "VALUES (:j, 1, :r, 'ok', :v, CURRENT_TIMESTAMP)"),
-                {"j": job, "r": req, "v": "tie" if presented == "T" else presented},
-            )  # fmt: skip
+    as_judge_campaign(eng, "q", "se", "sp", "hb")
     judged = cli("metrics", "bias", "--campaign", "hb", "--json", db=url).json()["judges"]
     (figures,) = judged.values()
     for key in ("back_wins", "front_wins", "consistent", "inconsistent"):
