@@ -129,6 +129,18 @@ def annotator_routes(engine: Engine) -> list[BaseRoute]:
         queue = q_of(request)
         token = request.query_params.get("token")
         if token is not None:
+            # only a working token becomes the cookie: a crafted link cannot sign a visitor in as
+            # someone else's annotator (their labels would land under that name)
+            try:
+                await run_in_threadpool(store.member_by_token, engine, queue, store.token_hash(token[:200]))
+            except (NotFound, store.Gone) as exc:
+                code = 403 if isinstance(exc, store.Gone) else 401
+                text = (
+                    "this annotator link was revoked"
+                    if code == 403
+                    else "unknown annotator link for this queue"
+                )
+                return web.page("error.html.j2", code, message=text, status=code, db_label="")
             response = RedirectResponse("/a/" + urllib.parse.quote(queue, safe=""), status_code=303)
             response.set_cookie(
                 cookie_name(queue), token, httponly=True, samesite="lax", path="/", max_age=90 * 24 * 3600

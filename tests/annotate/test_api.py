@@ -226,3 +226,8 @@ def test_the_viewer_shows_the_owner_page_and_writes_nothing(db: str, tmp_path: P
         )
     finally:
         v.stop()
+
+
+def test_a_link_with_an_unknown_token_sets_no_cookie(server: Server) -> None:
+    r = httpx.get(f"{server.url}/a/q?token=jpa-forged-0000000000000000000000", follow_redirects=False)
+    assert r.status_code == 401 and "set-cookie" not in r.headers
