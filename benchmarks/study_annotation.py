@@ -165,6 +165,23 @@ def _decisions(eng: Any, certify: Any, labels_at_completion: list[int]) -> dict[
     return {"judges": out}
 
 
+def _everything(ratings: dict[str, dict[str, int]], dimension: str) -> dict[str, str]:
+    """The fixed-sample alt-test of each judge on every summary of the dimension (all 1,600, every
+    expert): what labelling everything would say."""
+    from judgepanel.metrics.validation import alt_test, make_scorer
+
+    with gzip.open(SHARED / "llm_annotations.json.gz", "rt") as f:
+        llms = json.load(f)
+    keys = sorted(ratings[EXPERTS[0]])
+    h = np.array([[ratings[e][k] for e in EXPERTS] for k in keys], dtype=float)
+    out = {}
+    for judge, labels in sorted(llms.items()):
+        j = np.array([labels[k] for k in keys], dtype=float)
+        res = alt_test(h, j, epsilon=0.2, scorer=make_scorer("neg-rmse"), q=0.05, min_instances=30)
+        out[judge] = "passes" if res.passed else "fails"
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=300)
@@ -177,12 +194,15 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="jp-annot-study-"))
     try:
         base, ratings = _base(folder, args.dimension)
+        truth = _everything(ratings, args.dimension)
+        print("# labelling every summary (fixed-sample alt-test, 1,600 × 3):", json.dumps(truth), flush=True)
         table: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for order in args.orders.split(","):
             for seed in range(args.runs):
                 t0 = time.perf_counter()
                 res = _run(base, folder, ratings, order, args.items, seed)
                 table[order].append(res)
+                print("#", json.dumps({"order": order, "seed": seed, **res}), flush=True)
                 print(
                     f"# {order} seed {seed}: {time.perf_counter() - t0:.0f} s, {res['labels_total']} labels",
                     flush=True,
@@ -217,7 +237,7 @@ def main() -> None:
             for r in runs:
                 for j, v in r["judges"].items():
                     per_judge[(j, order)].append(v)
-        print("\n| judge | label everything (fixed-sample alt-test) | " + " | ".join(table) + " |")
+        print("\n| judge | all 1,600 labelled (fixed-sample alt-test) | " + " | ".join(table) + " |")
         print("|---|---|" + "---|" * len(table))
         for j in sorted({j for j, _ in per_judge}):
             cells = []

@@ -117,3 +117,44 @@ def test_on_postgresql_the_role_is_the_boundary(pg_url: str) -> None:
             assert tuple(col) == (True, False, False)
     finally:
         eng.dispose()
+
+
+@pytest.mark.postgres
+def test_annotate_serve_labels_through_the_role_on_postgresql(pg_url: str) -> None:
+    """The whole path on PostgreSQL: the server starts as the role, hands out an item, takes the
+    label, and the owner's page reads it back."""
+    import httpx
+
+    from tests.annotate.conftest import Server
+    from tests.helpers import cli, load_summeval_sample
+
+    load_summeval_sample(pg_url)
+    assert (
+        cli(
+            "annotate",
+            "create",
+            "q",
+            "--dataset",
+            "se",
+            "--dimension",
+            "coherence",
+            "--items",
+            "2",
+            db=pg_url,
+        ).code
+        == 0
+    )
+    token = cli("annotate", "invite", "q", "pg-ann", "--json", db=pg_url).json()["token"]
+    s = Server(pg_url)
+    try:
+        h = {"Authorization": f"Bearer {token}"}
+        nxt = httpx.get(f"{s.url}/api/annotate/q/next", headers=h).json()
+        r = httpx.post(
+            f"{s.url}/api/annotate/q/label",
+            json={"slot": nxt["slot"], "value": 5, "csrf": nxt["csrf"]},
+            headers=h,
+        )
+        assert r.status_code == 200 and r.json()["progress"]["done"] == 1
+        assert httpx.get(f"{s.url}/api/annotate/q").json()["annotators"]["pg-ann"]["labels"] == 1
+    finally:
+        s.stop()
