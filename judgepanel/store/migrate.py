@@ -151,12 +151,12 @@ def grant_annotator(conn: Connection, role: str | None = None) -> None:
 
 
 def all_metadata() -> list[Any]:
-    """Every `MetaData` the migrations create tables for: the models' and the annotation queues'
-    (`store.annotation_tables`, declared in Core on their own)."""
+    """Every `MetaData` the migrations create tables for: `store.tables`' (the ORM maps onto it)
+    and the annotation queues' (`store.annotation_tables`, Core only, on their own)."""
     from judgepanel.store.annotation_tables import metadata as annotation
-    from judgepanel.store.models import Base
+    from judgepanel.store.tables import metadata
 
-    return [Base.metadata, annotation]
+    return [metadata, annotation]
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:
@@ -234,7 +234,7 @@ def require_current(engine: Engine) -> None:
 
 
 def drift(engine: Engine) -> list[Any]:
-    """Differences between the models and the migrated schema; empty when they agree."""
+    """Differences between the tables (`store.tables`) and the migrated schema; empty when they agree."""
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
