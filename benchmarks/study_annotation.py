@@ -182,13 +182,73 @@ def _everything(ratings: dict[str, dict[str, int]], dimension: str) -> dict[str,
     return out
 
 
+def _wrong(state: str, reference: str) -> bool:
+    return (state == "certified" and reference == "fails") or (state == "fails" and reference == "passes")
+
+
+def summarise(table: dict[str, list[dict[str, Any]]], truth: dict[str, str], header: str) -> None:
+    """The two Markdown tables of docs/annotation.md from the runs' results."""
+    print(f"\n{header}")
+    print(
+        "| order | labels in the queue | labels to the first decision, median (min–max) | judge-runs decided "
+        "| certified / fails | wrong against all 1,600 labelled | wrong against the run's items labelled |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for order, runs in table.items():
+        cells = [(r["judges"][j], j) for r in runs for j in r["judges"]]
+        firsts = [v["labels"] for v, _ in cells if v["labels"] is not None]
+        decided = sum(v["state"] != "undecided" for v, _ in cells)
+        cert = sum(v["state"] == "certified" for v, _ in cells)
+        wrong_all = sum(_wrong(v["state"], truth[j]) for v, j in cells)
+        wrong_run = sum(_wrong(v["state"], v["everything"]) for v, _ in cells)
+        totals = "–".join(map(str, sorted({r["labels_total"] for r in runs})))
+        span = f"{statistics.median(firsts):.0f} ({min(firsts)}–{max(firsts)})" if firsts else "—"
+        print(
+            f"| {order} | {totals} | {span} | {decided}/{len(cells)} | {cert} / {decided - cert} "
+            f"| {wrong_all} | {wrong_run} |"
+        )
+    print("\n| judge | all 1,600 labelled | " + " | ".join(table) + " |")
+    print("|---|---|" + "---|" * len(table))
+    for j in sorted(truth):
+        row = []
+        for runs in table.values():
+            vs = [r["judges"][j] for r in runs]
+            counts = ", ".join(
+                f"{st} {sum(v['state'] == st for v in vs)}" for st in sorted({v["state"] for v in vs})
+            )
+            labels = [v["labels"] for v in vs if v["labels"] is not None]
+            row.append(counts + (f" (median {statistics.median(labels):.0f} labels)" if labels else ""))
+        print(f"| {j} | {truth[j]} | " + " | ".join(row) + " |")
+
+
+def _from_log(path: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str], str]:
+    table: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    truth: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("# labelling every summary"):
+            truth = json.loads(line.split(":", 1)[1])
+        elif line.startswith("# {"):
+            run = json.loads(line[2:])
+            table[run["order"]].append(run)
+    runs = {len(v) for v in table.values()}
+    return (
+        table,
+        truth,
+        f"{len(next(iter(table.values())))} runs per order (from {path.name})" if runs else "",
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=300)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dimension", default="coherence")
     ap.add_argument("--orders", default=",".join(ORDERS))
+    ap.add_argument("--from-log", type=Path, help="summarise the runs a previous output logged")
     args = ap.parse_args()
+    if args.from_log is not None:
+        summarise(*_from_log(args.from_log))
+        return
     if not SHARED.is_dir():
         raise SystemExit(f"no shared data at {SHARED}")
     folder = Path(tempfile.mkdtemp(prefix="jp-annot-study-"))
@@ -207,52 +267,8 @@ def main() -> None:
                     f"# {order} seed {seed}: {time.perf_counter() - t0:.0f} s, {res['labels_total']} labels",
                     flush=True,
                 )
-        print(f"\n{args.dimension}, {args.items} items a run, {args.runs} runs, ε = 0.2, q = 0.05, neg-rmse")
-        print(
-            "| order | labels in the queue | labels to the first decision, median (min–max) | judge-runs decided | certified / fails | disagree with labelling everything |"
-        )
-        print("|---|---|---|---|---|---|")
-        for order, runs in table.items():
-            firsts = [
-                r["judges"][j]["labels"]
-                for r in runs
-                for j in r["judges"]
-                if r["judges"][j]["labels"] is not None
-            ]
-            decided = [
-                (r["judges"][j]["state"], r["judges"][j]["everything"]) for r in runs for j in r["judges"]
-            ]
-            n_dec = sum(s != "undecided" for s, _ in decided)
-            cert = sum(s == "certified" for s, _ in decided)
-            wrong = sum(
-                (s == "certified" and e == "fails") or (s == "fails" and e == "passes") for s, e in decided
-            )
-            totals = sorted({r["labels_total"] for r in runs})
-            span = f"{statistics.median(firsts):.0f} ({min(firsts)}–{max(firsts)})" if firsts else "—"
-            print(
-                f"| {order} | {'–'.join(map(str, totals))} | {span} | {n_dec}/{len(decided)} | {cert} / {n_dec - cert} | {wrong} |"
-            )
-        per_judge = defaultdict(list)
-        for order, runs in table.items():
-            for r in runs:
-                for j, v in r["judges"].items():
-                    per_judge[(j, order)].append(v)
-        print("\n| judge | all 1,600 labelled (fixed-sample alt-test) | " + " | ".join(table) + " |")
-        print("|---|---|" + "---|" * len(table))
-        for j in sorted({j for j, _ in per_judge}):
-            cells = []
-            for order in table:
-                vs = per_judge[(j, order)]
-                labels = [v["labels"] for v in vs if v["labels"] is not None]
-                states = {v["state"] for v in vs}
-                cells.append(
-                    f"{'/'.join(sorted(states))} {statistics.median(labels):.0f}"
-                    if labels
-                    else "/".join(sorted(states))
-                )
-            print(
-                f"| {j} | {per_judge[(j, next(iter(table)))][0]['everything']} | " + " | ".join(cells) + " |"
-            )
+        header = f"{args.dimension}, {args.items} items a run, {args.runs} runs, ε = 0.2, q = 0.05, neg-rmse"
+        summarise(table, truth, header)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
