@@ -34,12 +34,23 @@ REPEATS = 50
 
 
 def _median(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    times = []
+    return _medians(fn, repeats)[0]
+
+
+def _medians(fn: Callable[[], object], repeats: int = REPEATS) -> tuple[float, float]:
+    """(wall, CPU) medians: on a shared machine the wall time includes waiting for a core, the
+    process CPU time does not."""
+    wall, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def _load() -> str:
+    return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _build(path: Path, units: int, done_share: float, extra_labels: int) -> str:
@@ -176,12 +187,13 @@ def owner_at_a_hundred_thousand(folder: Path) -> None:
     raw = sqlite3.connect(folder / "owner.db")
     queue_labels = raw.execute("SELECT count(*) FROM annotation_event").fetchone()[0]
     raw.close()
-    panel = _median(lambda: read.queue_panel(eng, "q"), 5)
-    cert = _median(lambda: certify.certification(eng, "q"), 5)
-    whole = _median(lambda: certify.status(eng, "q"), 5)
+    panel = _medians(lambda: read.queue_panel(eng, "q"), 5)
+    cert = _medians(lambda: certify.certification(eng, "q"), 5)
+    whole = _medians(lambda: certify.status(eng, "q"), 5)
     state = certify.certification(eng, "q")
-    print(f"{queue_labels:,} queue labels, {len(state['judges'])} judges: certification state {cert:.2f} s, "
-          f"whole owner status {whole:.2f} s; reading the panel alone {panel:.2f} s ({cert / panel:.1f}×)")  # fmt: skip
+    print(f"{queue_labels:,} queue labels, {len(state['judges'])} judges ({_load()}), wall / CPU seconds: "
+          f"certification state {cert[0]:.2f} / {cert[1]:.2f}, whole owner status {whole[0]:.2f} / {whole[1]:.2f}, "
+          f"reading the panel alone {panel[0]:.2f} / {panel[1]:.2f} ({cert[1] / panel[1]:.1f}× its CPU)")  # fmt: skip
     eng.dispose()
 
 

@@ -37,34 +37,34 @@ def _encode(
     panel: read.QueuePanel, names: list[str], judges: list[str], units: list[int], numeric: bool
 ) -> tuple[Any, Any, tuple[str, ...]]:
     """(humans units × H, judges units × J) as numbers (numeric labels) or codes into the sorted
-    texts, NaN where missing; and the texts."""
-    texts = sorted(
-        {v for d in (*panel.humans.values(), *panel.judges.values()) for v in d.values()},
-        key=(lambda t: float(t)) if numeric else None,
-    )
-    code = {t: float(t) if numeric else float(c) for c, t in enumerate(texts)}
+    label texts, NaN where missing; and those texts (numbers written as `%.15g`)."""
+    every = {v for d in (*panel.humans.values(), *panel.judges.values()) for v in d.values()}
+    if numeric:
+        texts = tuple(f"{v:.15g}" for v in sorted(every, key=float))
+        code: dict[Any, float] = {v: float(v) for v in every}
+    else:
+        shown = {v: (f"{v:.15g}" if isinstance(v, float) else str(v)) for v in every}
+        texts = tuple(sorted(set(shown.values())))
+        index = {t: float(c) for c, t in enumerate(texts)}
+        code = {v: index[t] for v, t in shown.items()}
     row = {u: r for r, u in enumerate(units)}
-    h = np.full((len(units), len(names)), np.nan)
-    j = np.full((len(units), len(judges)), np.nan)
-    for c, name in enumerate(names):
-        for u, v in panel.humans[name].items():
-            if u in row:
-                h[row[u], c] = code[v]
-    for c, name in enumerate(judges):
-        for u, v in panel.judges[name].items():
-            if u in row:
-                j[row[u], c] = code[v]
-    return h, j, tuple(texts)
+
+    def matrix(columns: list[str], source: dict[str, dict[int, Any]]) -> Any:
+        out = np.full((len(units), len(columns)), np.nan)
+        for c, name in enumerate(columns):
+            cells = [(row[u], code[v]) for u, v in source[name].items() if u in row]
+            if cells:
+                r, v = zip(*cells, strict=True)
+                out[list(r), c] = v
+        return out
+
+    return matrix(names, panel.humans), matrix(judges, panel.judges), texts
 
 
 def _numeric(panel: read.QueuePanel) -> bool:
-    for d in (*panel.humans.values(), *panel.judges.values()):
-        for v in d.values():
-            try:
-                float(v)
-            except ValueError:
-                return False
-    return True
+    return all(
+        isinstance(v, float) for d in (*panel.humans.values(), *panel.judges.values()) for v in d.values()
+    )
 
 
 def _alpha(h: Any, level: str, n_boot: int, seed: int) -> dict[str, Any]:

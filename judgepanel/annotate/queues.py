@@ -156,6 +156,10 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _as_text(v: read.Value) -> str:
+    return f"{v:.15g}" if isinstance(v, float) else v
+
+
 def _stratum(labels: Sequence[str]) -> str | None:
     if not labels:
         return None
@@ -169,11 +173,11 @@ def order_units(
     order: str,
     n: int | None,
     seed: int,
-    judges: dict[str, dict[int, str]],
+    judges: dict[str, dict[int, read.Value]],
 ) -> list[read.SourceUnit]:
     """The units a queue gets, in the order it hands them out (module docstring)."""
     key = [u.item_id if u.item_id is not None else u.pair_id for u in units]
-    per_unit = [[j[k] for j in judges.values() if k in j] for k in key]
+    per_unit = [[_as_text(j[k]) for j in judges.values() if k in j] for k in key]
     keys = _seeded_keys(len(units), seed)
     count = len(units) if n is None else min(n, len(units))
     if order == "random":

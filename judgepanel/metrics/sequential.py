@@ -65,7 +65,7 @@ FloatArray = NDArray[np.float64]
 GRID = 10  # bet sizes in the mixture
 _CAP = 0.5  # the largest bet, as a share of the largest the bounds allow (as in WSR 2024)
 _TOL = 1e-12  # alignments this close are a tie (as in metrics.validation)
-_BISECT = 8  # halvings of [−1, 1] for a bound: to 2/2⁸ < 0.01
+_BISECT = 7  # halvings of [−1, 1] for a bound: to 2/2⁷ < 0.016
 EPSILON_MAX = 0.99  # the largest ε `certified_at` looks at
 
 

@@ -155,15 +155,18 @@ def queue_rows(engine: Engine, name: str, now: datetime) -> QueueRows:
 # ---------------------------------------------------------------- the certification panel
 
 
+Value = float | str  # a label: its number where it has one (scores), else its text (A/B/T, categories)
+
+
 @dataclass(frozen=True)
 class QueuePanel:
-    """Label texts by unit: `humans[name][unit]`, `judges[name][unit]`; `completed` maps each
-    complete unit to when its last seat was done (units missing from it are incomplete)."""
+    """Labels by unit: `humans[name][unit]`, `judges[name][unit]`; `completed` maps each complete
+    unit to when its last seat was done (units missing from it are incomplete)."""
 
     units: tuple[int, ...]  # queue order
-    completed: dict[int, datetime]
-    humans: dict[str, dict[int, str]]
-    judges: dict[str, dict[int, str]]
+    completed: dict[int, Any]  # a timestamp (as the driver returns it: sortable)
+    humans: dict[str, dict[int, Value]]
+    judges: dict[str, dict[int, Value]]
     unit_kind: str  # item | pair
 
 
@@ -174,26 +177,41 @@ def _number(text: str | None) -> float | None:
         return None
 
 
+def _fetch(conn: Any, stmt: Any) -> list[tuple[Any, ...]]:
+    """Every row of a SELECT as plain tuples, straight from the driver's cursor: the panel reads
+    10⁵ rows at a time, and SQLAlchemy's per-row result processing cost more than the query. The
+    statement's parameters (ids and the dimension) are rendered as literals by the dialect; the
+    values read are ints, floats, texts and (unconverted) timestamps, used only for ordering."""
+    sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    cur = conn.connection.driver_connection.cursor()
+    try:
+        cur.execute(sql)
+        return list(cur.fetchall())
+    finally:
+        cur.close()
+
+
 def queue_panel(engine: Engine, name: str) -> QueuePanel:
     with engine.connect() as conn:
         q = queue_row(conn, name)
-        units = conn.execute(
-            select(UN.c.id, UN.c.item_id, UN.c.pair_id).where(UN.c.queue_id == q.id).order_by(UN.c.position)
-        ).all()
+        units = _fetch(
+            conn, select(UN.c.id, UN.c.item_id, UN.c.pair_id).where(UN.c.queue_id == q.id).order_by(UN.c.position)
+        )
         done_n = func.sum(case((SL.c.state == "done", 1), else_=0))
         completed = {
             int(u): t
-            for u, n, d, t in conn.execute(
+            for u, n, d, t in _fetch(
+                conn,
                 select(SL.c.unit_id, func.count(), done_n, func.max(SL.c.done_at))
                 .where(SL.c.queue_id == q.id)
-                .group_by(SL.c.unit_id)
+                .group_by(SL.c.unit_id),
             )
             if n == d
         }
         ann = base.annotator
         members = dict(conn.execute(select(MB.c.annotator_id, MB.c.name).where(MB.c.queue_id == q.id)).all())
-        humans: dict[str, dict[int, str]] = {str(n): {} for n in members.values()}
-        judges: dict[str, dict[int, str]] = {}
+        humans: dict[str, dict[int, Value]] = {str(n): {} for n in members.values()}
+        judges: dict[str, dict[int, Value]] = {}
         if q.kind == "pointwise":
             unit_of = {int(i): int(u) for u, i, _ in units}
             lb = base.label
@@ -205,13 +223,13 @@ def queue_panel(engine: Engine, name: str) -> QueuePanel:
                 .join(UN, UN.c.item_id == lb.c.item_id)
                 .where(UN.c.queue_id == q.id, lb.c.dimension == q.dimension)
                 .where((ann.c.kind == "llm") | ann.c.id.in_(list(members)))
-            )
+            ).all()
             for item, aid, num, txt, kind, aname in rows:
-                text = _text(num, txt)
+                value: Value = float(num) if num is not None else str(txt)
                 if kind == "llm":
-                    judges.setdefault(f"{aname}", {})[unit_of[int(item)]] = text
+                    judges.setdefault(str(aname), {})[unit_of[item]] = value
                 else:
-                    humans[str(members[aid])][unit_of[int(item)]] = text
+                    humans[members[aid]][unit_of[item]] = value
             _campaign_scores(conn, q, unit_of, judges)
             kind = "item"
         else:
@@ -221,18 +239,11 @@ def queue_panel(engine: Engine, name: str) -> QueuePanel:
                 select(pl.c.pair_id, pl.c.annotator_id, pl.c.value)
                 .join(UN, UN.c.pair_id == pl.c.pair_id)
                 .where(UN.c.queue_id == q.id, pl.c.annotator_id.in_(list(members)))
-            ):
+            ).all():
                 humans[str(members[aid])][unit_of[int(pid)]] = str(value)
             _campaign_pairs(conn, q, unit_of, judges)
             kind = "pair"
     return QueuePanel(tuple(int(u) for u, _, _ in units), completed, humans, judges, kind)
-
-
-def _text(num: float | None, text: str | None) -> str:
-    """Numbers compare by value ("2" and "2.0" are one label), other labels by their text."""
-    if num is not None:
-        return f"{float(num):.15g}"
-    return str(text)
 
 
 def _campaign_rows(conn: Any, q: Any, protocol: str) -> Sequence[Any]:
@@ -251,7 +262,7 @@ def _judge_label(
     return label + (f"/{condition}" if len(conditions) > 1 and condition else "")
 
 
-def _campaign_scores(conn: Any, q: Any, unit_of: dict[int, int], judges: dict[str, dict[int, str]]) -> None:
+def _campaign_scores(conn: Any, q: Any, unit_of: dict[int, int], judges: dict[str, dict[int, Value]]) -> None:
     """Pointwise campaigns on the dataset's items and the queue's dimension: first parsed score."""
     job, v, jd = base.job, base.verdict, base.judge
     dim = job.c.dimension.is_(None) if not q.dimension else job.c.dimension == q.dimension
@@ -277,10 +288,10 @@ def _campaign_scores(conn: Any, q: Any, unit_of: dict[int, int], judges: dict[st
             if value is None:
                 continue
             per = judges.setdefault(_judge_label(conn, c, spec, cond, conditions), {})
-            per.setdefault(unit_of[int(item)], f"{float(value):.15g}")  # a re-asked job keeps its first
+            per.setdefault(unit_of[int(item)], float(value))  # a re-asked job keeps its first
 
 
-def _campaign_pairs(conn: Any, q: Any, unit_of: dict[int, int], judges: dict[str, dict[int, str]]) -> None:
+def _campaign_pairs(conn: Any, q: Any, unit_of: dict[int, int], judges: dict[str, dict[int, Value]]) -> None:
     """Pairwise campaigns on the queue's pair set: both orders combined into A, B or T."""
     job, v, jd = base.job, base.verdict, base.judge
     for c in _campaign_rows(conn, q, "pairwise"):
@@ -406,13 +417,13 @@ def allocation_units(engine: Engine, name: str) -> tuple[int, int, list[SourceUn
 
 def dataset_judge_labels(
     engine: Engine, ds_id: int, dimension: str, *, pair_set_id: int | None = None
-) -> dict[str, dict[int, str]]:
-    """judge -> {item id (pair id for a pair set): label text} of the stored judges (imported llm
+) -> dict[str, dict[int, Value]]:
+    """judge -> {item id (pair id for a pair set): label} of the stored judges (imported llm
     annotators and campaigns), for ordering a new queue by their disagreement or strata."""
     from types import SimpleNamespace
 
     q = SimpleNamespace(dataset_id=ds_id, dimension=dimension, pair_set_id=pair_set_id)
-    judges: dict[str, dict[int, str]] = {}
+    judges: dict[str, dict[int, Value]] = {}
     with engine.connect() as conn:
         if pair_set_id is not None:
             ids = conn.scalars(select(base.pair.c.id).where(base.pair.c.pair_set_id == pair_set_id)).all()
@@ -425,7 +436,7 @@ def dataset_judge_labels(
             .join(it, it.c.id == lb.c.item_id)
             .where(it.c.dataset_id == ds_id, ann.c.kind == "llm", lb.c.dimension == dimension)
         ):
-            judges.setdefault(str(name), {})[int(item)] = _text(num, txt)
+            judges.setdefault(str(name), {})[int(item)] = float(num) if num is not None else str(txt)
         ids = conn.scalars(select(it.c.id).where(it.c.dataset_id == ds_id)).all()
         _campaign_scores(conn, q, {int(i): int(i) for i in ids}, judges)
     return judges
