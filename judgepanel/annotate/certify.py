@@ -33,38 +33,55 @@ N_BOOT = 200
 MIN_INSTANCES = 30  # a human joins the test with this many instances (as the alt-test's default)
 
 
+def _distinct(panel: read.QueuePanel) -> set[Any]:
+    out: set[Any] = set()
+    for d in (*panel.humans.values(), *panel.judges.values()):
+        out.update(d.values())  # a set of the values: the types are then checked once per value
+    return out
+
+
 def _encode(
     panel: read.QueuePanel, names: list[str], judges: list[str], units: list[int], numeric: bool
 ) -> tuple[Any, Any, tuple[str, ...]]:
     """(humans units × H, judges units × J) as numbers (numeric labels) or codes into the sorted
     label texts, NaN where missing; and those texts (numbers written as `%.15g`)."""
-    every = {v for d in (*panel.humans.values(), *panel.judges.values()) for v in d.values()}
+    every = _distinct(panel)
     if numeric:
         texts = tuple(f"{v:.15g}" for v in sorted(every, key=float))
-        code: dict[Any, float] = {v: float(v) for v in every}
+        code: dict[Any, float] = {}
     else:
         shown = {v: (f"{v:.15g}" if isinstance(v, float) else str(v)) for v in every}
         texts = tuple(sorted(set(shown.values())))
         index = {t: float(c) for c, t in enumerate(texts)}
         code = {v: index[t] for v, t in shown.items()}
-    row = {u: r for r, u in enumerate(units)}
+    ids = np.asarray(units, dtype=np.int64)
+    lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int64)
+    lookup[ids] = np.arange(ids.size)
 
     def matrix(columns: list[str], source: dict[str, dict[int, Any]]) -> Any:
         out = np.full((len(units), len(columns)), np.nan)
         for c, name in enumerate(columns):
-            cells = [(row[u], code[v]) for u, v in source[name].items() if u in row]
-            if cells:
-                r, v = zip(*cells, strict=True)
-                out[list(r), c] = v
+            d = source[name]
+            if not d:
+                continue
+            keys = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
+            values = (
+                np.fromiter(d.values(), dtype=np.float64, count=len(d))
+                if numeric
+                else np.fromiter((code[v] for v in d.values()), dtype=np.float64, count=len(d))
+            )
+            inside = keys < lookup.size
+            rows = np.full(keys.size, -1, dtype=np.int64)
+            rows[inside] = lookup[keys[inside]]
+            ok = rows >= 0
+            out[rows[ok], c] = values[ok]
         return out
 
     return matrix(names, panel.humans), matrix(judges, panel.judges), texts
 
 
 def _numeric(panel: read.QueuePanel) -> bool:
-    return all(
-        isinstance(v, float) for d in (*panel.humans.values(), *panel.judges.values()) for v in d.values()
-    )
+    return all(type(v) is float for v in _distinct(panel))
 
 
 def _alpha(h: Any, level: str, n_boot: int, seed: int) -> dict[str, Any]:

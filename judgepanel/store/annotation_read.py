@@ -109,15 +109,18 @@ def queue_rows(engine: Engine, name: str, now: datetime) -> QueueRows:
             )
         }
         seconds: dict[int, list[float]] = defaultdict(list)
-        last: dict[int, datetime] = {}
-        for m, sec, at_ in conn.execute(
-            select(EV.c.member_id, EV.c.seconds, EV.c.created_at).where(
-                EV.c.queue_id == q.id, EV.c.kind == "label"
-            )
+        for m, sec in _fetch(
+            conn, select(EV.c.member_id, EV.c.seconds).where(EV.c.queue_id == q.id, EV.c.kind == "label")
         ):
             if sec is not None:
-                seconds[int(m)].append(float(sec))
-            last[int(m)] = max(last.get(int(m), at_), at_)
+                seconds[m].append(sec)
+        last = dict(
+            conn.execute(
+                select(EV.c.member_id, func.max(EV.c.created_at))
+                .where(EV.c.queue_id == q.id, EV.c.kind == "label")
+                .group_by(EV.c.member_id)
+            ).all()
+        )
         live: dict[Any, Any] = dict(
             conn.execute(
                 select(SL.c.member_id, func.count())
@@ -195,7 +198,8 @@ def queue_panel(engine: Engine, name: str) -> QueuePanel:
     with engine.connect() as conn:
         q = queue_row(conn, name)
         units = _fetch(
-            conn, select(UN.c.id, UN.c.item_id, UN.c.pair_id).where(UN.c.queue_id == q.id).order_by(UN.c.position)
+            conn,
+            select(UN.c.id, UN.c.item_id, UN.c.pair_id).where(UN.c.queue_id == q.id).order_by(UN.c.position),
         )
         done_n = func.sum(case((SL.c.state == "done", 1), else_=0))
         completed = {
@@ -215,34 +219,45 @@ def queue_panel(engine: Engine, name: str) -> QueuePanel:
         if q.kind == "pointwise":
             unit_of = {int(i): int(u) for u, i, _ in units}
             lb = base.label
-            rows = conn.execute(
-                select(
-                    lb.c.item_id, lb.c.annotator_id, lb.c.value_num, lb.c.value_text, ann.c.kind, ann.c.name
-                )
-                .join(ann, ann.c.id == lb.c.annotator_id)
+            llms = dict(
+                conn.execute(
+                    select(ann.c.id, ann.c.name).where(ann.c.dataset_id == q.dataset_id, ann.c.kind == "llm")
+                ).all()
+            )
+            who = {
+                **{a: ("judge", str(n)) for a, n in llms.items()},
+                **{a: ("human", str(n)) for a, n in members.items()},
+            }
+            rows = _fetch(
+                conn,
+                select(lb.c.item_id, lb.c.annotator_id, lb.c.value_num, lb.c.value_text)
                 .join(UN, UN.c.item_id == lb.c.item_id)
-                .where(UN.c.queue_id == q.id, lb.c.dimension == q.dimension)
-                .where((ann.c.kind == "llm") | ann.c.id.in_(list(members)))
-            ).all()
-            for item, aid, num, txt, kind, aname in rows:
-                value: Value = float(num) if num is not None else str(txt)
-                if kind == "llm":
-                    judges.setdefault(str(aname), {})[unit_of[item]] = value
-                else:
-                    humans[members[aid]][unit_of[item]] = value
+                .where(
+                    UN.c.queue_id == q.id,
+                    lb.c.dimension == q.dimension,
+                    lb.c.annotator_id.in_(list(who) or [-1]),
+                ),
+            )
+            target = {
+                a: (judges.setdefault(n, {}) if k == "judge" else humans[n]) for a, (k, n) in who.items()
+            }
+            for item, aid, num, txt in rows:
+                target[aid][unit_of[item]] = float(num) if num is not None else str(txt)
             _campaign_scores(conn, q, unit_of, judges)
             kind = "item"
         else:
             unit_of = {int(p): int(u) for u, _, p in units}
             pl = base.pair_label
-            for pid, aid, value in conn.execute(
+            for pid, aid, value in _fetch(
+                conn,
                 select(pl.c.pair_id, pl.c.annotator_id, pl.c.value)
                 .join(UN, UN.c.pair_id == pl.c.pair_id)
-                .where(UN.c.queue_id == q.id, pl.c.annotator_id.in_(list(members)))
-            ).all():
+                .where(UN.c.queue_id == q.id, pl.c.annotator_id.in_(list(members) or [-1])),
+            ):
                 humans[str(members[aid])][unit_of[int(pid)]] = str(value)
             _campaign_pairs(conn, q, unit_of, judges)
             kind = "pair"
+    judges = {name: labels for name, labels in judges.items() if labels}  # judges of these units only
     return QueuePanel(tuple(int(u) for u, _, _ in units), completed, humans, judges, kind)
 
 
