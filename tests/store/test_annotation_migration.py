@@ -1,4 +1,4 @@
-"""Migration 0010_annotation on SQLite and PostgreSQL: down drops the queue tables and keeps every
+"""Migration 0012_annotation on SQLite and PostgreSQL: down drops the queue tables and keeps every
 label (a queue's labels are ordinary labels), up brings the tables back empty, and the schema
 matches the Core declaration (`store.annotation_tables`) both times."""
 
@@ -19,7 +19,8 @@ def test_annotation_revision_down_and_up(db_url: str) -> None:
 
     load_summeval_sample(db_url)
     eng = make_engine(db_url)
-    assert migrate.current_revision(eng) == "0010_annotation" == migrate.head_revision(eng)
+    assert migrate.current_revision(eng) == migrate.head_revision(eng)
+    before = migrate.script_revisions()["0012_annotation"]  # whatever the annotation revision follows
     assert migrate.drift(eng) == []
     make_queue(eng, items=2, per_item=1)
     a, _ = member(eng, "q", "a")
@@ -28,11 +29,13 @@ def test_annotation_revision_down_and_up(db_url: str) -> None:
     store.submit(eng, a, slot, value=5)
     with eng.connect() as c:
         labels = c.scalar(select(func.count()).select_from(base.label))
-    migrate.downgrade(eng, "0009_plan_shape")
+    assert before is not None
+    migrate.downgrade(eng, before)
     names = set(inspect(eng).get_table_names())
     assert not names & set(at.metadata.tables)
     with eng.connect() as c:
         assert c.scalar(select(func.count()).select_from(base.label)) == labels  # the queue's label stays
+    assert migrate.current_revision(eng) == before
     migrate.upgrade(eng)
     assert set(at.metadata.tables) <= set(inspect(eng).get_table_names())
     with eng.connect() as c:

@@ -1,7 +1,7 @@
 """annotation queues: the human loop in the browser (`judgepanel annotate`, issue 32)
 
-Revision ID: 0010_annotation
-Revises: 0009_plan_shape
+Revision ID: 0012_annotation
+Revises: 0011_checker_rule
 Create Date: 2026-12-05 10:00:00.000000
 
 - `annotation_queue`: a queue's options (dataset, kind, dimension, scale, rubric version,
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010_annotation"
-down_revision: str | None = "0009_plan_shape"
+revision: str = "0012_annotation"
+down_revision: str | None = "0011_checker_rule"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
