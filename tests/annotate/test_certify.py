@@ -174,3 +174,20 @@ def test_human_position_bias_equals_metrics_bias_on_the_same_data(sample: tuple[
     for key in ("back_wins", "front_wins", "consistent", "inconsistent"):
         assert figures[key] == human[key], key
     assert figures["p_value"] == pytest.approx(human["p_value"], rel=1e-12)
+
+
+def test_queue_labels_are_a_human_group_the_other_commands_read_at_once(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    eng, truth = _synthetic(sqlite_url, tmp_path)
+    make_queue(eng, dataset="syn", dimension="q", items=10, per_item=2, scale="1-3", group="lab")
+    members = [member(eng, "q", f"h{k}")[0] for k in range(2)]
+    _label_all(eng, members, truth, accuracy=0.9, seed=4)
+    out = cli("metrics", "agreement", "--dataset", "syn", "--dimension", "q", "--group", "lab", "--metric", "alpha",
+              "--json", db=sqlite_url).json()  # fmt: skip
+    assert out["n_raters"] == 2 and out["n_units"] == 10
+    # and the queue's α is the same coefficient over the same labels (interval level on a 1-3 scale)
+    st = certify.status(eng, "q", n_boot=0)
+    again = cli("metrics", "agreement", "--dataset", "syn", "--dimension", "q", "--group", "lab", "--metric", "alpha",
+                "--level", "interval", "--json", db=sqlite_url).json()  # fmt: skip
+    assert st["agreement"]["value"] == pytest.approx(again["value"], rel=1e-12)
