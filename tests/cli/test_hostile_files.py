@@ -73,6 +73,8 @@ CASES = [
     ("data import-labels {files}/longid.csv --dataset x", "is 100,000 characters, more than the 300"),
     ("data import-labels {files}/longdim.csv --dataset x", "dimension 'ddd"),
     (f"campaign create {'c' * 201} --dataset tiny --protocol pointwise --judge sim:a", "more than the 200"),
+    ("annotate create q --dataset tiny --items 1 --instructions /dev/zero", "is a device"),
+    ("annotate create q --dataset tiny --items 1 --instructions {files}/fifo.yaml", "is a named pipe (FIFO)"),
 ]
 
 
