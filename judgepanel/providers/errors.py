@@ -34,7 +34,7 @@ from typing import Any
 from judgepanel.errors import Fatal, ProviderError, RateLimited, TimedOut, Transient
 from judgepanel.providers import unmask
 from judgepanel.providers.base import ChatResult
-from judgepanel.providers.keys import PROVIDER_KEY_ENVS, user_key_envs
+from judgepanel.providers.key_names import PROVIDER_KEY_ENVS, user_key_envs
 
 _QUOTA = re.compile(
     r"insufficient_quota|exceeded your current quota|billing|credit balance|quota exceeded|spend_limit", re.I

@@ -29,13 +29,12 @@ rule also when the key is read, before any call. `key_source` tells `campaign cr
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.key_names import ALLOW_ENV, NEVER_KEYS, PROVIDER_KEY_ENVS, user_key_envs
 
 
 class JudgeSpec(Protocol):
@@ -51,50 +50,16 @@ class JudgeSpec(Protocol):
     def get(self, key: str, default: Any = None) -> Any: ...
 
 
-ALLOW_ENV = "JUDGEPANEL_KEY_ENVS"
-PROVIDER_KEY_ENVS = frozenset(
-    {
-        # what the SDKs and judgepanel's providers read by themselves
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "AZURE_OPENAI_API_KEY",
-        # Hugging Face inference endpoints
-        "HF_TOKEN",
-        # OpenAI-compatible hosts (docs/campaigns.md, "Per-judge keys and more providers")
-        "TOGETHER_API_KEY",
-        "GROQ_API_KEY",
-        "MISTRAL_API_KEY",
-        "GEMINI_API_KEY",
-        "DEEPSEEK_API_KEY",
-        "OPENROUTER_API_KEY",
-        "FIREWORKS_API_KEY",
-        "XAI_API_KEY",
-        "PERPLEXITY_API_KEY",
-        "DEEPINFRA_API_KEY",
-        "CEREBRAS_API_KEY",
-    }
-)
-_NEVER_KEYS = re.compile(r"JUDGEPANEL_.*|.*(?:_URL|_URI|_DSN)")
-_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 _DEFAULT_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 _DEFAULT_HOST = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
 _BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "azure": "AZURE_OPENAI_ENDPOINT"}
-
-
-def user_key_envs(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """The names the user allowed in `$JUDGEPANEL_KEY_ENVS` (comma or space separated); names that
-    are not variable names, judgepanel's own settings or URLs are left out."""
-    raw = (os.environ if environ is None else environ).get(ALLOW_ENV, "")
-    names = (n.strip() for n in raw.replace(",", " ").split())
-    return frozenset(n for n in names if _NAME.fullmatch(n) and not _NEVER_KEYS.fullmatch(n))
 
 
 def key_env_refusal(name: str) -> str | None:
     """Why `name` may not be a judge's `key_env` (None when it may): see the module docstring."""
     if name in PROVIDER_KEY_ENVS or name in user_key_envs():
         return None
-    if _NEVER_KEYS.fullmatch(name):
+    if NEVER_KEYS.fullmatch(name):
         return f"{name} is judgepanel's own setting or a URL, never an API key"
     return (
         f"{name} is not a model provider's key variable judgepanel knows; if it holds a model "
