@@ -48,7 +48,7 @@ from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord, LeasedJob
 from judgepanel.store.editor import editor_tasks
 from judgepanel.store.engine import session_scope
-from judgepanel.store.rubrics import rubric_version
+from judgepanel.store.rubrics import load_rubric_version, pinned_ref
 
 # Expected reply length when nothing better is known: a short rationale and the verdict.
 OUTPUT_ESTIMATE = {"pairwise": 150, "pointwise": 150, "clauses": 60, "editor": 200}
@@ -129,8 +129,11 @@ def create(
     doc = None
     if rubric:
         with session_scope(engine) as session:
-            rv = rubric_version(session, rubric)
+            # a bare name is the current version (the newest a person added); the campaign records
+            # the exact NAME@V, so `campaign show --yaml` re-creates this campaign, not a later one
+            rv, rubric = pinned_ref(session, rubric)
             rv_id, doc = rv.id, RubricDoc.from_dict(rv.body, origin=f"rubric {rubric}")
+        spec = replace(spec, rubric=rubric)
     for t in loaded.values():
         dim = None
         if doc is not None and (dimensions or len(doc.dimensions) == 1):
@@ -257,9 +260,15 @@ def _from_cwd(ref: str) -> str:
 
 
 def stored_spec(engine: Engine, name: str) -> dict[str, Any]:
-    """The spec a campaign was created with, as stored (templates with their source)."""
+    """The spec a campaign was created with, as stored (templates with their source), its
+    rubric named by the exact version it uses (`NAME@V`, also for campaigns stored before the
+    name was pinned at create)."""
     with session_scope(engine) as s:
-        return dict(store.campaign_by_name(s, name).spec)
+        spec = dict(store.campaign_by_name(s, name).spec)
+        if spec.get("rubric_version_id") is not None and spec.get("rubric"):
+            stored = load_rubric_version(s, int(spec["rubric_version_id"]))
+            spec["rubric"] = stored.ref
+        return spec
 
 
 def spec_yaml(spec: Mapping[str, Any], name: str) -> str:

@@ -369,6 +369,10 @@ def _compared(spec: dict[str, Any]) -> dict[str, Any]:
     custom templates had one (system.v1) is the same campaign as its re-creation, and keeps the
     message it was created with."""
     out = {k: v for k, v in spec.items() if k not in _NOT_COMPARED}
+    if out.get("rubric_version_id") is not None:
+        # the version row is what the campaign uses; `rubric` is how it was named (a campaign
+        # stored before names were pinned has `summeval` where a re-creation has `summeval@1`)
+        out.pop("rubric", None)
     if out.get("templates"):
         out["templates"] = {
             p: {k: v for k, v in t.items() if k != "system"} for p, t in out["templates"].items()
