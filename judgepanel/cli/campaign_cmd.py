@@ -106,7 +106,7 @@ def create(
     verb = "planned" if info.added == info.jobs else ("added" if info.added else "unchanged")
     typer.echo(
         f"campaign {info.name}: {info.jobs} jobs ({verb}{f', {info.added} new' if 0 < info.added < info.jobs else ''}), "
-        f"{info.protocol}{f', rubric ' + str(info.spec['rubric']) if info.spec.get('rubric') else ''}, "
+        f"{info.protocol}{', rubric ' + str(info.spec['rubric']) if info.spec.get('rubric') else ''}, "
         f"judges: {', '.join(info.judge_names().values())}"
     )
     _echo_keys(info.judge_keys)

@@ -88,7 +88,11 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
 @app.command("show")
 def show(
     ctx: typer.Context,
-    ref: str = typer.Argument(..., metavar="NAME[@VERSION]", help="The current version (the newest a person added) unless @VERSION is given."),
+    ref: str = typer.Argument(
+        ...,
+        metavar="NAME[@VERSION]",
+        help="The current version (the newest a person added) unless @VERSION is given.",
+    ),
     json_: bool = JSON,
 ) -> None:
     """One rubric version: its dimensions, criteria, anchors and clauses."""

@@ -32,8 +32,12 @@ def _with_editor_versions(engine: Engine) -> RubricDoc:
     """summeval@1 by a person, then @2 and @3 by an editor (as `judgepanel demo`'s repair leaves it)."""
     doc = bundled_rubric("summeval")
     add_rubric(engine, doc)
-    e2 = add_rubric(engine, _edited(doc, "Edited once."), author="editor", parent="summeval@1", editor="sim:e")
-    e3 = add_rubric(engine, _edited(doc, "Edited twice."), author="editor", parent="summeval@1", editor="sim:e")
+    e2 = add_rubric(
+        engine, _edited(doc, "Edited once."), author="editor", parent="summeval@1", editor="sim:e"
+    )
+    e3 = add_rubric(
+        engine, _edited(doc, "Edited twice."), author="editor", parent="summeval@1", editor="sim:e"
+    )
     assert (e2.rubric.version, e3.rubric.version) == (2, 3)
     return doc
 
