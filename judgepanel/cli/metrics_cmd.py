@@ -33,6 +33,7 @@ app = typer.Typer(
 )
 
 JSON = typer.Option(False, "--json", help="Print one JSON object.")
+NO_VERDICTS = "no verdicts yet"
 DATASET = typer.Option(None, "--dataset", help="Dataset whose item labels to use.")
 PAIRS = typer.Option(None, "--pairs", help="Pair set whose A/B/T labels to use.")
 DIMENSION = typer.Option(None, "--dimension", help="Label dimension (item labels only).")
@@ -702,17 +703,36 @@ def bias_cmd(
     result = campaign_bias(engine, campaign)
     names = campaign_judge_names(engine, campaign)
     sim = simulated(engine, [campaign])
+    # a judge with no pair answered in both orders has no test at all: p_value null and
+    # `no verdicts yet`, never the p = 1 of a judge whose swapped pairs showed no bias
+    none_yet = {spec for spec, b in result.items() if b.pairs == 0}
+
+    def row(spec: str) -> dict[str, Any]:
+        d = result[spec].as_dict()
+        return {**d, "p_value": None, "note": NO_VERDICTS} if spec in none_yet else d
+
     if json_:
         # keyed by the judge's short name (`--judge NAME=SPEC` or derived), its full spec inside
-        shown = {names.get(spec, spec): {**b.as_dict(), "spec": spec} for spec, b in result.items()}
+        shown = {names.get(spec, spec): {**row(spec), "spec": spec} for spec in result}
         emit_json({"judges": shown, "simulated": sim})
+        return
+    if result and len(none_yet) == len(result):
+        typer.echo(
+            f"{campaign}: no verdicts yet for any of its {len(result)} judge(s) (no pair answered in "
+            f"both orders): run `judgepanel campaign run {campaign}` first"
+        )
         return
     # the columns are the JSON keys, in their order, so the table and `--json` read alike
     keys = list(next(iter(result.values())).as_dict()) if result else []
     table(
         sim_title(f"position bias in {campaign} (swapped pairs; p_value: exact sign test)", sim),
         ["judge", *keys],
-        [[names.get(n, n), *b.as_dict().values()] for n, b in result.items()],
+        [
+            [names.get(n, n), *(NO_VERDICTS if k == "p_value" else v for k, v in row(n).items() if k in keys)]
+            if n in none_yet
+            else [names.get(n, n), *b.as_dict().values()]
+            for n, b in result.items()
+        ],
     )
 
 
