@@ -438,6 +438,13 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         f"{st.calls} calls ({st.cached} from cache), {st.input_tokens} in / {st.output_tokens} out tokens, "
         f"spent {_usd(st.cost_usd)} USD"
     )
+    unpriced = [str(d.get("name") or j) for j, d in st.by_judge.items() if d.get("cost_usd") is None]
+    if unpriced:  # "unknown" never without what would make it known
+        typer.echo(
+            f"cost unknown for {', '.join(unpriced)}: give price_in=…&price_out=… (USD per million "
+            "tokens) in the judge spec, and price_cache_read=…&price_cache_write=… where calls used "
+            "the prompt cache at a rate nobody gave"
+        )
     if st.max_cost_usd is not None:
         held = f", {_usd(st.reserved_usd)} reserved by runs in progress" if st.reserved_usd else ""
         typer.echo(

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from judgepanel.errors import BadInput
 from judgepanel.providers.spec import JudgeSpec
@@ -66,6 +66,8 @@ class Price:
     cache_read: float | None = None
     cache_write: float | None = None
     batch_discount: float | None = None
+    # the cache rates assumed from the provider's published ratios, in words (`providers.pricing`)
+    assumed: str | None = field(default=None, compare=False)
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         """Without prompt caching: every input token at the input rate."""
@@ -218,4 +220,24 @@ def price_for(spec: JudgeSpec) -> Price | None:
     from judgepanel.providers.pricing import default_table
 
     p = default_table().for_spec(spec)
-    return None if p is None else Price(p.input, p.output, p.cache_read, p.cache_write, p.batch_discount)
+    if p is None:
+        return None
+    return Price(p.input, p.output, p.cache_read, p.cache_write, p.batch_discount, assumed=p.assumed)
+
+
+def unknown_price_advice(judges: Sequence[str]) -> str:
+    """What to give so that an unknown cost becomes known (said wherever "unknown" is)."""
+    return (
+        f"no price known for {', '.join(judges)}: add price_in=…&price_out=… (USD per million "
+        "tokens) to the judge spec, or list the model in a price file ($JUDGEPANEL_PRICES)"
+    )
+
+
+def assumed_rates_note(judge: str, price: Price | None) -> str | None:
+    """The warning for a judge whose calls used cache rates nobody gave (None when none were assumed)."""
+    if price is None or price.assumed is None:
+        return None
+    return (
+        f"{judge}: prompt-cache tokens priced with {price.assumed}; give price_cache_read=… and "
+        "price_cache_write=… (USD per million tokens) in its spec to set them"
+    )

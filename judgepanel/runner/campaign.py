@@ -29,7 +29,7 @@ from judgepanel.providers.caching import CacheForecast
 from judgepanel.providers.keys import key_source
 from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name, stored_judge_names
 from judgepanel.rubrics import RubricDoc
-from judgepanel.runner.budget import Price, estimate_tokens, price_for
+from judgepanel.runner.budget import Price, check_prices, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
@@ -87,6 +87,8 @@ def create(
     named = [split_judge_name(j) for j in judges]
     judges = [j for _, j in named]
     specs = [parse_spec(j) for j in judges]
+    # a cap that `run` could not enforce is refused now, before anything is stored
+    check_prices(max_cost, {s.name: price_for(s) for s in specs})
     spec = CampaignSpec(
         name=name,
         dataset=dataset,

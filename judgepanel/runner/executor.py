@@ -69,7 +69,15 @@ from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Prov
 from judgepanel.providers.errors import configured_secrets, redact, redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import RubricDoc
-from judgepanel.runner.budget import SLICE_CALLS, Budget, Price, check_prices, price_for
+from judgepanel.runner.budget import (
+    SLICE_CALLS,
+    Budget,
+    Price,
+    assumed_rates_note,
+    check_prices,
+    price_for,
+    unknown_price_advice,
+)
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.dbwait import is_outage, patient
 from judgepanel.runner.limits import JudgeLimiter, SharedBucket
@@ -532,6 +540,7 @@ class Runner:
         self._readable = 0  # … and how many of them parsed
         self._first_unreadable: str | None = None  # the first that did not, described
         self._redact_keys: dict[int, tuple[str, ...]] = {}
+        self._cache_priced: set[str] = set()  # judges whose calls read or wrote prompt-cache tokens
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._growing = asyncio.Lock()  # one database reservation at a time per run
         self._record_cap = False
@@ -782,6 +791,20 @@ class Runner:
             w for j in getattr(self, "judges", {}).values() for w in getattr(j.provider, "warnings", [])
         ]
         warnings = [*learnt, *self.warnings][:20]
+        judges = getattr(self, "judges", {}).values()
+        warnings += [
+            note
+            for j in judges
+            if j.spec.name in self._cache_priced and (note := assumed_rates_note(j.spec.name, j.price))
+        ]
+        if self.stats.spent_unknown:  # "unknown" only with what would make it known
+            unpriced = [j.spec.name for j in judges if j.price is None]
+            warnings.append(
+                f"spent unknown: {unknown_price_advice(unpriced)}"
+                if unpriced
+                else "spent unknown: a call used prompt-cache tokens at a rate nobody gave: add "
+                "price_cache_read=…&price_cache_write=… (USD per million tokens) to the judge spec"
+            )
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
             warnings = [truncation_advice(cut), *warnings]
@@ -1126,6 +1149,8 @@ class Runner:
             self.stats.spent += cost
         elif j.price is None or r.cache_read_tokens or r.cache_write_tokens:
             self.stats.spent_unknown = True
+        if r.cache_read_tokens or r.cache_write_tokens:
+            self._cache_priced.add(j.spec.name)
         self.stats.calls += 1
         verdict, error = judged_reply(p, self.ctx, r)
         if error is not None:
