@@ -188,7 +188,7 @@ class PriceTable:
             price = self.lookup(spec.model, spec.provider)
         if price is None:
             return None
-        extra = {
+        extra: dict[str, Any] = {
             field: float(value)
             for key, field in _SPEC_RATES.items()
             if isinstance(value := spec.params.get(key), int | float) and not isinstance(value, bool)
@@ -270,7 +270,7 @@ def load_prices(path: str | Path) -> dict[str, Price]:
                 f"price file {file}: {name!r} needs both 'input' and 'output' (USD per million tokens)"
             )
         try:
-            optional = {
+            optional: dict[str, Any] = {
                 k: float(entry[k]) for k in ("cache_read", "cache_write", "batch_discount") if k in entry
             }
             price = Price(float(entry["input"]), float(entry["output"]), **optional)
