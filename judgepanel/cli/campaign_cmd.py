@@ -556,13 +556,34 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
 
 @app.command("delete")
 def delete(
-    ctx: typer.Context, name: str = typer.Argument(..., help="Campaign name."), json_: bool = JSON
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Campaign name."),
+    force: bool = typer.Option(
+        False, "--force", help="Delete the repair iterations and alignments that use it too."
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation on a terminal."),
+    json_: bool = JSON,
 ) -> None:
     """Delete a campaign and its jobs, attempts and verdicts in one transaction (refused while
-    jobs are leased, while another campaign reuses its answers, or while a repair iteration uses it)."""
-    from judgepanel.store.campaigns.deletion import delete_campaign
+    jobs are leased, while another campaign reuses its answers, or while a repair iteration or an
+    alignment uses it, unless --force). Asks first when run on a terminal (--yes: do not ask)."""
+    import sys
 
-    done = delete_campaign(state(ctx).engine(), name)
+    from judgepanel.store import campaigns as store
+    from judgepanel.store.campaigns.deletion import campaign_dependants, delete_campaign
+
+    engine = state(ctx).engine()
+    if not yes and sys.stdin.isatty():
+        users = campaign_dependants(engine, name)
+        jobs = sum(store.job_counts(engine, store.campaign_id(engine, name)).values())
+        also = f", and {users.describe()} that use it" if users else ""
+        if (force or not users) and not typer.confirm(
+            f"delete campaign {name}: {jobs} job(s) with their requests, responses and verdicts{also}?",
+            default=False,
+        ):
+            err_console.print(f"nothing deleted: campaign {name} is kept", soft_wrap=True)
+            raise typer.Exit(1)
+    done = delete_campaign(engine, name, force=force)
     if json_:
         emit_json(done.as_dict())
         return
