@@ -781,3 +781,35 @@ class ProviderBatchJob(Base):
         String(64), doc="sha256 of the request, as in request.request_hash"
     )
     state: Mapped[str] = mapped_column(String(20), doc="submitted, done or failed")
+
+
+class RequestClaim(Base):
+    """A request hash being asked right now (issue 28 §2): identical requests of the same run or of
+    a concurrent one wait for this owner's answer instead of paying for it again. Dropped with the
+    answer (or when the owner gives up the job); taken over once `expires` passes or the owner is
+    dead (`store.liveness`)."""
+
+    __tablename__ = "request_claim"
+    __table_args__ = (Index("ix_request_claim_owner", "owner"),)
+    request_hash: Mapped[str] = mapped_column(
+        String(64), primary_key=True, doc="sha256 of the request being asked, as in request.request_hash"
+    )
+    owner: Mapped[str] = mapped_column(String(300), doc="the lease owner (run or worker) asking it")
+    expires: Mapped[datetime] = mapped_column(
+        DateTime, doc="when the claim lapses unless renewed with the owner's leases (UTC)"
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow, doc="when it was claimed (UTC)")
+
+
+def _never_reuse_ids(metadata: MetaData) -> None:
+    """`id INTEGER PRIMARY KEY AUTOINCREMENT` on SQLite for every table keyed by an integer `id`
+    (migration 0010_trust): a deleted row's id is never handed to a new one, so nothing that
+    remembered an id (a running viewer's cache, a script) can mistake a new campaign for a deleted
+    one. PostgreSQL's sequences never reuse ids anyway."""
+    for t in metadata.tables.values():
+        pk = list(t.primary_key.columns)
+        if len(pk) == 1 and pk[0].name == "id" and isinstance(pk[0].type, Integer):
+            t.dialect_options["sqlite"]["autoincrement"] = True
+
+
+_never_reuse_ids(Base.metadata)

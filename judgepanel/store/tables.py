@@ -456,6 +456,22 @@ clause_checker = Table(
     UniqueConstraint("iteration", "clause_key"),
 )
 
+request_claim = Table(
+    "request_claim",
+    metadata,
+    Column("request_hash", String(length=64), primary_key=True),
+    Column("owner", String(length=300), nullable=False),
+    Column("expires", DateTime, nullable=False),
+    Column("created_at", DateTime, nullable=False, default=utcnow),
+    Index("ix_request_claim_owner", "owner"),
+)
+
+# as in `store.models`: SQLite never hands a deleted row's id to a new one (migration 0010_trust)
+for _t in metadata.tables.values():
+    _pk = list(_t.primary_key.columns)
+    if len(_pk) == 1 and _pk[0].name == "id" and isinstance(_pk[0].type, Integer):
+        _t.dialect_options["sqlite"]["autoincrement"] = True
+
 
 class Columns:
     """A table whose columns read as attributes (`Job.status`), usable where a query names the table
@@ -490,5 +506,6 @@ PairLabel = Columns(pair_label)
 PairSet = Columns(pair_set)
 ProviderBatchJob = Columns(provider_batch_job)
 Request = Columns(request)
+RequestClaim = Columns(request_claim)
 Response = Columns(response)
 Verdict = Columns(verdict)
