@@ -73,6 +73,11 @@ def create(
     max_cost: float | None = typer.Option(
         None, "--max-cost", help="Default budget in USD of `campaign run` for this campaign."
     ),
+    allow_identical_conditions: bool = typer.Option(
+        False,
+        "--allow-identical-conditions",
+        help="Create a condition study even when two conditions render the same prompt for every unit.",
+    ),
     json_: bool = JSON,
 ) -> None:
     """Plan a campaign: every item|pair × judge × order × condition × dimension × repeat is a job."""
@@ -98,10 +103,13 @@ def create(
             "max_cost": max_cost,
             "turn": turn,
             "reference_categories": _split(reference_categories),
+            "allow_identical_conditions": allow_identical_conditions or None,
         },
     )
+    for line in info.warnings:
+        warn(line)
     if json_:
-        emit_json(info.as_dict())
+        emit_json({**info.as_dict(), "warnings": list(info.warnings)})
         return
     verb = "planned" if info.added == info.jobs else ("added" if info.added else "unchanged")
     typer.echo(

@@ -9,7 +9,16 @@ import typer
 
 from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, printable, sim_title, simulated, table
+from judgepanel.cli.render import (
+    column_blocks,
+    console,
+    emit_json,
+    out_width,
+    printable,
+    sim_title,
+    simulated,
+    table,
+)
 from judgepanel.errors import BadInput
 from judgepanel.metrics.names import LEVELS, METHODS, METRICS, WEIGHT_NAMES  # no numpy: `--help` stays light
 
@@ -285,19 +294,32 @@ def matrix_cmd(
         return
     where = _where(sel, pairs)
     split = f", first {km.n_units} units" if first else f", {km.n_units} units"
-    # a compact grid with numbered columns, so eight or more raters fit an 80-column terminal
-    grid = Table(title=f"Cohen κ on {where}{split}", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
-    grid.add_column("rater", no_wrap=True)
-    grid.add_column("group", no_wrap=True)
-    for i in range(m.n_raters):
-        grid.add_column(str(i + 1), justify="right", no_wrap=True)
-    for i, name in enumerate(m.rater_names):
-        grid.add_row(
-            Text(printable(f"{i + 1} {name}")),
-            Text(printable(groups[name] or "")),
-            *(_fmt(v, 2) for v in km.kappa[i]),
+    # a compact grid with numbered columns; when the raters' columns do not all fit the width, the
+    # grid is printed in blocks of columns that do, so no κ is ever cut to `0…`
+    labels = [printable(f"{i + 1} {name}") for i, name in enumerate(m.rater_names)]
+    kinds = [printable(groups[name] or "") for name in m.rater_names]
+    cells = [[_fmt(v, 2) for v in row] for row in km.kappa]
+    label_w = max([5, *(len(x) for x in labels)])
+    kind_w = max([5, *(len(x) for x in kinds)])
+    col_w = [max(len(str(j + 1)), *(len(r[j]) for r in cells)) for j in range(m.n_raters)]
+    # each column takes its cells, a space of padding each side and the box's one-space divider
+    blocks = column_blocks(col_w, out_width() - (label_w + 2) - (kind_w + 3) - 1, gap=3)
+    for cols in blocks:
+        span = f", raters {cols[0] + 1}–{cols[-1] + 1}" if len(blocks) > 1 else ""
+        grid = Table(
+            title=f"Cohen κ on {where}{split}{span}", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False
         )
-    console.print(grid)
+        grid.add_column("rater", no_wrap=True)
+        grid.add_column("group", no_wrap=True)
+        for j in cols:
+            grid.add_column(str(j + 1), justify="right", no_wrap=True)
+        for i in range(m.n_raters):
+            grid.add_row(Text(labels[i]), Text(kinds[i]), *(Text(cells[i][j]) for j in cols))
+        console.print(grid)
+    if len(blocks) > 1:
+        console.print(
+            "(the matrix is printed in blocks of columns to keep every κ whole; --json has it in one piece)"
+        )
     for i, members in enumerate(found, 1):
         composition = ", ".join(
             f"{g} ×{sum((groups[n] or '—') == g for n in members)}"

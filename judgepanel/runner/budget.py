@@ -53,6 +53,7 @@ FEW_MARGIN = 1.5  # with fewer: this many times the longest reply seen
 OUTPUT_QUANTILE = 1.0  # the longest reply seen…
 TAIL_MARGIN = 1.25  # …times this, once MIN_OBSERVED replies are known
 KEEP_OBSERVED = 1000  # most recent output-token counts kept per judge and template
+EXPECTED_OUTPUT = 150  # a reply's expected length before any is seen (as `campaign plan` assumes)
 
 ReplyKind = tuple[str, str]  # (judge name, template name): whose replies to which prompt
 
@@ -166,6 +167,24 @@ class Budget:
             return 0.0
         tokens_in = estimate_tokens(prompt_chars) * self._ratio * SAFETY
         return price.cost(math.ceil(tokens_in), self.output_allowance(max_output, key))
+
+    def planned(
+        self, price: Price | None, prompt_chars: int, max_output: int | None, key: ReplyKind | None = None
+    ) -> float:
+        """What a call will reserve, for planning which calls to make (`runner.units`): as
+        `estimate`, except that before any reply of the judge to the template is seen the output
+        allowance is `FEW_MARGIN` × `EXPECTED_OUTPUT` tokens (at most `max_output`) rather than the
+        whole `max_output`: the first reservations are deliberately pessimistic, a plan built on
+        them would buy nothing."""
+        if price is None:
+            return 0.0
+        seen = self._out.get(key) if key is not None else None
+        if seen:
+            return self.estimate(price, prompt_chars, max_output, key)
+        out = math.ceil(FEW_MARGIN * EXPECTED_OUTPUT)
+        if max_output:
+            out = min(out, max_output)
+        return price.cost(math.ceil(estimate_tokens(prompt_chars) * self._ratio * SAFETY), out)
 
     def take(self, amount: float) -> bool:
         """Reserve `amount` from this run's hold if it has that much left (always, without a cap)."""

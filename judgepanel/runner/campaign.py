@@ -32,6 +32,7 @@ from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import Price, check_prices, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.checkers import clause_plan
+from judgepanel.runner.conditions_check import SamePrompts
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.prepare import (
     CampaignContext,
@@ -76,8 +77,14 @@ def create(
     turn: int | None = None,
     reference_categories: Sequence[str] = (),
     items: Sequence[str] = (),
+    allow_identical_conditions: bool = False,
 ) -> CampaignInfo:
     """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
+
+    Two conditions whose prompts are byte-identical for every unit (a custom template that shows
+    no rubric, say) are no condition study at all: refused unless `allow_identical_conditions`,
+    and then, as when only some units' prompts coincide, reported in `CampaignInfo.warnings`
+    (`runner.conditions_check`).
 
     `templates` maps a protocol to a Jinja file (relative to `template_base`) or a classic name
     (`@classic-pairwise`) or a template already loaded (`CustomTemplate`, e.g. one an alignment
@@ -155,13 +162,15 @@ def create(
             checkers=answered,
             **context_options(spec),
         )
-        check = _renders_every_job(ctx, _prompt_sig(ctx, spec, rv_id), strict=bool(loaded))
+        same = SamePrompts(spec.conditions, allow=allow_identical_conditions)
+        check = _renders_every_job(ctx, _prompt_sig(ctx, spec, rv_id), strict=bool(loaded), same=same)
     info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id, check=check)
-    return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs))
+    warnings = tuple(same.warnings) if check is not None else ()
+    return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs), warnings=warnings)
 
 
 def _renders_every_job(
-    ctx: CampaignContext, sig: str | None, *, strict: bool
+    ctx: CampaignContext, sig: str | None, *, strict: bool, same: SamePrompts | None = None
 ) -> Callable[[list[LeasedJob]], dict[int, tuple[int, int, int, str]]]:
     """A `create_campaign` check: each distinct prompt of the jobs renders, and its figures are
     returned for every job that shows it (`runner.shape`). `strict` (a user's template): a prompt
@@ -175,7 +184,10 @@ def _renders_every_job(
             key = render_key(job)
             if key not in shapes:
                 try:
-                    shapes[key] = shape_of(render(job, ctx))
+                    prompt = render(job, ctx)
+                    shapes[key] = shape_of(prompt)
+                    if same is not None:
+                        same.add(job, prompt)
                 except Exception:  # reported where it was before: by plan and run, which render again
                     if strict:
                         raise
@@ -183,6 +195,8 @@ def _renders_every_job(
             shape = shapes[key]
             if shape is not None and sig is not None:
                 out[job.id] = (shape.chars, shape.messages, shape.prefix_tokens, sig)
+        if same is not None:
+            same.check()  # raises BadInput (nothing stored) for conditions that cannot differ
         return out
 
     return check
@@ -254,6 +268,7 @@ def _create_merged(
         origin=cf.origin() if cf is not None else None,
         turn=opts.get("turn"),
         reference_categories=list(opts.get("reference_categories") or []),
+        allow_identical_conditions=bool(opts.get("allow_identical_conditions")),
     )
 
 
