@@ -81,10 +81,11 @@ def create(
 ) -> CampaignInfo:
     """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
 
-    Two conditions whose prompts are byte-identical for every unit (a custom template that shows
-    no rubric, say) are no condition study at all: refused unless `allow_identical_conditions`,
-    and then, as when only some units' prompts coincide, reported in `CampaignInfo.warnings`
-    (`runner.conditions_check`).
+    Two conditions whose prompts are byte-identical for every unit under a custom template (one
+    that shows no rubric, say) are no condition study at all: refused unless
+    `allow_identical_conditions`; otherwise (and with the bundled templates, whose pairwise prompt
+    shows no condition) coinciding prompts are reported in `CampaignInfo.warnings`
+    (`runner.conditions_check`), and the run asks each identical request once.
 
     `templates` maps a protocol to a Jinja file (relative to `template_base`) or a classic name
     (`@classic-pairwise`) or a template already loaded (`CustomTemplate`, e.g. one an alignment
@@ -162,7 +163,8 @@ def create(
             checkers=answered,
             **context_options(spec),
         )
-        same = SamePrompts(spec.conditions, allow=allow_identical_conditions)
+        # refused only for a user's template: the bundled pairwise one shows no condition by design
+        same = SamePrompts(spec.conditions, allow=allow_identical_conditions or not loaded)
         check = _renders_every_job(ctx, _prompt_sig(ctx, spec, rv_id), strict=bool(loaded), same=same)
     info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id, check=check)
     warnings = tuple(same.warnings) if check is not None else ()

@@ -9,7 +9,9 @@ unit (item or pair, order, dimension), a digest of the prompt under each conditi
 renders every distinct prompt anyway, and then
 
 - refuses (`BadInput`, nothing stored) when two conditions render the same prompt for every
-  unit, unless `allow=True` (`--allow-identical-conditions`);
+  unit, unless `allow=True` (`--allow-identical-conditions`, and always for the bundled
+  templates: the pairwise one shows no condition by design, and the contract's
+  `campaign create --protocol pairwise --condition …` stays valid);
 - otherwise reports each pair of conditions that coincide for some (or, allowed, all) units as a
   warning line for `campaign create` to print.
 
