@@ -44,7 +44,7 @@ from judgepanel.runner.prepare import (
     render_key,
     request_params,
 )
-from judgepanel.runner.shape import PromptShape, shape_of, signature, stable_prefixes
+from judgepanel.runner.shape import PromptShape, decode_prefixes, shape_of, signature, stable_prefixes
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord, LeasedJob
 from judgepanel.store.editor import editor_tasks
@@ -173,15 +173,15 @@ def create(
 
 def _renders_every_job(
     ctx: CampaignContext, sig: str | None, *, strict: bool, same: SamePrompts | None = None
-) -> Callable[[list[LeasedJob]], dict[int, tuple[int, int, int, str]]]:
+) -> Callable[[list[LeasedJob]], dict[int, tuple[int, int, int, str, str]]]:
     """A `create_campaign` check: each distinct prompt of the jobs renders, and its figures are
     returned for every job that shows it (`runner.shape`). `strict` (a user's template): a prompt
     that fails raises (BadInput naming the item and the template's error, and nothing is stored);
     otherwise its jobs get no figures, and plan and run render them, and fail, as before."""
 
-    def check(jobs: list[LeasedJob]) -> dict[int, tuple[int, int, int, str]]:
+    def check(jobs: list[LeasedJob]) -> dict[int, tuple[int, int, int, str, str]]:
         shapes: dict[tuple[Any, ...], PromptShape | None] = {}
-        out: dict[int, tuple[int, int, int, str]] = {}
+        out: dict[int, tuple[int, int, int, str, str]] = {}
         for job in jobs:
             key = render_key(job)
             if key not in shapes:
@@ -196,7 +196,7 @@ def _renders_every_job(
                     shapes[key] = None
             shape = shapes[key]
             if shape is not None and sig is not None:
-                out[job.id] = (shape.chars, shape.messages, shape.prefix_tokens, sig)
+                out[job.id] = (shape.chars, shape.messages, shape.prefix_tokens, sig, shape.prefixes)
         if same is not None:
             same.check()  # raises BadInput (nothing stored) for conditions that cannot differ
         return out
@@ -398,12 +398,13 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
 
     def renders(row: store.PendingShape) -> bool:
         """Whether plan must render this job: no current stored figures, a key to look up, or a
-        stable prefix long enough for the judge's prompt cache (the forecast needs its text)."""
-        _id, judge, _dim, chars, n_msgs, prefix, row_sig = row
+        stable prefix long enough for the judge's prompt cache whose digest was not stored (a job
+        created before `prompt_prefixes`: the forecast then needs the prefix text)."""
+        _id, judge, _dim, chars, n_msgs, prefix, row_sig, digests = row
         if sig is None or row_sig != sig or chars is None or n_msgs is None or prefix is None:
             return True
         floor = forecasts[judge].floor()
-        return judge in keyed or (floor is not None and prefix >= floor)
+        return judge in keyed or (floor is not None and prefix >= floor and digests is None)
 
     todo = {row[0] for row in stored if renders(row)}
     prepared: dict[int, Prepared] = {}
@@ -432,7 +433,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
     for n, d in by_judge.items():
         d["name"], d["spec"] = names[n], n
     caps: dict[tuple[str, str | None], int | None] = {}
-    for job_id, judge, dimension, chars, n_msgs, _prefix, _sig in stored:
+    for job_id, judge, dimension, chars, n_msgs, _prefix, _sig, digests in stored:
         p = prepared.get(job_id)
         if p is None and job_id in todo:
             continue  # finished between the two reads
@@ -454,7 +455,8 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
             if (judge, dimension) not in caps:
                 caps[judge, dimension] = max_output(request_params(js, ctx, dimension))
             cap = caps[judge, dimension]
-            read, written = 0, 0  # no stable prefix reaches the judge's prompt-cache floor (`renders`)
+            # the stored prefix digests, in the jobs' order as rendering them would (`runner.shape`)
+            read, written = forecasts[judge].call_digests(decode_prefixes(digests)) if digests else (0, 0)
         assert chars is not None and n_msgs is not None
         if cap is not None:
             out = min(out, cap)

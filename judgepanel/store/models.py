@@ -272,6 +272,7 @@ class Job(Base):
     prompt_messages: Mapped[int | None]
     prompt_prefix_tokens: Mapped[int | None]
     prompt_sig: Mapped[str | None]
+    prompt_prefixes: Mapped[str | None]
 
 
 class Request(Base):

@@ -17,6 +17,10 @@ Create Date: 2026-12-03 10:00:00.000000
   judge), waits for that answer instead of paying for it again. A claim lives as long as its
   owner: renewed with the owner's leases, dropped with the answer, taken over once it expires or
   its owner is dead (`store.liveness`).
+- `job.prompt_prefixes` (§5): the digests and token counts of the prompt's stable prefixes, stored
+  at create, so `campaign plan` forecasts the providers' prompt cache without rendering the
+  prompts whose prefixes are long enough to be cached (it rendered 3,968 of 12,800 jobs of a
+  rubric-conditioned campaign for that).
 """
 
 from __future__ import annotations
@@ -94,9 +98,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("request_hash", name=op.f("pk_request_claim")),
     )
     op.create_index("ix_request_claim_owner", "request_claim", ["owner"])
+    # plain ADD COLUMN, not batch mode (see 0009_plan_shape)
+    op.add_column("job", sa.Column("prompt_prefixes", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("job", "prompt_prefixes")
     op.drop_index("ix_request_claim_owner", table_name="request_claim")
     op.drop_table("request_claim")
     conn = op.get_bind()

@@ -61,8 +61,9 @@ def pending_in(
     return _with_texts(s, rows)
 
 
-# (job id, judge name, dimension, prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig)
-PendingShape = tuple[int, str, str | None, int | None, int | None, int | None, str | None]
+# (job id, judge name, dimension, prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig,
+#  prompt_prefixes)
+PendingShape = tuple[int, str, str | None, int | None, int | None, int | None, str | None, str | None]
 
 
 def pending_shapes(engine: Engine, campaign_id: int) -> list[PendingShape]:
@@ -81,6 +82,7 @@ def pending_shapes(engine: Engine, campaign_id: int) -> list[PendingShape]:
                 job.c.prompt_messages,
                 job.c.prompt_prefix_tokens,
                 job.c.prompt_sig,
+                job.c.prompt_prefixes,
             )
             .join(judge, judge.c.id == job.c.judge_id)
             .where(job.c.campaign_id == campaign_id, job.c.status.in_(("pending", "running")))

@@ -36,7 +36,8 @@ from judgepanel.store.models import (
 from judgepanel.store.queries import dataset_by_name, pair_set_by_name
 
 CHUNK = 2_000
-PromptFigures = tuple[int, int, int, str]  # what `create_campaign` stores of a job's prompt
+# what `create_campaign` stores of a job's prompt: chars, messages, prefix tokens, sig, prefixes
+PromptFigures = tuple[int, int, int, str, str]
 
 # ---------------------------------------------------------------- campaigns
 
@@ -170,11 +171,12 @@ def _store_figures(s: Session, figures: Mapping[int, PromptFigures]) -> None:
             prompt_messages=bindparam("messages"),
             prompt_prefix_tokens=bindparam("prefix"),
             prompt_sig=bindparam("sig"),
+            prompt_prefixes=bindparam("prefixes"),
         )
     )
     rows = [
-        {"job_id": jid, "chars": c, "messages": m, "prefix": p, "sig": sig}
-        for jid, (c, m, p, sig) in figures.items()
+        {"job_id": jid, "chars": c, "messages": m, "prefix": p, "sig": sig, "prefixes": px}
+        for jid, (c, m, p, sig, px) in figures.items()
     ]
     conn = s.connection()
     for i in range(0, len(rows), CHUNK):
