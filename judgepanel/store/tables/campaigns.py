@@ -204,6 +204,8 @@ job = Table(
     Index("ix_job_campaign_status", "campaign_id", "status"),
     # `campaign plan` asks whether a judge's provider and model were ever sent a request
     Index("ix_job_judge", "judge_id"),
+    # the viewer's cache key reads the newest change of any job (store.fingerprint)
+    Index("ix_job_updated_at", "updated_at"),
 )
 
 
