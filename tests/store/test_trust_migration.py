@@ -1,4 +1,4 @@
-"""Migration 0010_trust (issue 28 §2, §3) on SQLite and PostgreSQL: ids are never handed out again
+"""Migration 0011_trust (issue 28 §2, §3) on SQLite and PostgreSQL: ids are never handed out again
 after a delete, and the step down and up keeps every row, index and foreign key."""
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ def _ddl(eng: Engine) -> dict[str, str]:
         return {
             str(n): str(s)
             for n, s in c.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+        }
+
+
+def _triggers(eng: Engine) -> set[tuple[str, str]]:
+    with eng.connect() as c:
+        return {
+            (str(n), str(t))
+            for n, t in c.execute(text("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'"))
         }
 
 
@@ -81,7 +89,8 @@ def test_trust_revision_down_and_up_keeps_every_row(engine: Engine, db_url: str)
         assert {"campaign", "job", "request", "response", "verdict", "clause_verdict", "dataset"} <= keyed
         assert "campaign_judge" not in keyed  # no integer id key
 
-    migrate.downgrade(engine, "0009_plan_shape")
+    triggers = _triggers(engine) if sqlite else set()
+    migrate.downgrade(engine, "0010_search")
     assert "request_claim" not in inspect(engine).get_table_names()
     assert _counts(engine) == before
     if sqlite:
@@ -95,6 +104,12 @@ def test_trust_revision_down_and_up_keeps_every_row(engine: Engine, db_url: str)
         with engine.connect() as c:  # foreign keys are on again, and every row has its parent
             assert c.execute(text("PRAGMA foreign_keys")).scalar() == 1
             assert c.execute(text("PRAGMA foreign_key_check")).all() == []
+        # the text indexes of 0010_search keep their triggers through the rebuild, and agree with
+        # their tables (FTS5's own integrity check raises otherwise)
+        assert _triggers(engine) == triggers and len(triggers) == 6
+        with engine.begin() as c:
+            for fts in ("verdict_fts", "item_fts"):
+                c.execute(text(f"INSERT INTO {fts}({fts}) VALUES ('integrity-check')"))
     # the store works as before after the round trip
     st = cli("campaign", "status", "cl", "--json", db=db_url).json()
     assert st["done"] == st["jobs"] > 0
@@ -107,10 +122,10 @@ def test_the_rebuild_refuses_to_run_with_foreign_keys_on(tmp_path) -> None:  # t
 
     url = f"sqlite:///{tmp_path / 'fk.db'}"
     eng = make_engine(url)
-    migrate.upgrade(eng, "0009_plan_shape")
+    migrate.upgrade(eng, "0010_search")
     cfg = migrate.alembic_config(eng)
     with eng.begin() as conn:
         cfg.attributes["connection"] = conn
         with pytest.raises(RuntimeError, match="foreign keys off"):
-            command.upgrade(cfg, "0010_trust")
+            command.upgrade(cfg, "0011_trust")
     eng.dispose()

@@ -1,7 +1,7 @@
 """trust: ids that are never reused, and in-flight claims on request hashes (issue 28)
 
-Revision ID: 0010_trust
-Revises: 0009_plan_shape
+Revision ID: 0011_trust
+Revises: 0010_search
 Create Date: 2026-12-03 10:00:00.000000
 
 - SQLite: every table with an integer `id` key becomes `id INTEGER PRIMARY KEY AUTOINCREMENT`
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010_trust"
-down_revision: str | None = "0009_plan_shape"
+revision: str = "0011_trust"
+down_revision: str | None = "0010_search"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -58,6 +58,14 @@ def _rebuild(conn: sa.Connection, table: str, ddl: str) -> None:
             (table,),
         )
     ]
+    # a table's triggers go with it (DROP TABLE): those of 0010_search keep its text indexes in step
+    triggers = [
+        str(s)
+        for (s,) in conn.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND sql IS NOT NULL",
+            (table,),
+        )
+    ]
     tmp = f"_trust_new_{table}"
     head = re.match(r'\s*CREATE TABLE\s+("?)' + re.escape(table) + r"\1", ddl)
     assert head is not None, ddl[:80]
@@ -65,14 +73,14 @@ def _rebuild(conn: sa.Connection, table: str, ddl: str) -> None:
     conn.exec_driver_sql(f'INSERT INTO "{tmp}" SELECT * FROM "{table}"')
     conn.exec_driver_sql(f'DROP TABLE "{table}"')
     conn.exec_driver_sql(f'ALTER TABLE "{tmp}" RENAME TO "{table}"')
-    for sql in indexes:
+    for sql in indexes + triggers:
         conn.exec_driver_sql(sql)
 
 
 def _check_foreign_keys_off(conn: sa.Connection) -> None:
     if conn.exec_driver_sql("PRAGMA foreign_keys").scalar():
         raise RuntimeError(
-            "0010_trust rebuilds tables and must run with SQLite foreign keys off "
+            "0011_trust rebuilds tables and must run with SQLite foreign keys off "
             "(run it through `judgepanel db upgrade`)"
         )
 
@@ -87,7 +95,7 @@ def upgrade() -> None:
             new, keyed = _KEYED.subn(_AUTO, ddl, count=1)
             new, dropped = _PK.subn("", new, count=1)
             if (keyed, dropped) != (1, 1):
-                raise RuntimeError(f"0010_trust: unexpected definition of table {table}: {ddl[:200]}")
+                raise RuntimeError(f"0011_trust: unexpected definition of table {table}: {ddl[:200]}")
             _rebuild(conn, table, new)
     op.create_table(
         "request_claim",
