@@ -370,6 +370,16 @@ class ClauseChecker(Base):
     threshold: Mapped[float]
     kept: Mapped[bool]
     created_at: Mapped[datetime]
+    kappa: Mapped[float | None]
+    lower_bound: Mapped[float | None]
+    n_met: Mapped[int | None]
+    n_not_met: Mapped[int | None]
+    sensitivity: Mapped[float | None]
+    specificity: Mapped[float | None]
+    decision: Mapped[str | None]
+    decision_reason: Mapped[str | None]
+    warning: Mapped[str | None]
+    rule: Mapped[dict[str, Any] | None]
 
 
 class RepairIteration(Base):

@@ -494,8 +494,9 @@ def _alignment_simulated(rec: Any) -> bool:
 
 def alignments(engine: Engine) -> dict[str, Any]:
     """Every alignment: `alignment`, `method`, `dataset`, `judge`, `steps` (as `align status
-    --json`), `compared`, and from its comparison (`align compare --json`) `gain_survives`, the
-    QWK `delta` of the aligned judge and `simulated`."""
+    --json`), `compared`, and from its comparison (`align compare --json`) `gain_survives`, `gain`
+    (the verdict on the choice statistic, "too few groups" below 5 articles), the QWK `delta` of
+    the aligned judge and `simulated`."""
     from judgepanel.store.align import get_alignment, list_alignments
 
     rows = []
@@ -514,6 +515,7 @@ def alignments(engine: Engine) -> dict[str, Any]:
                 "compared": rec.comparison is not None,
                 "delta_qwk": delta,
                 "gain_survives": comp.get("gain_survives"),
+                "gain": comp.get("gain"),
                 "simulated": _alignment_simulated(rec),
             }
         )
