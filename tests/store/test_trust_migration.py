@@ -1,4 +1,4 @@
-"""Migration 0012_trust (issue 28 §2, §3) on SQLite and PostgreSQL: ids are never handed out again
+"""Migration 0013_trust (issue 28 §2, §3) on SQLite and PostgreSQL: ids are never handed out again
 after a delete, and the step down and up keeps every row, index and foreign key."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_trust_revision_down_and_up_keeps_every_row(engine: Engine, db_url: str)
         assert "campaign_judge" not in keyed  # no integer id key
 
     triggers = _triggers(engine) if sqlite else set()
-    migrate.downgrade(engine, "0011_checker_rule")
+    migrate.downgrade(engine, "0012_annotation")
     assert "request_claim" not in inspect(engine).get_table_names()
     assert _counts(engine) == before
     if sqlite:
@@ -122,10 +122,10 @@ def test_the_rebuild_refuses_to_run_with_foreign_keys_on(tmp_path) -> None:  # t
 
     url = f"sqlite:///{tmp_path / 'fk.db'}"
     eng = make_engine(url)
-    migrate.upgrade(eng, "0011_checker_rule")
+    migrate.upgrade(eng, "0012_annotation")
     cfg = migrate.alembic_config(eng)
     with eng.begin() as conn:
         cfg.attributes["connection"] = conn
         with pytest.raises(RuntimeError, match="foreign keys off"):
-            command.upgrade(cfg, "0012_trust")
+            command.upgrade(cfg, "0013_trust")
     eng.dispose()

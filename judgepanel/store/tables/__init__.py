@@ -72,7 +72,7 @@ from judgepanel.store.tables.scale import (
 
 def _never_reuse_ids() -> None:
     """`id INTEGER PRIMARY KEY AUTOINCREMENT` on SQLite for every table keyed by an integer `id`
-    (migration 0012_trust, issue 28 §3): a deleted row's id is never handed to a new one, so
+    (migration 0013_trust, issue 28 §3): a deleted row's id is never handed to a new one, so
     nothing that remembered an id (a running viewer's cache, a script) can take a new campaign for
     a deleted one. PostgreSQL's sequences never reuse ids anyway."""
     from sqlalchemy import Integer

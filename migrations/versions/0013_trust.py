@@ -1,7 +1,7 @@
 """trust: ids that are never reused, and in-flight claims on request hashes (issue 28)
 
-Revision ID: 0012_trust
-Revises: 0011_checker_rule
+Revision ID: 0013_trust
+Revises: 0012_annotation
 Create Date: 2026-12-03 10:00:00.000000
 
 - SQLite: every table with an integer `id` key becomes `id INTEGER PRIMARY KEY AUTOINCREMENT`
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012_trust"
-down_revision: str | None = "0011_checker_rule"
+revision: str = "0013_trust"
+down_revision: str | None = "0012_annotation"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -80,7 +80,7 @@ def _rebuild(conn: sa.Connection, table: str, ddl: str) -> None:
 def _check_foreign_keys_off(conn: sa.Connection) -> None:
     if conn.exec_driver_sql("PRAGMA foreign_keys").scalar():
         raise RuntimeError(
-            "0012_trust rebuilds tables and must run with SQLite foreign keys off "
+            "0013_trust rebuilds tables and must run with SQLite foreign keys off "
             "(run it through `judgepanel db upgrade`)"
         )
 
@@ -95,7 +95,7 @@ def upgrade() -> None:
             new, keyed = _KEYED.subn(_AUTO, ddl, count=1)
             new, dropped = _PK.subn("", new, count=1)
             if (keyed, dropped) != (1, 1):
-                raise RuntimeError(f"0012_trust: unexpected definition of table {table}: {ddl[:200]}")
+                raise RuntimeError(f"0013_trust: unexpected definition of table {table}: {ddl[:200]}")
             _rebuild(conn, table, new)
     op.create_table(
         "request_claim",
