@@ -31,8 +31,13 @@ top-level `models` key::
     batch_discount = 0.5
 
 A spec's `price_cache_read`, `price_cache_write` and `batch_discount` parameters do the same.
-A rate nobody gave stays unknown: a call that read or wrote cached tokens without a known rate
-for them has an unknown cost, and a plan without a batch discount has an unknown batch cost.
+A spec that gives `price_in`/`price_out` but neither cache rate gets them assumed from its
+provider's published ratios (`assumed_cache_rates`, issue 28 §5), said in `Price.assumed`:
+Anthropic reads at 0.1 × and writes at 1.25 × `price_in`; OpenAI's own API a built-in model's
+own ratio; any other (an OpenAI-compatible server) both at `price_in`, the most a cached token can
+cost there. Otherwise a rate nobody gave stays unknown: a call that read or wrote cached tokens
+without a known rate for them has an unknown cost, and a plan without a batch discount has an
+unknown batch cost.
 
 The built-in prices are list prices per million tokens as published by OpenAI
 (platform.openai.com/docs/pricing: cached input at 50 % of input for gpt-4o / gpt-4o-mini, 25 %
@@ -50,7 +55,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +76,8 @@ class Price:
     cache_read: float | None = None
     cache_write: float | None = None
     batch_discount: float | None = None  # share of the cost a batch API call saves
+    # which rates were assumed rather than given, in words (None: every rate was given or listed)
+    assumed: str | None = field(default=None, compare=False)
 
     def cost(
         self,
@@ -180,11 +187,13 @@ class PriceTable:
         price: Price | None
         if p_in is not None and p_out is not None:
             price = Price(float(p_in), float(p_out))
+            if not any(k in spec.params for k in ("price_cache_read", "price_cache_write")):
+                price = assumed_cache_rates(price, spec, self)
         else:
             price = self.lookup(spec.model, spec.provider)
         if price is None:
             return None
-        extra = {
+        extra: dict[str, Any] = {
             field: float(value)
             for key, field in _SPEC_RATES.items()
             if isinstance(value := spec.params.get(key), int | float) and not isinstance(value, bool)
@@ -193,6 +202,43 @@ class PriceTable:
 
     def merged(self, other: Mapping[str, Price]) -> PriceTable:
         return PriceTable({**self.prices, **other})
+
+
+def assumed_cache_rates(price: Price, spec: JudgeSpec, table: PriceTable | None = None) -> Price:
+    """`price` (a spec's own `price_in`/`price_out`) with cache rates from its provider's
+    published ratios, and `assumed` saying which: a judge priced by hand must not turn "spent
+    unknown" the first time its provider reports a cached prompt token."""
+    if price.input == 0:
+        return price  # a free prompt's cache rates are free already (`cache_rates`)
+    if spec.provider == "anthropic":
+        return replace(
+            price,
+            cache_read=price.input * 0.1,
+            cache_write=price.input * 1.25,
+            assumed="cache reads at 0.1 × price_in, writes at 1.25 × (Anthropic's published ratios)",
+        )
+    listed = (table or PriceTable(BUILTIN)).lookup(spec.model, spec.provider)
+    if (
+        spec.provider == "openai"
+        and spec.get("base_url") is None
+        and listed is not None
+        and listed.input > 0
+        and listed.cache_read is not None
+    ):
+        share = listed.cache_read / listed.input
+        return replace(
+            price,
+            cache_read=price.input * share,
+            cache_write=price.input,
+            assumed=f"cache reads at {share:g} × price_in, writes at price_in "
+            f"(OpenAI's published ratio for {spec.model})",
+        )
+    return replace(
+        price,
+        cache_read=price.input,
+        cache_write=price.input,
+        assumed="cache reads and writes at price_in (no published ratio for this server)",
+    )
 
 
 def load_prices(path: str | Path) -> dict[str, Price]:
@@ -229,7 +275,7 @@ def load_prices(path: str | Path) -> dict[str, Price]:
                 f"price file {file}: {name!r} needs both 'input' and 'output' (USD per million tokens)"
             )
         try:
-            optional = {
+            optional: dict[str, Any] = {
                 k: float(entry[k]) for k in ("cache_read", "cache_write", "batch_discount") if k in entry
             }
             price = Price(float(entry["input"]), float(entry["output"]), **optional)

@@ -69,6 +69,11 @@ class Writer:
         """Give a call's budget reservation back with the next commit (with its reply, if buffered)."""
         self._buf.released.append((campaign_id, amount))
 
+    def unclaim(self, request_hash: str) -> None:
+        """Drop this owner's in-flight claim on a request hash with the next commit (with the
+        answer it was claimed for, which is buffered already: `store.claims`)."""
+        self._buf.unclaimed.append(request_hash)
+
     def outcome(self, row: JobOutcome) -> None:
         self._buf.outcomes.append(row)
         if len(self._buf) >= self.batch_size:
@@ -84,7 +89,7 @@ class Writer:
                 return
 
     async def _flush(self) -> None:
-        if not len(self._buf) and not self._buf.released:
+        if not len(self._buf) and not self._buf.released and not self._buf.unclaimed:
             return
         batch, self._buf = self._buf, Batch()
         t0 = time.perf_counter()

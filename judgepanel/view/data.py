@@ -44,23 +44,36 @@ class _Spend:
     simulated: bool = False
 
 
+# a campaign as the tracker knows it: its id and when it was created (`browse.campaign_births`);
+# the id alone could be a deleted campaign's, handed to a new one
+CampaignKey = tuple[int, datetime | None]
+
+
 @dataclass
 class Tracker:
-    """Spend and simulated-ness per campaign, summed incrementally over new responses."""
+    """Spend and simulated-ness per campaign, summed incrementally over new responses, keyed by
+    campaign id *and* creation time, so a new campaign never inherits a deleted one's spend."""
 
     last_response: int = 0
-    spend: dict[int, _Spend] = field(default_factory=lambda: defaultdict(_Spend))
+    spend: dict[CampaignKey, _Spend] = field(default_factory=lambda: defaultdict(_Spend))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def update(self, engine: Engine) -> None:
+    def key(self, cid: int, births: dict[int, datetime]) -> CampaignKey:
+        return (cid, births.get(cid))
+
+    def update(self, engine: Engine) -> dict[int, datetime]:
+        """Read the responses stored since the last poll; returns the births it keyed them by."""
         with self.lock:
-            for cid, newest, n, cost, priced, sim in browse.spend_since(engine, self.last_response):
-                s = self.spend[cid]
+            new = browse.spend_since(engine, self.last_response)
+            births = browse.campaign_births(engine)
+            for cid, newest, n, cost, priced, sim in new:
+                s = self.spend[self.key(cid, births)]
                 s.calls += n
                 s.cost += cost
                 s.priced += priced
                 s.simulated = s.simulated or sim
                 self.last_response = max(self.last_response, newest)
+            return births
 
 
 def _progress(
@@ -97,7 +110,7 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     or alignment's campaigns."""
     from judgepanel.store.campaigns import list_campaigns
 
-    tracker.update(engine)
+    births = tracker.update(engine)
     rows = list_campaigns(engine)
     ids = {v: k for k, v in browse.campaign_names_by_id(engine).items()}
     failed: dict[int, dict[str, int]] = defaultdict(dict)
@@ -112,7 +125,7 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     out = []
     for r in rows:
         cid = r.pop("_id")
-        s = tracker.spend.get(cid, _Spend())
+        s = tracker.spend.get(tracker.key(cid, births), _Spend())
         row = browse.campaign_row(engine, r["name"]) if r["name"] in specs else {}
         sim = s.simulated or any(str(j).startswith("sim:") for j in r["judges"])
         out.append(
@@ -406,8 +419,9 @@ def rubrics(engine: Engine) -> dict[str, Any]:
 
 
 def rubric(engine: Engine, name: str) -> dict[str, Any]:
-    """`rubric show --json` of the latest version, and `history`: each version with its author,
-    note and the `rubric diff --json` (changed, added, removed) from its predecessor."""
+    """`rubric show --json` of the current version (the newest a person added, what `rubric show
+    NAME` shows), and `history`: each version with its author, note and the `rubric diff --json`
+    (changed, added, removed) from its predecessor."""
     from judgepanel.rubrics import diff_rubrics
     from judgepanel.store.rubrics import get_rubric, rubric_versions
 
@@ -415,7 +429,7 @@ def rubric(engine: Engine, name: str) -> dict[str, Any]:
     if not versions:
         raise NotFound(f"no rubric named {name!r}")
     docs = {v: get_rubric(engine, f"{name}@{v}") for v in versions}
-    latest = docs[versions[-1]]
+    latest = docs[get_rubric(engine, name).version]
     history = []
     for v in versions:
         r = docs[v]

@@ -38,7 +38,8 @@ from judgepanel.store.queries import dataset_by_name, pair_set_by_name
 from judgepanel.store.widths import check_widths
 
 CHUNK = 2_000
-PromptFigures = tuple[int, int, int, str]  # what `create_campaign` stores of a job's prompt
+# what `create_campaign` stores of a job's prompt: chars, messages, prefix tokens, sig, prefixes
+PromptFigures = tuple[int, int, int, str, str]
 
 # ---------------------------------------------------------------- campaigns
 
@@ -172,11 +173,12 @@ def _store_figures(s: Session, figures: Mapping[int, PromptFigures]) -> None:
             prompt_messages=bindparam("messages"),
             prompt_prefix_tokens=bindparam("prefix"),
             prompt_sig=bindparam("sig"),
+            prompt_prefixes=bindparam("prefixes"),
         )
     )
     rows = [
-        {"job_id": jid, "chars": c, "messages": m, "prefix": p, "sig": sig}
-        for jid, (c, m, p, sig) in figures.items()
+        {"job_id": jid, "chars": c, "messages": m, "prefix": p, "sig": sig, "prefixes": px}
+        for jid, (c, m, p, sig, px) in figures.items()
     ]
     conn = s.connection()
     for i in range(0, len(rows), CHUNK):
@@ -372,6 +374,10 @@ def _compared(spec: dict[str, Any]) -> dict[str, Any]:
     custom templates had one (system.v1) is the same campaign as its re-creation, and keeps the
     message it was created with."""
     out = {k: v for k, v in spec.items() if k not in _NOT_COMPARED}
+    if out.get("rubric_version_id") is not None:
+        # the version row is what the campaign uses; `rubric` is how it was named (a campaign
+        # stored before names were pinned has `summeval` where a re-creation has `summeval@1`)
+        out.pop("rubric", None)
     if out.get("templates"):
         out["templates"] = {
             p: {k: v for k, v in t.items() if k != "system"} for p, t in out["templates"].items()

@@ -194,6 +194,11 @@ job = Table(
         String(16),
         doc="what the stored prompt figures were rendered with (templates, code, checkers); plan re-renders on a mismatch",
     ),
+    Column(
+        "prompt_prefixes",
+        Text,
+        doc="the prompt's stable prefixes as digest:tokens;… (prompt-cache forecast of `campaign plan`)",
+    ),
     CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
     UniqueConstraint("campaign_id", "job_key"),
     Index("ix_job_campaign_status", "campaign_id", "status"),
