@@ -22,6 +22,7 @@ from judgepanel.errors import BadInput, NotFound
 from judgepanel.store import browse
 from judgepanel.store.campaigns import campaign_judge_names
 from judgepanel.store.models import utcnow
+from judgepanel.store.sources import imported_source_text
 
 RATE_WINDOW_S = 30.0  # calls/s is measured over the last this many seconds
 PAGE_SIZES = (25, 50, 100, 200)
@@ -147,6 +148,7 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
         "judge_names": {j: names.get(j, j) for j in info["judges"]},
         "max_cost_usd": info["max_cost_usd"],
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
+        "source": imported_source_text(info["spec"]),
         "agreement": [],
         "bias": {"judges": {}},
         "matrix": {"raters": [], "kappa": [], "clusters": [], "groups": []},
@@ -257,6 +259,7 @@ def verdicts(engine: Engine, name: str, q: VerdictQuery) -> dict[str, Any]:
         "campaign": name,
         "protocol": info["protocol"],
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
+        "source": imported_source_text(spec),
         "rows": [
             {
                 "verdict_id": r.verdict_id,
@@ -309,6 +312,7 @@ def case(engine: Engine, name: str, unit: int) -> dict[str, Any]:
         "protocol": rec.protocol,
         "case": unit,
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
+        "source": imported_source_text(browse.campaign_row(engine, name)["spec"]),
         "items": rec.items,
         "verdicts": [{**asdict(a), "judge_name": names.get(a.judge, a.judge)} for a in rec.attempts],
         "humans": rec.pair_labels,
@@ -324,7 +328,8 @@ def raw(engine: Engine, name: str, request_id: int) -> dict[str, Any]:
     if r is None:
         raise NotFound(f"campaign {name!r} has no request {request_id}")
     sim = r.system_fingerprint == SIM_FINGERPRINT or str(r.model_returned or "").startswith("sim/")
-    return {"campaign": name, "simulated": sim, **asdict(r)}
+    source = imported_source_text(browse.campaign_row(engine, name)["spec"])
+    return {"campaign": name, "simulated": sim, "source": source, **asdict(r)}
 
 
 def rubrics(engine: Engine) -> dict[str, Any]:
