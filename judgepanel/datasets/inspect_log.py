@@ -39,7 +39,7 @@ from judgepanel.datasets.graded import (
     map_grade,
     text_field,
 )
-from judgepanel.datasets.jsonstream import guarded_items
+from judgepanel.datasets.jsonstream import guarded_items, head_values
 from judgepanel.datasets.records import display_path, sha256_files
 from judgepanel.errors import BadInput
 
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
 BATCH = 500
+LOG_VERSION = 2  # the schema version of the logs judgepanel reads (Inspect AI 0.3.285 writes 2)
 FORMATS = (".eval", ".json")
 
 
@@ -70,6 +71,15 @@ def _header(path: Path) -> EvalLog:
         raise BadInput(f"{path}: is a folder, expected an Inspect log (.eval or .json)")
     if path.suffix not in FORMATS:
         raise BadInput(f"{path}: not an Inspect log: expected a .eval or .json file")
+    if path.suffix == ".json":
+        # Inspect reads older versions of its .json format by converting them, and reports every
+        # header as the current version: the version the file says is read here, first
+        version = head_values(path, {"version": "version"}, "eval", f"{path}: cannot read as an Inspect log")
+        if version.get("version") != LOG_VERSION:
+            raise BadInput(
+                f"{path}: Inspect log schema version {version.get('version')}; judgepanel reads version "
+                f"{LOG_VERSION} (Inspect AI 0.3.x)"
+            )
     log = _inspect()
     try:
         header: EvalLog = log.read_eval_log(str(path), header_only=True)
