@@ -541,8 +541,12 @@ def _import(
         )
     )
     meta = conn.execute(select(t.dataset.c.meta).where(t.dataset.c.id == dataset_id)).scalar() or {}
+    # a dataset the import made lists it among its imports (a label file may then join it, as it
+    # may join `import-items`); grades attached to another dataset are listed apart, so that the
+    # dataset's own import rules (`store.imports`) see only its own files
+    where = "attached_grades" if w.attach else "imports"
     imports = [
-        i for i in meta.get("imports", []) if not (i.get("kind") == log.tool and i.get("campaign") == name)
+        i for i in meta.get(where, []) if not (i.get("kind") == log.tool and i.get("campaign") == name)
     ]
     imports.append(
         {
@@ -554,9 +558,7 @@ def _import(
             "skipped": {k: v for k, v in counts.items() if k not in ("samples", "grades")},
         }
     )
-    conn.execute(
-        update(t.dataset).where(t.dataset.c.id == dataset_id).values(meta={**meta, "imports": imports})
-    )
+    conn.execute(update(t.dataset).where(t.dataset.c.id == dataset_id).values(meta={**meta, where: imports}))
     return GradedImportResult(
         campaign=name,
         dataset=ds_name,
