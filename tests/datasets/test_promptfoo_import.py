@@ -9,6 +9,7 @@ never stored.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,10 @@ def test_grades_attach_to_an_existing_dataset(db_url: str) -> None:
 def test_the_real_cli_against_the_fake_server(tmp_path: Path, sqlite_url: str) -> None:
     command = promptfoo_command()
     if command is None:
-        pytest.skip("promptfoo is not installed (needs Node.js and npm; .ci/run installs promptfoo@0.121.20)")
+        why = "promptfoo is not installed (it needs Node.js and npm; .ci/run installs promptfoo@0.121.20)"
+        if os.environ.get("JUDGEPANEL_REQUIRE_PROMPTFOO", "") not in ("", "0"):
+            pytest.fail(why + " but JUDGEPANEL_REQUIRE_PROMPTFOO is set")
+        pytest.skip(why)
     from judgepanel.fake.server import FakeServer
 
     out = tmp_path / "results.json"
