@@ -26,8 +26,10 @@ naming the file and the sample.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,20 +169,47 @@ def cleaner() -> Callable[[Any], Any]:
     and key-shaped strings cut out of every string (`providers.errors.redact`). Tools write their
     configuration into their logs, promptfoo an assertion provider's `apiKey` in clear."""
     secrets = configured_secrets()
+    secret_key: dict[str, bool] = {}  # the same few keys come back in every record
+
+    def is_secret(k: Any) -> bool:
+        if not isinstance(k, str):
+            return False
+        known = secret_key.get(k)
+        if known is None:
+            known = secret_key[k] = is_secret_name(k)
+        return known
 
     def clean(v: Any) -> Any:
         if isinstance(v, str):
             return redact(v, secrets)
         if isinstance(v, dict):
-            return {
-                k: (REDACTED if isinstance(k, str) and is_secret_name(k) and x else clean(x))
-                for k, x in v.items()
-            }
+            return {k: (REDACTED if x and is_secret(k) else clean(x)) for k, x in v.items()}
         if isinstance(v, list | tuple):
             return [clean(x) for x in v]
         return v
 
     return clean
+
+
+_PAIR = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:\s*)"((?:[^"\\]|\\.)+)"')
+
+
+def clean_json(value: Any) -> str:
+    """`value` as JSON text with secrets removed as `cleaner` removes them, done on the text (one
+    pass of two regular expressions instead of a walk of every node): a string value under a key
+    named like a secret becomes "[REDACTED]", then configured keys and key-shaped strings are cut."""
+    text = dumps(value)
+    secrets = configured_secrets()
+
+    def pair(m: re.Match[str]) -> str:
+        return f'"{m.group(1)}"{m.group(2)}"{REDACTED}"' if _secret_key(m.group(1)) else m.group(0)
+
+    return redact(_PAIR.sub(pair, text), secrets)
+
+
+@functools.lru_cache(maxsize=1024)
+def _secret_key(key: str) -> bool:
+    return is_secret_name(key)
 
 
 def text_field(where: str, value: Any) -> str | None:

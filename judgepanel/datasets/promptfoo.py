@@ -21,6 +21,7 @@ records it as a fail with score 0, judgepanel as no verdict).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -33,6 +34,7 @@ from judgepanel.datasets.graded import (
     GradedLog,
     GradedSample,
     Grader,
+    clean_json,
     cleaner,
     dumps,
     text_field,
@@ -82,13 +84,16 @@ def _tool_version(path: Path) -> str | None:
     """promptfoo writes its version into the file's trailing `metadata`: read from the last 64 KB."""
     try:
         with open_bytes(path) as f:
-            if path.suffix == ".gz":
-                return None
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - (1 << 16)))
-            m = _VERSION.search(f.read())
-    except OSError:
+            if isinstance(f, gzip.GzipFile):  # no seeking to the end: read through, keep the tail
+                tail = b""
+                while chunk := f.read(1 << 20):
+                    tail = (tail + chunk)[-(1 << 16) :]
+            else:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - (1 << 16)))
+                tail = f.read()
+            m = _VERSION.search(tail)
+    except (OSError, EOFError):
         return None
     return m.group(1).decode("utf-8", "replace") if m else None
 
@@ -199,7 +204,7 @@ class _Reader:
             seen[(base.scorer, assertion.get("metric"), base.model)] = ordinal + 1
             grader = self.grader(assertion, test_provider, ordinal) if ordinal else base
             at = f"{where}: assertion {grader.name!r}"
-            record = self.clean({key: v for key, v in comp.items() if key != "metadata"})
+            raw = clean_json({key: v for key, v in comp.items() if key != "metadata"})
             meta = _obj(comp.get("metadata"))
             tokens = _obj(comp.get("tokensUsed"))
             dim = assertion.get("metric") if assertion.get("metric") not in (None, "") else self.dimension
@@ -209,8 +214,11 @@ class _Reader:
                 "dimension": text_field(at, str(dim)) or "",
                 "rationale": reason,
                 "text": reason,
-                "raw": dumps(record),
-                "messages": self.clean(_messages(meta.get("renderedGradingPrompt"))),
+                "raw": raw,
+                "messages": [
+                    {**m, "content": self.clean(m["content"])}
+                    for m in _messages(meta.get("renderedGradingPrompt"))
+                ],
                 "input_tokens": tokens.get("prompt") if isinstance(tokens.get("prompt"), int) else None,
                 "output_tokens": tokens.get("completion")
                 if isinstance(tokens.get("completion"), int)

@@ -37,6 +37,7 @@ from judgepanel.config import SIM_FINGERPRINT
 from judgepanel.datasets.graded import SCALES, Grade, GradedLog, GradedSample, Grader
 from judgepanel.datasets.records import check_text
 from judgepanel.errors import BadInput
+from judgepanel.store import plain
 from judgepanel.store import tables as t
 from judgepanel.store.sources import TOOLS, imported_source
 from judgepanel.store.tables import utcnow
@@ -209,10 +210,7 @@ class _Writer:
             ]
             self.next_position += len(rows)
             self.items_added += len(rows)
-            got = self.conn.execute(
-                insert(t.item).returning(t.item.c.id, t.item.c.external_id, sort_by_parameter_order=True),
-                rows,
-            ).all()
+            got = _insert(self.conn, t.item, rows, returning=("id", "external_id"))
             for iid, ext in got:
                 found[ext] = (int(iid), {})
         return {ext: iid for ext, (iid, _meta) in found.items()}
@@ -292,12 +290,8 @@ class _Writer:
                 }
             )
             self.dimensions.add(g.dimension)
-        job_ids = [
-            r[0]
-            for r in self.conn.execute(
-                insert(t.job).returning(t.job.c.id, sort_by_parameter_order=True), jobs
-            )
-        ]
+        by_key = {key: jid for jid, key in _insert(self.conn, t.job, jobs, returning=("id", "job_key"))}
+        job_ids = [by_key[key] for _s, _rep, _g, key in grades]
         requests = []
         for (s, rep, g, key), jid in zip(grades, job_ids, strict=True):
             requests.append(
@@ -315,12 +309,10 @@ class _Writer:
                     "created_at": now,
                 }
             )
-        request_ids = [
-            r[0]
-            for r in self.conn.execute(
-                insert(t.request).returning(t.request.c.id, sort_by_parameter_order=True), requests
-            )
-        ]
+        by_job = {
+            jid: rid for rid, jid in _insert(self.conn, t.request, requests, returning=("id", "job_id"))
+        }
+        request_ids = [by_job[jid] for jid in job_ids]
         responses, verdicts = [], []
         for (_s, _rep, g, _key), jid, rid in zip(grades, job_ids, request_ids, strict=True):
             simulated = (g.rationale or g.text or "").lstrip().startswith(SIMULATED_MARK)
@@ -371,9 +363,9 @@ class _Writer:
                     "created_at": now,
                 }
             )
-        self.conn.execute(insert(t.response), responses)
+        _insert(self.conn, t.response, responses)
         if verdicts:
-            self.conn.execute(insert(t.verdict), verdicts)
+            _insert(self.conn, t.verdict, verdicts)
 
     def _duplicate(self, s: GradedSample, g: Grade, rep: int) -> BadInput:
         what = "epoch" if self.log.tool == "inspect" else "repeat"
@@ -384,6 +376,22 @@ class _Writer:
             + (f" on {g.dimension!r}" if g.dimension else "")
             + "; nothing was imported"
         )
+
+
+def _insert(
+    conn: Connection, table: Any, rows: list[dict[str, Any]], returning: tuple[str, ...] = ()
+) -> list[tuple[Any, ...]]:
+    """Insert `rows` (dicts with the same keys) as multi-row VALUES pages with plain parameter
+    tuples (`store.plain`: the bind processors SQLAlchemy would run, without its per-row work), the
+    `returning` columns of every row back in no promised order; Core on another driver."""
+    if not rows:
+        return []
+    if not plain.supported(conn.dialect):
+        stmt = insert(table).returning(*(table.c[c] for c in returning)) if returning else insert(table)
+        result = conn.execute(stmt, rows)
+        return [tuple(r) for r in result] if returning else []
+    cols = tuple(rows[0])
+    return plain.insert(conn, table, cols, [tuple(r[c] for c in cols) for r in rows], returning=returning)
 
 
 def _chunks(samples: Iterable[GradedSample]) -> Iterable[list[GradedSample]]:
