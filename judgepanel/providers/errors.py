@@ -37,7 +37,8 @@ from judgepanel.providers.base import ChatResult
 _QUOTA = re.compile(
     r"insufficient_quota|exceeded your current quota|billing|credit balance|quota exceeded|spend_limit", re.I
 )
-_KEYISH = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{8,}")
+# API keys, and the annotators' tokens of `judgepanel annotate` (`jpa-…`), which are redacted alike
+_KEYISH = re.compile(r"\b((?:sk-(?:ant-)?|jpa-)[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{8,}")
 _MAX_MESSAGE = 300
 
 
@@ -181,7 +182,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         text = r.pattern.sub("[redacted]", text)
         if _holds(r, text):
             text = "[redacted: held a configured key in a form that could not be cut out]"
-    if "sk-" not in text:  # what `_KEYISH` needs, found far faster than the pattern finds nothing
+    if "sk-" not in text and "jpa-" not in text:  # what `_KEYISH` needs, found far faster
         return text
     return _KEYISH.sub(r"\1…[redacted]", text)
 
