@@ -21,6 +21,9 @@ connections, no framework) that answers
   a chat request whose final user message contains `when` (first rule that matches) gets `text` as
   its reply, as prose (no structured object), instead of the sim brain's answer; `[]` clears the rules.
 
+A chat request that is another tool's grader prompt (Inspect AI's model-graded scorers, promptfoo's
+`llm-rubric`) is answered in that grader's format, from the sim brain's score (`judgepanel.fake.graders`).
+
 `served_model` imitates a local server (llama.cpp, vLLM with one model) that ignores the request's
 `model`: when set, `/v1/models` lists only it, replies report it as `model`, and the sim brain
 answers as that model whatever the request names. Change it between runs to swap "the weights".
@@ -119,6 +122,7 @@ from urllib.parse import parse_qs, urlsplit
 from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
 from judgepanel.fake.faults import HOSTILE, rewrite
+from judgepanel.fake.graders import grader_reply
 from judgepanel.fake.logprobs import fake_logprobs
 from judgepanel.simjudge import (
     SIM_FINGERPRINT,
@@ -830,14 +834,9 @@ class FakeServer:
             for m in messages
             if isinstance(m, dict)
         ]
-        reply = simulate(
-            model,
-            normalized,
-            schema_name=schema_name,
-            params=self._brain_params(payload, knobs),
-            structured=structured,
-        )
-        reply = self._scripted(normalized, reply)
+        params = self._brain_params(payload, knobs)
+        reply = simulate(model, normalized, schema_name=schema_name, params=params, structured=structured)
+        reply = self._scripted(normalized, grader_reply(model, normalized, params, reply))
         ident = self.next_id()
         cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
         self._bill(reply.input_tokens, reply.output_tokens, min(cached, reply.input_tokens))
@@ -900,14 +899,11 @@ class FakeServer:
                 tool_name = str(choice.get("name"))
             elif choice.get("type") == "any":
                 tool_name = str(tools[0].get("name"))
+        params = self._brain_params(payload, knobs)
         reply = simulate(
-            model,
-            normalized,
-            schema_name=tool_name,
-            params=self._brain_params(payload, knobs),
-            structured=tool_name is not None,
+            model, normalized, schema_name=tool_name, params=params, structured=tool_name is not None
         )
-        reply = self._scripted(normalized, reply)
+        reply = self._scripted(normalized, grader_reply(model, normalized, params, reply))
         ident = self.next_id()
         usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
         read = min(usage.read, reply.input_tokens) if usage else 0

@@ -31,6 +31,8 @@ from judgepanel.store.queries import (
 from judgepanel.store.widths import check_widths
 
 CHUNK = 5_000
+# imports whose dataset a label file may join (`data import-items`, `import-inspect`, `import-promptfoo`)
+LABELLABLE = ("items", "inspect", "promptfoo")
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> Impo
         imports: list[dict[str, Any]] = list(ds.meta.get("imports", []))
         if any(i["sha256"] == parsed.source_hash for i in imports):
             return ImportResult(name, True, 0, 0, 0, parsed.skipped)
-        adding_labels = parsed.items_optional and all(i["kind"] == "items" for i in imports)
+        # label files may join a dataset of items alone, or of items an imported grader judged
+        adding_labels = parsed.items_optional and all(i["kind"] in LABELLABLE for i in imports)
         if adding_labels:
             pass
         elif not replace:
@@ -116,7 +119,7 @@ def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> Impo
         elif parsed.items_optional:
             # replace the labels, keep the items (campaigns may point at them)
             s.execute(delete(Annotator).where(Annotator.dataset_id == ds.id))
-            imports = [i for i in imports if i["kind"] == "items"]
+            imports = [i for i in imports if i["kind"] in LABELLABLE]
         else:
             s.delete(ds)
             s.flush()

@@ -23,6 +23,7 @@ from judgepanel.store import browse
 from judgepanel.store.campaigns import campaign_judge_names
 from judgepanel.store.fingerprint import results_key
 from judgepanel.store.models import utcnow
+from judgepanel.store.sources import imported_source_text
 from judgepanel.view.stats import StatsCache
 from judgepanel.view.table import PAGE_SIZES, VerdictQuery, neighbours, parse_verdict_query, verdicts
 
@@ -194,6 +195,7 @@ def _campaign(engine: Engine, name: str, n_boot: int, *, svg: bool = False) -> d
         "judge_names": {j: names.get(j, j) for j in info["judges"]},
         "max_cost_usd": info["max_cost_usd"],
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
+        "source": imported_source_text(info["spec"]),  # issue 35: another tool's graders
         "agreement": [],
         "bias": {"judges": {}},
         "matrix": {"raters": [], "kappa": [], "clusters": [], "groups": []},
@@ -388,6 +390,7 @@ def case(
         "case": unit,
         "identity": ident.as_dict() if ident else None,
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
+        "source": imported_source_text(browse.campaign_row(engine, name)["spec"]),
         "items": rec.items,
         "verdicts": [{**asdict(a), "judge_name": names.get(a.judge, a.judge)} for a in rec.attempts],
         "combined": combined,
@@ -408,7 +411,8 @@ def raw(engine: Engine, name: str, request_id: int) -> dict[str, Any]:
     if r is None:
         raise NotFound(f"campaign {name!r} has no request {request_id}")
     sim = r.system_fingerprint == SIM_FINGERPRINT or str(r.model_returned or "").startswith("sim/")
-    return {"campaign": name, "simulated": sim, **asdict(r)}
+    source = imported_source_text(browse.campaign_row(engine, name)["spec"])
+    return {"campaign": name, "simulated": sim, "source": source, **asdict(r)}
 
 
 def rubrics(engine: Engine) -> dict[str, Any]:

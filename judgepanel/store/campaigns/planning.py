@@ -35,6 +35,7 @@ from judgepanel.store.models import (
     utcnow,
 )
 from judgepanel.store.queries import dataset_by_name, pair_set_by_name
+from judgepanel.store.sources import imported_source
 from judgepanel.store.widths import check_widths
 
 CHUNK = 2_000
@@ -411,6 +412,14 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
     with session_scope(engine) as s:
         c = campaign_by_name(s, name)
         d = dict(c.spec)
+        source = imported_source(d)
+        if source is not None:
+            # `data import-inspect` / `import-promptfoo`: graded elsewhere, nothing to plan or ask
+            files = ", ".join(source.get("files") or [])
+            raise BadInput(
+                f"campaign {name!r} was imported from {source['tool']} ({files}): its verdicts were graded "
+                "there, so there is nothing to plan or run"
+            )
         rv = d.pop("rubric_version_id", None)
         return (
             CampaignSpec(
