@@ -1028,19 +1028,24 @@ class Runner:
             return base + random.uniform(0, 0.1 * base + 0.01)
         return float(self._expo(cast(RetryCallState, _AttemptNumber(attempt_number))))
 
-    async def _reserve(self, amount: float) -> bool:
+    async def _reserve(self, estimate: Callable[[], float]) -> float | None:
         """Reserve budget for one call under the campaign's cap (see `runner.budget`): from this
         run's hold, grown in the database when short; waiting while this run's calls in flight or
-        replies not yet stored hold reservations (they usually cost far less than reserved); False,
-        and the run stops, when the call does not fit with nothing of this run's outstanding."""
+        replies not yet stored hold reservations (they usually cost far less than reserved); None,
+        and the run stops, when the call does not fit with nothing of this run's outstanding.
+        The amount is estimated again after each wait: the replies that settled meanwhile make the
+        output allowance better, and a call that waited from the run's start must not keep the
+        pessimistic first estimate (made before any reply was seen) to the end. Returns the
+        amount reserved."""
+        amount = estimate()
         while not self.budget.take(amount):
             if self.stopping:
-                return False
+                return None
             settled = self._settled  # set when a reservation of this run settles or is released
             outstanding = self.budget.unreleased
             async with self._growing:
                 if self.budget.take(amount):
-                    return True
+                    return amount
                 need = self.budget.shortfall(amount)
                 granted = await self._db(
                     budget_store.reserve,
@@ -1056,9 +1061,10 @@ class Runner:
                 continue
             if not outstanding and not self.budget.unreleased:
                 self._stop("budget")
-                return False
+                return None
             await settled.wait()  # returns at once if something was released meanwhile
-        return True
+            amount = estimate()
+        return amount
 
     def _wake_budget(self) -> None:
         settled, self._settled = self._settled, asyncio.Event()
@@ -1084,9 +1090,12 @@ class Runner:
 
     async def _run_claimed(self, j: _Judge, p: Prepared) -> None:
         job = p.job
-        reserve = self.budget.estimate(j.price, p.prompt_chars, p.max_output, _reply_kind(p))
-        if not await self._reserve(reserve):
+        reserved = await self._reserve(
+            lambda: self.budget.estimate(j.price, p.prompt_chars, p.max_output, _reply_kind(p))
+        )
+        if reserved is None:
             return
+        reserve = reserved
         state: dict[str, Any] = {
             "attempt": job.attempts,
             "verdict": None,
