@@ -48,7 +48,7 @@ import gc
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -65,6 +65,7 @@ from judgepanel.errors import (
     TimedOut,
     Transient,
 )
+from judgepanel.protocol.schemas import shortest_answer_tokens
 from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
 from judgepanel.providers.errors import configured_secrets, redact, redact_result
 from judgepanel.providers.spec import JudgeSpec, parse_spec
@@ -464,17 +465,38 @@ def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[Verd
     return replace(verdict, failure_kind=kind), error
 
 
-def truncation_advice(cut: int) -> str:
+def truncation_advice(cut: int, too_small: Mapping[tuple[str, int], int] | None = None) -> str:
     """What to do about replies cut at the output cap. A small model looping inside its rationale
-    hits any cap, and a larger one only makes each failure slower and dearer."""
+    hits any cap, and a larger one only makes each failure slower and dearer — unless the cap is
+    too small for any answer in the requested format (`too_small`: (judge, cap) -> the tokens the
+    shortest answer takes, `protocol.schemas.shortest_answer_tokens`); then the cap is the fault
+    and lowering it cannot help."""
     replies = "reply was" if cut == 1 else "replies were"
-    return (
+    head = (
         f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored as "
-        "failures of kind 'truncated'. A larger max_tokens= rarely helps a model that rambles or "
+        "failures of kind 'truncated'. "
+    )
+    tail = (
+        "`campaign retry-parse-failures` does not re-ask truncated jobs (each re-ask pays for the "
+        "whole cap again) unless given --truncated"
+    )
+    if too_small:
+        caps = "; ".join(
+            f"{judge}: max_tokens={cap} cannot hold even the shortest answer in the requested format "
+            f"(about {need} tokens with an empty rationale)"
+            for (judge, cap), need in sorted(too_small.items())
+        )
+        room = max(too_small.values())
+        return (
+            f"{head}{caps}. Raise max_tokens= to at least {room} plus room for the rationale "
+            f"(a sentence or two: {room + 64}-{room + 256}), as a new judge spec; a smaller cap "
+            f"cannot help. {tail}"
+        )
+    return (
+        f"{head}A larger max_tokens= rarely helps a model that rambles or "
         "loops (each failure only gets slower and dearer): lower the cap (max_tokens=), ask for a "
         "shorter rationale (a --template that asks for one or two sentences), or lower the "
-        "temperature (temperature=0), as a new judge spec. `campaign retry-parse-failures` does not "
-        "re-ask truncated jobs (each re-ask pays for the whole cap again) unless given --truncated"
+        f"temperature (temperature=0), as a new judge spec. {tail}"
     )
 
 
@@ -531,6 +553,7 @@ class Runner:
         self._answered = 0  # replies received this run (not from the cache) …
         self._readable = 0  # … and how many of them parsed
         self._first_unreadable: str | None = None  # the first that did not, described
+        self._cap_too_small: dict[tuple[str, int], int] = {}  # (judge, cap) -> shortest answer's tokens
         self._redact_keys: dict[int, tuple[str, ...]] = {}
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._growing = asyncio.Lock()  # one database reservation at a time per run
@@ -784,7 +807,7 @@ class Runner:
         warnings = [*learnt, *self.warnings][:20]
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
-            warnings = [truncation_advice(cut), *warnings]
+            warnings = [truncation_advice(cut, self._cap_too_small), *warnings]
         return warnings
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
@@ -1131,6 +1154,10 @@ class Runner:
         if error is not None:
             self.stats.errors["parse"] += 1
             self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
+            if verdict.failure_kind == "truncated" and p.max_output is not None:
+                need = shortest_answer_tokens(p.prompt.schema)
+                if p.max_output < need:
+                    self._cap_too_small[(j.spec.name, p.max_output)] = need
         self._count_answer(j, p, r, error)
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         # one row built once (not built, then copied twice with `replace`): this runs for every call
