@@ -320,7 +320,8 @@ def run(
     retry_failed: bool = typer.Option(
         False,
         "--retry-failed",
-        help="Also retry jobs that failed on rate limits, transient errors or an oversize reply.",
+        help="Also retry jobs that failed on rate limits, transient errors, an oversize reply or a "
+        "prompt over the server's context window (after raising it).",
     ),
     batch: bool = typer.Option(
         False,

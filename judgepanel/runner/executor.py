@@ -59,6 +59,7 @@ from tenacity.wait import wait_exponential_jitter
 from judgepanel.errors import (
     EXIT_INTERRUPTED,
     BadInput,
+    ContextTooLong,
     Fatal,
     ProviderError,
     RateLimited,
@@ -73,6 +74,7 @@ from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import SLICE_CALLS, Budget, Price, check_prices, price_for
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.dbwait import is_outage, patient
+from judgepanel.runner.failures import context_advice
 from judgepanel.runner.limits import JudgeLimiter, SharedBucket
 from judgepanel.runner.prepare import (
     CampaignContext,
@@ -104,8 +106,9 @@ from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
 from judgepanel.store.editor import editor_tasks
 
 # what `--retry-failed` puts back: failures that another try may cure (an `oversize` reply is not
-# retried by itself, as the same question tends to get the same huge answer, paid again)
-RETRY_FAILED = ("rate_limit", "transient", "oversize")
+# retried by itself, as the same question tends to get the same huge answer, paid again; a
+# `context` refusal is cured by raising the server's context, after which the user asks again)
+RETRY_FAILED = ("rate_limit", "transient", "oversize", "context")
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
 UNREADABLE_STOP = 20  # a run whose first this-many answers all fail to parse stops (module docstring)
@@ -534,6 +537,7 @@ class Runner:
         provider_factory: ProviderFactory | None = None,
         reask_parse_failures: bool = False,
         reask_truncated: bool = False,
+        reask_fatal: bool = False,
     ) -> None:
         self.engine = engine
         self.name = campaign
@@ -542,6 +546,8 @@ class Runner:
         self.factory = provider_factory or _default_factory
         self.reask = reask_parse_failures
         self.reask_truncated = reask_truncated
+        self.reask_fatal = reask_fatal  # the user re-asks refusals on purpose, after changing something
+        self._too_long: dict[str, tuple[int | None, int | None]] = {}  # judge -> (longest prompt, window)
         self.owner = store.lease_owner_id()
         self.stats = RunStats()
         self._stopping = asyncio.Event()
@@ -687,6 +693,8 @@ class Runner:
             if self.reask:
                 classes = ("parse", "truncated") if self.reask_truncated else ("parse",)
                 await self._db(store.requeue, self.engine, cid, classes)
+            if self.reask_fatal:
+                await self._db(store.requeue, self.engine, cid, ("fatal",))
             await self._db(store.reclaim_dead_leases, self.engine, cid)
             counts = await self._db(store.job_counts, self.engine, cid)
             self.stats.total = sum(counts.values())
@@ -808,6 +816,12 @@ class Runner:
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
             warnings = [truncation_advice(cut, self._cap_too_small), *warnings]
+        n = self.stats.errors.get("context", 0)
+        if n:
+            warnings = [
+                context_advice(n, self._too_long, f"campaign run {self.name} --retry-failed"),
+                *warnings,
+            ]
         return warnings
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
@@ -1110,6 +1124,11 @@ class Runner:
             j.limiter.on_rate_limited(exc.retry_after)
         elif isinstance(exc, TimedOut):
             j.limiter.on_timeout(j.timeout)
+        elif isinstance(exc, ContextTooLong):
+            longest, window = self._too_long.get(j.spec.name, (None, None))
+            if exc.request_tokens is not None and (longest is None or exc.request_tokens > longest):
+                longest = exc.request_tokens
+            self._too_long[j.spec.name] = (longest, exc.limit_tokens or window)
         self.stats.calls += 1
         self.stats.errors[exc.error_class] += 1
         # what the provider raised is redacted already; a provider bug's message may not be
