@@ -47,7 +47,7 @@ import contextlib
 import gc
 import random
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -111,6 +111,7 @@ from judgepanel.store.editor import editor_tasks
 RETRY_FAILED = ("rate_limit", "transient", "oversize", "context")
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
+RECENT_CALLS = 400  # calls kept for the progress line's rate and latency (`runner.pace`)
 UNREADABLE_STOP = 20  # a run whose first this-many answers all fail to parse stops (module docstring)
 
 
@@ -260,6 +261,10 @@ class RunStats:
     started: float = field(default_factory=time.monotonic)
     done_at_start: int = 0
     committed: int = 0
+    # (monotonic time a call ended, its latency in s) of the newest calls, and the calls the run
+    # may have in flight: what `runner.pace` reads for the rate, the ETA and the window
+    recent: deque[tuple[float, float | None]] = field(default_factory=lambda: deque(maxlen=RECENT_CALLS))
+    concurrency: int = 0
 
     @property
     def elapsed(self) -> float:
@@ -698,6 +703,7 @@ class Runner:
             await self._db(store.reclaim_dead_leases, self.engine, cid)
             counts = await self._db(store.job_counts, self.engine, cid)
             self.stats.total = sum(counts.values())
+            self.stats.concurrency = sum(j.workers for j in judges.values())
             self.stats.done_at_start = counts["done"]
             self.stats.done = counts["done"]
             self.stats.failed = counts["failed"]
@@ -1130,6 +1136,7 @@ class Runner:
                 longest = exc.request_tokens
             self._too_long[j.spec.name] = (longest, exc.limit_tokens or window)
         self.stats.calls += 1
+        self.stats.recent.append((time.monotonic(), clock.since_sent_ms() / 1000))
         self.stats.errors[exc.error_class] += 1
         # what the provider raised is redacted already; a provider bug's message may not be
         keys = self._keys(j)
@@ -1169,6 +1176,7 @@ class Runner:
         elif j.price is None or r.cache_read_tokens or r.cache_write_tokens:
             self.stats.spent_unknown = True
         self.stats.calls += 1
+        self.stats.recent.append((time.monotonic(), None if r.latency_ms is None else r.latency_ms / 1000))
         verdict, error = judged_reply(p, self.ctx, r)
         if error is not None:
             self.stats.errors["parse"] += 1

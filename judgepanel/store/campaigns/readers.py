@@ -53,6 +53,12 @@ def run_state(stored: str, running_jobs: int, live_leases: int) -> str:
     return "running" if live_leases else "interrupted"
 
 
+def live_leases(engine: Engine) -> dict[int, int]:
+    """campaign id -> its jobs held under a live lease right now (`runner.pace`: "active")."""
+    with engine.connect() as s:
+        return _live_leases(s)
+
+
 def _live_leases(s: Connection, campaign_id: int | None = None) -> dict[int, int]:
     """campaign id -> its running jobs whose lease has not expired (batch leases included)."""
     q = select(Job.campaign_id, func.count()).where(Job.status == "running", Job.lease_expires > utcnow())
