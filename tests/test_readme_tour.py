@@ -65,6 +65,7 @@ TOUR = (
     "docs/validation.md",
     "docs/repair.md",
     "docs/alignment.md",
+    "docs/real-judges.md",
     "docs/reports.md",
     "docs/database.md",
     "docs/speed.md",

@@ -1,14 +1,10 @@
 """Every protocol end to end against the real local model (issue 34 §2), on a handful of items:
 pairwise AB/BA, pointwise under each condition, clauses, logprob scoring, a multi-turn MT-Bench
-question; interrupting a run and resuming it. What is asserted holds whatever the model answers."""
+question (a killed run and its resume: test_real_failures). What is asserted holds whatever the model answers."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,13 +13,11 @@ from judgepanel.runner import create
 from judgepanel.store.engine import make_engine
 from tests.helpers import cli
 from tests.real.conftest import (
-    KEY,
     ROOT,
     LocalModel,
     assert_every_job_classified,
     exit_of_run,
     responses,
-    wait_for,
 )
 
 pytestmark = pytest.mark.real
@@ -97,14 +91,14 @@ def test_pointwise_under_each_condition(llm: LocalModel, summeval_db: str) -> No
         "--condition",
         "rubric",
         "--limit",
-        "2",
+        "1",
         "--judge",
         judge,
         db=db,
     )
     assert made.code == 0, made.stderr
     states = _run(db, "r-point")
-    assert len(states) == 6
+    assert len(states) == 3
     scores = cli(
         "query",
         "SELECT v.score FROM verdict v JOIN job j ON j.id = v.job_id JOIN campaign c "
@@ -158,7 +152,7 @@ def test_logprob_scores(llm: LocalModel, summeval_db: str) -> None:
         "--dimension",
         "coherence",
         "--limit",
-        "2",
+        "1",
         "--judge",
         judge,
         db=db,
@@ -230,51 +224,3 @@ def test_a_multi_turn_mtbench_question(llm: LocalModel, tmp_path: Path) -> None:
     assert meta["turn"] == 2
     first = meta["conversation"][0]["content"]  # the first turn reached the judge as context
     assert json.dumps(first[:40])[1:-1] in text
-
-
-def test_interrupt_and_resume_without_rebuying(llm: LocalModel, summeval_db: str) -> None:
-    db = summeval_db
-    judge = llm.spec("qwen-int", max_tokens=96)
-    made = cli(
-        "campaign",
-        "create",
-        "r-int",
-        "--dataset",
-        "se",
-        "--protocol",
-        "pointwise",
-        "--dimension",
-        "coherence",
-        "--limit",
-        "4",
-        "--judge",
-        judge,
-        db=db,
-    )
-    assert made.code == 0, made.stderr
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judgepanel", "--db", db, "campaign", "run", "r-int", "--json"],
-        env={**os.environ, "OPENAI_API_KEY": KEY},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    before = responses(db)
-    assert wait_for(lambda: responses(db) > before or proc.poll() is not None, 900)
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=900)
-    assert proc.returncode in (0, 3, 130), err.decode()
-    stored = responses(db)
-    resumed = cli("campaign", "run", "r-int", "--json", db=db)
-    assert resumed.code in (0, 3), resumed.stderr
-    states = assert_every_job_classified(db, "r-int")
-    assert responses(db) - stored == json.loads(resumed.stdout)["calls"]
-    ok = cli(
-        "query",
-        "SELECT j.id, sum(CASE WHEN v.parse_status = 'ok' THEN 1 ELSE 0 END) AS n FROM job j "
-        "JOIN campaign c ON c.id = j.campaign_id LEFT JOIN verdict v ON v.job_id = j.id "
-        "WHERE c.name = 'r-int' GROUP BY j.id",
-        "--format",
-        "json",
-        db=db,
-    ).json()["rows"]
-    assert all((r["n"] or 0) <= 1 for r in ok) and len(ok) == len(states) == 4
