@@ -89,7 +89,7 @@ def test_an_alignment_whose_editor_is_refused_then_retried(
     args = [
         "align", "run", "ra-ref", "--dataset", "se", "--judge", llm.spec("qwen", max_tokens=160),
         "--human-group", "expert", "--dimension", "coherence", "--rubric", "summeval", "--method",
-        "instructions", "--editor", small.spec("small-editor", max_tokens=400), "--rounds", "1",
+        "instructions", "--editor", small.spec(max_tokens=400), "--rounds", "1",
         "--limit", "2", "--seed", "3", "--bootstrap", "100",
     ]  # fmt: skip
     out = cli(*args, db=db)

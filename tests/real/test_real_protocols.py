@@ -159,25 +159,26 @@ def test_logprob_scores(llm: LocalModel, summeval_db: str) -> None:
     )
     assert made.code == 0, made.stderr
     _run(db, "r-logprob")
-    sent = cli(
-        "query",
-        "SELECT r.params FROM request r JOIN job j ON j.id = r.job_id JOIN campaign c "
-        "ON c.id = j.campaign_id WHERE c.name = 'r-logprob'",
-        "--format",
-        "json",
-        db=db,
-    ).json()["rows"]
-    for row in sent:
-        params = row["params"] if isinstance(row["params"], dict) else json.loads(row["params"])
-        assert params.get("logprobs") is True and params.get("top_logprobs") == 5
     from judgepanel.store.logprob_scores import campaign_logprob_scores
 
     eng = make_engine(db)
     try:
-        got = campaign_logprob_scores(eng, "r-logprob")
+        rows = campaign_logprob_scores(eng, "r-logprob")
     finally:
         eng.dispose()
-    assert got is not None  # read whatever the server returned: a distribution or a stated reason
+    assert len(rows) <= 1  # the done job's score (a reply cut at the cap has none)
+    for r in rows:
+        s = r.logprobs
+        # a distribution at the answer token, or a stated reason why there is none
+        if s.note is None:
+            assert s.distribution is not None and abs(sum(s.distribution.values()) - 1) < 1e-9
+            assert s.expectation is not None and 1 <= s.expectation <= 5
+        else:
+            assert s.expectation is None and s.note.strip()
+    raw = cli("query", "SELECT r.raw_body FROM response r JOIN request q ON q.id = r.request_id JOIN job j "
+              "ON j.id = q.job_id JOIN campaign c ON c.id = j.campaign_id WHERE c.name = 'r-logprob'",
+              "--format", "json", db=db).json()["rows"]  # fmt: skip
+    assert all('"logprobs"' in (x["raw_body"] or "") for x in raw)  # the server was asked for them
 
 
 def test_a_multi_turn_mtbench_question(llm: LocalModel, tmp_path: Path) -> None:

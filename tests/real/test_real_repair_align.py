@@ -39,7 +39,7 @@ def test_a_repair_iteration_with_the_real_editor_and_its_checkers(llm: LocalMode
     args = [
         "repair", "run", "rr", "--dataset", "se", "--rubric", "summeval", "--dimension", "coherence",
         "--judge", llm.spec("qwen", max_tokens=500), "--judge", "sim:judge-a",
-        "--editor", llm.spec("qwen-editor", max_tokens=400), "--limit", "2", "--control-seed", "7",
+        "--editor", llm.spec(max_tokens=400), "--limit", "2", "--control-seed", "7",
         "--bootstrap", "100",
     ]  # fmt: skip
     first = _repair(db, args)
@@ -100,7 +100,7 @@ def test_an_alignment_of_each_method(llm: LocalModel, summeval_db: str, tmp_path
         "instructions",
         judge,
         "--editor",
-        llm.spec("qwen-editor", max_tokens=400),
+        llm.spec(max_tokens=400),
         "--rounds",
         "1",
     )
