@@ -222,10 +222,6 @@ def print_choices(choices: dict[str, Any] | None) -> None:
             f"kept round {choices['best_round']}"
             + (f"; stopped: {choices['stopped']}" if choices.get("stopped") else "")
         )
-    if choices.get("dev_left_out"):
-        typer.echo(
-            f"{choices['dev_left_out']} development item(s) left out of the choice: not answered by every candidate"
-        )
     else:
         for c in choices["configs"]:
             typer.echo(
@@ -233,6 +229,10 @@ def print_choices(choices: dict[str, Any] | None) -> None:
                 f"development QWK {_f(c['dev_agreement'].get('qwk'))}"
             )
         typer.echo(f"kept config {choices['best_config']}")
+    if choices.get("dev_left_out"):
+        typer.echo(
+            f"{choices['dev_left_out']} development item(s) left out of the choice: not answered by every candidate"
+        )
 
 
 def print_comparison(c: dict[str, Any]) -> None:

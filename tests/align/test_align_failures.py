@@ -138,6 +138,13 @@ def test_failed_judge_jobs_exit_3_and_every_version_is_compared_on_the_same_item
     assert comparison["left_out"]["eval"] > 0 or comparison["left_out"]["dev"] > 0
     dev = result["choices"]["dev_agreement"]
     assert dev["original"]["items"] == dev["aligned"]["items"]
+    text = cli("align", "run", "cut", db=sqlite_url)  # the same, for people: said, and exit 3
+    assert text.code == 3 and "chose 2 of" in text.stdout and "judge job(s) failed" in text.stderr
+    if result["choices"]["dev_left_out"]:
+        assert (
+            f"{result['choices']['dev_left_out']} development item(s) left out of the choice" in text.stdout
+        )
+    assert f"({comparison['left_out']['eval']} left out" in text.stdout or not comparison["left_out"]["eval"]
     assert result["choices"]["dev_left_out"] == comparison["left_out"]["dev"]
     # --retry-failed: the evaluation's failed jobs are asked again and the comparison recomputed;
     # the development ones fed the choice already made and are not
