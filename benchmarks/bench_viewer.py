@@ -47,7 +47,7 @@ def _median(fn: Callable[[], object]) -> float:
 def report(label: str, url: str) -> None:
     from starlette.testclient import TestClient
 
-    from judgepanel.store import browse
+    from judgepanel.store import browse, find
     from judgepanel.store.readonly import read_only_engine
     from judgepanel.view.app import create_app
 
@@ -78,9 +78,7 @@ def report(label: str, url: str) -> None:
                 lambda: get(f"/api/campaigns/bench/verdicts?judge={judge}&order=BA")
             ),
         }
-        keyset = _median(
-            lambda: browse.verdict_page(eng, "bench", browse.VerdictFilter(), after=ids[deep - 1])
-        )
+        keyset = _median(lambda: find.search_page(eng, "bench", find.VerdictSearch(), after=ids[deep - 1]))
         offset = _median(lambda: browse.verdict_page_offset(eng, "bench", offset=deep))
         assert browse.verdict_page_offset(eng, "bench", offset=deep) == ids[deep : deep + 50]
     eng.dispose()

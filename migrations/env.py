@@ -9,10 +9,10 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, create_engine
 
-from judgepanel.store.models import Base
+from judgepanel.store.tables import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _run(connection: Connection) -> None:

@@ -26,6 +26,7 @@ from judgepanel.metrics.conditions import (
     rounded_mean,
 )
 from judgepanel.store.conditions import ConditionRows, HumanRating, load_condition_rows
+from judgepanel.store.identity import first_words, short_id
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,8 @@ class DisagreementCase:
         return {
             "condition": self.condition,
             "item": self.item,
+            # how a person recognises the item (`store.identity`): first words · short id
+            "item_label": " · ".join(x for x in (first_words(self.output), short_id(self.item)) if x),
             "judge": self.judge,
             "human": self.human,
             "gap": self.judge - self.human,

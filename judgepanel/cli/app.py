@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("judgepanel.cli.report_cmd", "report", "A report people would rather look at than read: what ran, agreement, bias, judges vs humans, cases."),
     "export": ("judgepanel.cli.export_cmd", "export", "Export a campaign's verdicts, attempts, clause verdicts or labels for pandas and other tools."),
     "worker": ("judgepanel.cli.worker_cmd", "worker", "Lease and run campaign jobs alongside other workers on a shared PostgreSQL database."),
+    "compare": ("judgepanel.cli.compare_cmd", "compare", "Two campaigns side by side: what differs, changed verdicts, agreement with humans B − A."),
     "view": ("judgepanel.cli.view_cmd", "view", "A read-only web viewer over the results database, live while campaigns run; JSON under /api/."),
     "fake-server": ("judgepanel.cli.fake_server_cmd", "fake_server", "Serve fake OpenAI and Anthropic APIs on this machine, answered by simulated judges."),
 }  # fmt: skip
@@ -93,29 +94,42 @@ class _Subcommands(MutableMapping[str, Any]):
         return len(self._builders.keys() | self._built.keys())
 
 
+def _one_command(obj: typer.Typer, info: Any) -> Callable[[], Any]:
+    """A builder of the click command of one command registered on `obj`: Typer's documented
+    `typer.main.get_command` over a Typer app that holds that command alone, with `obj`'s settings."""
+
+    def build() -> Any:
+        single = typer.Typer(
+            add_completion=False,
+            pretty_exceptions_short=obj.pretty_exceptions_short,
+            rich_markup_mode=obj.rich_markup_mode,
+        )
+        single.registered_commands.append(info)
+        return use_plain_coercion(_tidy(typer.main.get_command(single)))
+
+    return build
+
+
+def _command_name(info: Any) -> str:
+    """The name Typer gives a command: the one registered, else the function's, lower case, with
+    dashes for underscores (Typer's documented rule)."""
+    return str(info.name or info.callback.__name__.lower().replace("_", "-"))
+
+
 def _lazy_group(obj: typer.Typer, name: str) -> Any:
-    """The click group of a Typer app whose commands are built on first use (`_Subcommands`)."""
+    """The click group of a Typer app whose commands are built on first use (`_Subcommands`).
+
+    Public APIs only (issue 31 §3): Typer's `typer.main.get_group` builds the group without its
+    commands (a copy of the app whose public `registered_commands` is empty), `_one_command` builds
+    each command with the documented `typer.main.get_command`, and the group's `commands` is the
+    mapping click's `Group` takes (`MutableMapping[str, Command]`), here one that builds on look-up.
+    tests/cli/test_coercion.py checks that the commands are those Typer builds for the whole app."""
     shell = copy.copy(obj)
     shell.registered_commands = []  # the group itself (callback, help, nested groups) only
     group: Any = typer.main.get_group(shell)
     group.name = name
     use_plain_coercion(_tidy(group))
-
-    def builder(info: Any) -> Callable[[], Any]:
-        def build() -> Any:
-            cmd = typer.main.get_command_from_info(
-                info,
-                pretty_exceptions_short=obj.pretty_exceptions_short,
-                rich_markup_mode=obj.rich_markup_mode,
-            )
-            return use_plain_coercion(_tidy(cmd))
-
-        return build
-
-    builders = {
-        info.name or typer.main.get_command_name(getattr(info.callback, "__name__", "")): builder(info)
-        for info in obj.registered_commands
-    }
+    builders = {_command_name(info): _one_command(obj, info) for info in obj.registered_commands}
     group.commands = _Subcommands(builders, group.commands)
     return group
 
@@ -154,8 +168,7 @@ class LazyGroup(TyperGroup):
         return self.commands[cmd_name]
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        self.get_help_option(ctx)  # created (and cached) before the conversions are set
-        use_plain_coercion(self)  # the root options (--db, --help)
+        use_plain_coercion(self)  # the root options (--db, --version)
         return super().parse_args(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:

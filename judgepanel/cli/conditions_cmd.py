@@ -104,7 +104,7 @@ def conditions(
     for case in out["cases"]:
         each = ", ".join(f"{h['annotator']} {h['value']:g}" for h in case["human_ratings"])
         typer.echo(
-            f"\n[{case['condition']}] {case['item']}: judge {case['judge']:g}, "
+            f"\n[{case['condition']}] {case['item_label']}: judge {case['judge']:g}, "
             f"humans {case['human']:g} ({each})"
         )
         typer.echo(f"  judge: {case['judge_rationale'] or '(no rationale)'}")

@@ -5,8 +5,9 @@ nothing: a table or a printed line is plain text at a width. Importing `rich.con
 `rich.table` and building their objects was about a tenth of a read command's start-up
 (`campaign list` prints one table; issue 20 §2). For the layouts judgepanel prints (`render.table`:
 no cell wrapped, the table as wide as its columns; a printed line, wrapped at the width) this
-module writes the same characters itself, measuring with rich's own `cells` and breaking lines
-with rich's own `_wrap`; for anything else (a cell that would wrap, markup or an emoji code rich
+module writes the same characters itself, measuring with rich's public `rich.cells` and breaking
+lines as rich's word wrapper does (`divide_line` below; rich's own is in its private `rich._wrap`,
+which judgepanel does not import, issue 31 §3); for anything else (a cell that would wrap, markup or an emoji code rich
 would replace, a tab, a line break inside a cell …) it answers None and rich prints as before.
 tests/cli/test_plain.py compares both byte for byte over generated tables, lines and widths.
 """
@@ -21,8 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from rich._wrap import divide_line
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len, chop_cells, set_cell_size
 
 # rich replaces `:name:` emoji codes in the strings it renders (`rich._emoji_replace`, whose
 # pattern this is); a text with a code that could name an emoji (only these characters occur in
@@ -30,6 +30,7 @@ from rich.cells import cell_len, set_cell_size
 _EMOJI_CODE = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
 _EMOJI_NAME = re.compile(r"[\w!#&()*+\-.’]+")
 _TRAILING_SPACE = re.compile(r"\s+$")  # rich.text._re_whitespace
+_WORD = re.compile(r"\s*\S+\s*")  # a word with the whitespace around it, as rich's wrapper reads words
 RULE = "─"  # box.SIMPLE_HEAD's line under the header (rich uses it where the encoding is UTF)
 
 
@@ -97,6 +98,33 @@ def _rstrip_end(text: str, size: int) -> str:
     return text if found is None else text[: len(text) - min(len(found.group()), len(text) - size)]
 
 
+def divide_line(text: str, width: int) -> list[int]:
+    """Where rich breaks `text` to fit `width` cells (the offsets of the breaks), folding a word
+    wider than a line across lines: rich's word wrapping (`divide_line(text, width, fold=True)` in
+    rich 13-15), written over the public `rich.cells`. tests/cli/test_plain.py compares the lines
+    with rich's own over generated text and widths."""
+    breaks: list[int] = []
+    offset = 0  # cells used on the current line
+    for found in _WORD.finditer(text):
+        start, word = found.start(), found.group()
+        length = cell_len(word.rstrip())
+        if width - offset >= length:  # the word fits on this line
+            offset += cell_len(word)
+        elif length > width:  # it fits on no line: fold it across lines
+            pieces = chop_cells(word, width)
+            for piece in pieces[:-1]:
+                if start:
+                    breaks.append(start)
+                start += len(piece)
+            if start:
+                breaks.append(start)
+            offset = cell_len(pieces[-1])
+        elif offset and start:  # it fits on the next line
+            breaks.append(start)
+            offset = cell_len(word)
+    return breaks
+
+
 def line(text: str, width: int, *, soft_wrap: bool) -> str | None:
     """What `Console.print(text, markup=False)` writes (with a newline) on a plain console
     `width` wide; None where rich would change the text (an emoji code, a tab) or it spans lines."""
@@ -104,7 +132,7 @@ def line(text: str, width: int, *, soft_wrap: bool) -> str | None:
         return None
     if soft_wrap:  # as it is: no wrapping, no cropping
         return text + "\n"
-    breaks = [0, *divide_line(text, width, fold=True), len(text)]
+    breaks = [0, *divide_line(text, width), len(text)]
     lines = [text[a:b] for a, b in itertools.pairwise(breaks)]
     out = []
     for piece in lines:

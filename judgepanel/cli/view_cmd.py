@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from pathlib import Path
 
 import typer
 
@@ -11,6 +12,29 @@ from judgepanel.cli.context import state
 from judgepanel.errors import BadInput
 
 TOKEN_ENV = "JUDGEPANEL_VIEW_TOKEN"
+
+
+def _bundle(ctx: typer.Context, folder: Path, campaigns: list[str], json_: bool) -> None:
+    from judgepanel.cli.render import emit_json
+    from judgepanel.store.engine import display_url
+    from judgepanel.store.readonly import read_only_engine
+    from judgepanel.view.bundle import write_bundle
+
+    st = state(ctx)
+    st.engine()
+    st.close()
+    engine = read_only_engine(st.db_url)
+    try:
+        result = write_bundle(engine, folder, campaigns or None, db_label=display_url(st.db_url))
+    finally:
+        engine.dispose()
+    if json_:
+        emit_json(result.as_dict())
+    else:
+        print(
+            f"{folder}: {result.pages} pages for {len(result.campaigns)} campaigns ({result.verdicts} verdicts); "
+            f"open {folder / 'index.html'}"
+        )
 
 
 def _loopback(host: str) -> bool:
@@ -30,8 +54,22 @@ def view(
         None, "--token", envvar=TOKEN_ENV, help="Required on every request (?token=… once, or Bearer)."
     ),
     open_: bool = typer.Option(False, "--open", help="Open the viewer in the default browser."),
+    bundle: Path | None = typer.Option(
+        None,
+        "--bundle",
+        help="Write a static copy of the viewer into this new or empty folder instead of serving.",
+    ),
+    campaign: list[str] = typer.Option(
+        [], "--campaign", help="With --bundle: the campaigns to include (default: all)."
+    ),
+    json_: bool = typer.Option(False, "--json", help="With --bundle: print one JSON object."),
 ) -> None:
     """A read-only web viewer over the results database, live while campaigns run; JSON under /api/."""
+    if bundle is not None:
+        _bundle(ctx, bundle, campaign, json_)
+        return
+    if campaign:
+        raise BadInput("--campaign chooses what --bundle writes; the viewer shows every campaign")
     if not 0 <= port <= 65535:
         raise BadInput(f"--port must be between 0 and 65535, got {port}")
     if token is not None and len(token) < 16:
@@ -46,12 +84,12 @@ def view(
 
     from judgepanel.store.engine import display_url
     from judgepanel.store.readonly import read_only_engine
-    from judgepanel.view.app import create_app
+    from judgepanel.view.app import POOL_SIZE, POOL_TIMEOUT_S, create_app
 
     st = state(ctx)
     st.engine()  # the database must exist at this schema revision (one clear line otherwise)
     st.close()
-    engine = read_only_engine(st.db_url)
+    engine = read_only_engine(st.db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -12,27 +12,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from urllib.parse import parse_qsl, urlsplit
 
-# Never sent, never part of the name: they change how a call is made, not what it answers
-# (`providers.spec` parses each of them and checks at import that this list is the same).
-OPERATIONAL_KEYS = frozenset(
-    {
-        "batch_discount",
-        "concurrency",
-        "error_rate",
-        "jitter",
-        "key_env",
-        "latency",
-        "max_reply_bytes",
-        "price_cache_read",
-        "price_cache_write",
-        "price_in",
-        "price_out",
-        "prompt_cache",
-        "rpm",
-        "timeout",
-        "tpm",
-    }
-)
+# never sent, never part of a name; defined once, with their parsers, in `providers.params`
+from judgepanel.providers.params import OPERATIONAL_KEYS as OPERATIONAL_KEYS
+
 ENDPOINT_KEYS = frozenset({"base_url", "endpoint", "api_version"})
 
 _SECRET_NAMES = frozenset(

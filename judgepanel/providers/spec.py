@@ -37,8 +37,6 @@ messages name the offending parameter, never its value.
 
 from __future__ import annotations
 
-import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -48,7 +46,6 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from judgepanel.errors import BadInput
 from judgepanel.providers.capabilities import capabilities
 from judgepanel.providers.errors import configured_secrets
-from judgepanel.providers.keys import key_env_refusal, key_value_refusal
 
 # re-exported (`X as X`): callers that parse specs name their judges through this module too
 from judgepanel.providers.names import ENDPOINT_KEYS as ENDPOINT_KEYS
@@ -56,8 +53,15 @@ from judgepanel.providers.names import OPERATIONAL_KEYS as OPERATIONAL_KEYS
 from judgepanel.providers.names import derive_judge_names as derive_judge_names
 from judgepanel.providers.names import is_secret_name
 from judgepanel.providers.names import stored_judge_names as stored_judge_names
-
-ParamValue = str | int | float | bool
+from judgepanel.providers.params import (
+    KEY_ENV,
+    OPERATIONAL,
+    SIM_OPERATIONAL,
+    ParamValue,
+    integer,
+    number,
+    switch,
+)
 
 PROVIDERS = ("anthropic", "azure", "openai", "sim")
 
@@ -70,41 +74,6 @@ _KEY_SHAPED = re.compile(
     r"|(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{32,}"
 )
 _MODEL_KEY_PREFIX = re.compile(r"\s*sk[-_]", re.IGNORECASE)  # no model is called sk-…: a pasted key
-
-
-def _float(
-    lo: float | None = None, hi: float | None = None, *, open_lo: bool = False
-) -> Callable[[str], float]:
-    def conv(raw: str) -> float:
-        value = float(raw)
-        if not math.isfinite(value):
-            raise ValueError("not a finite number")
-        if lo is not None and (value < lo or (open_lo and value == lo)):
-            raise ValueError(f"must be {'>' if open_lo else '>='} {lo:g}")
-        if hi is not None and value > hi:
-            raise ValueError(f"must be <= {hi:g}")
-        return value
-
-    return conv
-
-
-def _int(lo: int | None = None) -> Callable[[str], int]:
-    def conv(raw: str) -> int:
-        value = int(raw)
-        if lo is not None and value < lo:
-            raise ValueError(f"must be >= {lo}")
-        return value
-
-    return conv
-
-
-def _switch(raw: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in ("on", "true", "1", "yes"):
-        return True
-    if lowered in ("off", "false", "0", "no"):
-        return False
-    raise ValueError("must be on or off")
 
 
 def _choice(*options: str) -> Callable[[str], str]:
@@ -138,11 +107,11 @@ def _version(raw: str) -> str:
 
 
 _SAMPLING: dict[str, Callable[[str], ParamValue]] = {
-    "temperature": _float(0.0, 2.0),
-    "top_p": _float(0.0, 1.0, open_lo=True),
-    "max_tokens": _int(1),
-    "seed": _int(),
-    "structured": _switch,
+    "temperature": number(0.0, 2.0),
+    "top_p": number(0.0, 1.0, open_lo=True),
+    "max_tokens": integer(1),
+    "seed": integer(),
+    "structured": switch,
 }
 
 
@@ -150,32 +119,6 @@ def _revision(raw: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:@+\-]{0,99}", raw):
         raise ValueError("must be a short label of letters, digits and . _ : @ + -")
     return raw
-
-
-def _env_name(raw: str) -> str:
-    # upper-case letters, digits and _ only: a name such as OPENAI_API_KEY, never a key itself; and
-    # a model-server credential, never judgepanel's own settings, a database URL, a cloud key …
-    # (the rule is in `providers.keys`)
-    if not re.fullmatch(r"[A-Z_][A-Z0-9_]{0,63}", raw):
-        raise ValueError("must name an environment variable (A-Z, 0-9 and _), e.g. TOGETHER_API_KEY")
-    why = key_env_refusal(raw)
-    if why is None:
-        value = os.environ.get(raw)
-        why = key_value_refusal(raw, value) if value else None
-    if why is not None:
-        raise ValueError(why)
-    return raw
-
-
-def _byte_size(raw: str) -> int:
-    # 8388608, 8MB, 8M, 512k, 512KB (binary units: 1 MB = 1,048,576 bytes)
-    m = re.fullmatch(r"(\d+)\s*([kKmM]?)[bB]?", raw.strip())
-    if m is None:
-        raise ValueError("must be a number of bytes, optionally with k or M, e.g. 8M")
-    value = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
-    if value < 1024:
-        raise ValueError("must be at least 1k")
-    return value
 
 
 def max_reply_bytes(spec: JudgeSpec) -> int:
@@ -187,62 +130,40 @@ def max_reply_bytes(spec: JudgeSpec) -> int:
 
 
 _IDENTITY: dict[str, Callable[[str], ParamValue]] = {"revision": _revision}
-_OPERATIONAL: dict[str, Callable[[str], ParamValue]] = {
-    "timeout": _float(0.0, open_lo=True),
-    "rpm": _float(0.0, open_lo=True),
-    "tpm": _float(0.0, open_lo=True),
-    "concurrency": _int(1),
-    "price_in": _float(0.0),
-    "price_out": _float(0.0),
-    "price_cache_read": _float(0.0),  # USD per million prompt tokens read from the prompt cache
-    "price_cache_write": _float(0.0),  # … written to it
-    "batch_discount": _float(0.0, 1.0),  # share of the price a batch API call saves (0.5 = half price)
-    "prompt_cache": _switch,  # off: no cache_control marks (Anthropic)
-    "max_reply_bytes": _byte_size,  # the largest reply body read (default 8 MB); more is `oversize`
-}
-# where a judge's key is read from: never sent, never part of the name (which key does not change
-# what a model answers), stored as the variable's name only
-_KEY_ENV: dict[str, Callable[[str], ParamValue]] = {"key_env": _env_name}
 _PER_PROVIDER: dict[str, dict[str, Callable[[str], ParamValue]]] = {
     "openai": {
         "base_url": _base_url,
-        "frequency_penalty": _float(-2.0, 2.0),
-        "presence_penalty": _float(-2.0, 2.0),
+        "frequency_penalty": number(-2.0, 2.0),
+        "presence_penalty": number(-2.0, 2.0),
         "reasoning_effort": _choice("none", "minimal", "low", "medium", "high", "xhigh"),
         "scoring": _choice("text", "logprobs"),  # logprobs: protocol.logprobs
-        "top_logprobs": _int(1),  # the API caps it at 20
+        "top_logprobs": integer(1),  # the API caps it at 20
     },
     "azure": {
         # Azure OpenAI: the model part of the spec is the deployment name
         "endpoint": _base_url,
         "api_version": _api_version,
-        "frequency_penalty": _float(-2.0, 2.0),
-        "presence_penalty": _float(-2.0, 2.0),
+        "frequency_penalty": number(-2.0, 2.0),
+        "presence_penalty": number(-2.0, 2.0),
         "reasoning_effort": _choice("none", "minimal", "low", "medium", "high", "xhigh"),
     },
     "anthropic": {
         "base_url": _base_url,
-        "top_k": _int(1),
+        "top_k": integer(1),
         "anthropic_version": _version,
     },
     "sim": {
-        "position_bias": _float(0.0, 1.0),
-        "noise": _float(0.0, 5.0),
-        "parse_error_rate": _float(0.0, 1.0),
-        "keep_rate": _float(0.0, 1.0),
-        "prose_rate": _float(0.0, 1.0),
-        "q_low": _float(0.0, 1.0),
-        "q_span": _float(0.01, 1.0),
-        "error_rate": _float(0.0, 1.0),
-        "latency": _float(0.0),
-        "jitter": _float(0.0),
-        "editor_sprawl": _int(0),
+        "position_bias": number(0.0, 1.0),
+        "noise": number(0.0, 5.0),
+        "parse_error_rate": number(0.0, 1.0),
+        "keep_rate": number(0.0, 1.0),
+        "prose_rate": number(0.0, 1.0),
+        "q_low": number(0.0, 1.0),
+        "q_span": number(0.01, 1.0),
+        **SIM_OPERATIONAL,
+        "editor_sprawl": integer(0),
     },
 }
-# `names.OPERATIONAL_KEYS` lists them without their parsers (the judge names are read without this
-# module, issue 20 §2); the two lists must not drift apart
-if {*_OPERATIONAL, *_KEY_ENV, "error_rate", "latency", "jitter"} != OPERATIONAL_KEYS:
-    raise RuntimeError("providers.names.OPERATIONAL_KEYS differs from the operational parameters here")
 
 
 def _render(value: ParamValue) -> str:
@@ -321,9 +242,9 @@ def parse_spec(text: str) -> JudgeSpec:
         raise BadInput(f"unknown provider {provider!r} in judge spec; known: {', '.join(PROVIDERS)}")
     if _MODEL_KEY_PREFIX.match(model) or _holds_key(model):
         raise BadInput("judge spec must not carry an API key; set it in the environment instead")
-    allowed = {**_SAMPLING, **_IDENTITY, **_OPERATIONAL, **_PER_PROVIDER[provider]}
+    allowed = {**_SAMPLING, **_IDENTITY, **OPERATIONAL, **_PER_PROVIDER[provider]}
     if provider != "sim":
-        allowed |= _KEY_ENV
+        allowed |= KEY_ENV
     params: dict[str, ParamValue] = {}
     pairs = parse_qsl(query, keep_blank_values=True) if sep else []
     if sep and query.strip() and not pairs:

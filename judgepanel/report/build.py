@@ -31,6 +31,8 @@ from judgepanel.metrics.bias import position_bias
 from judgepanel.metrics.bootstrap import agreement_with_ci
 from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 from judgepanel.protocol.pairs import as_label, combine_orders
+from judgepanel.report.distributions import Distribution, distributions
+from judgepanel.store.identity import first_words, pair_short, short_id
 from judgepanel.store.report import (
     CampaignFacts,
     HumanColumns,
@@ -88,6 +90,8 @@ class Case:
     humans: dict[str, str]  # group -> reference label / mean
     human_rationales: list[tuple[str, str]]
     disagreement: float
+    title: str = ""  # the first words of its source (`store.identity`)
+    short: str = ""  # its short id; `unit` is the full one
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,8 @@ class CampaignReport:
     cases: list[Case]
     notes: list[str] = field(default_factory=list)
     cases_total: int = 0  # units with a positive disagreement score; `cases` holds the first ones
+    # what each judge column and the humans answered (`report.distributions`)
+    distributions: list[Distribution] = field(default_factory=list)
 
 
 def _none(x: float) -> float | None:
@@ -385,8 +391,11 @@ def _cases(
         t = texts[unit]
         vals = {c: x for c, col in judge_cols.items() if (x := _value_at(col, unit)) is not None}
         refs = {g: x for g, col in reference.items() if (x := _value_at(col, unit)) is not None}
+        ids = [short_id(x) for x in t.label.split(" | ")]
         cases.append(
             Case(
+                title=first_words(t.input) or first_words(t.outputs[0] if t.outputs else None),
+                short=pair_short(*ids) if len(ids) == 2 else ids[0],
                 unit=t.label,
                 input=t.input,
                 outputs=t.outputs,
@@ -484,6 +493,7 @@ def campaign_report(
         cases=_cases(facts, said, judge_cols, reference, human_said, texts, top, unit_kind),
         notes=notes,
         cases_total=len(scored),
+        distributions=distributions(facts.protocol, vc, humans) if facts.protocol != "clauses" else [],
     )
 
 

@@ -173,7 +173,9 @@ def kappa_heatmap(
     written directly; tick labels carry the rater's group."""
     n = len(names)
     labels = [f"{_short(nm)} ({g})" for nm, g in zip(names, groups, strict=True)]
-    cell = 34 if n <= 8 else (26 if n <= 16 else 16)
+    # values printed in the cells up to 16 raters at a size legible at 100 % zoom; every cell also
+    # carries its value (and the two raters) as a hover title, which is all a larger matrix shows
+    cell = 38 if n <= 8 else (32 if n <= 16 else 18)
     text_w = 6.2 * max((len(lab) for lab in labels), default=0)
     left, top = 10 + text_w, 30.0
     grid = cell * n
@@ -193,14 +195,16 @@ def kappa_heatmap(
             if v is None:
                 continue
             r, g, b = _puor(v)
+            hover = escape(f"{labels[i]} × {labels[j]}: κ = {v:.3f}")
             out.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell}" height="{cell}" fill="rgb({r},{g},{b})"/>'
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{cell}" height="{cell}" fill="rgb({r},{g},{b})">'
+                f"<title>{hover}</title></rect>"
             )
             if n <= 16:
                 ink = "white" if abs(v) > 0.55 else "black"
                 out.append(
-                    f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + 3:.1f}" text-anchor="middle" '
-                    f'font-size="{7 if n > 8 else 9}" fill="{ink}">{v:.2f}</text>'
+                    f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2 + 4:.1f}" text-anchor="middle" '
+                    f'font-size="{10 if n > 8 else 11}" fill="{ink}" pointer-events="none">{v:.2f}</text>'
                 )
     out.append(
         f'<rect x="{left:.1f}" y="{top}" width="{grid}" height="{grid}" fill="none" stroke="currentColor" stroke-width="0.8"/>'
@@ -260,6 +264,9 @@ def bias_plot(rows: Sequence[dict[str, Any]], labels: dict[str, str] | None = No
     ax.set_yticks(y, [_short(labels.get(r["judge"], r["judge"])) for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("pairs (count)")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 of a pair
     # below the axes, never over a bar
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False, fontsize=8)
     ax.set_title("Position-driven verdicts per judge")
@@ -319,6 +326,62 @@ def confusion_plot(title: str, labels: Sequence[str], confusion: Sequence[Sequen
 
 # viridis at 5 stops (matplotlib's map), interpolated: the colours of the other plots
 _VIRIDIS = [(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)]
+
+
+def distribution_plot(rows: Sequence[Any], labels: dict[str, str] | None = None) -> str | None:
+    """One small bar chart per rater (`report.distributions.Distribution`: the humans' and each
+    judge column's answers), side by side on one scale: bar height is the share of the rater's
+    answers (one scale for every panel, up to the largest share), the count is printed above each
+    bar and in its hover title. Written directly."""
+    rows = [r for r in rows if r.total]
+    if not rows:
+        return None
+    top_share = max(n / r.total for r in rows for n in r.counts) or 1.0
+    labels = labels or {}
+    cats = list(rows[0].categories)
+    bar, gap, pad = 22.0, 6.0, 26.0
+    panel_w = max(120.0, len(cats) * (bar + gap) + 2 * pad)
+    panel_h, top = 120.0, 34.0
+    per_row = max(1, min(len(rows), int(900 // (panel_w + 12))))
+    n_rows = -(-len(rows) // per_row)
+    width = per_row * (panel_w + 12) + 10
+    height = n_rows * (panel_h + top + 40) + 10
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" font-family="sans-serif" font-size="11">',
+        "<title>What each rater answered</title>",
+    ]
+    for k, r in enumerate(rows):
+        ox = 10 + (k % per_row) * (panel_w + 12)
+        oy = 10 + (k // per_row) * (panel_h + top + 40)
+        name = _short(labels.get(r.rater, r.rater), 28)
+        colour = "#777777" if r.kind == "human" else PALETTE[k % len(PALETTE)]
+        out.append(
+            f'<text x="{ox + panel_w / 2:.1f}" y="{oy + 12:.1f}" text-anchor="middle" fill="currentColor" '
+            f'font-size="12">{escape(name)}</text>'
+            f'<text x="{ox + panel_w / 2:.1f}" y="{oy + 26:.1f}" text-anchor="middle" fill="currentColor" '
+            f'font-size="10">{r.total} answers</text>'
+        )
+        base = oy + top + panel_h
+        out.append(
+            f'<line x1="{ox + pad - 4:.1f}" y1="{base:.1f}" x2="{ox + panel_w - pad + 4:.1f}" y2="{base:.1f}" '
+            'stroke="currentColor" stroke-width="0.8"/>'
+        )
+        for c, (cat, n) in enumerate(zip(r.categories, r.counts, strict=True)):
+            x = ox + pad + c * (bar + gap)
+            h = (panel_h - 14) * n / r.total / top_share
+            share = 100.0 * n / r.total
+            tip = escape(f"{name}: {cat} — {n} of {r.total} ({share:.1f} %)")
+            out.append(
+                f'<rect x="{x:.1f}" y="{base - h:.1f}" width="{bar}" height="{max(h, 0.0):.1f}" fill="{colour}">'
+                f"<title>{tip}</title></rect>"
+                f'<text x="{x + bar / 2:.1f}" y="{base - h - 3:.1f}" text-anchor="middle" fill="currentColor" '
+                f'font-size="10">{n}</text>'
+                f'<text x="{x + bar / 2:.1f}" y="{base + 13:.1f}" text-anchor="middle" fill="currentColor" '
+                f'font-size="10">{escape("incons." if cat == "inconsistent" else cat)}</text>'
+            )
+    out.append("</svg>")
+    return "".join(out)
 
 
 def _viridis(x: float) -> tuple[int, int, int]:

@@ -119,9 +119,10 @@ def _plots(r: CampaignReport, short: dict[str, str]) -> dict[str, Any]:
         for n, g in zip(r.kappa_names, r.kappa_groups, strict=True)
     ]
     out: dict[str, Any] = {
-        "latency": plots.latency_plot(
-            [u.judge for u in facts.usage], [u.latencies_ms for u in facts.usage], short
-        ),
+        # judges with latencies to show: a simulated judge answers in no time (an empty box)
+        "latency": plots.latency_plot([u.judge for u in timed], [u.latencies_ms for u in timed], short)
+        if (timed := [u for u in facts.usage if u.latencies_ms and not u.judge.startswith("sim:")])
+        else None,
         "kappa": plots.kappa_heatmap(names, r.kappa, r.kappa_groups) if r.kappa else None,
         "bias": plots.bias_plot(r.bias, short),
         "confusion": confusion,

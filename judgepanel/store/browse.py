@@ -3,7 +3,7 @@
 Rows out, nothing computed (the view computes rates and ETAs from them). Every reader here is
 built to stay fast on a campaign of 10⁶ verdicts:
 
-- `verdict_page` pages by keyset (`verdict.id > after … ORDER BY verdict.id LIMIT n`), never by
+- `store.find.search_page` pages by keyset (`verdict.id > after … ORDER BY verdict.id LIMIT n`), never by
   OFFSET, so the 20,000th page costs what the first does;
 - `recent_calls` and `spend_since` walk the response table from its newest row (primary key),
   so a poll while a run is going reads the new rows, not the whole table.
@@ -234,84 +234,6 @@ def _judge_id(engine: Engine, name: str) -> int:
     with engine.connect() as conn:
         found = conn.execute(select(Judge.id).where(Judge.name == name)).scalar()
     return -1 if found is None else int(found)  # -1: no such judge, so no row
-
-
-def verdict_page(
-    engine: Engine,
-    campaign: str,
-    flt: VerdictFilter,
-    *,
-    after: int | None = None,
-    limit: int = 50,
-) -> tuple[list[VerdictRow], bool]:
-    """Up to `limit` verdicts with `verdict.id > after`, in id order, and whether more follow."""
-    info = campaign_row(engine, campaign)
-    q = (
-        select(
-            Verdict.id,
-            Judge.name,
-            func.coalesce(Job.pair_id, Job.item_id),
-            Job.order,
-            Job.condition,
-            Job.dimension,
-            Job.repeat,
-            Verdict.attempt,
-            Verdict.parse_status,
-            Verdict.failure_kind,
-            Verdict.value_canonical,
-            Verdict.value_presented,
-            Verdict.score,
-            Verdict.rationale,
-            Verdict.request_id,
-            Verdict.created_at,
-        )
-        .select_from(Verdict)
-        .join(Job, Job.id == Verdict.job_id)
-        .join(Judge, Judge.id == Job.judge_id)
-        .where(_in_campaign(engine, info["id"]))
-    )
-    if after is not None:
-        q = q.where(Verdict.id > after)
-    if flt.judge:
-        # by id: the planner knows how the jobs spread over judges, not over judge names
-        q = q.where(Job.judge_id == _judge_id(engine, flt.judge))
-    if flt.dimension:
-        q = q.where(Job.dimension == flt.dimension)
-    if flt.condition:
-        q = q.where(Job.condition == flt.condition)
-    if flt.order:
-        q = q.where(Job.order == flt.order)
-    if flt.failure_kind:
-        q = q.where(Verdict.failure_kind == flt.failure_kind)
-    if flt.judges_disagree:
-        q = q.where(Verdict.parse_status == "ok", _judges_disagree())
-    if flt.humans_disagree:
-        q = q.where(Verdict.parse_status == "ok", _human_disagrees(info["protocol"]))
-    q = q.order_by(Verdict.id).limit(limit + 1)
-    with engine.connect() as conn:
-        rows = conn.execute(q).all()
-    out = [
-        VerdictRow(
-            verdict_id=int(r[0]),
-            judge=r[1],
-            unit=int(r[2]) if r[2] is not None else 0,
-            order=r[3],
-            condition=r[4],
-            dimension=r[5],
-            repeat=int(r[6]),
-            attempt=int(r[7]),
-            parse_status=r[8],
-            failure_kind=r[9],
-            value=r[10],
-            value_presented=r[11],
-            score=None if r[12] is None else float(r[12]),
-            rationale=r[13],
-            request_id=int(r[14]),
-            created_at=r[15],
-        )
-        for r in rows[:limit]
-    ]
-    return out, len(rows) > limit
 
 
 def verdict_page_offset(engine: Engine, campaign: str, *, offset: int, limit: int = 50) -> list[int]:
@@ -610,6 +532,21 @@ def failure_examples(engine: Engine, campaign: str) -> list[dict[str, Any]]:
 def campaign_names_by_id(engine: Engine) -> dict[int, str]:
     with engine.connect() as conn:
         return {int(i): str(n) for i, n in conn.execute(select(Campaign.id, Campaign.name))}
+
+
+def sub_campaigns(engine: Engine) -> dict[str, tuple[str, str, str]]:
+    """Campaign name → (`repair` or `align`, the iteration's or alignment's name, the campaign's
+    role in it) for every campaign a repair iteration or an alignment made."""
+    from judgepanel.store.models import RepairIteration
+
+    out: dict[str, tuple[str, str, str]] = {}
+    with engine.connect() as conn:
+        for kind, model in (("repair", RepairIteration), ("align", Alignment)):
+            for name, camps in conn.execute(select(model.name, model.campaigns).order_by(model.id)):
+                for role, campaign in (camps or {}).items():
+                    if isinstance(campaign, str):
+                        out.setdefault(campaign, (kind, str(name), str(role)))
+    return out
 
 
 def alignments_using(engine: Engine, campaign: str) -> list[str]:

@@ -94,16 +94,20 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def make_engine(url: str, *, read_only: bool = False, create: bool = True) -> Engine:
+def make_engine(
+    url: str, *, read_only: bool = False, create: bool = True, pool: dict[str, Any] | None = None
+) -> Engine:
     """An engine for `url`. `read_only` opens SQLite with mode=ro; PostgreSQL sessions set
     READ ONLY per transaction (see `read_only_connection`). Without `create` a missing SQLite
-    file is a `BadInput` instead of a new empty database (and new folders) at a mistyped path."""
-    engine = _make_engine(url, read_only=read_only, create=create)
+    file is a `BadInput` instead of a new empty database (and new folders) at a mistyped path.
+    `pool`: the connection pool's `pool_size`, `max_overflow`, `pool_timeout` (a file or server
+    database; SQLAlchemy's defaults otherwise)."""
+    engine = _make_engine(url, read_only=read_only, create=create, pool=pool or {})
     _TYPED[engine] = display_url(url)
     return engine
 
 
-def _make_engine(url: str, *, read_only: bool, create: bool) -> Engine:
+def _make_engine(url: str, *, read_only: bool, create: bool, pool: dict[str, Any]) -> Engine:
     parsed = normalise_url(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
@@ -120,13 +124,14 @@ def _make_engine(url: str, *, read_only: bool, create: bool) -> Engine:
                 engine = create_engine(
                     f"sqlite:///file:{path.resolve()}?mode=ro&uri=true",
                     connect_args={"timeout": BUSY_TIMEOUT_MS / 1000},
+                    **pool,
                 )
             else:
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise BadInput(f"cannot create a database at {path}: {exc.strerror}") from exc
-                engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+                engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, **pool)
         else:
             engine = create_engine(parsed)
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -134,7 +139,7 @@ def _make_engine(url: str, *, read_only: bool, create: bool) -> Engine:
             with engine.connect() as conn:
                 conn.exec_driver_sql("PRAGMA journal_mode=WAL")
         return engine
-    return create_engine(parsed, pool_pre_ping=True)
+    return create_engine(parsed, pool_pre_ping=True, **pool)
 
 
 @contextmanager

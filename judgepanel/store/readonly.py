@@ -405,8 +405,18 @@ def _pg_enter(raw: psycopg.Connection[Any], timeout: float, reader: str) -> None
 # ---------------------------------------------------------------- an engine for long-lived readers
 
 
-def read_only_engine(url: str, *, timeout: float = DEFAULT_TIMEOUT, reader_role: str = READER_ROLE) -> Engine:
+def read_only_engine(
+    url: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    reader_role: str = READER_ROLE,
+    pool_size: int | None = None,
+    pool_timeout: float | None = None,
+) -> Engine:
     """An engine every transaction of which reads only, for a long-lived reader (`judgepanel view`).
+
+    `pool_size` connections at most (no overflow beyond it), each waited for at most
+    `pool_timeout` seconds before `sqlalchemy.exc.TimeoutError`; SQLAlchemy's defaults without.
 
     SQLite: the file opened with `mode=ro` and `PRAGMA query_only`. PostgreSQL: each transaction
     starts `READ ONLY` with `statement_timeout`, under the reader role that `query` uses, and is
@@ -414,7 +424,12 @@ def read_only_engine(url: str, *, timeout: float = DEFAULT_TIMEOUT, reader_role:
     connections are rolled back when returned. Fails here, not on the first page, when refused."""
     from sqlalchemy import event
 
-    engine = make_engine(url, read_only=True)
+    pool: dict[str, Any] = {}
+    if pool_size is not None:
+        pool.update(pool_size=pool_size, max_overflow=0)
+    if pool_timeout is not None:
+        pool["pool_timeout"] = pool_timeout
+    engine = make_engine(url, read_only=True, pool=pool)
     if is_sqlite(engine):
 
         def _query_only(dbapi_conn: Any, _record: Any) -> None:

@@ -140,8 +140,9 @@ def campaign_facts(engine: Engine, name: str) -> CampaignFacts:
                 .distinct()
             ).all()
         )
-        with engine.connect() as conn:  # Core rows: the ORM's per-row cost dominates at 10⁵ calls
-            usage = _usage(conn, c.id, judges)
+        # Core rows (the ORM's per-row cost dominates at 10⁵ calls) on the session's own
+        # connection: a second one while this is held could wait for ever on a full pool
+        usage = _usage(s.connection(), c.id, judges)
         return CampaignFacts(
             name=c.name,
             protocol=c.protocol,

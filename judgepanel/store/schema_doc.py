@@ -1,6 +1,6 @@
 """What a user can select from: every table and column of the results database with one line of
-meaning, read from the SQLAlchemy models (`doc=` on each column, the first paragraph of each
-model's docstring), so the description cannot drift from the schema.
+meaning, read from the schema itself (`doc=` on each column in `store.tables`, the first paragraph
+of the docstring of the model mapped onto each table), so the description cannot drift from it.
 
 `judgepanel query --schema` prints it (table, JSON or Markdown); the Markdown form is the
 database page of the documentation. A test checks that every table and column has its line.
@@ -15,7 +15,7 @@ from sqlalchemy import JSON, Boolean, DateTime, Float, Integer, String, Text
 from sqlalchemy.sql.schema import Column as SAColumn
 from sqlalchemy.types import TypeEngine
 
-from judgepanel.store.models import Base
+from judgepanel.store.models import Base, table_of
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,9 @@ def _column(col: SAColumn[object]) -> ColumnDoc:
 
 
 def tables() -> list[TableDoc]:
-    """Every table of the models, in the order models.py defines them (data, rubrics, campaigns,
-    repair, planning, scale)."""
-    docs = {m.class_.__tablename__: _first_paragraph(m.class_.__doc__) for m in Base.registry.mappers}
+    """Every table, in the order `store.tables` declares them (data, rubrics, campaigns, repair,
+    planning, scale)."""
+    docs = {table_of(m.class_).name: _first_paragraph(m.class_.__doc__) for m in Base.registry.mappers}
     return [
         TableDoc(t.name, docs.get(t.name, ""), tuple(_column(c) for c in t.columns))
         for t in Base.metadata.tables.values()

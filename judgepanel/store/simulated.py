@@ -23,7 +23,7 @@ from judgepanel.store.tables import (
 
 def simulated_reply(response: Any = Response) -> Any:
     """A condition on `response`: the reply came from the simulator. A query over the ORM models
-    passes `models.Response` (a Core column of `store.tables` in it would be another table)."""
+    may pass `models.Response`; since issue 31 it maps onto the same table as the default."""
     return or_(response.system_fingerprint == SIM_FINGERPRINT, response.model_returned.like("sim/%"))
 
 

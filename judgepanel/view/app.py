@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -39,10 +40,16 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from judgepanel.errors import BadInput, NotFound
-from judgepanel.view import data
+from judgepanel.view import data, table
+from judgepanel.view.stats import StatsCache
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "judgepanel_view_token"
+BUSY_RETRY_AFTER_S = 2  # a 503's Retry-After when no database connection is free
+# the viewer's connection pool: at most this many connections (no overflow), each waited for at
+# most this long before the request is answered 503 (not the 30 s SQLAlchemy waits by default)
+POOL_SIZE = 10
+POOL_TIMEOUT_S = 5.0
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CSP = (
     "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self' data:; "
@@ -67,6 +74,18 @@ def _host_name(host: str) -> str:
     if host.startswith("["):  # [::1]:8765
         return host[1 : host.find("]")] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+# what may stay unencoded in a path segment (RFC 3986 pchar); `\\`, `?`, `#`, spaces and anything
+# not ASCII are percent-encoded
+_PATH_SAFE = "/!$&'()*+,;=:@-._~"
+
+
+def _local_path(path: str) -> str:
+    """`path` as the Location of a redirect that stays on this server: one leading slash (`//host`
+    is another site to a browser) and percent-encoded (a header holds Latin-1 only, and a
+    browser reads `/\\host` as `//host`)."""
+    return "/" + urllib.parse.quote(path.lstrip("/\\"), safe=_PATH_SAFE)
 
 
 class Gate:
@@ -114,7 +133,7 @@ class Gate:
                 return
             if from_query and scope["method"] in ("GET", "HEAD"):
                 rest = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
-                location = scope.get("root_path", "") + scope["path"]
+                location = scope.get("root_path", "") + _local_path(scope["path"])
                 if rest:
                     location += "?" + urllib.parse.urlencode(rest)
                 morsel = f"{COOKIE}={self.token.decode()}; Path=/; HttpOnly; SameSite=Strict"
@@ -149,6 +168,11 @@ class Gate:
             }
         )
         await send({"type": "http.response.body", "body": text.encode()})
+
+
+def campaign_plots(payload: dict[str, Any], request: Any = None) -> dict[str, Any]:
+    """The campaign page's SVGs: drawn with the cached page (`data.campaign`), else now."""
+    return payload.get("_svg") or data.campaign_svgs(payload)
 
 
 def _version() -> str:
@@ -224,6 +248,7 @@ def create_app(
     """The viewer over `engine` (which should be read-only: `store.readonly.read_only_engine`)."""
     env = _jinja()
     tracker = data.Tracker()
+    stats_cache = StatsCache()
 
     def page(template: str, payload: dict[str, Any], request: Request, **extra: Any) -> HTMLResponse:
         html = env.get_template(template).render(
@@ -254,7 +279,7 @@ def create_app(
                 payload = await run_in_threadpool(compute, request)
             except (NotFound, BadInput) as exc:
                 return JSON({"error": str(exc)}, status_code=404 if isinstance(exc, NotFound) else 400)
-            return JSON(payload)
+            return JSON({k: v for k, v in payload.items() if not k.startswith("_")})
 
         return html, api
 
@@ -269,14 +294,6 @@ def create_app(
             api="",
         )
         return HTMLResponse(html, status_code=status)
-
-    def campaign_plots(payload: dict[str, Any], request: Request) -> dict[str, Any]:
-        from judgepanel.report import plots
-
-        m = payload["matrix"]
-        heat = plots.kappa_heatmap(m["raters"], m["kappa"], m["groups"]) if m["kappa"] else None
-        rows = [{"judge": j, **b} for j, b in payload["bias"]["judges"].items()]
-        return {"kappa_svg": heat, "bias_svg": plots.bias_plot(rows) if rows else None}
 
     def iteration_html(payload: dict[str, Any], request: Request) -> dict[str, Any]:
         from judgepanel.report.iteration import iteration_section
@@ -315,14 +332,24 @@ def create_app(
     add(
         "/campaigns/{name}",
         "campaign.html.j2",
-        lambda r: data.campaign(engine, name(r), n_boot=n_boot),
+        lambda r: data.campaign(engine, name(r), n_boot=n_boot, cache=stats_cache),
         campaign_plots,
     )
 
     def pager(payload: dict[str, Any], request: Request) -> dict[str, Any]:
-        kept = [(k, v) for k, v in request.query_params.multi_items() if k != "after" and v]
-        nxt = [*kept, ("after", str(payload["next_after"]))] if payload["next_after"] is not None else kept
-        return {"first_query": urllib.parse.urlencode(kept), "next_query": urllib.parse.urlencode(nxt)}
+        params = dict(request.query_params)
+        state = table.state_query(params)
+
+        def cursor(key: str, value: int | None) -> str | None:
+            return None if value is None else "&".join(x for x in (state, f"{key}={value}") if x)
+
+        return {
+            "state": state,
+            "first_query": state,
+            "next_query": cursor("after", payload["next_after"]),
+            "prev_query": cursor("before", payload["prev_before"]),
+            "sort_query": lambda col: table.sort_query(params, col),
+        }
 
     add(
         "/campaigns/{name}/verdicts",
@@ -330,20 +357,41 @@ def create_app(
         lambda r: data.verdicts(engine, name(r), data.parse_verdict_query(dict(r.query_params))),
         pager,
     )
-    add(
-        "/campaigns/{name}/cases/{unit:int}",
-        "case.html.j2",
-        lambda r: data.case(engine, name(r), int(r.path_params["unit"])),
-    )
+
+    def case_nav(payload: dict[str, Any], request: Request) -> dict[str, Any]:
+        state = table.state_query(dict(request.query_params))
+        return {"state": state}
+
+    def case_payload(r: Request) -> dict[str, Any]:
+        params = dict(r.query_params)
+        nav = data.parse_verdict_query({k: v for k, v in params.items() if k not in ("after", "before")})
+        v = table.parse_cursor(params, "v")
+        return data.case(engine, name(r), int(r.path_params["unit"]), nav, v)
+
+    add("/campaigns/{name}/cases/{unit:int}", "case.html.j2", case_payload, case_nav)
     add(
         "/campaigns/{name}/requests/{rid:int}",
         "raw.html.j2",
         lambda r: data.raw(engine, name(r), int(r.path_params["rid"])),
     )
+    add("/compare", "compare.html.j2", lambda r: compare_page(r))
+
+    def compare_page(r: Request) -> dict[str, Any]:
+        return data.compare(engine, dict(r.query_params), n_boot=n_boot, cache=stats_cache)
+
     # the campaigns list lives at `/`; `/campaigns` shows it too
     routes.append(
         Route("/campaigns", twin("campaigns.html.j2", lambda r: data.campaigns(engine, tracker))[0])
     )
+
+    async def busy(request: Request, exc: Exception) -> Response:
+        # every connection of the pool is in use (many pages at once): say when to come back
+        # rather than let the request wait on
+        headers = {"Retry-After": str(BUSY_RETRY_AFTER_S)}
+        text = "judgepanel view is busy: every database connection is in use; try again shortly"
+        if request.url.path.startswith("/api/"):
+            return JSON({"error": text}, status_code=503, headers=headers)
+        return PlainTextResponse(text, status_code=503, headers=headers)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
@@ -352,6 +400,6 @@ def create_app(
 
     app = Starlette(
         routes=[*routes, Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")],
-        exception_handlers={404: not_found},
+        exception_handlers={404: not_found, PoolTimeout: busy},
     )
     return Gate(app, token=token, allowed_hosts=None if token else allowed_hosts)

@@ -21,8 +21,12 @@ from judgepanel.errors import BadInput, NotFound
 from judgepanel.runner.pace import campaign_pace, stored_paces
 from judgepanel.store import browse
 from judgepanel.store.campaigns import campaign_judge_names
+from judgepanel.store.fingerprint import results_key
+from judgepanel.store.models import utcnow
+from judgepanel.view.stats import StatsCache
+from judgepanel.view.table import PAGE_SIZES, VerdictQuery, neighbours, parse_verdict_query, verdicts
 
-PAGE_SIZES = (25, 50, 100, 200)
+__all__ = ["PAGE_SIZES", "Tracker", "VerdictQuery", "parse_verdict_query", "verdicts"]
 
 
 def _finite(v: Any) -> Any:
@@ -61,8 +65,10 @@ class Tracker:
 def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     """`campaign list --json` (`campaigns`: name, dataset, protocol, judges, jobs, done, failed,
     pending, status, created_at), each row with `cost_usd`, `max_cost_usd`, `simulated`,
-    `failed_by_class` and `progress` {`calls_per_s`, `eta_s`, `active`, `window_s`,
-    `mean_latency_s`, `concurrency`} (`runner.pace`; a figure that cannot be known yet is null)."""
+    `failed_by_class`, `progress` {`calls_per_s`, `eta_s`, `active`, `window_s`,
+    `mean_latency_s`, `concurrency`} (`runner.pace`; a figure that cannot be known yet is null)
+    and `part_of` (`kind` repair or align, `name`, `role`; None for a campaign of its own);
+    `groups`: each iteration's or alignment's campaigns."""
     from judgepanel.store.campaigns import list_campaigns
 
     tracker.update(engine)
@@ -77,6 +83,7 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     # "active" from live leases: `runner.pace`, as `campaign status` computes it
     paces = stored_paces(engine, {r["_id"]: r["pending"] for r in rows})
     progress = {r["name"]: paces[r["_id"]].as_dict() for r in rows}
+    parts = browse.sub_campaigns(engine)
     specs = {r["name"]: r for r in rows}
     out = []
     for r in rows:
@@ -92,19 +99,52 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
                 "simulated": sim,
                 "failed_by_class": dict(sorted(failed.get(cid, {}).items())),
                 "progress": progress[r["name"]],
+                "part_of": (
+                    {"kind": parts[r["name"]][0], "name": parts[r["name"]][1], "role": parts[r["name"]][2]}
+                    if r["name"] in parts
+                    else None
+                ),
             }
         )
-    return {"campaigns": out, "simulated": any(c["simulated"] for c in out)}
+    groups: dict[tuple[str, str], list[str]] = {}
+    for c in out:
+        if c["part_of"]:
+            groups.setdefault((c["part_of"]["kind"], c["part_of"]["name"]), []).append(c["name"])
+    return {
+        "campaigns": out,
+        "simulated": any(c["simulated"] for c in out),
+        # the repair iterations' and alignments' own campaigns, listed under them (not as peers)
+        "groups": [{"kind": k, "name": n, "campaigns": cs} for (k, n), cs in groups.items()],
+    }
 
 
-def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
+def campaign(
+    engine: Engine, name: str, *, n_boot: int = 200, cache: StatsCache | None = None
+) -> dict[str, Any]:
     """`campaign status --json` (jobs, done, failed, pending, calls, cost_usd, …), with
     `campaign`, `protocol`, `judges`, `simulated`, `agreement` (rows as in the report), `bias`
     (`metrics bias --json`: `judges` {name: {…}}), `matrix` (`metrics matrix --json`: `raters`,
-    `kappa`, `clusters`), `versus`, `failures` (per kind: count and a first example) and
-    `cost_split` (list price, saved by the prompt cache and by batch APIs, paid)."""
+    `kappa`, `clusters`), `versus`, `distributions` (per judge column and for the humans:
+    `rater`, `label`, `kind`, `counts` {category: n}, `total`), `failures` (per kind: count and a
+    first example), `cost_split` (list price, saved by the prompt cache and by batch APIs, paid)
+    and `computed` (`at`, `seconds`, `cached`, and what the figures were computed from:
+    `verdicts`, `human_labels`, `bootstrap`). The page comes from `cache` (view.stats) while the
+    campaign's stored results have not changed."""
+    if cache is None:
+        return {**_campaign(engine, name, n_boot), "_svg": None}
+    entry, hit = cache.campaign(engine, name, n_boot, lambda: _campaign(engine, name, n_boot, svg=True))
+    out = dict(entry.value)
+    out["computed"] = {**out["computed"], "cached": hit, "seconds": round(entry.seconds, 3)}
+    # what changes with the clock alone (a lease expiring, the rate's window) is never cached
+    from judgepanel.store.campaigns.readers import campaign_state
+
+    out["status"], pending = campaign_state(engine, name)
+    out["progress"] = campaign_pace(engine, name, pending).as_dict()
+    return out
+
+
+def _campaign(engine: Engine, name: str, n_boot: int, *, svg: bool = False) -> dict[str, Any]:
     from judgepanel.analysis.checkers import checker_use
-    from judgepanel.report.build import campaign_report
     from judgepanel.store.campaigns import campaign_status
     from judgepanel.store.simulated import simulated_campaigns
 
@@ -127,6 +167,7 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
         "bias": {"judges": {}},
         "matrix": {"raters": [], "kappa": [], "clusters": [], "groups": []},
         "versus": [],
+        "distributions": [],
         "failures": failures,
         "cost_split": {
             "list_usd": st["cost_list_usd"],
@@ -138,157 +179,193 @@ def campaign(engine: Engine, name: str, *, n_boot: int = 200) -> dict[str, Any]:
         # the alignments (`align run`) this campaign is part of: linked from the page
         "alignments": browse.alignments_using(engine, name),
     }
+    key = results_key(engine, name)
+    out["computed"] = {
+        "at": utcnow().isoformat(timespec="seconds") + "Z",
+        "seconds": 0.0,
+        "cached": False,
+        "verdicts": key.n_verdicts,
+        "human_labels": key.n_labels,
+        "bootstrap": n_boot,
+    }
     if info["dataset_id"] is None or not st["done"]:
         out["notes"].append("No figures: the campaign has no finished judge verdicts on a dataset.")
-        return out
-    try:
-        rep = campaign_report(engine, name, n_boot=n_boot, cases=0)
-    except BadInput as exc:
-        out["notes"].append(str(exc))
-        return out
-    out["agreement"] = [
-        {**asdict(a), "value": _finite(a.value), "ci": list(a.ci) if a.ci else None} for a in rep.agreement
-    ]
-    # as `metrics bias --json`: keyed by the judge's short name, its spec inside
-    out["bias"] = {
-        "judges": {
-            names.get(b["judge"], b["judge"]): {
-                **{k: v for k, v in b.items() if k != "judge"},
-                "spec": b["judge"],
-            }
-            for b in rep.bias
-        }
-    }
-    from judgepanel.report.render import rater_label
-
-    out["matrix"] = {
-        # judges by their short names, as `metrics matrix --json` names its judge columns
-        "raters": [rater_label(n, rep.facts) for n in rep.kappa_names],
-        "kappa": rep.kappa,
-        "clusters": [[rater_label(n, rep.facts) for n in cl] for cl in rep.clusters],
-        "groups": rep.kappa_groups,
-    }
-    out["versus"] = [{**asdict(v), "judge_name": names.get(v.judge, v.judge)} for v in rep.versus]
-    out["notes"] += rep.notes
+    else:
+        stats = _statistics(engine, name, n_boot, names)
+        out.update(stats)
+        out["notes"] = list(stats["notes"])
+    if svg:  # the page's plots, drawn once with the figures (kept out of the JSON twin)
+        out["_svg"] = campaign_svgs(out)
     return out
 
 
-@dataclass(frozen=True)
-class VerdictQuery:
-    filter: browse.VerdictFilter
-    after: int | None
-    limit: int
+def _statistics(engine: Engine, name: str, n_boot: int, names: dict[str, str]) -> dict[str, Any]:
+    """The page's figures from `report.build.campaign_report`, shaped as the matching `--json`
+    commands shape them."""
+    from judgepanel.report.build import campaign_report
+    from judgepanel.report.render import rater_label
 
-
-def parse_verdict_query(params: dict[str, str]) -> VerdictQuery:
-    """The query string of the verdict table; a bad value is a BadInput (HTTP 400)."""
-
-    def flag(key: str) -> bool:
-        v = params.get(key, "")
-        if v not in ("", "0", "1", "true", "false", "on"):
-            raise BadInput(f"{key} must be 0 or 1, got {v!r}")
-        return v in ("1", "true", "on")
-
-    order = params.get("order") or None
-    if order is not None and order not in browse.ORDERS:
-        raise BadInput(f"order must be AB or BA, got {order!r}")
-    kind = params.get("failure_kind") or None
-    if kind is not None and kind not in browse.FAILURE_KINDS:
-        raise BadInput(f"failure_kind must be one of {', '.join(browse.FAILURE_KINDS)}, got {kind!r}")
     try:
-        after = int(params["after"]) if params.get("after") else None
-        limit = int(params.get("limit") or 50)
-    except ValueError:
-        raise BadInput("after and limit must be whole numbers") from None
-    if limit not in PAGE_SIZES:
-        raise BadInput(f"limit must be one of {', '.join(map(str, PAGE_SIZES))}, got {limit}")
-    return VerdictQuery(
-        browse.VerdictFilter(
-            judge=params.get("judge") or None,
-            dimension=params.get("dimension") or None,
-            condition=params.get("condition") or None,
-            order=order,
-            failure_kind=kind,
-            judges_disagree=flag("judges_disagree"),
-            humans_disagree=flag("humans_disagree"),
-        ),
-        after,
-        limit,
-    )
-
-
-def verdicts(engine: Engine, name: str, q: VerdictQuery) -> dict[str, Any]:
-    """`rows` with the column names of `export --what verdicts` (campaign, judge, unit, order,
-    condition, dimension, repeat, attempt, parse_status, failure_kind, value, value_presented,
-    score, rationale, created_at) plus `verdict_id` and `case` (the case's unit id); `next_after`
-    (the keyset cursor of the next page, None on the last) and the `filters` a page offers."""
-    from judgepanel.store.simulated import simulated_campaigns
-
-    info = browse.campaign_row(engine, name)
-    names = campaign_judge_names(engine, name)
-    rows, more = browse.verdict_page(engine, name, q.filter, after=q.after, limit=q.limit)
-    labels = browse.unit_labels(engine, info["protocol"], sorted({r.unit for r in rows}))
-    spec = info["spec"]
+        rep = campaign_report(engine, name, n_boot=n_boot, cases=0)
+    except BadInput as exc:
+        return {"notes": [str(exc)]}
     return {
-        "campaign": name,
-        "protocol": info["protocol"],
-        "simulated": simulated_campaigns(engine, [name]).get(name, False),
-        "rows": [
-            {
-                "verdict_id": r.verdict_id,
-                "campaign": name,
-                "judge": r.judge,
-                "judge_name": names.get(r.judge, r.judge),
-                "unit": labels.get(r.unit, str(r.unit)),
-                "case": r.unit,
-                "order": r.order,
-                "condition": r.condition,
-                "dimension": r.dimension,
-                "repeat": r.repeat,
-                "attempt": r.attempt,
-                "parse_status": r.parse_status,
-                "failure_kind": r.failure_kind,
-                "value": r.value,
-                "value_presented": r.value_presented,
-                "score": r.score,
-                "rationale": r.rationale,
-                "created_at": r.created_at.isoformat(timespec="seconds") if r.created_at else None,
-            }
-            for r in rows
+        "agreement": [
+            {**asdict(a), "value": _finite(a.value), "ci": list(a.ci) if a.ci else None}
+            for a in rep.agreement
         ],
-        "next_after": rows[-1].verdict_id if rows and more else None,
-        "limit": q.limit,
-        "filters": {
-            "judge": info["judges"],
-            "judge_names": {j: names.get(j, j) for j in info["judges"]},
-            "dimension": list(spec.get("dimensions") or ([info["dimension"]] if info["dimension"] else [])),
-            "condition": list(spec.get("conditions") or ([info["condition"]] if info["condition"] else [])),
-            "order": list(browse.ORDERS) if info["protocol"] == "pairwise" else [],
-            "failure_kind": list(browse.FAILURE_KINDS),
+        # as `metrics bias --json`: keyed by the judge's short name, its spec inside
+        "bias": {
+            "judges": {
+                names.get(b["judge"], b["judge"]): {
+                    **{k: v for k, v in b.items() if k != "judge"},
+                    "spec": b["judge"],
+                }
+                for b in rep.bias
+            }
         },
-        "applied": {k: v for k, v in asdict(q.filter).items() if v},
+        "matrix": {
+            # judges by their short names, as `metrics matrix --json` names its judge columns
+            "raters": [rater_label(n, rep.facts) for n in rep.kappa_names],
+            "kappa": rep.kappa,
+            "clusters": [[rater_label(n, rep.facts) for n in cl] for cl in rep.clusters],
+            "groups": rep.kappa_groups,
+        },
+        "versus": [{**asdict(v), "judge_name": names.get(v.judge, v.judge)} for v in rep.versus],
+        "distributions": [
+            {**d.as_dict(), "label": rater_label(d.rater, rep.facts) if d.kind == "judge" else d.rater}
+            for d in rep.distributions
+        ],
+        "notes": list(rep.notes),
     }
 
 
-def case(engine: Engine, name: str, unit: int) -> dict[str, Any]:
-    """One case: `items` (external_id, input, output, system), `verdicts` (every attempt of every
-    judge: judge, order, condition, dimension, repeat, attempt, value, rationale, …, request_id for
-    the raw request and reply), `humans` (pair labels by annotator) and `labels` (item labels)."""
+def distribution_of(d: dict[str, Any]) -> Any:
+    """A `report.distributions.Distribution` back from its JSON form (named by its label)."""
+    from judgepanel.report.distributions import Distribution
+
+    cats = tuple(d["counts"])
+    return Distribution(d["label"], d["kind"], cats, tuple(int(d["counts"][c]) for c in cats))
+
+
+def campaign_svgs(payload: dict[str, Any]) -> dict[str, Any]:
+    """The campaign page's SVGs from its payload (the viewer's page and the static bundle)."""
+    from judgepanel.report import plots
+
+    m = payload["matrix"]
+    heat = plots.kappa_heatmap(m["raters"], m["kappa"], m["groups"]) if m["kappa"] else None
+    rows = [{"judge": j, **b} for j, b in payload["bias"]["judges"].items()]
+    dists = [distribution_of(d) for d in payload["distributions"]]
+    return {
+        "kappa_svg": heat,
+        "bias_svg": plots.bias_plot(rows) if rows else None,
+        "distribution_svg": plots.distribution_plot(dists) if dists else None,
+    }
+
+
+COMPARE_ROWS = 500  # units a compare page lists (changed first)
+
+
+def compare(
+    engine: Engine, params: dict[str, str], *, n_boot: int = 200, cache: StatsCache | None = None
+) -> dict[str, Any]:
+    """`judgepanel compare A B --json` (`a`, `b`, `protocol`, `differs`, `units`, `changed`,
+    `columns`, `unmatched`, `rows`, `rows_total`, …) for `?a=A&b=B`, cached by both campaigns'
+    results keys; `changed=1` lists only the changed units; `choices`: every campaign that judges
+    items."""
+    from judgepanel.analysis.compare import compare_campaigns
+    from judgepanel.store.campaigns import list_campaigns
+
+    choices = [c["name"] for c in list_campaigns(engine) if c["protocol"] in ("pairwise", "pointwise")]
+    a, b = params.get("a") or "", params.get("b") or ""
+    only = params.get("changed") in ("1", "true", "on")
+    base: dict[str, Any] = {"choices": choices, "a": a, "b": b, "only_changed": only, "simulated": False}
+    if not a or not b:
+        return {**base, "columns": None}
+    key = ("compare", results_key(engine, a), results_key(engine, b), n_boot)
+    entry, _ = (cache or StatsCache(1)).get(
+        key, lambda: compare_campaigns(engine, a, b, n_boot=n_boot, rows_limit=None)
+    )
+    out = dict(entry.value)
+    rows = [r for r in out["rows"] if r["changed"]] if only else out["rows"]
+    out["rows"] = rows[:COMPARE_ROWS]
+    out["rows_total"] = len(rows)
+    return {
+        **base,
+        **out,
+        "only_changed": only,
+        "computed_at": entry.computed_at.isoformat(timespec="seconds") + "Z",
+    }
+
+
+def case(
+    engine: Engine, name: str, unit: int, nav: VerdictQuery | None = None, v: int | None = None
+) -> dict[str, Any]:
+    """One case: `items` (external_id, input, output, system), `identity` (the readable name:
+    `id`, `short`, `title`, `label`), `verdicts` (every attempt of every judge: judge, order,
+    condition, dimension, repeat, attempt, value, rationale, …, request_id for the raw request
+    and reply), `combined` (pairwise: per judge, condition, dimension and repeat the two orders
+    read together — `A`, `B`, `T`, `inconsistent` or `missing`, never a tie for an inconsistent
+    pair), `humans` (pair labels by annotator), `labels` (item labels), `grid` (the human labels
+    as annotator × dimension, per item) and `prev` / `next` (the neighbouring cases in the
+    verdict table's list, `{case, v}` or None)."""
+    from judgepanel.protocol.pairs import combine_orders
+    from judgepanel.store.identity import unit_identities
     from judgepanel.store.simulated import simulated_campaigns
 
     rec = browse.case_record(engine, name, unit)
     if rec is None:
         raise NotFound(f"campaign {name!r} has no case {unit}")
     names = campaign_judge_names(engine, name)
+    ident = unit_identities(engine, rec.protocol, [unit]).get(unit)
+    combined: list[dict[str, Any]] = []
+    if rec.protocol == "pairwise":
+        last: dict[tuple[Any, ...], dict[str, str | None]] = {}
+        for a in rec.attempts:  # attempts in order: a later read answer of an order wins
+            k = (a.judge, a.condition, a.dimension, a.repeat)
+            if a.parse_status == "ok" and a.order:
+                last.setdefault(k, {})[a.order] = a.value
+            else:
+                last.setdefault(k, {})
+        for (judge, cond, dim, rep), by in last.items():
+            combined.append(
+                {
+                    "judge": judge,
+                    "judge_name": names.get(judge, judge),
+                    "condition": cond,
+                    "dimension": dim,
+                    "repeat": rep,
+                    "AB": by.get("AB"),
+                    "BA": by.get("BA"),
+                    "verdict": combine_orders(by.get("AB"), by.get("BA")),
+                }
+            )
+    grid: dict[str, dict[str, Any]] = {}
+    for h in rec.labels:
+        g = grid.setdefault(h.item, {"annotators": [], "dimensions": [], "cells": {}})
+        if h.annotator not in g["annotators"]:
+            g["annotators"].append(h.annotator)
+        if h.dimension not in g["dimensions"]:
+            g["dimensions"].append(h.dimension)
+        g["cells"].setdefault(h.annotator, {})[h.dimension] = {"value": h.value, "rationale": h.rationale}
+    for g in grid.values():
+        g["dimensions"].sort()
+    walk = neighbours(engine, name, unit, nav or parse_verdict_query({}), v)
     return {
         "campaign": name,
         "protocol": rec.protocol,
         "case": unit,
+        "identity": ident.as_dict() if ident else None,
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
         "items": rec.items,
         "verdicts": [{**asdict(a), "judge_name": names.get(a.judge, a.judge)} for a in rec.attempts],
+        "combined": combined,
         "humans": rec.pair_labels,
         "labels": [asdict(h) for h in rec.labels],
+        "grid": grid,
+        "prev": walk["prev"],
+        "next": walk["next"],
+        "v": walk["v"],
     }
 
 

@@ -1,8 +1,10 @@
 """The plain option conversion (`cli.coercion`) gives exactly what Typer's pydantic conversion gives.
 
-Typer's own conversion (`typer._coercion.build_runtime_param`, a pydantic TypeAdapter) is the
-reference: for every input the plain path converts, value and type must be equal; every other input
-must be handed to Typer. End to end, commands parse their options to the same values either way.
+Typer's own conversion is the reference, reached through its public API (issue 31 §3): a one-option
+command whose default is the input, parsed by Typer with no arguments (click converts a default as
+it converts a typed value). For every input the plain path converts, value and type must be equal;
+every other input must be handed to Typer. End to end, commands parse their options to the same
+values either way.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from typing import Any
 import pytest
 import typer
 import typer.main
-from typer._coercion import build_runtime_param
 from typer.core import TyperArgument, TyperOption
 
 from judgepanel.cli.app import COMMANDS, load_command
-from judgepanel.cli.coercion import _MISSING, _kind, plain_value, use_plain_coercion
+from judgepanel.cli.coercion import _MISSING, declared_kinds, plain_value, use_plain_coercion
 
 INPUTS: dict[str, list[Any]] = {
     "str": ["", "x", " a b ", "é", "\udcff", "sqlite:///j.db", "--", "0", b"bytes", 7, None],
@@ -32,25 +33,21 @@ ANNOTATION = {"str": str, "bool": bool, "int": int, "float": float, "list": list
 
 
 def _typer_value(kind: str, value: Any) -> tuple[str, Any]:
-    """('ok', value) or ('error', message) from Typer's own conversion."""
-    multiple = kind == "list"
-    opt = TyperOption(
-        param_decls=["--x"],
-        type_descriptor=_descriptor(ANNOTATION[kind]),
-        multiple=multiple,
-    )
-    runtime = build_runtime_param(opt.type_descriptor)
+    """('ok', value) or ('error', message) from Typer's own conversion of `value`, the default of an
+    option annotated as `kind` (no plain path: the command is Typer's as built)."""
+    got: dict[str, Any] = {}
+    app = typer.Typer(add_completion=False)
+
+    def run(x: Any = typer.Option(value, "--x")) -> None:
+        got["x"] = x
+
+    run.__annotations__ = {"x": ANNOTATION[kind], "return": None}
+    app.command()(run)
     try:
-        return "ok", runtime._coerce_value(value, param=opt, ctx=None)  # type: ignore[arg-type]
+        typer.main.get_command(app).main(args=[], prog_name="run", standalone_mode=False)
     except Exception as exc:
         return "error", str(exc)
-
-
-def _descriptor(annotation: Any) -> Any:
-    from typer._coercion import resolve_type_descriptor
-    from typer.models import OptionInfo
-
-    return resolve_type_descriptor(annotation, OptionInfo())
+    return "ok", got["x"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -105,10 +102,11 @@ def test_every_plain_parameter_of_every_command_is_a_kind_typer_converts_alike()
     seen: set[str] = set()
 
     def walk(cmd: Any) -> None:
+        kinds = declared_kinds(cmd.callback)
         for p in cmd.params:
             if isinstance(p, TyperOption | TyperArgument):
-                kind = _kind(p)
-                desc = p.type_descriptor
+                kind = kinds.get(p.name)
+                desc = p.type_descriptor  # Typer's own reading of the declaration, as the reference
                 if kind is None:
                     assert (
                         desc.is_path or desc.is_choice or desc.is_ranged or desc.parameter_info.parser
@@ -188,3 +186,59 @@ def test_a_command_parses_the_same_with_and_without_the_plain_path(args: list[st
             plain[key],
             typer_own[key],
         )
+
+
+def test_a_missing_required_value_is_typers_error() -> None:
+    """A required argument left out goes to Typer's own conversion, for its message."""
+    plain = _parsed(use_plain_coercion, ["--n", "7"])
+    typer_own = _parsed(None, ["--n", "7"])
+    assert "error" in plain and plain == typer_own
+
+
+def test_a_command_whose_function_cannot_be_found_is_left_to_typer() -> None:
+    """Where a command does not lead back to its function (a Typer that wraps it otherwise), no
+    parameter is given the plain conversion: Typer converts every value, as without this module."""
+    app = typer.Typer(add_completion=False)
+
+    @app.command()
+    def run(n: int = typer.Option(3, "--n")) -> None:
+        pass
+
+    cmd = typer.main.get_command(app)
+    assert declared_kinds(cmd.callback) == {"n": "int"}
+    del cmd.callback.__wrapped__  # type: ignore[union-attr]
+    assert declared_kinds(cmd.callback) == {}
+    use_plain_coercion(cmd)
+    assert all("process_value" not in vars(p) for p in cmd.params if p.name == "n")
+
+
+def test_each_group_built_lazily_has_the_commands_typer_builds_whole() -> None:
+    """`app._lazy_group` (one command at a time, on first use) gives the commands, options and help
+    Typer builds for the whole app at once (`typer.main.get_group`)."""
+    import importlib
+
+    from judgepanel.cli.app import _lazy_group
+
+    def shape(cmd: Any) -> list[object]:
+        return [
+            cmd.name,
+            cmd.help,
+            [
+                (p.name, tuple(p.opts), p.required, repr(p.default), getattr(p, "help", None))
+                for p in cmd.params
+            ],
+        ]
+
+    groups = 0
+    for name, (module, attr, _) in COMMANDS.items():
+        obj = getattr(importlib.import_module(module), attr)
+        if not isinstance(obj, typer.Typer):
+            continue
+        lazy, whole = _lazy_group(obj, name), typer.main.get_group(obj)
+        whole.name = name
+        assert list(lazy.commands) == list(whole.commands), name
+        assert shape(lazy) == shape(whole), name
+        for sub in whole.commands:
+            assert shape(lazy.commands[sub]) == shape(whole.commands[sub]), (name, sub)
+        groups += 1
+    assert groups >= 10

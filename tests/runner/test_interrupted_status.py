@@ -14,6 +14,8 @@ from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.campaigns.readers import run_state
 from judgepanel.store.engine import make_engine
 from judgepanel.store.models import utcnow
+from judgepanel.view.data import campaign
+from judgepanel.view.stats import StatsCache
 from tests.helpers import cli
 from tests.runner.test_workers import _campaign, counts, start_worker
 
@@ -36,15 +38,22 @@ def test_a_killed_run_is_interrupted_once_its_leases_expire(db_url: str) -> None
             proc.send_signal(signal.SIGKILL)
             proc.communicate()
             killed = utcnow()
+            cache = StatsCache()
+            page = campaign(eng, "k", cache=cache)  # the viewer's page, computed and cached
             live = cli("campaign", "status", "k", "--json", db=db_url).json()
             listed = {c["name"]: c for c in cli("campaign", "list", "--json", db=db_url).json()["campaigns"]}
             if utcnow() - killed < timedelta(seconds=LEASE_S - 0.5):  # (a loaded machine may be slower)
                 assert live["status"] == "running" and listed["k"]["status"] == "running"
+                assert page["status"] == "running" and page["progress"]["active"] is True
             time.sleep(LEASE_S + 0.5)
             after = cli("campaign", "status", "k", "--json", db=db_url).json()
             assert after["status"] == "interrupted" and after["running"] > 0
             listed = {c["name"]: c for c in cli("campaign", "list", "--json", db=db_url).json()["campaigns"]}
             assert listed["k"]["status"] == "interrupted"
+            # the cached page (nothing stored changed) still says what the clock changed
+            again = campaign(eng, "k", cache=cache)
+            assert again["computed"]["cached"] is True
+            assert again["status"] == "interrupted" and again["progress"]["active"] is False
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import inspect
 
-from judgepanel.store import schema_doc
+from judgepanel.store import migrate, schema_doc
 from judgepanel.store.engine import make_engine
 from judgepanel.store.models import Base
 from tests.helpers import cli
@@ -26,7 +26,8 @@ def test_schema_lists_what_the_database_has(db_url: str) -> None:
         actual = {
             (t, c["name"])
             for t in insp.get_table_names()
-            if t != "alembic_version"
+            # the full-text indexes (migration 0010_search) are no table a user selects from
+            if t != "alembic_version" and not t.startswith(migrate.SEARCH_INDEXES)
             for c in insp.get_columns(t)
         }
     finally:

@@ -35,9 +35,11 @@ def test_every_page_loads_without_console_errors(demo_viewer: Viewer, demo_url: 
         assert console_errors(driver) == [], path
         if path != "/rubrics":  # the list of rubrics rests on no answer
             assert "SIMULATED" in driver.find_element(By.TAG_NAME, "main").text, path
-    # the campaign page draws its κ heatmap and bias chart
+    # the campaign page draws its κ heatmap and bias chart, and (issue 33 §3) the distributions
     driver.get(f"{demo_viewer.url}/campaigns/{PAIRWISE}")
-    assert len(driver.find_elements(By.CSS_SELECTOR, "figure[data-plot] svg")) == 2
+    assert len(driver.find_elements(By.CSS_SELECTOR, "figure[data-plot] svg")) == 3
+    for plot in ("kappa", "bias", "distribution"):
+        assert driver.find_elements(By.CSS_SELECTOR, f'figure[data-plot="{plot}"] svg'), plot
     # a case: both orders side by side; the raw request and reply load when opened
     case = next(p for p in pages(demo_url) if "/cases/" in p)
     driver.get(demo_viewer.url + case)

@@ -53,6 +53,25 @@ def run_state(stored: str, running_jobs: int, live_leases: int) -> str:
     return "running" if live_leases else "interrupted"
 
 
+def campaign_state(engine: Engine, name: str) -> tuple[str, int]:
+    """(status, pending jobs) as `campaign_status` says them, read alone: what changes with the
+    clock while the stored rows do not (a lease expiring), for pages that cache the rest."""
+    with engine.connect() as s:
+        c = _campaign(s, name)
+        counts: Counter[str] = Counter(
+            {
+                str(k): int(n)
+                for k, n in s.execute(
+                    select(Job.status, func.count()).where(Job.campaign_id == c.id).group_by(Job.status)
+                )
+            }
+        )
+        jobs = sum(counts.values())
+        status = "done" if jobs and counts["done"] == jobs else c.status
+        status = run_state(status, counts["running"], _live_leases(s, c.id).get(c.id, 0))
+        return status, counts["pending"] + counts["running"]
+
+
 def live_leases(engine: Engine) -> dict[int, int]:
     """campaign id -> its jobs held under a live lease right now (`runner.pace`: "active")."""
     with engine.connect() as s:

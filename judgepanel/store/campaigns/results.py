@@ -32,11 +32,11 @@ from judgepanel.store.models import (
 # ---------------------------------------------------------------- writing results
 
 
-_REQ = cast(Table, Request.__table__)
-_RESP = cast(Table, Response.__table__)
-_VERD = cast(Table, Verdict.__table__)
-_CLV = cast(Table, ClauseVerdict.__table__)
-_JOB = cast(Table, Job.__table__)
+_REQ = Request.__table__
+_RESP = Response.__table__
+_VERD = Verdict.__table__
+_CLV = ClauseVerdict.__table__
+_JOB = Job.__table__
 _ORM_TABLES = {x.name: x for x in (_REQ, _RESP, _VERD, _CLV)}
 
 

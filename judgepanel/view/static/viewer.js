@@ -84,7 +84,31 @@
       .catch(function (e) { pre.textContent = "could not load: " + e.message; });
   }
 
+  // Keyboard: on a case page ←/k and →/j walk to the previous / next case of the list it was
+  // opened from, u goes back to that list; on the verdict table / focuses the search and n / p
+  // turn the page. Keys typed into a field, or with a modifier, are left alone.
+  var KEYS = {
+    "case": { "ArrowLeft": "prev-case", "k": "prev-case", "ArrowRight": "next-case", "j": "next-case", "u": "back-to-list" },
+    "table": { "n": "next-page", "p": "prev-page" }
+  };
+
+  function onKey(e) {
+    if (e.altKey || e.ctrlKey || e.metaKey || e.defaultPrevented) { return; }
+    var t = e.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) { return; }
+    var page = document.body.getAttribute("data-keys");
+    if (page === "table" && e.key === "/") {
+      var box = document.getElementById("search");
+      if (box) { e.preventDefault(); box.focus(); box.select(); }
+      return;
+    }
+    var id = (KEYS[page] || {})[e.key];
+    var link = id ? document.getElementById(id) : null;
+    if (link && link.getAttribute("href")) { e.preventDefault(); window.location.href = link.href; }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    if (document.body.getAttribute("data-keys")) { document.addEventListener("keydown", onKey); }
     var url = document.body.getAttribute("data-poll");
     if (url) { window.setTimeout(function () { poll(url); }, 2000); }
     var all = document.querySelectorAll("details[data-raw]");
