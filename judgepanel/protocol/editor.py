@@ -318,6 +318,11 @@ def over_limit(proposal: Mapping[str, Any]) -> str | None:
 # shorter is no instructions ("N/A", "New.", "..."): at least two words and ten characters
 MIN_INSTRUCTIONS_WORDS = 2
 MIN_INSTRUCTIONS_CHARS = 10
+# a clause needs two words of letters or digits, or ten characters: a real 0.5B editor "rewrote"
+# four clauses as ", and" and "," (issue 34), which became rubric versions
+MIN_CLAUSE_WORDS = 2
+MIN_CLAUSE_CHARS = 10
+_WORD = re.compile(r"\w+")
 _PLACEHOLDER = re.compile(r'"<([^">]+)>"')
 
 
@@ -340,12 +345,18 @@ def placeholders() -> frozenset[str]:
 def unusable(proposal: Mapping[str, Any]) -> str | None:
     """Why a proposal is no answer although it has the right shape, or None: a text that repeats
     the answer format's placeholder (a small model copying the format: "The revised instructions,
-    plain text"), or instructions too short to be any."""
+    plain text"), a clause or instructions too short to be any (", and")."""
     texts = [proposal[k] for k in ("instructions", "clause") if k in proposal]
     texts += list(proposal.get("clauses", ()))
     for text in texts:
         if _folded(text) in placeholders():
             return f"the reply repeats the answer format's placeholder ({text!r}) instead of answering"
+    for text in [proposal[k] for k in ("clause",) if k in proposal] + list(proposal.get("clauses", ())):
+        if len(_WORD.findall(text)) < MIN_CLAUSE_WORDS and len(text) < MIN_CLAUSE_CHARS:
+            return (
+                f"the reply's clause {text!r} is too short to be a clause (at least {MIN_CLAUSE_WORDS} "
+                f"words or {MIN_CLAUSE_CHARS} characters)"
+            )
     if "instructions" in proposal:
         text = str(proposal["instructions"])
         if len(text.split()) < MIN_INSTRUCTIONS_WORDS or len(text) < MIN_INSTRUCTIONS_CHARS:

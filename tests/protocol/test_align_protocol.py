@@ -131,3 +131,16 @@ def test_a_reply_that_repeats_the_answer_format_is_unusable(
         assert not got.ok and got.proposal is None and why in (got.error or "")
     fine = parse_editor(ALIGN, None, {"reason": "r", "instructions": "Be strict about repeated facts."})
     assert fine.ok
+
+
+@pytest.mark.parametrize("clause", [", and", ",", "x", "ok."])
+def test_a_rewritten_clause_too_short_to_be_one_is_unusable(clause: str) -> None:
+    # issue 34, seen with the real 0.5B editor: four clauses "rewritten" as ", and" and "," were
+    # accepted and became two rubric versions
+    reply = {"reason": "The clause was ambiguous because it mentions", "clause": clause}
+    for structured, text in ((reply, None), (None, json.dumps(reply))):
+        got = parse_editor(REWRITE, text, structured)
+        assert not got.ok and "too short to be a clause" in (got.error or "")
+    split = parse_editor(SPLIT, None, {"reason": "r", "clauses": ["A real clause.", clause]})
+    assert not split.ok
+    assert parse_editor(REWRITE, None, {"reason": "r", "clause": "No repetition."}).ok
