@@ -3,13 +3,15 @@
 model server, in a folder where `../shared/data` is the shared data. The model's figures are not
 compared (they are the page's measurements, not a contract); every command must succeed, and what
 the page's tables rest on is checked: every job classified, the study's JSON readable. Each
-block's output is kept in `$JUDGEPANEL_STUDY_OUT` (default: the test's temporary folder)."""
+block's output, and the study's database, are kept in `$JUDGEPANEL_STUDY_OUT` (default: the
+test's temporary folder)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -62,4 +64,11 @@ def test_the_study_runs_as_written(llm: LocalModel, tmp_path: Path) -> None:
     db = f"sqlite:///{work / 'real.db'}"
     for camp in ("real-cond", "real-mt"):
         assert_every_job_classified(db, camp)
+    # the database too, for figures the page's tables do not show (scores per condition, latencies)
+    (out_dir / "real.db").unlink(missing_ok=True)
+    con = sqlite3.connect(work / "real.db")
+    try:
+        con.execute("VACUUM INTO ?", (str(out_dir / "real.db"),))
+    finally:
+        con.close()
     print(f"study outputs in {out_dir}")
