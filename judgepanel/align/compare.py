@@ -43,8 +43,15 @@ from judgepanel.align.common import (
 )
 from judgepanel.analysis.conditions import ConditionData
 from judgepanel.errors import BadInput
-from judgepanel.metrics.alignment import SplitPair, binary_errors, gain_gap, paired_exact_tost
+from judgepanel.metrics.alignment import (
+    SplitPair,
+    binary_errors,
+    gain_gap,
+    paired_error_change,
+    paired_exact_tost,
+)
 from judgepanel.metrics.conditions import STATISTICS, Comparisons, Estimate, condition_study
+from judgepanel.metrics.group_ci import TOO_FEW_GROUPS, few_groups_warning, verdict_allowed
 from judgepanel.metrics.validation import alt_test
 from judgepanel.protocol.align import JudgeTemplate, rubric_instructions
 from judgepanel.runner import RunOptions, create
@@ -64,7 +71,34 @@ def _num(x: float) -> float | None:
 
 
 def _est(e: Estimate) -> dict[str, Any]:
-    return {"value": _num(e.value), "ci": [_num(e.ci[0]), _num(e.ci[1])]}
+    return {"value": _num(e.value), "ci": [_num(e.ci[0]), _num(e.ci[1])], "ci_method": e.method}
+
+
+def gain_verdict(delta: dict[str, Any], statistic: str, n_groups: int, kept_original: bool) -> dict[str, Any]:
+    """The verdict on the aligned judge's gain on new items, on the pre-declared choice statistic
+    only (issue 30 §2: four statistics tested at 95 % each are not one test); the other three are
+    `secondary`, reported without a verdict. Below 5 groups none is stated."""
+    d = delta.get("aligned_vs_original") or {}
+    lo, hi = (d.get(statistic) or {}).get("ci") or [None, None]
+    if kept_original:
+        verdict, survives = "kept the original", None
+    elif not verdict_allowed(n_groups):
+        verdict, survives = TOO_FEW_GROUPS, None
+    elif lo is None or hi is None:
+        verdict, survives = "no interval", None
+    elif lo > 0:
+        verdict, survives = "survives", True
+    elif hi < 0:
+        verdict, survives = "loss", False
+    else:
+        verdict, survives = "does not survive", False
+    return {
+        "statistic": statistic,
+        "verdict": verdict,
+        "survives": survives,
+        "secondary": [s for s in STATISTICS if s != statistic],
+        "n_groups": n_groups,
+    }
 
 
 def _aligned_index(datas: dict[str, ConditionData]) -> tuple[list[str], list[str | None], dict[str, int]]:
@@ -245,6 +279,7 @@ def compare(
                 **{s: _num(getattr(r, s).value) for s in STATISTICS},
                 "omega": alt["omega"],
                 "ci": {s: [_num(getattr(r, s).ci[0]), _num(getattr(r, s).ci[1])] for s in STATISTICS},
+                "ci_method": {s: getattr(r, s).method for s in STATISTICS},
                 "items": r.items,
             },
             "alt_test": alt,
@@ -293,6 +328,7 @@ def compare(
         s: {
             "value": _num(gg.gap[s].value),
             "ci": [_num(gg.gap[s].ci[0]), _num(gg.gap[s].ci[1])],
+            "ci_method": gg.gap[s].method,
             "dev_gain": _est(gg.dev_gain[s]),
             "eval_gain": _est(gg.eval_gain[s]),
         }
@@ -305,11 +341,13 @@ def compare(
             continue
         mine = _by_item(d)
         common = [e for e in base if e in mine]
+        # article-level, as the intervals are (issue 30 §2)
         t = paired_exact_tost(
             [mine[e][0] for e in common],
             [base[e][0] for e in common],
             [base[e][1] for e in common],
             inp.margin,
+            groups=[groups[index[e]] for e in common] if study.resample == "groups" else None,
         )
         equivalence[f"{v}_vs_original"] = {
             "statistic": "exact",
@@ -335,6 +373,31 @@ def compare(
         if v != "original":
             binary["relative_change"][v] = {
                 k: None if o[k] == 0 else round((b[k] - o[k]) / o[k], 6) for k in ("fp", "fn")
+            }
+    # issue 30 §2: "30–50 % fewer false positives" needs a paired interval, not two counts
+    binary["paired"] = {}
+    base_pairs = _by_item(datas["original"])
+    for v, d in datas.items():
+        if v == "original":
+            continue
+        mine = _by_item(d)
+        common = [e for e in base_pairs if e in mine]
+        h = np.array([base_pairs[e][1] for e in common]) >= PASS_AT
+        ja = np.array([mine[e][0] for e in common]) >= PASS_AT
+        jb = np.array([base_pairs[e][0] for e in common]) >= PASS_AT
+        keys = [groups[index[e]] for e in common] if study.resample == "groups" else None
+        binary["paired"][v] = {"items": len(common)}
+        for k, ea, eb in (("fp", ja & ~h, jb & ~h), ("fn", ~ja & h, ~jb & h)):
+            pc = paired_error_change(ea, eb, groups=keys, n_boot=inp.n_boot, seed=inp.seed)
+            binary["paired"][v][k] = {
+                "original": pc.count_b,
+                "version": pc.count_a,
+                "change": _num(pc.change),
+                "ci": [_num(pc.ci[0]), _num(pc.ci[1])],
+                "ci_method": pc.method,
+                "only_version": pc.only_a,
+                "only_original": pc.only_b,
+                "p_exact": round(pc.p_exact, 6),
             }
     choice_campaigns = [rec.campaigns["dev-original"]] + [
         c for k, c in rec.campaigns.items() if k.startswith(("dev-r", "dev-g", "editor-r", "dev-aligned"))
@@ -386,8 +449,20 @@ def compare(
         "cost_usd": cost_usd,
         "calls": calls,
         "gain_survives": {
-            s: bool(gain[s]["ci"][0] is not None and gain[s]["ci"][0] > 0) for s in STATISTICS if s in gain
+            s: None
+            if not verdict_allowed(study.groups_in_data)
+            else bool(gain[s]["ci"][0] is not None and gain[s]["ci"][0] > 0)
+            for s in STATISTICS
+            if s in gain
         },
+        "gain": gain_verdict(
+            delta,
+            choices.get("statistic") or "qwk",
+            study.groups_in_data,
+            versions["aligned"] == versions["original"],
+        ),
+        "groups_in_data": study.groups_in_data,
+        "warnings": [w for w in [few_groups_warning(study.groups_in_data, "groups (articles)")] if w],
         "examples": (choices.get("examples") or {}).get("items"),
         "template_diff": _template_diff(templates),
         "repair": repair,

@@ -25,6 +25,7 @@ from judgepanel.metrics.conditions import (
     condition_study,
     rounded_mean,
 )
+from judgepanel.metrics.group_ci import few_groups_warning
 from judgepanel.store.conditions import ConditionRows, HumanRating, load_condition_rows
 from judgepanel.store.identity import first_words, short_id
 
@@ -147,7 +148,7 @@ def disagreement_cases(data: ConditionData, per_condition: int) -> list[Disagree
 
 
 def _estimate(e: Estimate) -> dict[str, Any]:
-    return {"value": e.value, "ci": list(e.ci)}
+    return {"value": e.value, "ci": list(e.ci), "ci_method": e.method}
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,24 @@ class ConditionReport:
     data: ConditionData
     study: ConditionStudy
     cases: list[DisagreementCase]
+
+    def warnings(self) -> list[str]:
+        """Few groups (issue 30 §1) and jobs that left no score (issue 34 §1), in words."""
+        out: list[str] = []
+        g = self.study.groups_in_data
+        if any(x is not None for x in self.data.rows.groups):
+            w = few_groups_warning(g, "groups (articles)")
+            if w is not None:
+                out.append(w)
+        skipped = self.data.rows.skipped
+        left = skipped.get("jobs_failed", 0) + skipped.get("jobs_not_done", 0)
+        if left:
+            out.append(
+                f"{left} job(s) of this judge and dimension have no score "
+                f"({skipped.get('jobs_failed', 0)} failed, {skipped.get('jobs_not_done', 0)} not done) "
+                "and are left out of every figure"
+            )
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         d, st = self.data.rows, self.study
@@ -173,6 +192,8 @@ class ConditionReport:
             "seed": st.seed,
             "resample": st.resample,
             "n_groups": st.n_groups,
+            "groups_in_data": st.groups_in_data,
+            "warnings": self.warnings(),
             "conditions": {
                 name: {
                     "n": r.n,

@@ -12,6 +12,7 @@ from judgepanel.cli.context import state
 from judgepanel.cli.render import emit_json, err_console, table
 from judgepanel.cli.repair_cmd import run_options, step_printer
 from judgepanel.errors import BadInput
+from judgepanel.metrics.names import TOO_FEW_GROUPS as TOO_FEW
 
 app = typer.Typer(
     help="Human-supervised judge alignment (few-shot, instructions, grid), compared with repair.",
@@ -23,12 +24,9 @@ SIM_NOTE = "SIMULATED: these figures rest on simulated judges or a simulated edi
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"--grid-instructions: file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"--grid-instructions: cannot read {path}: {' '.join(str(exc).split())}") from None
+    from judgepanel.inputs import read_text
+
+    return read_text(Path(path), "--grid-instructions: file")
 
 
 @app.command("run")
@@ -196,6 +194,10 @@ def _f(x: Any) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{100 * x:+.0f}%"
+
+
 def _ci(x: Any) -> str:
     return "-" if not x or x[0] is None else f"{x[0]:+.3f}..{x[1]:+.3f}"
 
@@ -257,28 +259,40 @@ def print_comparison(c: dict[str, Any]) -> None:
         f"overfitting gap (QWK): development gain {_f(g['dev_gain']['value'])} − evaluation gain "
         f"{_f(g['eval_gain']['value'])} = {_f(g['value'])} [{_ci(g['ci'])}]"
     )
-    gain = c["delta"].get("aligned_vs_original", {}).get("qwk", {})
-    lo = (gain.get("ci") or [None])[0]
-    hi = (gain.get("ci") or [None, None])[1]
-    verdict = (
-        "survives its interval (the 95 % CI lies above 0)"
-        if lo is not None and lo > 0
-        else "does not survive its interval (the 95 % CI reaches 0 or below)"
-        if lo is not None
-        else "has no interval"
-    )
-    if hi is not None and hi < 0:
-        verdict = "is a loss (the 95 % CI lies below 0)"
+    g_ = c.get("gain") or {"statistic": "qwk", "verdict": None}
+    words = {
+        "survives": "survives its interval (the 95 % CI lies above 0)",
+        "does not survive": "does not survive its interval (the 95 % CI reaches 0 or below)",
+        "loss": "is a loss (the 95 % CI lies below 0)",
+        "no interval": "has no interval",
+        TOO_FEW: f"gets no verdict: {TOO_FEW} ({g_.get('n_groups')} evaluation groups, fewer than 5)",
+    }
+    name = {"qwk": "QWK", "kappa": "κ", "exact": "exact-agreement", "spearman": "Spearman"}
     if c["versions"]["aligned"]["campaign"] == c["versions"]["original"]["campaign"]:
         typer.echo("the alignment kept the original judge: there is no gain on new items to test")
     else:
-        typer.echo(f"the aligned judge's QWK gain on new items {verdict}")
+        typer.echo(
+            f"the aligned judge's {name.get(g_['statistic'], g_['statistic'])} gain on new items "
+            f"{words.get(g_['verdict'] or '', 'has no verdict')} (the pre-declared choice statistic; "
+            "the other three are secondary)"
+        )
+    for w in c.get("warnings") or []:
+        typer.echo(f"warning: {w}", err=True)
     b = c["binary"]["versions"]
     typer.echo(
         "pass at >= 4: "
         + "; ".join(f"{v} {x['fp']} false positives, {x['fn']} false negatives" for v, x in b.items())
         + f" (of {b['original']['negatives']} human fails, {b['original']['positives']} passes)"
     )
+    for v, p in (c["binary"].get("paired") or {}).items():
+        typer.echo(
+            f"  {v} vs original: "
+            + "; ".join(
+                f"{what} {_pct(p[k]['change'])} [{_pct(p[k]['ci'][0])}, {_pct(p[k]['ci'][1])}] "
+                f"(McNemar exact p = {p[k]['p_exact']:.3g})"
+                for k, what in (("fp", "false positives"), ("fn", "false negatives"))
+            )
+        )
     typer.echo(
         "bought: "
         + ", ".join(
@@ -286,5 +300,17 @@ def print_comparison(c: dict[str, Any]) -> None:
             + ("" if c["cost_usd"][k] is None else f" {c['cost_usd'][k]:.4f} USD")
             for k in c["calls"]
         )
-        + f"; {c['bootstrap']} {c['resample']} resamples over {c['n_groups'] or c['units']['eval']} groups"
+        + _intervals(c)
+    )
+
+
+def _intervals(c: dict[str, Any]) -> str:
+    units = c["n_groups"] or c["units"]["eval"]
+    method = (c["versions"]["original"]["agreement"].get("ci_method") or {}).get("qwk", "percentile")
+    if method == "percentile":
+        return f"; {c['bootstrap']} {c['resample']} resamples over {units} groups"
+    # issue 30 §1: fewer than 20 groups, the t interval
+    return (
+        f"; 95% CIs: estimate ± t({units - 1})·SE over {units} {c['resample']} "
+        "(CR1 for exact, jackknife otherwise)"
     )

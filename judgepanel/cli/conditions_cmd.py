@@ -84,12 +84,9 @@ def conditions(
     where = f"{out['campaign']} / {out['dimension'] or '(no dimension)'} / {out['judge_name']}"
     if out["simulated"]:
         where = f"{SIMULATED_WORD} · {where}"
-    typer.echo(
-        f"{where} vs {out['human_group']} ({out['reference']}), scale {out['scale'][0]:g}..{out['scale'][1]:g}; "
-        f"95 % CI over {out['bootstrap']} resamples of "
-        + (f"{out['n_groups']} groups" if out["resample"] == "groups" else "items")
-        + f" (seed {out['seed']})"
-    )
+    typer.echo(f"{where} vs {out['human_group']} ({out['reference']}), {_scale_and_ci(out)}")
+    for w in out["warnings"]:
+        typer.echo(f"warning: {w}", err=True)
     # plain fixed-width lines rather than a rich table: four "value [lo, hi]" cells do not fit 80
     # columns, and wrapped cells are hard to read or paste
     head = f"{'':<18}{'n':>6}  " + "  ".join(f"{s:<24}" for s in STATISTICS)
@@ -111,3 +108,26 @@ def conditions(
         for h in case["human_ratings"]:
             if h["rationale"]:
                 typer.echo(f"  {h['annotator']}: {h['rationale']}")
+
+
+def _scale_and_ci(out: dict[str, Any]) -> str:
+    """`scale 1..5; 95 % CI over 1000 resamples of 100 groups (seed 0)`, or for fewer than 20
+    resampled units the t interval that replaces the percentile one (issue 30 §1)."""
+    scale = f"scale {out['scale'][0]:g}..{out['scale'][1]:g}"
+    methods = {
+        e["ci_method"] for c in out["conditions"].values() for k, e in c.items() if isinstance(e, dict)
+    }
+    units = f"{out['n_groups']} groups" if out["resample"] == "groups" else "items"
+    if methods <= {"percentile"}:
+        return f"{scale}; 95 % CI over {out['bootstrap']} resamples of {units} (seed {out['seed']})"
+    g = (
+        out["n_groups"]
+        if out["resample"] == "groups"
+        else max(c["items"] for c in out["conditions"].values())
+    )
+    if g is not None and g < 2:
+        return f"{scale}; no interval: the items come from {g} group (its spread cannot be estimated)"
+    return (
+        f"{scale}; 95 % CI estimate ± t({g - 1})·SE over {units} (exact: CR1 cluster-robust SE; "
+        "κ, QWK, ρ: group jackknife SE)"
+    )

@@ -173,11 +173,23 @@ def print_comparison(c: dict[str, Any], title: str) -> None:
             ["dimension", "original", "95% CI", "contested", "95% CI", "control", "95% CI"],
             drows,
         )
-    console.print("Δ: contested-edited minus that version, paired over the same bootstrap replicates.")
+    console.print(
+        "Δ: contested-edited minus that version, paired over the same bootstrap replicates"
+        + (
+            " (and the same left-out groups)."
+            if (c["alpha"]["original"].get("ci_method") or "percentile") != "percentile"
+            else "."
+        )
+    )
     eq = c.get("human_equivalence")
     if eq and eq.get("p") is not None:
         console.print(
-            f"equivalence (TOST) of Δρ with humans within ±{eq['margin']:g}: 90% CI {ci(eq['ci90'])}, p = {eq['p']:.3g}",
+            f"equivalence (TOST) of Δρ with humans within ±{eq['margin']:g}: 90% CI {ci(eq['ci90'])}, p = {eq['p']:.3g}"
+            + (
+                f"; power {eq['power']:.3g} at a true Δ of 0, smallest margin this design shows ±{eq['detectable_margin']:.2g}"
+                if eq.get("power") is not None and eq.get("detectable_margin") is not None
+                else ""
+            ),
             soft_wrap=True,
         )
     console.print(c["summary"], soft_wrap=True)
@@ -192,11 +204,18 @@ def print_comparison(c: dict[str, Any], title: str) -> None:
         console.print(f"{v}-edited equals the original rubric: evaluated once, Δ is 0 by construction")
     resample = c.get("resample", "items")
     over = f"{c['n_groups']} groups" if resample == "groups" and c.get("n_groups") else "items"
+    how = f"bootstrap {c['n_boot']} over {over}"
+    if (c["alpha"]["original"].get("ci_method") or "percentile") != "percentile":
+        # issue 30 §1: fewer than 20 resampled units, the t interval with the jackknife SE
+        units = c["n_groups"] if resample == "groups" and c.get("n_groups") else c["units"]["eval"]
+        how = f"95% CIs: estimate ± t({units - 1})·SE, group-jackknife SE over {over}"
     console.print(
         f"clauses edited: contested {c['clauses_edited']['contested']}, control {c['clauses_edited']['control']}; "
-        f"items: dev {c['units']['dev']}, eval {c['units']['eval']}; bootstrap {c['n_boot']} over {over}",
+        f"items: dev {c['units']['dev']}, eval {c['units']['eval']}; {how}",
         soft_wrap=True,
     )
+    for w in c.get("warnings") or []:
+        console.print(f"warning: {w}", soft_wrap=True)
     shared = c.get("editor_shares_family_with") or {}
     if shared:
         from judgepanel.providers.spec import names_beside
@@ -377,26 +396,64 @@ def rewrite(
 @app.command("checkers")
 def checkers(
     ctx: typer.Context,
-    name: str = typer.Argument(...),
-    threshold: float = typer.Option(
-        0.9,
+    name: str | None = typer.Argument(
+        None, help="The iteration (with --recheck: all iterations when left out)."
+    ),
+    threshold: float | None = typer.Option(
+        None,
         "--threshold",
-        help="Keep a proposed checker when it agrees with the judge majority on at least this share of development items.",
+        help="Keep a checker when the 95% lower bound of its agreement with the judge majority is at least this (default 0.9; --recheck: each proposal's own).",
+    ),
+    min_kappa: float = typer.Option(
+        0.6, "--min-kappa", help="… and its Cohen κ against the majority at least this."
+    ),
+    min_per_class: int = typer.Option(
+        10,
+        "--min-per-class",
+        help="Development items needed in each class of the judge majority (met, not met).",
+    ),
+    recheck: bool = typer.Option(
+        False, "--recheck", help="Re-decide the stored proposals by the current rule; no editor call."
     ),
     concurrency: int = CONCURRENCY,
     max_cost: float | None = MAX_COST,
     retry_failed: bool = RETRY_FAILED,
     json_: bool = JSON,
 ) -> None:
-    """Ask the editor for a deterministic checker per clause; keep those that agree with the judges."""
-    from judgepanel.repair.checkers import propose_checkers
+    """Ask the editor for a deterministic checker per clause; keep those validated against the judges."""
+    from judgepanel.repair.checkers import DEFAULT_THRESHOLD, propose_checkers, recheck_checkers
     from judgepanel.store import repair as store
 
     engine = state(ctx).engine()
+    if recheck:
+        out = recheck_checkers(
+            engine, name, threshold=threshold, min_kappa=min_kappa, min_per_class=min_per_class
+        )
+        sims = {
+            r["iteration"]: _simulated(engine, store.get_iteration(engine, r["iteration"]))
+            for r in out["rechecked"]
+        }
+        if json_:
+            emit_json({**out, "simulated": any(sims.values())})
+            return
+        for r in out["rechecked"]:
+            if sims[r["iteration"]]:
+                typer.echo(SIM_NOTE)
+            typer.echo(
+                f"repair {r['iteration']}: rechecked {r['proposed']} checker(s), {r['kept']} kept"
+                + (f"; no longer kept: {', '.join(r['dropped'])}" if r["dropped"] else "")
+                + f"; rubric {r['rubric']}"
+            )
+            print_checkers(r["checkers"])
+        return
+    if name is None:
+        raise BadInput("repair checkers needs the iteration's NAME (or --recheck for every iteration)")
     out = propose_checkers(
         engine,
         name,
-        threshold=threshold,
+        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+        min_kappa=min_kappa,
+        min_per_class=min_per_class,
         options=run_options(concurrency, max_cost),
         retry_failed=retry_failed,
     )
@@ -406,31 +463,43 @@ def checkers(
         return
     if simulated:
         typer.echo(SIM_NOTE)
+    rule = out["rule"] or {}
     typer.echo(
-        f"repair {name}: {out['proposed']} checker(s) proposed, {out['kept']} kept "
-        f"(agreement with the judge majority >= {threshold:g} on development items); rubric {out['rubric']}"
+        f"repair {name}: {out['proposed']} checker(s) proposed, {out['kept']} kept (both classes of the "
+        f"judge majority >= {rule.get('min_per_class')} items, κ >= {rule.get('min_kappa'):g}, 95% lower "
+        f"bound of agreement >= {out['threshold']:g} on development items); rubric {out['rubric']}"
     )
     print_checkers(out["checkers"])
 
 
 def print_checkers(rows: list[dict[str, Any]]) -> None:
+    def f3(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
     table(
         None,
-        ["clause", "checker", "params", "agreement", "items", "decision"],
+        ["clause", "checker", "params", "agreement", "95% low", "κ", "met/not", "decision"],
         [
             [
                 r["clause"],
                 r["checker"],
                 ", ".join(f"{k}={v}" for k, v in r["params"].items() if v is not None) or "-",
-                "-" if r["agreement"] is None else f"{r['agreement']:.3f}",
-                r["n_items"],
-                "kept"
-                if r["kept"]
-                else ("-" if r["checker"] == "none" else f"refused{': ' + r['error'] if r['error'] else ''}"),
+                f3(r["agreement"]),
+                f3(r.get("lower_bound")),
+                f3(r.get("kappa")),
+                "-" if r.get("n_met") is None else f"{r['n_met']}/{r['n_not_met']}",
+                "-"
+                if r["checker"] == "none"
+                else (r.get("decision") or ("kept" if r["kept"] else "refused")),
             ]
             for r in rows
         ],
     )
+    for r in rows:
+        if r["checker"] != "none" and (r.get("decision_reason") or r.get("error")):
+            typer.echo(f"  {r['clause']}: {r.get('decision_reason') or r['error']}")
+        if r.get("warning"):
+            typer.echo(f"  warning: {r['clause']}: {r['warning']}")
 
 
 @app.command("evaluate")

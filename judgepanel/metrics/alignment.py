@@ -9,29 +9,51 @@
   The two splits hold different items (and groups), so their bootstraps are independent: replicate
   b draws groups (or items) of each split with replacement, each split's paired gain is computed on
   its own draw (aligned and original on the same items), and the gap replicate is the difference;
-  the interval is the percentile interval of the replicates (Efron & Tibshirani 1993).
-- ``paired_exact_tost``: TOST (:func:`~judgepanel.metrics.equivalence.tost`) of the per-item
-  difference in exact agreement, aligned − original, ``d_i = 1[A_i = h_i] − 1[O_i = h_i]``, with
-  ``se = sd(d)/√n`` and ``df = n − 1`` — statsmodels' ``ttost_paired`` on the two indicator vectors
-  (cross-checked in the tests). It treats items as independent; the group bootstrap intervals of
-  the deltas are the clustered view.
+  the interval is the percentile interval of the replicates (Efron & Tibshirani 1993) when both
+  splits have at least 20 groups; otherwise (issue 30 §1) ``gap ± t_df·sqrt(se_dev² + se_eval²)``
+  with each split's small-group SE (CR1 for exact agreement, the group jackknife for the others,
+  :func:`~judgepanel.metrics.conditions.group_ses`) and Welch–Satterthwaite degrees of freedom.
+- ``paired_exact_tost``: TOST (:func:`~judgepanel.metrics.equivalence.tost`) of the mean
+  difference in exact agreement, aligned − original, ``d_i = 1[A_i = h_i] − 1[O_i = h_i]``, at
+  the level of the groups (articles) the items come from: the CR1 cluster-robust SE of the mean of
+  ``d`` with ``df = G − 1`` (:func:`~judgepanel.metrics.group_ci.cluster_mean`; issue 30 §2: the
+  intervals were article-level while the TOST treated items as independent). Without groups (each
+  item its own) it is statsmodels' ``ttost_paired`` on the two indicator vectors, ``se = sd(d)/√n``
+  and ``df = n − 1`` (cross-checked in the tests).
+- ``paired_ratio``: the relative change of false positives (or negatives) between two judges on
+  the same items, ``FP_a/FP_b − 1``, with the small-group interval of the ratio (group jackknife
+  below 20 groups, group-bootstrap percentile from 20) and McNemar's exact test on the discordant
+  items (an exact binomial test of ``b`` against ``b + c`` at ½; statsmodels' ``mcnemar(exact=True)``).
 
 Arrays in, frozen dataclasses out; NaN where a value is undefined.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from judgepanel.errors import BadInput
 from judgepanel.metrics.agreement import FloatArray, as_categories
 from judgepanel.metrics.bootstrap import group_codes, interval, resample_counts, resample_mode
-from judgepanel.metrics.conditions import STATISTICS, Comparisons, Estimate, item_tables, table_statistics
+from judgepanel.metrics.conditions import (
+    STATISTICS,
+    Comparisons,
+    Estimate,
+    group_ses,
+    group_tables,
+    item_tables,
+    se_method,
+    small_sample_estimates,
+    statistic_bounds,
+    table_statistics,
+)
 from judgepanel.metrics.equivalence import Equivalence, tost
+from judgepanel.metrics.group_ci import cluster_mean, group_interval, uses_t, welch_df
 
 
 @dataclass(frozen=True)
@@ -61,6 +83,12 @@ def _tables(p: SplitPair, cats: FloatArray) -> tuple[FloatArray, FloatArray, Flo
     o = item_tables(p.original, cats, p.n_items)
     both = ((a.sum(axis=1) > 0) & (o.sum(axis=1) > 0)).astype(np.float64)
     return a, o, both
+
+
+def _unit_codes(p: SplitPair, mode: str) -> tuple[NDArray[np.intp], int]:
+    if mode == "groups" and p.groups is not None:
+        return group_codes(p.groups)
+    return np.arange(p.n_items, dtype=np.intp), p.n_items
 
 
 def _counts(p: SplitPair, mode: str, n_boot: int, rng: np.random.Generator) -> FloatArray:
@@ -94,20 +122,36 @@ def gain_gap(
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, Estimate]] = {}
     reps: dict[str, dict[str, FloatArray]] = {}
+    ses: dict[str, dict[str, float]] = {}
+    units: dict[str, int] = {}
     for label, p in (("dev", dev), ("eval", eval_)):
         a, o, both = _tables(p, cats)
         value = _gain(a, o, both[None, :], cats)
         r = _gain(a, o, _counts(p, mode, n_boot, rng) * both[None, :], cats)
         reps[label] = r
-        out[label] = {s: _est(r[s], float(value[s][0]), confidence) for s in STATISTICS}
-    gap = {
-        s: _est(
-            reps["dev"][s] - reps["eval"][s],
-            out["dev"][s].value - out["eval"][s].value,
-            confidence,
+        codes, n_units = _unit_codes(p, mode)
+        gt_a = group_tables(a * both[:, None], codes, n_units)
+        gt_o = group_tables(o * both[:, None], codes, n_units)
+        ses[label], units[label] = group_ses(gt_a, cats, gt_o)
+        out[label] = small_sample_estimates(
+            {s: float(value[s][0]) for s in STATISTICS}, r, gt_a, cats, confidence, gt_o
         )
-        for s in STATISTICS
-    }
+    fewest = min(units.values())
+    gap: dict[str, Estimate] = {}
+    for s in STATISTICS:
+        gap_value = out["dev"][s].value - out["eval"][s].value
+        sd, se_ = ses["dev"][s], ses["eval"][s]
+        gi = group_interval(
+            gap_value,
+            fewest,
+            replicates=reps["dev"][s] - reps["eval"][s],
+            se=float(np.hypot(sd, se_)),
+            df=welch_df(sd, units["dev"] - 1, se_, units["eval"] - 1) if uses_t(fewest) else None,
+            se_method=se_method(s),
+            confidence=confidence,
+            bounds=statistic_bounds(s, paired=True, terms=2),
+        )
+        gap[s] = Estimate(gap_value, (gi.lo, gi.hi), gi.method)
     return GainGap(out["dev"], out["eval"], gap, n_boot, confidence, seed, mode)
 
 
@@ -117,9 +161,16 @@ def _est(reps: FloatArray, value: float, confidence: float) -> Estimate:
 
 
 def paired_exact_tost(
-    judge_a: ArrayLike, judge_b: ArrayLike, human: ArrayLike, margin: float, *, alpha: float = 0.05
+    judge_a: ArrayLike,
+    judge_b: ArrayLike,
+    human: ArrayLike,
+    margin: float,
+    *,
+    alpha: float = 0.05,
+    groups: Sequence[Hashable | None] | None = None,
 ) -> Equivalence:
-    """TOST of mean(1[a = h] − 1[b = h]) within ±margin (see the module docstring)."""
+    """TOST of mean(1[a = h] − 1[b = h]) within ±margin, at the level of ``groups`` (one key per
+    item; None: every item its own) — see the module docstring."""
     if not margin > 0:
         raise BadInput(f"an equivalence margin must be positive, got {margin}")
     a, b, h = (np.asarray(x, dtype=np.float64).ravel() for x in (judge_a, judge_b, human))
@@ -127,11 +178,14 @@ def paired_exact_tost(
         raise BadInput(f"arrays differ in length: {a.size}, {b.size}, {h.size}")
     d = (a == h).astype(np.float64) - (b == h).astype(np.float64)
     n = d.size
-    if n < 2:
+    keys: Sequence[Hashable | None] = list(groups) if groups is not None else [None] * n
+    if len(keys) != n:
+        raise BadInput(f"{len(keys)} group keys for {n} items")
+    mean, se, g = cluster_mean(d, keys)
+    if g < 2:
         nan = float("nan")
         return tost(float(d.mean()) if n else nan, nan, -margin, margin, df=None, alpha=alpha)
-    se = float(np.std(d, ddof=1) / np.sqrt(n))
-    return tost(float(d.mean()), se, -margin, margin, df=float(n - 1), alpha=alpha)
+    return tost(mean, se, -margin, margin, df=float(g - 1), alpha=alpha)
 
 
 @dataclass(frozen=True)
@@ -169,3 +223,71 @@ def binary_errors(judge: ArrayLike, human: ArrayLike, threshold: float) -> Binar
         fp / neg if neg else float("nan"),
         fn / pos if pos else float("nan"),
     )
+
+
+@dataclass(frozen=True)
+class PairedErrorChange:
+    """The relative change of one error count (false positives or negatives at a binarised label)
+    from judge b to judge a on the same items, ``count_a / count_b − 1`` (NaN when b made none),
+    with its small-group interval (``method``), and McNemar's exact test on the discordant items
+    (``only_a`` items where only a erred, ``only_b`` only b; two-sided binomial at ½). McNemar treats
+    items as independent; the interval resamples (or leaves out) whole groups."""
+
+    count_a: int
+    count_b: int
+    change: float
+    ci: tuple[float, float]
+    method: str
+    only_a: int
+    only_b: int
+    p_exact: float
+
+
+def paired_error_change(
+    error_a: ArrayLike,
+    error_b: ArrayLike,
+    *,
+    groups: Sequence[Hashable | None] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairedErrorChange:
+    """``error_a``/``error_b``: per item, 1 where that judge made the error (a false positive,
+    say). The ratio's interval: below 20 groups ``r̂ ± t_{G−1}·SE`` with the group-jackknife SE of
+    the ratio of sums, from 20 on the percentile interval of a group bootstrap of the ratio."""
+    from scipy.stats import binomtest
+
+    from judgepanel.metrics.group_ci import codes_of, group_interval
+
+    a = np.asarray(error_a, dtype=np.float64).ravel()
+    b = np.asarray(error_b, dtype=np.float64).ravel()
+    if a.shape != b.shape:
+        raise BadInput(f"arrays differ in length: {a.size}, {b.size}")
+    codes, g = codes_of(list(groups) if groups is not None else [None] * a.size)
+    if codes.size != a.size:
+        raise BadInput(f"{codes.size} group keys for {a.size} items")
+    sa = np.bincount(codes, weights=a, minlength=g)
+    sb = np.bincount(codes, weights=b, minlength=g)
+    ta, tb = float(sa.sum()), float(sb.sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = ta / tb - 1.0 if tb > 0 else float("nan")
+        jack = (ta - sa) / (tb - sb) - 1.0
+        jack = np.where(np.isfinite(jack), jack, np.nan)
+        counts = (
+            np.vstack(list(resample_counts(g, n_boot, np.random.default_rng(seed))))
+            if g
+            else np.zeros((0, 0))
+        )
+        reps = (counts @ sa) / (counts @ sb) - 1.0 if g else np.zeros(0)
+    gi = group_interval(
+        change,
+        g,
+        replicates=np.where(np.isfinite(reps), reps, np.nan),
+        jackknife=jack,
+        confidence=confidence,
+        bounds=(-1.0, math.inf),  # at most every error gone
+    )
+    only_a = int(((a > 0) & (b == 0)).sum())
+    only_b = int(((b > 0) & (a == 0)).sum())
+    p = float(binomtest(only_a, only_a + only_b, 0.5).pvalue) if only_a + only_b else 1.0
+    return PairedErrorChange(int(ta), int(tb), change, (gi.lo, gi.hi), gi.method, only_a, only_b, p)

@@ -27,6 +27,14 @@ evaluated on the *same* draws, so a paired difference (rubric − none, criteria
 difference of replicate values over the items both conditions judged, and item difficulty, shared
 by both conditions, cancels out of its interval.
 
+Intervals over few groups (issue 30 §1): below 20 resampled units (groups, or items with
+``resample="items"``) the percentile interval is replaced by ``θ̂ ± t_{G−1}·SE``
+(:func:`~judgepanel.metrics.group_ci.group_interval`): exact agreement and its paired difference,
+means of indicators, take the CR1 cluster-robust SE computed from the per-group tables; κ, QWK and
+ρ take the group-jackknife SE (``table_statistics`` of the total table minus each group's table,
+G leave-one-group-out values in one call). Each :class:`Estimate` records its ``method``. One
+group gives no interval (NaN): it has no spread of its own.
+
 Undefined values are NaN (JSON null), never a guess: no comparison (n = 0) leaves everything NaN;
 κ and QWK are NaN when ``p_e = 1`` (judge and humans used one and the same single level: perfect
 but uninformative agreement, as scikit-learn's ``cohen_kappa_score`` gives); ρ is NaN with fewer
@@ -46,6 +54,16 @@ from numpy.typing import ArrayLike, NDArray
 from judgepanel.errors import BadInput
 from judgepanel.metrics.agreement import FloatArray, as_categories, category_codes, weight_matrix
 from judgepanel.metrics.bootstrap import group_codes, interval, resample_counts, resample_mode
+from judgepanel.metrics.group_ci import (
+    PERCENTILE,
+    T_CR1,
+    T_JACKKNIFE,
+    cr1_difference_se,
+    cr1_ratio_se,
+    group_interval,
+    jackknife_se,
+    uses_t,
+)
 
 STATISTICS: tuple[str, ...] = ("exact", "kappa", "qwk", "spearman")
 BASELINE = "none"
@@ -54,10 +72,12 @@ _EPS = 1e-12
 
 @dataclass(frozen=True)
 class Estimate:
-    """A value with its bootstrap interval ``(lo, hi)`` (NaN where undefined)."""
+    """A value with its interval ``(lo, hi)`` (NaN where undefined) and how the interval was made
+    (``method``, a :data:`~judgepanel.metrics.group_ci.CI_METHODS` name)."""
 
     value: float
     ci: tuple[float, float]
+    method: str = PERCENTILE
 
 
 @dataclass(frozen=True)
@@ -95,6 +115,7 @@ class ConditionStudy:
     seed: int
     resample: str = "items"
     n_groups: int | None = None
+    groups_in_data: int = 0  # distinct groups among the judged items (an item without one: its own)
 
 
 @dataclass(frozen=True)
@@ -169,6 +190,85 @@ def _estimate(reps: FloatArray, value: float, confidence: float) -> Estimate:
     return Estimate(float(value), (ci.lo, ci.hi))
 
 
+def group_tables(tables: FloatArray, codes: NDArray[np.intp], n_groups: int) -> FloatArray:
+    """Per-group sums of item tables (G × q·q)."""
+    onehot = (codes[:, None] == np.arange(n_groups)[None, :]).astype(np.float64)
+    out: FloatArray = onehot.T @ tables
+    return out
+
+
+def _diag(gt: FloatArray, q: int) -> FloatArray:
+    return np.trace(gt.reshape(-1, q, q), axis1=1, axis2=2) if gt.size else np.zeros(0)
+
+
+def group_ses(
+    gt_a: FloatArray, cats: FloatArray, gt_b: FloatArray | None = None
+) -> tuple[dict[str, float], int]:
+    """Each statistic's small-sample standard error from the group tables of one condition
+    (``gt_a``) or of a paired difference (``gt_a`` − ``gt_b``, the same groups): CR1 for exact
+    agreement, the group jackknife for the others; and G, the groups with a comparison."""
+    q = cats.size
+    keep = gt_a.sum(axis=1) > 0
+    if gt_b is not None:
+        keep |= gt_b.sum(axis=1) > 0
+    a = gt_a[keep]
+    b = gt_b[keep] if gt_b is not None else None
+    g = int(keep.sum())
+    ja = table_statistics(a.sum(axis=0, keepdims=True) - a, cats)
+    jack = ja
+    if b is not None:
+        jb = table_statistics(b.sum(axis=0, keepdims=True) - b, cats)
+        jack = {s: ja[s] - jb[s] for s in STATISTICS}
+    out = {s: jackknife_se(jack[s]) for s in STATISTICS}
+    out["exact"] = (
+        cr1_ratio_se(_diag(a, q), a.sum(axis=1))
+        if b is None
+        else cr1_difference_se(_diag(a, q), a.sum(axis=1), _diag(b, q), b.sum(axis=1))
+    )
+    return out, g
+
+
+def statistic_bounds(statistic: str, *, paired: bool = False, terms: int = 1) -> tuple[float, float]:
+    """The range of a statistic (exact in [0, 1], the others in [−1, 1]), of a difference of two
+    (``paired``), or of a difference of ``terms`` such differences."""
+    lo, hi = (0.0, 1.0) if statistic == "exact" else (-1.0, 1.0)
+    if paired:
+        lo, hi = lo - hi, hi - lo
+    return lo * terms, hi * terms
+
+
+def se_method(statistic: str) -> str:
+    return T_CR1 if statistic == "exact" else T_JACKKNIFE
+
+
+def small_sample_estimates(
+    values: Mapping[str, float],
+    reps: Mapping[str, FloatArray],
+    gt_a: FloatArray,
+    cats: FloatArray,
+    confidence: float,
+    gt_b: FloatArray | None = None,
+) -> dict[str, Estimate]:
+    """Every statistic's :class:`Estimate` by :func:`~judgepanel.metrics.group_ci.group_interval`,
+    from the group tables of one condition (``gt_a``) or, for a paired difference, of both
+    (``gt_a − gt_b``, the same groups in both). Groups without a comparison are left out of G."""
+    g = int(((gt_a.sum(axis=1) > 0) | ((gt_b if gt_b is not None else gt_a).sum(axis=1) > 0)).sum())
+    ses = group_ses(gt_a, cats, gt_b)[0] if uses_t(g) else {}
+    out: dict[str, Estimate] = {}
+    for s in STATISTICS:
+        gi = group_interval(
+            values[s],
+            g,
+            replicates=reps[s],
+            se=ses.get(s, float("nan")),
+            se_method=se_method(s),
+            confidence=confidence,
+            bounds=statistic_bounds(s, paired=gt_b is not None),
+        )
+        out[s] = Estimate(float(values[s]), (gi.lo, gi.hi), gi.method)
+    return out
+
+
 def condition_study(
     comparisons: Mapping[str, Comparisons],
     categories: ArrayLike,
@@ -217,11 +317,19 @@ def condition_study(
         for a, b in pairs:
             w = counts * shared[a]
             paired_blocks[a].append((w @ tables[a], w @ tables[b]))
+    # the units the intervals rest on: the drawn groups, or the items themselves
+    unit_codes = codes if codes is not None else np.arange(items, dtype=np.intp)
     results: dict[str, ConditionAgreement] = {}
     for name in names:
         value = table_statistics(tables[name].sum(axis=0, keepdims=True), cats)
         reps = table_statistics(np.vstack(blocks[name]), cats)
-        est = {s: _estimate(reps[s], float(value[s][0]), confidence) for s in STATISTICS}
+        est = small_sample_estimates(
+            {s: float(value[s][0]) for s in STATISTICS},
+            reps,
+            group_tables(tables[name], unit_codes, n_groups),
+            cats,
+            confidence,
+        )
         results[name] = ConditionAgreement(
             n=int(comparisons[name].judge.size), items=int(has[name].sum()), **est
         )
@@ -232,8 +340,19 @@ def condition_study(
         vb = table_statistics((tables[b] * keep).sum(axis=0, keepdims=True), cats)
         ra = table_statistics(np.vstack([x for x, _ in paired_blocks[a]]), cats)
         rb = table_statistics(np.vstack([y for _, y in paired_blocks[a]]), cats)
-        est = {s: _estimate(ra[s] - rb[s], float(va[s][0] - vb[s][0]), confidence) for s in STATISTICS}
+        est = small_sample_estimates(
+            {s: float(va[s][0] - vb[s][0]) for s in STATISTICS},
+            {s: ra[s] - rb[s] for s in STATISTICS},
+            group_tables(tables[a] * keep, unit_codes, n_groups),
+            cats,
+            confidence,
+            group_tables(tables[b] * keep, unit_codes, n_groups),
+        )
         deltas[f"{a}_vs_{b}"] = ConditionDelta(a, b, int(shared[a].sum()), **est)
+    judged = np.zeros(items, dtype=bool)
+    for name in names:
+        judged |= has[name]
+    all_codes, _ = group_codes(groups) if groups is not None else (np.arange(items, dtype=np.intp), items)
     return ConditionStudy(
         results,
         deltas,
@@ -243,6 +362,7 @@ def condition_study(
         seed,
         mode,
         n_groups if codes is not None else None,
+        int(np.unique(all_codes[judged]).size) if items else 0,
     )
 
 

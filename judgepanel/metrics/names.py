@@ -29,3 +29,5 @@ METRICS: tuple[str, ...] = (
 )
 METHODS: tuple[str, ...] = ("percentile", "bca")  # bootstrap interval methods
 RESAMPLE_MODES: tuple[str, ...] = ("groups", "items")  # what a bootstrap draws: whole groups or items
+# the verdict a comparison states when its items come from fewer than 5 groups (issue 30 §1)
+TOO_FEW_GROUPS = "too few groups"

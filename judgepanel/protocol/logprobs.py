@@ -4,10 +4,14 @@ With the judge parameter ``scoring=logprobs`` an OpenAI-compatible request carri
 ``logprobs: true`` and ``top_logprobs: N`` (:func:`logprob_request`). The reply's
 ``choices[0].logprobs.content`` lists, per generated token, its ``logprob`` and the ``top_logprobs``
 alternatives. :func:`logprob_score` finds the **answer position** — the token that carries the
-score the parser read: the first allowed score after a score key (``score``, ``rating``, ``grade``)
-inside the answer the parser took (the ``Score: 4`` line, the ``{"score": 4}`` object), else the
-last allowed score inside it; without a readable answer, the last token equal to the verdict — and
-reads the probability mass there on each allowed score:
+score the parser read: inside the answer the parser took (the ``Score: 4`` line, the
+``{"score": 4}`` object), the last allowed score that a score key (``score``, ``rating``,
+``grade``) *directly precedes* — only quotes, colons, emphasis and spaces between them — else the
+last allowed score inside it; without a readable answer, the last token equal to the verdict. In
+the common reason-then-score layout ``{"rationale": "a score of 3 is too low", "score": 3}`` the
+rationale's "3" follows the word "score" too, but not directly (issue 30 §4: the first score
+after any keyed token read the rationale's digit). It then reads the probability mass there on
+each allowed score:
 
     p(s) ∝ Σ_{t ∈ top_logprobs, norm(t) = s} exp(logprob_t)
 
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +62,14 @@ def logprob_request(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _KEYS = ("score", "rating", "grade")
+# a key ending the text before a value: the key, then at most a few quotes, colons, equals signs,
+# emphasis marks and spaces (`"score": `, `Score: `, `**Rating:** `, `grade=`)
+_KEYED = re.compile(r"\b(?:" + "|".join(_KEYS) + r")\b[\"'*_`:=\s]{0,8}$", re.I)
+
+
+def _lead(token: str) -> int:
+    """How many leading characters of a value token are not the value (`' 4'`, `'"4'`)."""
+    return len(token) - len(token.lstrip(" \t\n\"'*_`:"))
 
 
 def normalise_token(token: str) -> str:
@@ -118,14 +131,14 @@ def answer_position(
     if span is not None:
         starts = _offsets(content)
         inside = [i for i, at in enumerate(starts) if span[0] <= at < span[1]]
-        keyed = [i for i in inside if any(k in _token(content, i).lower() for k in _KEYS)]
-        after = [i for i in inside if keyed and i > keyed[0]]
-        for i in after:
-            if normalise_token(_token(content, i)) in wanted:
+        text = "".join(_token(content, i) for i in range(len(content)))
+        hits = [i for i in inside if normalise_token(_token(content, i)) in wanted]
+        for i in reversed(hits):
+            # the key directly before the value: `"score": 4`, `Score: 4`, `**Rating:** 4`
+            if _KEYED.search(text[: starts[i]] + _token(content, i)[: _lead(_token(content, i))]):
                 return i
-        for i in reversed(inside):
-            if normalise_token(_token(content, i)) in wanted:
-                return i
+        if hits:
+            return hits[-1]
     for i in range(len(content) - 1, -1, -1):
         if normalise_token(_token(content, i)) in wanted:
             return i

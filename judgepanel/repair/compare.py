@@ -18,9 +18,19 @@ This module only shapes the data and calls the statistics in `judgepanel.metrics
   rating scale as 1 + 4·share, rounded to 1e-9 so equal scores tie. Items lacking a human rating
   or an ensemble score of some dimension in some version are left out.
 
-Confidence intervals: a percentile bootstrap over items (`metrics.bootstrap.count_matrix`,
+Confidence intervals: a percentile bootstrap over items or groups (`metrics.bootstrap.count_matrix`,
 `percentile_bounds`); the same replicates for every version, so the differences (contested −
-original, contested − control) are paired.
+original, contested − control) are paired. Below 20 resampled units (issue 30 §1) every interval is
+``θ̂ ± t_{G−1}·SE`` with the group-jackknife SE instead (`metrics.group_ci`): the jackknife's
+leave-one-group-out values come from the same code as the replicates, with 0/1 weights that drop
+one group at a time. Each interval records its `ci_method`; a t interval is clipped to the statistic's range (α and ρ
+at most 1, a difference within ±2). The TOST on Δρ takes the same SE and
+``t_{G−1}`` (`metrics.equivalence.group_tost`).
+
+Verdicts (:func:`verdicts`): below 5 groups none is stated ("too few groups"), below 10 a warning
+names the groups; "closer" needs the Δρ interval above 0 (and above +margin once a margin is
+declared, else "closer within the margin"), "farther" below 0 (below −margin, else "farther
+within the margin"); every branch reads the one interval above.
 """
 
 from __future__ import annotations
@@ -38,7 +48,18 @@ from numpy.typing import NDArray
 from judgepanel.errors import BadInput
 from judgepanel.metrics.agreement import UnitStatistic, interval_alpha_stat, spearman_weighted, unit_statistic
 from judgepanel.metrics.bootstrap import group_codes, percentile_bounds, resample_mode, resample_weights
-from judgepanel.metrics.equivalence import bootstrap_tost
+from judgepanel.metrics.equivalence import group_tost
+from judgepanel.metrics.group_ci import (
+    PERCENTILE,
+    T_JACKKNIFE,
+    TOO_FEW_GROUPS,
+    codes_of,
+    few_groups_warning,
+    group_interval,
+    jackknife_weights,
+    uses_t,
+    verdict_allowed,
+)
 
 VERSIONS = ("original", "contested", "control")
 DIFFERENCES = {
@@ -77,9 +98,37 @@ def ensemble_scores(met: FloatArray, clause_dims: Sequence[int], n_dims: int) ->
 # ---------------------------------------------------------------- the comparison
 
 
-def _ci(reps: FloatArray) -> list[float] | None:
-    b = percentile_bounds(reps)
-    return None if b is None else [round(b[0], 6), round(b[1], 6)]
+@dataclass(frozen=True)
+class _Units:
+    """What the intervals rest on: ``n`` resampled units (groups, or items) and, below 20, the
+    (n, items) weights whose rows leave one unit out."""
+
+    n: int
+    jack: FloatArray | None
+
+    @classmethod
+    def of(cls, codes: NDArray[np.intp], n: int) -> _Units:
+        return cls(n, jackknife_weights(codes, n) if uses_t(n) else None)
+
+
+def _interval(
+    value: float | None,
+    reps: FloatArray,
+    jack: FloatArray | None,
+    units: _Units,
+    bounds: tuple[float, float] = (-1.0, 1.0),
+) -> dict[str, Any]:
+    """`{ci, ci_method}`: the percentile interval of the defined replicates from 20 units on (as
+    the comparison always showed it), below the t interval with the jackknife SE
+    (`metrics.group_ci.group_interval`)."""
+    if not uses_t(units.n):
+        b = percentile_bounds(reps)
+        return {"ci": None if b is None else [round(b[0], 6), round(b[1], 6)], "ci_method": PERCENTILE}
+    if value is None or jack is None:
+        return {"ci": None, "ci_method": T_JACKKNIFE}
+    gi = group_interval(float(value), units.n, jackknife=jack, se_method=T_JACKKNIFE, bounds=bounds)
+    ok = math.isfinite(gi.lo) and math.isfinite(gi.hi)
+    return {"ci": [round(gi.lo, 6), round(gi.hi, 6)] if ok else None, "ci_method": gi.method}
 
 
 def _num(x: float) -> float | None:
@@ -103,9 +152,19 @@ class Comparison:
     resample: str = "items"
     n_groups: int | None = None
     human_equivalence: dict[str, Any] | None = None
+    groups_in_data: int = 0  # distinct groups among the evaluation items (an item without one: its own)
+    human_groups: int = 0  # … among the items with human ratings
+
+    @property
+    def warnings(self) -> list[str]:
+        w = few_groups_warning(self.groups_in_data, "groups (articles)")
+        return [] if w is None else [w]
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "groups_in_data": self.groups_in_data,
+            "human_groups": self.human_groups,
+            "warnings": self.warnings,
             "alpha": self.alpha,
             "delta": self.delta,
             "human": self.human,
@@ -136,26 +195,60 @@ def _human_agreement(
     return rho, alpha, rho_reps, alpha_reps
 
 
-def _figures(rho: float, alp: float, reps: Mapping[str, FloatArray], small: bool) -> dict[str, Any]:
+_HUMAN_STATS = ("spearman", "alpha")
+
+
+def _figures(
+    rho: float,
+    alp: float,
+    reps: Mapping[str, FloatArray],
+    jack: Mapping[str, FloatArray | None],
+    small: bool,
+    units: _Units,
+) -> dict[str, Any]:
     if small:
-        return {"spearman": None, "alpha": None, "ci": {"spearman": None, "alpha": None}, "note": TOO_SMALL}
+        return {
+            "spearman": None,
+            "alpha": None,
+            "ci": {"spearman": None, "alpha": None},
+            "ci_method": None,
+            "note": TOO_SMALL,
+        }
+    values = {"spearman": _num(rho), "alpha": _num(alp)}
+    ivs = {k: _interval(values[k], reps[k], jack[k], units) for k in _HUMAN_STATS}
     return {
-        "spearman": _num(rho),
-        "alpha": _num(alp),
-        "ci": {"spearman": _ci(reps["spearman"]), "alpha": _ci(reps["alpha"])},
+        **values,
+        "ci": {k: ivs[k]["ci"] for k in _HUMAN_STATS},
+        "ci_method": ivs["spearman"]["ci_method"],
     }
 
 
 def _deltas(
-    a: Mapping[str, Any], b: Mapping[str, Any], ra: Mapping[str, FloatArray], rb: Mapping[str, FloatArray]
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    ra: Mapping[str, FloatArray],
+    rb: Mapping[str, FloatArray],
+    ja: Mapping[str, FloatArray | None],
+    jb: Mapping[str, FloatArray | None],
+    units: _Units,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for stat_name in ("spearman", "alpha"):
+    for stat_name in _HUMAN_STATS:
         va, vb = a[stat_name], b[stat_name]
         small = TOO_SMALL in (a.get("note"), b.get("note"))
+        value = _num(va - vb) if va is not None and vb is not None else None
+        xa, xb = ja[stat_name], jb[stat_name]
+        iv = _interval(
+            value,
+            ra[stat_name] - rb[stat_name],
+            None if xa is None or xb is None else xa - xb,
+            units,
+            (-2.0, 2.0),
+        )
         out[stat_name] = {
-            "value": _num(va - vb) if va is not None and vb is not None else None,
-            "ci": None if small else _ci(ra[stat_name] - rb[stat_name]),
+            "value": value,
+            "ci": None if small else iv["ci"],
+            "ci_method": None if small else iv["ci_method"],
         }
     return out
 
@@ -193,12 +286,17 @@ def compare_versions(
     if len(dim_names) != n_dims:
         raise BadInput(f"{len(dim_names)} dimension names for {n_dims} human columns")
     w = resample_weights(groups, n_items, n_boot, seed, mode)
+    all_codes, groups_in_data = codes_of(groups if groups is not None else [None] * n_items)
+    units = _Units.of(*(codes_of(groups) if mode == "groups" and groups is not None else _own(n_items)))
     alpha: dict[str, dict[str, Any]] = {}
     reps: dict[str, FloatArray] = {}
+    jacks: dict[str, FloatArray | None] = {}
     for v in VERSIONS:
         stat = clause_alpha_by_item(met[v])
         reps[v] = stat.finish(w @ stat.contributions)
-        alpha[v] = {"value": _num(stat.value()), "ci": _ci(reps[v])}
+        jacks[v] = None if units.jack is None else stat.finish(units.jack @ stat.contributions)
+        value = _num(stat.value())
+        alpha[v] = {"value": value, **_interval(value, reps[v], jacks[v], units)}
     delta = {}
     for name, (a, b) in DIFFERENCES.items():
         value = (
@@ -206,7 +304,13 @@ def compare_versions(
             if None not in (alpha[a]["value"], alpha[b]["value"])
             else None
         )
-        delta[name] = {"value": _num(value) if value is not None else None, "ci": _ci(reps[a] - reps[b])}
+        ja, jb = jacks[a], jacks[b]
+        delta[name] = {
+            "value": _num(value) if value is not None else None,
+            **_interval(
+                value, reps[a] - reps[b], None if ja is None or jb is None else ja - jb, units, (-2.0, 2.0)
+            ),
+        }
 
     # rounded so that scores equal in exact arithmetic tie exactly (the mean of shares otherwise
     # differs in the last bit with the order of summation, and ranks would break such ties at random)
@@ -218,37 +322,58 @@ def compare_versions(
     hum_items = int(keep.size)
     small = hum_items < MIN_UNITS
     h = human[keep]
-    hw = resample_weights(
-        None if groups is None else [groups[i] for i in keep], hum_items, n_boot, seed + 1, mode
+    kept_groups = None if groups is None else [groups[i] for i in keep]
+    hw = resample_weights(kept_groups, hum_items, n_boot, seed + 1, mode)
+    human_groups = int(np.unique(all_codes[keep]).size)
+    hunits = _Units.of(
+        *(codes_of(kept_groups) if mode == "groups" and kept_groups is not None else _own(hum_items))
     )
+
+    def agreement(
+        x: FloatArray, y: FloatArray
+    ) -> tuple[float, float, dict[str, FloatArray], dict[str, FloatArray | None]]:
+        rho, alp, rho_reps, alpha_reps = _human_agreement(x, y, hw)
+        jack: dict[str, FloatArray | None] = {"spearman": None, "alpha": None}
+        if hunits.jack is not None and hum_items:
+            _r, _a, rho_jack, alpha_jack = _human_agreement(x, y, hunits.jack)
+            jack = {"spearman": rho_jack, "alpha": alpha_jack}
+        return rho, alp, {"spearman": rho_reps, "alpha": alpha_reps}, jack
+
     human_out: dict[str, dict[str, Any]] = {}
     hreps: dict[str, dict[str, FloatArray]] = {}
+    hjack: dict[str, dict[str, FloatArray | None]] = {}
     dim_reps: dict[str, dict[str, dict[str, FloatArray]]] = {}
+    dim_jack: dict[str, dict[str, dict[str, FloatArray | None]]] = {}
     for v in VERSIONS:
-        rho, alp, rho_reps, alpha_reps = _human_agreement(scores[v][keep], h, hw)
-        hreps[v] = {"spearman": rho_reps, "alpha": alpha_reps}
+        rho, alp, hreps[v], hjack[v] = agreement(scores[v][keep], h)
         human_out[v] = {
-            **_figures(rho, alp, hreps[v], small),
+            **_figures(rho, alp, hreps[v], hjack[v], small, hunits),
             "n_units": hum_items * n_dims,
             "by_dimension": {},
         }
-        dim_reps[v] = {}
+        dim_reps[v], dim_jack[v] = {}, {}
         for d, dname in enumerate(dim_names):
-            r_d, a_d, rr_d, ar_d = _human_agreement(scores[v][keep][:, d : d + 1], h[:, d : d + 1], hw)
-            dim_reps[v][dname] = {"spearman": rr_d, "alpha": ar_d}
+            r_d, a_d, dim_reps[v][dname], dim_jack[v][dname] = agreement(
+                scores[v][keep][:, d : d + 1], h[:, d : d + 1]
+            )
             human_out[v]["by_dimension"][dname] = {
-                **_figures(r_d, a_d, dim_reps[v][dname], small),
+                **_figures(r_d, a_d, dim_reps[v][dname], dim_jack[v][dname], small, hunits),
                 "n": hum_items,
             }
     human_delta: dict[str, dict[str, Any]] = {}
     for name, (a, b) in DIFFERENCES.items():
-        human_delta[name] = _deltas(human_out[a], human_out[b], hreps[a], hreps[b])
+        human_delta[name] = _deltas(
+            human_out[a], human_out[b], hreps[a], hreps[b], hjack[a], hjack[b], hunits
+        )
         human_delta[name]["by_dimension"] = {
             dname: _deltas(
                 human_out[a]["by_dimension"][dname],
                 human_out[b]["by_dimension"][dname],
                 dim_reps[a][dname],
                 dim_reps[b][dname],
+                dim_jack[a][dname],
+                dim_jack[b][dname],
+                hunits,
             )
             for dname in dim_names
         }
@@ -256,22 +381,48 @@ def compare_versions(
     if human_margin is not None:
         main = human_delta["contested_vs_original"]["spearman"]["value"]
         diff_reps = hreps["contested"]["spearman"] - hreps["original"]["spearman"]
+        jc, jo = hjack["contested"]["spearman"], hjack["original"]["spearman"]
         tested: dict[str, Any] = {
             "margin": human_margin,
             "ci90": None,
             "p": None,
             "equivalent": False,
             "se": None,
+            "df": None,
+            "detectable_margin": None,
+            "power": None,
         }
         if small:
             tested["note"] = TOO_SMALL
         elif main is not None:
-            tested = bootstrap_tost(main, diff_reps, human_margin).as_dict()
+            tested = group_tost(
+                main,
+                human_margin,
+                hunits.n,
+                replicates=diff_reps,
+                jackknife=None if jc is None or jo is None else jc - jo,
+            ).as_dict()
         equivalence = {"statistic": "spearman", "comparison": "contested_vs_original", **tested}
     n_groups = group_codes(groups)[1] if groups is not None and mode == "groups" else None
     return Comparison(
-        alpha, delta, human_out, human_delta, n_items, hum_items, n_boot, seed, mode, n_groups, equivalence
+        alpha,
+        delta,
+        human_out,
+        human_delta,
+        n_items,
+        hum_items,
+        n_boot,
+        seed,
+        mode,
+        n_groups,
+        equivalence,
+        groups_in_data,
+        human_groups,
     )
+
+
+def _own(n: int) -> tuple[NDArray[np.intp], int]:
+    return np.arange(n, dtype=np.intp), n
 
 
 # ---------------------------------------------------------------- the pre-declared criterion
@@ -287,7 +438,15 @@ CRITERION_KEYS = ("delta", "ci_low", "ci_high", "control_delta", "control_ci_low
 
 
 _MARGIN = re.compile(r"^\s*human_margin\s*=\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*$")
-HUMAN_VERDICTS = ("closer", "equivalent", "farther", "inconclusive")
+HUMAN_VERDICTS = (
+    "closer",
+    "closer within the margin",
+    "equivalent",
+    "farther",
+    "farther within the margin",
+    "inconclusive",
+    TOO_FEW_GROUPS,
+)
 
 
 @dataclass(frozen=True)
@@ -357,13 +516,20 @@ def _direction(d: Mapping[str, Any], up: str, down: str, flat: str) -> str:
 
 
 def human_verdict(c: Comparison, criterion: Criterion) -> tuple[str, str]:
-    """closer | equivalent | farther | inconclusive for agreement with humans (Spearman ρ,
-    contested − original), and the sentence that says it:
+    """One of :data:`HUMAN_VERDICTS` for agreement with humans (Spearman ρ, contested − original),
+    and the sentence that says it. Every branch reads the one Δρ interval (`human_delta`) and the
+    TOST built on the same standard error:
 
-    - closer: the pre-declared criterion holds on the human-ρ difference;
-    - farther: its 95 % interval lies below 0;
+    - too few groups: fewer than 5 groups (articles) with human ratings — the figures, no verdict;
+    - closer: the pre-declared criterion holds *and* the interval lies above 0; once a margin is
+      declared, above +margin (else "closer within the margin": a change no larger than what was
+      declared negligible);
+    - farther: the interval lies below 0 (below −margin once declared, else "farther within the
+      margin");
     - equivalent: the TOST within ±human_margin rejects both one-sided nulls (p < 0.05);
-    - inconclusive: none of these — including too small a sample, or no margin declared."""
+    - inconclusive: none of these — also too small a sample, or no margin declared; with a margin
+      it says what the design could have shown (the TOST's power at a true Δ of 0 and the
+      detectable margin)."""
     human_diff = {k: v["spearman"] for k, v in c.human_delta.items()}
     main = human_diff["contested_vs_original"]
     eq = c.human_equivalence or {}
@@ -373,9 +539,27 @@ def human_verdict(c: Comparison, criterion: Criterion) -> tuple[str, str]:
             "inconclusive",
             f"humans: {TOO_SMALL} ({c.n_human_items} items with ratings, fewer than {MIN_UNITS})",
         )
-    if criterion.holds(criterion_figures(human_diff)):
+    if not verdict_allowed(c.human_groups):
+        return (
+            TOO_FEW_GROUPS,
+            f"humans: {TOO_FEW_GROUPS} ({c.human_groups} groups with ratings, fewer than 5): the "
+            "figures are shown, no verdict",
+        )
+    ci = main.get("ci")
+    lo, hi = (ci[0], ci[1]) if ci else (None, None)
+    if criterion.holds(criterion_figures(human_diff)) and lo is not None and lo > 0:
+        if margin is not None and lo <= margin:
+            return (
+                "closer within the margin",
+                f"closer to humans, but within the declared margin ±{margin:g} (Δρ interval {lo:+.3f}..{hi:+.3f})",
+            )
         return "closer", "closer to humans"
-    if main.get("ci") and main["ci"][1] < 0:
+    if hi is not None and hi < 0:
+        if margin is not None and hi >= -margin:
+            return (
+                "farther within the margin",
+                f"further from humans, but within the declared margin ±{margin:g} (Δρ interval {lo:+.3f}..{hi:+.3f})",
+            )
         return "farther", "further from humans"
     if eq.get("equivalent"):
         return (
@@ -388,19 +572,38 @@ def human_verdict(c: Comparison, criterion: Criterion) -> tuple[str, str]:
             "humans inconclusive: no detectable change, and no equivalence margin was declared",
         )
     p = eq.get("p")
-    return (
-        "inconclusive",
-        f"humans inconclusive: neither closer nor equivalent within ±{margin:g}"
-        + (f" (TOST p = {p:.3g})" if p is not None else ""),
+    words = f"humans inconclusive: neither closer nor equivalent within ±{margin:g}" + (
+        f" (TOST p = {p:.3g})" if p is not None else ""
     )
+    power, smallest = eq.get("power"), eq.get("detectable_margin")
+    if power is not None and smallest is not None:
+        words += (
+            f"; this design had power {power:.3g} to show ±{margin:g} if the versions were equal, and"
+            f" the smallest margin it could show is ±{smallest:.2g}"
+        )
+    return "inconclusive", words
+
+
+def inter_judge_verdict(c: Comparison, criterion: Criterion) -> str:
+    """pass | fail for the criterion on the inter-judge α differences, or too few groups."""
+    if not verdict_allowed(c.groups_in_data):
+        return TOO_FEW_GROUPS
+    return "pass" if criterion.holds(criterion_figures(c.delta)) else "fail"
 
 
 def verdicts(c: Comparison, criterion: Criterion) -> tuple[dict[str, str], str]:
     """pass|fail for inter-judge agreement (α deltas against the criterion), closer | equivalent |
     farther | inconclusive for agreement with humans (:func:`human_verdict`), and the result in
     plain words."""
-    inter = criterion.holds(criterion_figures(c.delta))
+    inter = inter_judge_verdict(c, criterion)
     human, human_words = human_verdict(c, criterion)
+    if inter == TOO_FEW_GROUPS:
+        words = (
+            f"{TOO_FEW_GROUPS} for a verdict: the evaluation items come from {c.groups_in_data} "
+            "groups (articles), fewer than 5, so the figures above are shown without one"
+            + f" (criterion {criterion.text}: inter-judge {inter}, human {human})."
+        )
+        return {"inter_judge": inter, "human": human}, words
     words = (
         _direction(
             c.delta["contested_vs_original"],
@@ -413,6 +616,6 @@ def verdicts(c: Comparison, criterion: Criterion) -> tuple[dict[str, str], str]:
         + " (contested-edited vs original; "
         + _direction(c.delta["contested_vs_control"], "beats", "trails", "no clearer than")
         + " the random-clause control on judge agreement)."
-        + f" Criterion {criterion.text}: inter-judge {'pass' if inter else 'fail'}, human {human}."
+        + f" Criterion {criterion.text}: inter-judge {inter}, human {human}."
     )
-    return {"inter_judge": "pass" if inter else "fail", "human": human}, words
+    return {"inter_judge": inter, "human": human}, words

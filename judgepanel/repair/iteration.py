@@ -25,6 +25,7 @@ import numpy as np
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, JudgepanelError, NotFound
+from judgepanel.metrics.group_ci import TOO_FEW_GROUPS
 from judgepanel.metrics.names import RESAMPLE_MODES
 from judgepanel.providers.spec import given_judge_names, parse_spec, split_judge_name
 from judgepanel.repair.compare import DEFAULT_CRITERION, compare_versions, parse_criterion, verdicts
@@ -204,14 +205,22 @@ def ancestors(engine: Engine, rec: IterationRecord) -> list[IterationRecord]:
 def chained_inputs(engine: Engine, parent: str) -> RepairInputs:
     """`repair run NAME2 --from NAME1`: NAME1's inputs, its contested-edited rubric as the rubric to
     repair. Refused while NAME1 is unfinished, and when the chain's stopping rule says stop:
-    NAME1 failed the inter-judge criterion, or was itself stopped."""
+    NAME1 failed the inter-judge criterion (or its verdict was withheld: too few groups), or was
+    itself stopped."""
     p = store.get_iteration(engine, parent)
     stopped = (p.selection or {}).get("stopped")
     if stopped:
         raise BadInput(f"the chain stops at {parent!r}: {stopped}")
     if p.steps["compare"] != "done" or p.comparison is None:
         raise BadInput(f"iteration {parent!r} is not finished; run `judgepanel repair run {parent}` first")
-    if p.comparison.get("verdict", {}).get("inter_judge") != "pass":
+    inter = p.comparison.get("verdict", {}).get("inter_judge")
+    if inter == TOO_FEW_GROUPS:
+        raise BadInput(
+            f"the chain stops at {parent!r}: its inter-judge verdict is withheld ({TOO_FEW_GROUPS}: "
+            f"{p.comparison.get('groups_in_data')} evaluation groups, fewer than 5), so nothing shows its "
+            "edits helped (stopping rule)"
+        )
+    if inter != "pass":
         raise BadInput(
             f"the chain stops at {parent!r}: its contested-edited rubric failed the inter-judge "
             f"criterion {p.criterion!r} (stopping rule)"

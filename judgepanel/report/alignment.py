@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, NotFound
+from judgepanel.metrics.names import TOO_FEW_GROUPS
 from judgepanel.report import plots
 from judgepanel.report.iteration import word_diff
 from judgepanel.store.align import AlignmentRecord, get_alignment
@@ -433,8 +434,14 @@ def alignment_section(
         if (g := gap.get(s))
     )
     survives = comp.get("gain_survives") or {}
+    gain = comp.get("gain") or {}
     if ((rec.templates or {}).get("aligned") or {}).get("same_as_original"):
         verdict = "The alignment kept the original judge: there is no gain on new items to test."
+    elif gain.get("verdict") == TOO_FEW_GROUPS:
+        verdict = (
+            f"The aligned judge's {sname} gain on the evaluation items gets no verdict: {TOO_FEW_GROUPS} "
+            f"({gain.get('n_groups')} articles, fewer than 5); the figures are shown without one."
+        )
     else:
         verdict = f"The aligned judge's {sname} gain on the evaluation items " + (
             "survives its 95 % interval (the lower bound is above 0)."

@@ -34,8 +34,16 @@ def _notes(comp: dict[str, Any]) -> str:
     if eq.get("p") is not None:
         out.append(
             f" Equivalence (TOST) of Δρ with humans within ±{eq['margin']:g}: 90 % CI "
-            f"{eq['ci90'][0]:+.3f}..{eq['ci90'][1]:+.3f}, p = {eq['p']:.3g}."
+            f"{eq['ci90'][0]:+.3f}..{eq['ci90'][1]:+.3f}, p = {eq['p']:.3g}"
+            + (
+                f"; power {eq['power']:.3g} at a true Δ of 0, smallest margin this design shows "
+                f"±{eq['detectable_margin']:.2g}."
+                if eq.get("power") is not None and eq.get("detectable_margin") is not None
+                else "."
+            )
         )
+    for w in comp.get("warnings") or []:
+        out.append(f" Warning: {w}.")
     for k, ids in (comp.get("clauses_unchanged") or {}).items():
         if ids:
             out.append(f" Returned unchanged by the editor ({k}): {', '.join(ids)}.")

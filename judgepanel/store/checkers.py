@@ -34,6 +34,16 @@ class CheckerRow:
     n_items: int
     threshold: float
     kept: bool
+    kappa: float | None = None
+    lower_bound: float | None = None
+    n_met: int | None = None
+    n_not_met: int | None = None
+    sensitivity: float | None = None
+    specificity: float | None = None
+    decision: str | None = None  # None: decided by the old agreement-only rule
+    decision_reason: str | None = None
+    warning: str | None = None
+    rule: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +56,16 @@ class CheckerRow:
             "n_items": self.n_items,
             "threshold": self.threshold,
             "kept": self.kept,
+            "kappa": self.kappa,
+            "lower_bound": self.lower_bound,
+            "n_met": self.n_met,
+            "n_not_met": self.n_not_met,
+            "sensitivity": self.sensitivity,
+            "specificity": self.specificity,
+            "decision": self.decision,
+            "decision_reason": self.decision_reason,
+            "warning": self.warning,
+            "rule": None if self.rule is None else dict(self.rule),
         }
 
 
@@ -82,6 +102,16 @@ def store_checkers(
                     n_items=r.n_items,
                     threshold=r.threshold,
                     kept=r.kept,
+                    kappa=r.kappa,
+                    lower_bound=r.lower_bound,
+                    n_met=r.n_met,
+                    n_not_met=r.n_not_met,
+                    sensitivity=r.sensitivity,
+                    specificity=r.specificity,
+                    decision=r.decision,
+                    decision_reason=r.decision_reason,
+                    warning=r.warning,
+                    rule=None if r.rule is None else dict(r.rule),
                 )
             )
 
@@ -97,6 +127,16 @@ def _row(c: ClauseChecker) -> CheckerRow:
         c.n_items,
         c.threshold,
         c.kept,
+        c.kappa,
+        c.lower_bound,
+        c.n_met,
+        c.n_not_met,
+        c.sensitivity,
+        c.specificity,
+        c.decision,
+        c.decision_reason,
+        c.warning,
+        None if c.rule is None else dict(c.rule),
     )
 
 
@@ -143,3 +183,14 @@ def checker_verdict_count(engine: Engine, campaign: str) -> int:
             )
             or 0
         )
+
+
+def iterations_with_checkers(engine: Engine) -> list[str]:
+    """The repair iterations that stored checker proposals, in the order they were first stored."""
+    with session_scope(engine) as s:
+        rows = s.execute(
+            select(ClauseChecker.iteration, func.min(ClauseChecker.id))
+            .group_by(ClauseChecker.iteration)
+            .order_by(func.min(ClauseChecker.id))
+        ).all()
+        return [str(name) for name, _ in rows]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from judgepanel.errors import BadInput, JudgepanelError, NotFound
@@ -197,6 +197,16 @@ def load_condition_rows(
                 by_cond[cond or "none"][item_id] = JudgeScore(score, rationale)
         if not by_cond:
             raise NotFound(f"campaign {campaign!r} has no accepted verdicts of {jname} yet (run it first)")
+        # jobs of this judge and dimension that left no score behind (issue 34 §1: a failed job
+        # was silently missing from the comparison): counted by status under `skipped`
+        jq = (
+            select(Job.status, func.count())
+            .join(Judge, Judge.id == Job.judge_id)
+            .where(Job.campaign_id == c.id, Job.repeat == 0, Judge.name == jname, Job.status != "done")
+            .group_by(Job.status)
+        )
+        jq = jq.where(Job.dimension.is_(None)) if dim is None else jq.where(Job.dimension == dim)
+        unscored = {str(st): int(n) for st, n in s.execute(jq)}
 
         label_dim = dim or ""
         labels: dict[int, list[HumanRating]] = defaultdict(list)
@@ -261,5 +271,9 @@ def load_condition_rows(
         groups=item_groups,
         humans=humans,
         scores=scores,
-        skipped={"items_without_human_rating": no_label} if no_label else {},
+        skipped={
+            **({"items_without_human_rating": no_label} if no_label else {}),
+            **({"jobs_failed": unscored.pop("failed")} if "failed" in unscored else {}),
+            **({"jobs_not_done": sum(unscored.values())} if unscored else {}),
+        },
     )

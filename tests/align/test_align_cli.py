@@ -276,10 +276,12 @@ def test_compare_statistics_match_references(sqlite_url: str) -> None:
     eng = make_engine(sqlite_url)
     rec = get_alignment(eng, "s")
     scores = {}
+    group_of: dict[str, str | None] = {}
     for v in ("original", "aligned"):
         d = split_data(eng, rec, rec.campaigns[f"eval-{v}"])
         (by,) = d.rows.scores.values()
         scores[v] = {d.rows.items[k]: (s.score, d.reference[k]) for k, s in by.items()}
+        group_of |= dict(zip(d.rows.items, d.rows.groups, strict=True))
     eng.dispose()
     common = sorted(set(scores["original"]) & set(scores["aligned"]))
     h = np.array([scores["original"][e][1] for e in common])
@@ -307,8 +309,47 @@ def test_compare_statistics_match_references(sqlite_url: str) -> None:
     if np.all(xa == xo):  # no item changed: a zero difference with no spread (statsmodels divides by 0)
         assert eq["p"] == 0.0 and eq["equivalent"] is True
     else:
+        # issue 30 §2: article-level, as the intervals are — the TOST on statsmodels' clustered SE
+        # of the mean difference with t(G − 1); resampling items, statsmodels' ttost_paired
+        import statsmodels.api as sm
+        from scipy.stats import t as student
+
+        codes = np.unique([group_of[e] for e in common], return_inverse=True)[1]
+        fit = sm.OLS(xa - xo, np.ones(xa.size)).fit(cov_type="cluster", cov_kwds={"groups": codes})
+        d_, se, df = float(fit.params[0]), float(fit.bse[0]), int(codes.max())
+        p = max(student.sf((d_ + 0.1) / se, df), student.cdf((d_ - 0.1) / se, df))
+        assert eq["p"] == pytest.approx(p, abs=1e-6) and eq["df"] == df
+        items = cli("align", "compare", "s", "--resample", "items", "--json", db=sqlite_url).json()
         p, _lo, _hi = ttost_paired(xa, xo, -0.1, 0.1)
-        assert eq["p"] == pytest.approx(p, abs=1e-6)
+        assert items["equivalence"]["aligned_vs_original"]["p"] == pytest.approx(p, abs=1e-6)
+    # issue 30 §1–§2: 4 evaluation articles — t intervals, and no verdict on the gain; the verdict
+    # is the choice statistic's alone (QWK), the others secondary
+    assert c["groups_in_data"] == 4 and c["warnings"] and "only 4 groups" in c["warnings"][0]
+    assert c["versions"]["original"]["agreement"]["ci_method"] == {
+        "exact": "t-cr1",
+        "kappa": "t-jackknife",
+        "qwk": "t-jackknife",
+        "spearman": "t-jackknife",
+    }
+    assert c["delta"]["aligned_vs_original"]["qwk"]["ci_method"] == "t-jackknife"
+    assert c["gain"] == {
+        "statistic": "qwk",
+        "verdict": "too few groups",
+        "survives": None,
+        "secondary": ["exact", "kappa", "spearman"],
+        "n_groups": 4,
+    }
+    assert set(c["gain_survives"].values()) == {None}
+    # the relative change of false positives / negatives: its interval and McNemar's exact test
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    fp_a = (np.array([scores["aligned"][e][0] for e in common]) >= 4) & (h < 4)
+    fp_o = (np.array([scores["original"][e][0] for e in common]) >= 4) & (h < 4)
+    paired = c["binary"]["paired"]["aligned"]["fp"]
+    table = [[int((fp_a & fp_o).sum()), int((fp_a & ~fp_o).sum())], [int((~fp_a & fp_o).sum()), 0]]
+    assert (paired["version"], paired["original"]) == (int(fp_a.sum()), int(fp_o.sum()))
+    if table[0][1] + table[1][0]:
+        assert paired["p_exact"] == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-6)
     # development agreement: the choices' scores, recomputed the same way
     dev = out["choices"]["dev_agreement"]
     assert c["versions"]["aligned"]["dev_agreement"] == dev["aligned"]

@@ -119,3 +119,72 @@ def test_binary_errors_match_sklearn_confusion_matrix() -> None:
     assert e.fpr == pytest.approx(fp / (tn + fp), abs=TOL) and e.fnr == pytest.approx(fn / (tp + fn), abs=TOL)
     none = binary_errors([1, 2], [1, 2], 4)  # no human positive: fnr undefined
     assert none.fp == 0 and math.isnan(none.fnr) and none.fpr == 0.0
+
+
+def test_gain_gap_over_few_groups_uses_welch_t_on_direct_leave_one_group_out_ses() -> None:
+    """Issue 30 §1: 6 groups per split — the gap's interval is gap ± t_ν·sqrt(se_dev² + se_eval²),
+    each SE the group jackknife of the paired QWK gain recomputed with scikit-learn by leaving
+    each group out, ν Welch–Satterthwaite."""
+    from scipy.stats import t as student
+
+    rng = np.random.default_rng(31)
+    dev, dv = _pair(rng, 48, 1, 6)
+    ev, evv = _pair(rng, 42, 0, 6)
+    gg = gain_gap(dev, ev, CATS, n_boot=100, seed=2)
+
+    def jse(p: SplitPair, v: dict[str, np.ndarray]) -> tuple[float, float]:
+        keys = np.array(p.groups)
+        gain = lambda m: (  # noqa: E731
+            cohen_kappa_score(v["a"][m], v["h"][m], weights="quadratic", labels=CATS)
+            - cohen_kappa_score(v["o"][m], v["h"][m], weights="quadratic", labels=CATS)
+        )
+        loo = np.array([gain(keys != g) for g in np.unique(keys)])
+        return gain(np.ones(keys.size, bool)), math.sqrt(5 / 6 * ((loo - loo.mean()) ** 2).sum())
+
+    (gd, sd), (ge, se) = jse(dev, dv), jse(ev, evv)
+    df = (sd**2 + se**2) ** 2 / (sd**4 / 5 + se**4 / 5)
+    q = student.ppf(0.975, df)
+    want = (gd - ge - q * math.hypot(sd, se), gd - ge + q * math.hypot(sd, se))
+    assert gg.gap["qwk"].method == "t-jackknife"
+    assert gg.gap["qwk"].ci == pytest.approx(want, abs=1e-9)
+    assert gg.dev_gain["qwk"].ci == pytest.approx(
+        (gd - student.ppf(0.975, 5) * sd, gd + student.ppf(0.975, 5) * sd), abs=1e-9
+    )
+
+
+def test_paired_error_change_against_a_direct_loop_and_statsmodels_mcnemar() -> None:
+    """The relative change of false positives: below 20 groups the jackknife-t interval of the
+    ratio of sums (a direct loop), from 20 the percentile interval of a group bootstrap of the ratio
+    (a direct loop over the same draws); McNemar's exact p against statsmodels."""
+    from scipy.stats import t as student
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    from judgepanel.metrics.alignment import paired_error_change
+    from judgepanel.metrics.bootstrap import resample_indices
+
+    rng = np.random.default_rng(32)
+    for n_groups in (8, 25):
+        size = 6
+        keys = np.repeat(np.arange(n_groups), size)
+        eb = rng.random(keys.size) < 0.3
+        ea = np.where(rng.random(keys.size) < 0.6, eb, rng.random(keys.size) < 0.15)
+        r = paired_error_change(ea, eb, groups=[f"a{k}" for k in keys], n_boot=300, seed=4)
+        assert r.change == pytest.approx(ea.sum() / eb.sum() - 1, abs=1e-12)
+        if n_groups < 20:
+            loo = np.array([ea[keys != g].sum() / eb[keys != g].sum() - 1 for g in range(n_groups)])
+            se = math.sqrt((n_groups - 1) / n_groups * ((loo - loo.mean()) ** 2).sum())
+            q = student.ppf(0.975, n_groups - 1)
+            assert r.method == "t-jackknife" and r.ci == pytest.approx((r.change - q * se, r.change + q * se))
+        else:
+            reps = []
+            for row in resample_indices(n_groups, 300, 4):
+                idx = np.concatenate([np.flatnonzero(keys == g) for g in row])
+                reps.append(ea[idx].sum() / eb[idx].sum() - 1)
+            assert r.method == "percentile"
+            assert r.ci == pytest.approx(tuple(np.percentile(reps, [2.5, 97.5])), abs=1e-12)
+        table = [
+            [int((ea & eb).sum()), int((ea & ~eb).sum())],
+            [int((~ea & eb).sum()), int((~ea & ~eb).sum())],
+        ]
+        assert r.p_exact == pytest.approx(mcnemar(table, exact=True).pvalue, abs=1e-12)
+        assert (r.only_a, r.only_b) == (table[0][1], table[1][0])

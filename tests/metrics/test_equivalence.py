@@ -36,7 +36,16 @@ def test_tost_edges() -> None:
     with pytest.raises(BadInput):
         bootstrap_tost(0.0, np.zeros(10), 0.0)
     d = tost(0.01, 0.02, -0.05, 0.05).as_dict()
-    assert d["margin"] == 0.05 and set(d) == {"margin", "ci90", "p", "equivalent", "se"}
+    assert d["margin"] == 0.05 and set(d) == {
+        "margin",
+        "ci90",
+        "p",
+        "equivalent",
+        "se",
+        "df",
+        "detectable_margin",
+        "power",
+    }
 
 
 def test_bootstrap_tost_uses_the_replicates_spread() -> None:

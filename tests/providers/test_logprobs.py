@@ -247,3 +247,35 @@ def test_the_token_at_the_parsed_answer_is_read_not_the_last_equal_one() -> None
     ]
     got = logprob_score(_body(obj), SCALE, verdict="2")
     assert got.position == 3 and got.expectation == pytest.approx(2 * 0.7 + 3 * 0.3)
+
+
+def test_reason_then_score_reads_the_value_the_score_key_directly_precedes() -> None:
+    """Issue 30 §4: `{"rationale": "a score of 3 is too low", "score": 3}` — the rationale's "3"
+    follows the word "score" too; the reader took it (E = 2.90) instead of the score's (E = 3.45)."""
+    obj = [
+        tok('{"', 0.9, [('{"', 0.9)]),
+        tok("rationale", 0.9, [("rationale", 0.9)]),
+        tok('": "', 0.9, [('": "', 0.9)]),
+        tok("a", 0.9, [("a", 0.9)]),
+        tok(" score", 0.9, [(" score", 0.9)]),
+        tok(" of", 0.9, [(" of", 0.9)]),
+        tok(" 3", 0.8, [(" 3", 0.8), (" 2", 0.15), (" 4", 0.05)]),
+        tok(" is", 0.9, [(" is", 0.9)]),
+        tok(" too", 0.9, [(" too", 0.9)]),
+        tok(" low", 0.9, [(" low", 0.9)]),
+        tok('", "', 0.9, [('", "', 0.9)]),
+        tok("score", 0.9, [("score", 0.9)]),
+        tok('": ', 0.9, [('": ', 0.9)]),
+        tok("3", 0.55, [("3", 0.55), ("4", 0.45)]),
+        tok("}", 0.9, [("}", 0.9)]),
+    ]
+    got = logprob_score(_body(obj), SCALE, verdict="3")
+    assert got.position == 13 and got.expectation == pytest.approx(3 * 0.55 + 4 * 0.45)  # 3.45
+    rationale = answer_distribution(obj, SCALE).position  # without a parsed answer: the last score
+    assert rationale == 13
+    # bold Markdown keys count as keys too: `**Rating:** 4`
+    md = [tok("**", 0.9, [("**", 0.9)]), tok("Rating", 0.9, [("Rating", 0.9)]), tok(":**", 0.9, [(":**", 0.9)]),
+          tok(" 4", 0.6, [(" 4", 0.6), (" 5", 0.4)]), tok(" (a rating", 0.9, [(" (a rating", 0.9)]),
+          tok(" of", 0.9, [(" of", 0.9)]), tok(" 5", 0.9, [(" 5", 0.9)]), tok(" would", 0.9, [(" would", 0.9)]),
+          tok(" be", 0.9, [(" be", 0.9)]), tok(" generous)", 0.9, [(" generous)", 0.9)])]  # fmt: skip
+    assert logprob_score(_body(md), SCALE, verdict="4").position == 3

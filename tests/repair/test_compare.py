@@ -133,13 +133,14 @@ def _clustered(
 
 
 def test_group_resampling_matches_a_direct_loop_over_articles() -> None:
+    # 20 articles: the percentile interval is kept from 20 groups on (below, issue 30's t interval)
     rng = np.random.default_rng(12)
-    met, human, groups = _clustered(rng, 8, 5)
+    met, human, groups = _clustered(rng, 20, 5)
     c = compare_versions(met, [0, 0, 0, 1, 1, 1], human, n_boot=150, seed=3, groups=groups)
-    assert c.resample == "groups" and c.n_groups == 8
-    draws = resample_indices(8, 150, 3)  # articles drawn per replicate
-    hdraws = resample_indices(8, 150, 4)
-    members = [np.arange(g * 5, g * 5 + 5) for g in range(8)]
+    assert c.resample == "groups" and c.n_groups == 20
+    draws = resample_indices(20, 150, 3)  # articles drawn per replicate
+    hdraws = resample_indices(20, 150, 4)
+    members = [np.arange(g * 5, g * 5 + 5) for g in range(20)]
     for v in met:
         reps = [_kripp_nominal(met[v][np.concatenate([members[g] for g in row])]) for row in draws]
         assert c.alpha[v]["ci"] == pytest.approx(list(np.percentile(reps, [2.5, 97.5])), abs=1e-6)
@@ -171,7 +172,7 @@ def test_group_resampling_matches_a_direct_loop_over_articles() -> None:
     assert items.resample == "items" and items.n_groups is None
     assert items.alpha == compare_versions(met, [0, 0, 0, 1, 1, 1], human, n_boot=150, seed=3).alpha
     with pytest.raises(BadInput):
-        compare_versions(met, [0, 0, 0, 1, 1, 1], human, n_boot=50, groups=[None] * 40, resample="groups")
+        compare_versions(met, [0, 0, 0, 1, 1, 1], human, n_boot=50, groups=[None] * 100, resample="groups")
     with pytest.raises(BadInput):
         compare_versions(met, [0, 0, 0, 1, 1, 1], human, n_boot=50, groups=groups[:-1])
 
@@ -187,7 +188,11 @@ def test_too_few_rated_items_say_sample_too_small() -> None:
     for v in met:
         assert c.human[v]["spearman"] is None and c.human[v]["note"] == "sample too small"
         assert c.human[v]["by_dimension"]["coh"]["ci"]["spearman"] is None
-    assert c.human_delta["contested_vs_original"]["spearman"] == {"value": None, "ci": None}
+    assert c.human_delta["contested_vs_original"]["spearman"] == {
+        "value": None,
+        "ci": None,
+        "ci_method": None,
+    }
     assert c.human_equivalence is not None and c.human_equivalence["p"] is None
     v, words = verdicts(c, parse_criterion("delta>=0.03,ci_low>0;human_margin=0.05"))
     assert v["human"] == "inconclusive" and "sample too small" in words
@@ -201,8 +206,12 @@ def test_identical_versions_are_equivalent_with_delta_exactly_zero() -> None:
     human = rng.integers(1, 6, size=(30, 2)).astype(float)
     crit = parse_criterion("delta>=0.03,ci_low>0;human_margin=0.05")
     c = compare_versions(met, [0, 0, 0, 1, 1, 1], human, n_boot=200, human_margin=crit.human_margin)
-    assert c.delta["contested_vs_original"] == {"value": 0.0, "ci": [0.0, 0.0]}
-    assert c.human_delta["contested_vs_original"]["spearman"] == {"value": 0.0, "ci": [0.0, 0.0]}
+    assert c.delta["contested_vs_original"] == {"value": 0.0, "ci": [0.0, 0.0], "ci_method": "percentile"}
+    assert c.human_delta["contested_vs_original"]["spearman"] == {
+        "value": 0.0,
+        "ci": [0.0, 0.0],
+        "ci_method": "percentile",
+    }
     assert c.human_equivalence is not None and c.human_equivalence["equivalent"] is True
     verdict, words = verdicts(c, crit)
     assert verdict == {"inter_judge": "fail", "human": "equivalent"} and "equivalent" in words

@@ -12,7 +12,7 @@ from judgepanel.repair.iteration import RepairInputs, run_iteration
 from judgepanel.repair.sample import spread_sample
 from judgepanel.store import repair as store
 from tests.helpers import cli
-from tests.repair.conftest import PANEL_SIM, prepare_db, run_args
+from tests.repair.conftest import PANEL_SIM, prepare_db, prepare_db_five_eval, run_args
 
 AGREEING = ("sim:judge-a?noise=0", "sim:judge-b?noise=0")  # noiseless: they never disagree
 
@@ -90,19 +90,25 @@ def test_a_version_equal_to_the_original_is_evaluated_once(sqlite_url: str) -> N
     assert cmp_["delta"]["contested_vs_original"]["value"] == 0.0
     assert cmp_["delta"]["contested_vs_original"]["ci"] == [0.0, 0.0]
     assert cmp_["human_delta"]["contested_vs_original"]["spearman"]["value"] == 0.0
-    assert cmp_["verdict"] == {"inter_judge": "fail", "human": "equivalent"}
+    # 4 evaluation articles: no verdict is stated (issue 30 §1), the TOST still shows equivalence
+    assert cmp_["verdict"] == {"inter_judge": "too few groups", "human": "too few groups"}
+    assert cmp_["human_equivalence"]["equivalent"] is True
     eng = create_engine(sqlite_url)
     with eng.connect() as c:
         names = set(c.execute(text("SELECT name FROM campaign")).scalars())
     assert "z1-contested" not in names and "z1-control" not in names
-    # the chain stops here: the inter-judge criterion failed
+    # the chain stops here: the inter-judge criterion has no verdict (too few groups)
     stop = cli("repair", "run", "z2", "--from", "z1", db=sqlite_url)
     assert stop.code == 2 and "the chain stops at 'z1'" in stop.stderr and stop.stderr.count("\n") == 1
+    assert "too few groups" in stop.stderr
 
 
 def test_chained_iteration_repairs_the_edited_rubric_on_fresh_items(sqlite_url: str) -> None:
-    prepare_db(sqlite_url)
-    first = cli(*run_args("c1", PANEL_SIM, "sim:editor"), "--json", db=sqlite_url).json()
+    # 5 evaluation articles and 20 items a split: a verdict is stated (issue 30 §1)
+    prepare_db_five_eval(sqlite_url)
+    args = run_args("c1", PANEL_SIM, "sim:editor")
+    args[args.index("--limit") + 1] = "20"
+    first = cli(*args, "--json", db=sqlite_url).json()
     assert first["comparison"]["verdict"]["inter_judge"] == "pass"
     second = cli("repair", "run", "c2", "--from", "c1", "--json", db=sqlite_url)
     assert second.code == 0, second.stderr
@@ -111,7 +117,7 @@ def test_chained_iteration_repairs_the_edited_rubric_on_fresh_items(sqlite_url: 
     assert rec2["criterion"] == first["criterion"]
     dev1 = set(first["inputs"]["sample"]["dev"]["items"])
     dev2 = set(rec2["inputs"]["sample"]["dev"]["items"])
-    assert len(dev2) == 12 and not dev1 & dev2  # fresh development items
+    assert len(dev2) == 20 and not dev1 & dev2  # fresh development items
     assert rec2["inputs"]["sample"]["eval"] == first["inputs"]["sample"]["eval"]  # the same evaluation items
     status = cli("repair", "status", "c1", "--json", db=sqlite_url).json()
     assert [c["iteration"] for c in status["chain"]] == ["c1", "c2"]

@@ -75,3 +75,21 @@ def test_a_reply_without_logprobs_gets_the_note() -> None:
 
     body = '{"choices": [{"message": {"content": "Score: 4"}, "logprobs": null}]}'
     assert logprob_score(body, score_scale()).note == NO_LOGPROBS
+
+
+def test_the_backfill_reads_no_distribution_out_of_an_unparsed_reply(
+    db: tuple[str, Engine], fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    """Issue 30 §4: the store's backfill read a distribution out of replies that had failed to
+    parse (the runner never scores them); now such a job gets the note, as the runner leaves it."""
+    from judgepanel.store.logprob_scores import UNPARSED
+
+    url, eng = db
+    judge = f"openai:lp!parse_error_rate=1?base_url={fake.url}/v1&scoring=logprobs&top_logprobs=5"
+    created = cli(*create_argv("bad", judge, extra=("--condition", "none", "--limit", "3")), db=url)
+    assert created.code == 0, created.stderr
+    ran = cli("campaign", "run", "bad", "--json", db=url)
+    assert ran.code == 3  # every reply unparseable: the jobs end failed
+    rows = campaign_logprob_scores(eng, "bad")
+    assert rows and all(r.verdict is None for r in rows)
+    assert all(r.logprobs.note == UNPARSED and r.logprobs.expectation is None for r in rows)

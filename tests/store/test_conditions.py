@@ -129,7 +129,7 @@ def test_figures_match_the_stored_rows(study_db: str, dimension: str, cats: list
     for c in [*out["conditions"].values(), *out["deltas"].values()]:
         assert {"exact", "kappa", "qwk", "spearman"} <= set(c)
         assert all(
-            set(c[s]) == {"value", "ci"} and len(c[s]["ci"]) == 2
+            set(c[s]) == {"value", "ci", "ci_method"} and len(c[s]["ci"]) == 2
             for s in ("exact", "kappa", "qwk", "spearman")
         )
     assert all({"n", "items"} <= set(c) for c in out["conditions"].values())
@@ -208,7 +208,9 @@ def test_table_output_and_bad_input(study_db: str) -> None:
     r = cli("metrics", "conditions", "--campaign", "c1", "--human-group", "expert", "--dimension",
             "naturalness", "--bootstrap", "20", "--cases", "1", db=study_db)  # fmt: skip
     assert r.code == 0 and "rubric − none" in r.stdout and "criteria − none" in r.stdout
-    assert "resamples of" in r.stdout and "rounded group mean" in r.stdout
+    assert (
+        "t(5)·SE over 6 groups" in r.stdout and "rounded group mean" in r.stdout
+    )  # 6 dialogues: issue 30 §1
     assert "[simulated]" in r.stdout
     bad = [
         (["--campaign", "nope", "--human-group", "expert"], "no campaign named 'nope'"),
@@ -268,3 +270,37 @@ def test_resample_groups_by_default_and_items_on_request(study_db: str) -> None:
         and bad.stderr.count("\n") == 1
         and "--resample must be one of groups, items" in bad.stderr
     )
+
+
+def test_one_dialogue_gives_no_interval_and_a_failed_job_is_counted(db_url: str, tmp_path: Path) -> None:
+    """Issue 34 §1: over one group the study printed zero-width intervals ("1000 resamples of 1
+    groups") and a job that ended failed was in no count. Now: null intervals, the reason in the
+    header, `skipped.jobs_failed`, and a warning naming the groups."""
+    usr = json.loads(_usr_file(tmp_path / "all.json").read_text())[:1]  # one dialogue, 4 replies
+    (tmp_path / "one.json").write_text(json.dumps(usr))
+    assert cli("db", "upgrade", db=db_url).code == 0
+    assert cli("data", "import-usr", str(tmp_path / "one.json"), db=db_url).code == 0
+    args = [
+        "campaign",
+        "create",
+        "c1",
+        "--dataset",
+        "usr",
+        "--protocol",
+        "pointwise",
+        "--dimension",
+        "naturalness",
+    ]
+    assert cli(*args, "--judge", "sim:judge-a?q_low=0.3&q_span=0.3&parse_error_rate=0.6", db=db_url).code == 0
+    assert cli("campaign", "run", "c1", db=db_url).code == 3  # some jobs end failed
+    failed = _rows(db_url, "select count(*) n from job where status = 'failed'")[0]["n"]
+    assert failed >= 1
+    base = ["metrics", "conditions", "--campaign", "c1", "--human-group", "expert", "--bootstrap", "100"]
+    out = cli(*base, "--json", db=db_url).json()
+    assert out["n_groups"] == 1 and out["skipped"]["jobs_failed"] == failed
+    for stat in ("exact", "kappa", "qwk", "spearman"):
+        assert out["conditions"]["none"][stat]["ci"] == [None, None]
+    assert any("only 1 of the groups (articles): no interval" in w for w in out["warnings"])
+    text = cli(*base, db=db_url)
+    assert text.code == 0 and "resamples of 1 groups" not in text.stdout
+    assert "no interval: the items come from 1 group" in text.stdout and "only 1 of the groups" in text.stderr

@@ -48,7 +48,7 @@ clause_checker = Table(
     ),
     Column("n_items", Integer, nullable=False, default=0, doc="development items with a judge majority"),
     Column("threshold", Float, nullable=False, doc="the agreement a proposal needed to be kept"),
-    Column("kept", Boolean, nullable=False, default=False, doc="agreement >= threshold"),
+    Column("kept", Boolean, nullable=False, default=False, doc="decision == kept"),
     Column(
         "created_at",
         DateTime,
@@ -56,6 +56,21 @@ clause_checker = Table(
         default=utcnow,
         doc="when decided; campaigns created later use a kept checker",
     ),
+    # the keep rule's figures (issue 30 §3, migration 0011_checker_rule)
+    Column("kappa", Float, doc="Cohen's κ between checker and judge majority"),
+    Column("lower_bound", Float, doc="one-sided 95 % Clopper–Pearson lower bound of the agreement"),
+    Column("n_met", Integer, doc="development items whose judge majority says met"),
+    Column("n_not_met", Integer, doc="… says not met"),
+    Column("sensitivity", Float, doc="checker met among majority met"),
+    Column("specificity", Float, doc="checker not met among majority not met"),
+    Column(
+        "decision",
+        String(40),
+        doc="kept | refused | cannot be validated | unusable; null: decided by the old rule (recheck)",
+    ),
+    Column("decision_reason", Text, doc="the decision in words"),
+    Column("warning", Text, doc="the checker's kind does not fit the clause's wording"),
+    Column("rule", JSON, doc="the rule's settings: min_kappa, min_per_class, confidence"),
     UniqueConstraint("iteration", "clause_key"),
 )
 
