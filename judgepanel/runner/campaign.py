@@ -530,6 +530,7 @@ def run(
     provider_factory: ProviderFactory | None = None,
     reask_parse_failures: bool = False,
     reask_truncated: bool = False,
+    reask_fatal: bool = False,
     on_start: Callable[[Runner], None] | None = None,
 ) -> RunSummary:
     """Run what is not yet done, in a fresh event loop (see `Runner` for the details)."""
@@ -542,6 +543,7 @@ def run(
             provider_factory=provider_factory,
             reask_parse_failures=reask_parse_failures,
             reask_truncated=reask_truncated,
+            reask_fatal=reask_fatal,
         )
         if on_start is not None:
             on_start(runner)

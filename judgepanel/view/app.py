@@ -205,8 +205,17 @@ def _jinja() -> Any:
         s = round(s)
         return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
+    from judgepanel.runner.pace import rate_number
+
     env.globals.update(
-        fmt=fmt, ci=ci, pval=pval, usd=usd, duration=duration, word_diff=word_diff, version=_version()
+        fmt=fmt,
+        ci=ci,
+        pval=pval,
+        usd=usd,
+        duration=duration,
+        word_diff=word_diff,
+        version=_version(),
+        rate=rate_number,
     )
     env.filters["q"] = lambda s: urllib.parse.quote(str(s), safe="")
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str, ensure_ascii=False)
