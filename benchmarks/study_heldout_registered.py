@@ -153,7 +153,7 @@ def main() -> None:
         ("test articles per split (mean)", *(f"{np.mean(runs[d]['battery'].test_groups):.1f}" for d in runs))
     )
     rows.append(("CPU seconds", *(f"{runs[d]['cpu']:.0f}" for d in runs)))
-    print(f"expert group, sel1000, 10 splits, seed {args.seed}; intervals Nadeau–Bengio 95 %")
+    print(f"expert group, sel1000, 10 splits, seed {args.seed}; intervals Nadeau–Bengio 95 %\n")
     print("| | split by pairs (`--split-by items`) | split by articles (`--split-by group`) |")
     print("|---|---|---|")
     for r in rows:
