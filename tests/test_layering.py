@@ -35,6 +35,7 @@ USE_CASES = (
     "judgepanel.report",
     "judgepanel.analysis",
     "judgepanel.view",
+    "judgepanel.annotate",
     "judgepanel.cli",
     "judgepanel.demo",
     "judgepanel.api",

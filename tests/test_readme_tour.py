@@ -63,6 +63,7 @@ TOUR = (
     "docs/conditions.md",
     "docs/agreement.md",
     "docs/validation.md",
+    "docs/annotation.md",
     "docs/repair.md",
     "docs/alignment.md",
     "docs/reports.md",

@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("judgepanel.cli.report_cmd", "report", "A report people would rather look at than read: what ran, agreement, bias, judges vs humans, cases."),
     "export": ("judgepanel.cli.export_cmd", "export", "Export a campaign's verdicts, attempts, clause verdicts or labels for pandas and other tools."),
     "worker": ("judgepanel.cli.worker_cmd", "worker", "Lease and run campaign jobs alongside other workers on a shared PostgreSQL database."),
+    "annotate": ("judgepanel.cli.annotate_cmd", "app", "Annotation queues in the browser that stop when the judge is certified."),
     "compare": ("judgepanel.cli.compare_cmd", "compare", "Two campaigns side by side: what differs, changed verdicts, agreement with humans B − A."),
     "view": ("judgepanel.cli.view_cmd", "view", "A read-only web viewer over the results database, live while campaigns run; JSON under /api/."),
     "fake-server": ("judgepanel.cli.fake_server_cmd", "fake_server", "Serve fake OpenAI and Anthropic APIs on this machine, answered by simulated judges."),

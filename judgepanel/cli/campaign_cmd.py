@@ -230,7 +230,7 @@ def _execute(
     from judgepanel.runner.executor import Runner, RunSummary
     from judgepanel.runner.progress import enabled, live_progress
 
-    engine = state(ctx).engine()
+    engine = state(ctx).engine(wait=True)  # a server still starting is waited for, as an outage is
 
     async def main() -> RunSummary:
         runner = Runner(engine, name, options, reask_parse_failures=reask, reask_truncated=truncated)
@@ -365,7 +365,7 @@ def run(
 def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> None:
     from judgepanel.runner.batch import BatchRunner, BatchSummary
 
-    engine = state(ctx).engine()
+    engine = state(ctx).engine(wait=True)
 
     async def main() -> BatchSummary:
         runner = BatchRunner(engine, name, options)

@@ -47,7 +47,9 @@ base64url, hex, reversed, upper- and lower-case, `-` → `_`, split by a space, 
 `huge` bytes, default 64 MB, sent with its Content-Length in 64 KB writes, never held in memory
 whole), `endless` (a 200 whose chunked body never ends: spaces, 64 KB a chunk, until the client
 hangs up), `gzipbomb` (the `huge` answer gzip-compressed: a few hundred KB on the wire that
-decode to `huge` bytes, chunked, `content-encoding: gzip`), `echo401` (a 401 whose error message carries the key in those forms).
+decode to `huge` bytes, chunked, `content-encoding: gzip`), `echo401` (a 401 whose error message carries the key in those forms),
+and the hostile rewrites of `judgepanel.fake.faults` (`gzipgzip`, `surrogate`, `bigtokens`,
+`negtokens`, `nousage`, `echoencoded`, …: see there).
 
 Choosing a fault, first match wins:
 
@@ -116,6 +118,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
+from judgepanel.fake.faults import HOSTILE, rewrite
 from judgepanel.fake.logprobs import fake_logprobs
 from judgepanel.simjudge import (
     SIM_FINGERPRINT,
@@ -156,6 +159,7 @@ FAULTS = (
     "echoforms",
     "echo401",
     "gzipbomb",
+    *HOSTILE,
 )
 # Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
 # sim brain scores a summary by its word overlap with the article.
@@ -652,6 +656,11 @@ class FakeServer:
             reply.pad = int(knobs.get("huge", self.huge))
             reply.gzip = True
             return reply
+        if fault in HOSTILE:
+            body, extra = rewrite(
+                fault, wire, reply.body, _caller_key(headers), int(knobs.get("huge", self.huge))
+            )
+            return _Reply(200, body, reply.headers + extra)
         return _malformed(fault, reply)
 
     def answer_entry(self, wire: str, payload: dict[str, Any], version: str) -> tuple[int, bytes]:
@@ -671,6 +680,8 @@ class FakeServer:
             reply = self._openai(payload, model, knobs)
         else:
             reply = self._anthropic(payload, model, knobs, version)
+        if fault in HOSTILE and reply.status == 200 and not fault.startswith(("gzip", "br")):
+            return reply.status, rewrite(fault, wire, reply.body, "", self.huge)[0]
         return reply.status, reply.body
 
     def _choose_fault(
@@ -1002,6 +1013,7 @@ _AFTER_ANSWER = (
     "huge",
     "endless",
     "gzipbomb",
+    *HOSTILE,
 )  # faults applied to a real answer
 
 

@@ -45,6 +45,7 @@ matters.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from judgepanel.errors import BadInput
+from judgepanel.inputs import check_yaml_depth, read_text
 from judgepanel.providers.spec import JudgeSpec
 
 PRICES_ENV = "JUDGEPANEL_PRICES"
@@ -84,13 +86,16 @@ class Price:
         read_rate, write_rate = self.cache_rates()
         if (read and read_rate is None) or (write and write_rate is None):
             return None
+        if min(input_tokens, output_tokens, read, write) < 0:
+            return None  # a negative count would make a negative cost, and the budget grow
         uncached = max(0, input_tokens - read - write)
-        return (
+        total = (
             uncached * self.input
             + read * (read_rate or 0.0)
             + write * (write_rate or 0.0)
             + output_tokens * self.output
         ) / 1_000_000
+        return total if math.isfinite(total) else None
 
     def cache_rates(self) -> tuple[float | None, float | None]:
         """The cache read and write rates; a free prompt (`input` 0, e.g. `price_in=0&price_out=0`
@@ -193,10 +198,9 @@ class PriceTable:
 def load_prices(path: str | Path) -> dict[str, Price]:
     """Read a TOML, JSON or YAML price file; `BadInput` with one clear line if it is wrong."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read price file {file}: {exc.strerror or exc}") from None
+    if not file.exists():
+        raise BadInput(f"cannot read price file {file}: it does not exist")
+    text = read_text(file, "price file")  # a regular file of at most 1 MB (`judgepanel.inputs`)
     # PyYAML is imported for YAML price files only; its error class joins the caught ones then
     caught: tuple[type[Exception], ...] = (tomllib.TOMLDecodeError, ValueError)
     try:
@@ -207,7 +211,8 @@ def load_prices(path: str | Path) -> dict[str, Price]:
         elif file.suffix.lower() in (".yaml", ".yml"):
             import yaml
 
-            caught = (*caught, yaml.YAMLError)
+            caught = (*caught, yaml.YAMLError, RecursionError)
+            check_yaml_depth(text, f"price file {file}")
             data = yaml.safe_load(text)
         else:
             raise BadInput(f"price file {file} must end in .toml, .json, .yaml or .yml")
@@ -230,7 +235,11 @@ def load_prices(path: str | Path) -> dict[str, Price]:
             price = Price(float(entry["input"]), float(entry["output"]), **optional)
         except (TypeError, ValueError):
             raise BadInput(f"price file {file}: {name!r} prices must be numbers") from None
-        if min(price.input, price.output, *optional.values()) < 0:
+        rates = (price.input, price.output, *optional.values())
+        if not all(math.isfinite(r) for r in rates):
+            # NaN compares false with everything: a NaN price would pass every cap check below
+            raise BadInput(f"price file {file}: {name!r} prices must be finite numbers")
+        if min(rates) < 0:
             raise BadInput(f"price file {file}: {name!r} prices must not be negative")
         if price.batch_discount is not None and price.batch_discount > 1:
             raise BadInput(f"price file {file}: {name!r} batch_discount is a share between 0 and 1")

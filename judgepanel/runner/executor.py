@@ -67,7 +67,8 @@ from judgepanel.errors import (
 )
 from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
 from judgepanel.providers.errors import configured_secrets, redact, redact_result
-from judgepanel.providers.spec import JudgeSpec, parse_spec
+from judgepanel.providers.replies import clean_body, clean_result, clean_text
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import SLICE_CALLS, Budget, Price, check_prices, price_for
 from judgepanel.runner.checkers import clause_plan
@@ -253,6 +254,9 @@ class RunStats:
     parse_failures: Counter[str] = field(default_factory=Counter)  # by failure kind, this run
     spent: float = 0.0
     spent_unknown: bool = False
+    # replies that did not say what they cost (no usage, counts out of range or contradicting
+    # each other), charged at their reservation instead: "unknown" never counts as free
+    charged_reserved: int = 0
     started: float = field(default_factory=time.monotonic)
     done_at_start: int = 0
     committed: int = 0
@@ -338,6 +342,7 @@ class _Judge:
     workers: int
     queue: asyncio.Queue[Prepared | None] = field(default_factory=asyncio.Queue)
     need: asyncio.Event = field(default_factory=asyncio.Event)
+    reply_cap: int | None = None  # no body longer than this is stored (`max_reply_bytes`)
 
 
 ProviderFactory = Callable[[JudgeSpec, int], Provider]
@@ -462,6 +467,16 @@ def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[Verd
     if kind == "truncated":
         error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
     return replace(verdict, failure_kind=kind), error
+
+
+def unpriced_advice(n: int) -> str:
+    """What the summary says of replies whose cost was charged at their reservation."""
+    replies = "reply" if n == 1 else "replies"
+    return (
+        f"{n} {replies} did not say what they cost (usage missing, not whole numbers, negative, "
+        "out of range or contradicting each other, or cached tokens of a judge without a cache "
+        "price): each was charged its reservation, the most the call was allowed to cost"
+    )
 
 
 def truncation_advice(cut: int) -> str:
@@ -597,6 +612,7 @@ class Runner:
                 price_for(js),
                 float(js.timeout or self.opts.timeout),
                 conc,
+                reply_cap=max_reply_bytes(js),
             )
         tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
         refused = assume_learnt_refusals(
@@ -782,6 +798,8 @@ class Runner:
             w for j in getattr(self, "judges", {}).values() for w in getattr(j.provider, "warnings", [])
         ]
         warnings = [*learnt, *self.warnings][:20]
+        if self.stats.charged_reserved:
+            warnings = [unpriced_advice(self.stats.charged_reserved), *warnings]
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
             warnings = [truncation_advice(cut), *warnings]
@@ -961,6 +979,7 @@ class Runner:
             "error": None,
             "cost": None,
             "timeouts": 0,
+            "reserved": reserve,
         }
 
         def retryable(exc: BaseException) -> bool:
@@ -1053,7 +1072,8 @@ class Runner:
             clock.bind(on_waiting=lambda: move(None), on_sent=lambda: move(loop.time() + j.timeout))
             token = CURRENT_CLOCK.set(clock)
             try:
-                return redact_result(await j.provider.complete(p.request, timeout=j.timeout), self._keys(j))
+                result = await j.provider.complete(p.request, timeout=j.timeout)
+                return redact_result(clean_result(result, j.reply_cap), self._keys(j))
             finally:
                 CURRENT_CLOCK.reset(token)
 
@@ -1096,8 +1116,10 @@ class Runner:
                 sent_row(p, n, ok=False),
                 error_class=exc.error_class,
                 http_status=exc.status,
-                error_message=redact(str(exc), keys)[:2000],
-                raw_body=None if exc.raw_body is None else redact(exc.raw_body, keys),
+                error_message=clean_text(redact(str(exc), keys)[:2000]),
+                raw_body=clean_body(
+                    None if exc.raw_body is None else redact(exc.raw_body, keys), j.reply_cap
+                ),
                 latency_ms=clock.since_sent_ms(),
                 queued_ms=clock.queued_ms,
             )
@@ -1122,6 +1144,12 @@ class Runner:
             cost = j.price.call_cost(
                 r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens
             )
+        if cost is None and j.price is not None:
+            # the reply did not say what it cost (or said it unusably, or in tokens of a rate the
+            # price lacks): it is charged what was reserved for it, the most the call was allowed
+            # to cost, never 0
+            cost = float(state["reserved"])
+            self.stats.charged_reserved += 1
         if cost is not None:
             self.stats.spent += cost
         elif j.price is None or r.cache_read_tokens or r.cache_write_tokens:

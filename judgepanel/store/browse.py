@@ -37,7 +37,7 @@ from judgepanel.store.models import (
 from judgepanel.store.simulated import simulated_reply
 
 ORDERS = ("AB", "BA")
-FAILURE_KINDS = ("unreadable", "truncated", "missing_clauses")
+FAILURE_KINDS = ("unreadable", "truncated", "missing_clauses", "ambiguous")
 
 
 @dataclass(frozen=True)

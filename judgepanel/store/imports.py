@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from judgepanel.datasets.alttest import LLMAnnotations
 from judgepanel.datasets.records import ParsedDataset, check_parsed, check_text
 from judgepanel.errors import BadInput
+from judgepanel.store import tables as t
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Annotator, Dataset, Item, Label, PairSet, table_of, utcnow
 from judgepanel.store.queries import (
@@ -27,6 +28,7 @@ from judgepanel.store.queries import (
     scored_annotators,
     stale_annotators,
 )
+from judgepanel.store.widths import check_widths
 
 CHUNK = 5_000
 
@@ -70,6 +72,7 @@ def import_parsed(engine: Engine, name: str, parsed: ParsedDataset, *, replace: 
         raise BadInput("a dataset name must not be empty")
     check_text("the dataset name", name)
     check_parsed(parsed)  # refused before the transaction starts: the database stays as it was
+    _check_widths(name, parsed)
     try:
         with session_scope(engine) as s:
             return _import(s, name, parsed, replace)
@@ -78,6 +81,21 @@ def import_parsed(engine: Engine, name: str, parsed: ParsedDataset, *, replace: 
             f"cannot import into {name!r}: it conflicts with stored rows ({exc.orig.__class__.__name__}); "
             "a dataset used by a campaign cannot be replaced"
         ) from exc
+
+
+def _check_widths(name: str, parsed: ParsedDataset) -> None:
+    """The column widths the schema documents, on SQLite too (`store.widths`)."""
+    check_widths(t.dataset, [{"name": name}], "the dataset name")
+    check_widths(
+        t.item,
+        (
+            {"external_id": i.external_id, "group_key": i.group_key, "system": i.system, "split": i.split}
+            for i in parsed.items
+        ),
+        "an item",
+    )
+    check_widths(t.annotator, ({"name": a.name, "group": a.group} for a in parsed.annotators), "an annotator")
+    check_widths(t.label, ({"dimension": lb.dimension} for lb in parsed.labels), "a label")
 
 
 def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> ImportResult:
@@ -200,6 +218,8 @@ def attach_llm_annotations(engine: Engine, dataset: str, panel: LLMAnnotations) 
     the items the instance ids name. All or nothing: an unknown item or dimension, or an LLM name
     the dataset already has, refuses the whole file. Pair sets of the dataset made before are
     recorded with the annotators they were derived from, so reading them is refused until re-derived."""
+    check_widths(t.annotator, ({"name": a.name, "group": a.group} for a in panel.annotators), panel.file)
+    check_widths(t.label, ({"dimension": lb.dimension} for lb in panel.labels), panel.file)
     with session_scope(engine) as s:
         ds = dataset_by_name(s, dataset)
         imports: list[dict[str, Any]] = list(ds.meta.get("imports", []))

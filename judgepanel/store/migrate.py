@@ -48,6 +48,7 @@ def upgrade(engine: Engine, revision: str = "head", *, reader_role: str = READER
             raise BadInput(f"cannot upgrade to {revision!r}: {exc}") from exc
         if conn.dialect.name == "postgresql":
             grant_reader(conn, reader_role)
+            grant_annotator(conn)
 
 
 def grant_reader(conn: Connection, role: str = READER_ROLE) -> None:
@@ -60,26 +61,11 @@ def grant_reader(conn: Connection, role: str = READER_ROLE) -> None:
     needs set_config here, e.g. for pg_dump, needs `GRANT EXECUTE ON FUNCTION set_config(text,
     text, boolean) TO that_role`; the database owner gets it back here.) A role that may not
     create roles or grant skips what it may not do; `query` then refuses privileged sessions."""
-    from judgepanel.store.tables import metadata
-
     quoted = conn.dialect.identifier_preparer.quote(role)
     literal = role.replace("'", "''")
-    # CREATE ROLE has no IF NOT EXISTS; two upgrades at once (or a role without CREATEROLE) must
-    # not fail the migration, so the errors are caught inside the server
-    conn.exec_driver_sql(
-        "DO $$ BEGIN "
-        f"IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{literal}') THEN "
-        f"CREATE ROLE {quoted} NOLOGIN NOINHERIT; END IF; "
-        f"EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL; END $$"
-    )
-    if conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first() is None:
+    if not _create_role(conn, role):
         return
-    present = set(inspect(conn).get_table_names())
-    for table in metadata.sorted_tables:
-        if table.name in present:
-            conn.exec_driver_sql(
-                f"GRANT SELECT ON TABLE {conn.dialect.identifier_preparer.quote(table.name)} TO {quoted}"
-            )
+    _grant_select(conn, quoted)
     for grant in (
         f"EXECUTE format('GRANT USAGE ON SCHEMA %%I TO {quoted}', current_schema())",
         # so a non-superuser who runs `db upgrade` (and may grant the role) can SET ROLE to it
@@ -98,6 +84,79 @@ def grant_reader(conn: Connection, role: str = READER_ROLE) -> None:
             f"IF owner <> '{literal}' THEN "
             f"EXECUTE format('GRANT EXECUTE ON FUNCTION {SET_CONFIG} TO %%I', owner); END IF; END $$"
         )
+
+
+def _create_role(conn: Connection, role: str) -> bool:
+    """Create the NOLOGIN role once per server (roles are cluster-wide); whether it exists now.
+    CREATE ROLE has no IF NOT EXISTS; two upgrades at once (or a role without CREATEROLE) must not
+    fail the migration, so the errors are caught inside the server."""
+    quoted = conn.dialect.identifier_preparer.quote(role)
+    literal = role.replace("'", "''")
+    conn.exec_driver_sql(
+        "DO $$ BEGIN "
+        f"IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{literal}') THEN "
+        f"CREATE ROLE {quoted} NOLOGIN NOINHERIT; END IF; "
+        f"EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL; END $$"
+    )
+    return conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first() is not None
+
+
+def _grant_select(conn: Connection, quoted_role: str) -> None:
+    """SELECT on every judgepanel table present (the models' and the annotation queues')."""
+    present = set(inspect(conn).get_table_names())
+    for table in [t for m in all_metadata() for t in m.sorted_tables]:
+        if table.name in present:
+            conn.exec_driver_sql(
+                f"GRANT SELECT ON TABLE {conn.dialect.identifier_preparer.quote(table.name)} TO {quoted_role}"
+            )
+
+
+def grant_annotator(conn: Connection, role: str | None = None) -> None:
+    """Create (once per server) the NOLOGIN role `annotate serve` works as on PostgreSQL and grant
+    it SELECT on the judgepanel tables plus exactly the writes of
+    `store.annotation_tables.WRITABLE` (INSERT where listed, UPDATE of the listed columns, USAGE of
+    the sequences those INSERTs draw ids from): nothing else, and DELETE nowhere. Like the reader
+    role, the current user is made a member so the server can `SET ROLE` to it; a user who may not
+    create roles or grant skips what it may not do, and the server then refuses to start as a
+    privileged user (`store.annotation_engine`)."""
+    from judgepanel.store.annotation_tables import ANNOTATOR_ROLE, WRITABLE
+
+    role = role or ANNOTATOR_ROLE
+    if not _create_role(conn, role):
+        return
+    prep = conn.dialect.identifier_preparer
+    quoted = prep.quote(role)
+    _grant_select(conn, quoted)
+    present = set(inspect(conn).get_table_names())
+    for name, (insert, columns) in WRITABLE.items():
+        if name not in present:
+            continue
+        table = prep.quote(name)
+        if insert:
+            conn.exec_driver_sql(f"GRANT INSERT ON TABLE {table} TO {quoted}")
+            seq = conn.execute(text("SELECT pg_get_serial_sequence(:t, 'id')"), {"t": name}).scalar()
+            if seq:
+                conn.exec_driver_sql(f"GRANT USAGE ON SEQUENCE {seq} TO {quoted}")
+        if columns:
+            cols = ", ".join(prep.quote(c) for c in columns)
+            conn.exec_driver_sql(f"GRANT UPDATE ({cols}) ON TABLE {table} TO {quoted}")
+    for grant in (
+        f"EXECUTE format('GRANT USAGE ON SCHEMA %%I TO {quoted}', current_schema())",
+        f"GRANT {quoted} TO CURRENT_USER",
+    ):
+        conn.exec_driver_sql(
+            f"DO $$ BEGIN {grant}; EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation "
+            "OR unique_violation THEN NULL; END $$"
+        )
+
+
+def all_metadata() -> list[Any]:
+    """Every `MetaData` the migrations create tables for: `store.tables`' (the ORM maps onto it)
+    and the annotation queues' (`store.annotation_tables`, Core only, on their own)."""
+    from judgepanel.store.annotation_tables import metadata as annotation
+    from judgepanel.store.tables import metadata
+
+    return [metadata, annotation]
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:
@@ -184,12 +243,11 @@ def drift(engine: Engine) -> list[Any]:
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from judgepanel.store.tables import metadata
-
     def modelled(name: str | None, kind: str, _parents: Any) -> bool:
         # the full-text indexes of migration 0010_search are no model (store.find reads them)
         return not (name and name.startswith(SEARCH_INDEXES))
 
     with engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"compare_type": True, "include_name": modelled})
-        return list(compare_metadata(ctx, metadata))
+        # store.tables' metadata and the annotation queues' (Core only, `all_metadata`)
+        return list(compare_metadata(ctx, all_metadata()))  # type: ignore[arg-type]

@@ -85,11 +85,15 @@ def _column(col: SAColumn[object]) -> ColumnDoc:
 
 def tables() -> list[TableDoc]:
     """Every table, in the order `store.tables` declares them (data, rubrics, campaigns, repair,
-    planning, scale)."""
+    planning, scale), then the annotation queues' (`store.annotation_tables`, Core only, described
+    by their `info["doc"]`)."""
+    from judgepanel.store.annotation_tables import metadata as annotation
+
     docs = {table_of(m.class_).name: _first_paragraph(m.class_.__doc__) for m in Base.registry.mappers}
+    docs |= {t.name: _first_paragraph(t.info.get("doc")) for t in annotation.tables.values()}
     return [
         TableDoc(t.name, docs.get(t.name, ""), tuple(_column(c) for c in t.columns))
-        for t in Base.metadata.tables.values()
+        for t in [*Base.metadata.tables.values(), *annotation.tables.values()]
     ]
 
 

@@ -228,6 +228,14 @@ class JSON(JSONResponse):
         return json.dumps(_json_safe(content), default=str, ensure_ascii=False, allow_nan=False).encode()
 
 
+def _annotation_routes(engine: Engine, db_label: str, n_boot: int) -> list[Any]:
+    """The owner's pages of the annotation queues (`/annotate`, `/annotate/QUEUE` and their
+    `/api` twins): read-only, over this same read-only engine (issue 32; `judgepanel.annotate`)."""
+    from judgepanel.annotate.owner import owner_routes
+
+    return owner_routes(engine, db_label=db_label, n_boot=n_boot)
+
+
 def create_app(
     engine: Engine,
     *,
@@ -374,6 +382,8 @@ def create_app(
     routes.append(
         Route("/campaigns", twin("campaigns.html.j2", lambda r: data.campaigns(engine, tracker))[0])
     )
+
+    routes += _annotation_routes(engine, db_label, n_boot)
 
     async def busy(request: Request, exc: Exception) -> Response:
         # every connection of the pool is in use (many pages at once): say when to come back

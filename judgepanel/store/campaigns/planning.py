@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.plan import CampaignSpec, PlannedJob, Unit, plan_jobs
 from judgepanel.rubrics import RubricDoc
+from judgepanel.store import tables as t
 from judgepanel.store.campaigns.leases import pending_in
 from judgepanel.store.campaigns.records import (
     CampaignInfo,
@@ -34,6 +35,7 @@ from judgepanel.store.models import (
     utcnow,
 )
 from judgepanel.store.queries import dataset_by_name, pair_set_by_name
+from judgepanel.store.widths import check_widths
 
 CHUNK = 2_000
 PromptFigures = tuple[int, int, int, str]  # what `create_campaign` stores of a job's prompt
@@ -195,6 +197,7 @@ def create_campaign(
     job id -> (prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig), is stored on the
     jobs for `campaign plan` (`runner.shape`)."""
     spec.validate()
+    check_widths(t.campaign, [{"name": spec.name, "split": spec.split}], "the campaign")
     with session_scope(engine) as s:
         ds = dataset_by_name(s, spec.dataset)
         ps = pair_set_by_name(s, spec.pairs) if spec.pairs else None

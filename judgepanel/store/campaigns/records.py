@@ -99,7 +99,7 @@ class VerdictRow:
     score: float | None
     rationale: str | None
     clauses: tuple[tuple[int, bool | None, str | None], ...] = ()  # (clause id, met, rationale)
-    failure_kind: str | None = None  # failed/partial: unreadable | truncated | missing_clauses
+    failure_kind: str | None = None  # failed/partial: unreadable | truncated | missing_clauses | ambiguous
     checked: frozenset[int] = frozenset()  # clause ids (of `clauses`) answered by a kept checker
 
 

@@ -310,7 +310,7 @@ verdict = Table(
     Column(
         "failure_kind",
         String(30),
-        doc="why a parse failed or was partial: unreadable, truncated or missing_clauses; null when ok",
+        doc="why a parse failed or was partial: unreadable, truncated, missing_clauses or ambiguous; null when ok",
     ),
     Column("value_presented", String(20), doc="A/B/tie as the judge gave it, or the score"),
     Column(

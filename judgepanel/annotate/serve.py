@@ -1,0 +1,125 @@
+"""`judgepanel annotate serve`: the annotators' pages and the owner's pages in one server.
+
+Boundary: wiring. Requests for the annotators' routes (`/a/…`, `/api/annotate/QUEUE/next|meta|
+mine|slot|label`) go to `annotate.annotator` over the restricted writing engine
+(`store.annotation_engine`) and are authenticated by each annotator's own token; every other
+request goes to the owner's read-only pages (`annotate.owner`) over the read-only engine, behind
+the viewer's `Gate` (the owner's `--token`, required for any address but loopback, or the Host
+check on loopback). Both halves get the viewer's security headers and Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import sys
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+
+from judgepanel.annotate.annotator import annotator_routes
+from judgepanel.annotate.owner import owner_routes
+from judgepanel.errors import BadInput
+from judgepanel.view.app import LOOPBACK_HOSTS, SECURITY_HEADERS, Gate, _host_name
+
+_ANNOTATOR_PATH = re.compile(
+    r"^/(a/[^/]+/?$|api/annotate/[^/]+/(next|meta|mine|label|slot/\d+)$|annotate-static/)"
+)
+
+
+def create_serve_app(
+    write_engine: Any,
+    read_engine: Any,
+    *,
+    token: str | None = None,
+    allowed_hosts: frozenset[str] | None = LOOPBACK_HOSTS,
+    db_label: str = "",
+) -> Any:
+    async def not_found(request: Any, exc: Exception) -> Any:
+        return PlainTextResponse("not found", status_code=404)
+
+    annotators = Starlette(routes=annotator_routes(write_engine), exception_handlers={404: not_found})
+    owner = Gate(
+        Starlette(routes=owner_routes(read_engine, db_label=db_label), exception_handlers={404: not_found}),
+        token=token,
+        allowed_hosts=None if token else allowed_hosts,
+    )
+    hosts = None if token else allowed_hosts
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not _ANNOTATOR_PATH.match(scope.get("path", "")):
+            await owner(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if hosts is not None and _host_name(headers.get("host", "")) not in hosts:
+            await PlainTextResponse("judgepanel annotate answers only on its loopback address", 403)(
+                scope, receive, send
+            )
+            return
+
+        async def with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await annotators(scope, receive, with_headers)
+
+    return app
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(db_url: str, *, host: str, port: int, token: str | None) -> None:
+    """Bind, print the address, serve until interrupted (as `judgepanel view` does)."""
+    import uvicorn
+
+    from judgepanel.store.annotation_engine import annotation_engine
+    from judgepanel.store.engine import display_url
+    from judgepanel.store.readonly import read_only_engine
+
+    if not 0 <= port <= 65535:
+        raise BadInput(f"--port must be between 0 and 65535, got {port}")
+    if token is not None and len(token) < 16:
+        raise BadInput("--token must be at least 16 characters")
+    if not _loopback(host) and not token:
+        raise BadInput(f"--host {host} is reachable from other machines: give --token for the owner's pages")
+    write, read = annotation_engine(db_url), read_only_engine(db_url)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        write.dispose()
+        read.dispose()
+        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(128)
+    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    url = f"http://{shown}:{sock.getsockname()[1]}/"
+    print(url + ("  (owner token required)" if token else ""), flush=True)
+    app = create_serve_app(
+        write,
+        read,
+        token=token,
+        allowed_hosts=LOOPBACK_HOSTS if _loopback(host) else None,
+        db_label=display_url(db_url),
+    )
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        write.dispose()
+        read.dispose()
+        sock.close()
+    sys.stdout.flush()

@@ -1,0 +1,193 @@
+"""The owner's status (issue 32 §4): the certification state recomputed as labels arrive, each
+stored judge's agreement, Krippendorff's α against the `krippendorff` package, --stop-when-decided,
+and the humans' position bias computed exactly as `metrics bias` computes a judge's."""
+
+from __future__ import annotations
+
+import csv
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, text
+
+from judgepanel.annotate import certify
+from judgepanel.store import annotation as store
+from judgepanel.store.engine import make_engine
+from tests.annotate.conftest import as_judge_campaign, make_queue, member
+from tests.helpers import cli
+
+N_ITEMS = 40
+
+
+def _synthetic(url: str, tmp_path: Path) -> tuple[Engine, dict[str, int]]:
+    """Items with a hidden truth on a 1–3 scale and two imported judges: `good` says the truth,
+    `wrong` never does."""
+    rng = random.Random(1)
+    truth = {f"i{k}": rng.randint(1, 3) for k in range(N_ITEMS)}
+    path = tmp_path / "judges.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["item_id", "annotator", "group", "dimension", "value", "kind"])
+        for item, t in truth.items():
+            w.writerow([item, "good", "judges", "q", t, "llm"])
+            w.writerow([item, "wrong", "judges", "q", t % 3 + 1, "llm"])
+    assert cli("db", "upgrade", db=url).code == 0
+    r = cli("data", "import-labels", str(path), "--dataset", "syn", db=url)
+    assert r.code == 0, r.stderr
+    eng = make_engine(url)
+    with eng.connect() as c:
+        ids = dict(c.execute(text("SELECT id, external_id FROM item")).all())
+    return eng, {str(k): truth[e] for k, e in ids.items()}
+
+
+def _truth_of(engine: Engine, m: store.Member, slot: int, truth: dict[str, int]) -> int:
+    with engine.connect() as c:
+        item = c.execute(
+            text(
+                "SELECT u.item_id FROM annotation_slot s JOIN annotation_unit u ON u.id = s.unit_id WHERE s.id = :s"
+            ),
+            {"s": slot},
+        ).scalar()
+    return truth[str(item)]
+
+
+def _label_all(
+    engine: Engine,
+    members: list[store.Member],
+    truth: dict[str, int],
+    accuracy: float,
+    seed: int,
+    *,
+    stop: int | None = None,
+) -> int:
+    """Annotators take turns, each right with probability `accuracy`; returns the labels given.
+    `stop`: after each completed unit, what the server does for --stop-when-decided."""
+    rng = random.Random(seed)
+    given = 0
+    active = list(members)
+    while active:
+        for m in list(active):
+            s = store.next_slot(engine, m)
+            if s is None:
+                active.remove(m)
+                continue
+            t = _truth_of(engine, m, s, truth)
+            value = t if rng.random() < accuracy else rng.choice([v for v in (1, 2, 3) if v != t])
+            done = store.submit(engine, m, s, value=value)
+            given += 1
+            if stop is not None and done.completed_unit:
+                certify.refresh_decided(engine, "q")
+    return given
+
+
+def test_the_state_follows_the_labels_and_names_each_judge(sqlite_url: str, tmp_path: Path) -> None:
+    eng, truth = _synthetic(sqlite_url, tmp_path)
+    make_queue(
+        eng,
+        dataset="syn",
+        dimension="q",
+        items=N_ITEMS,
+        per_item=3,
+        scale="1-3",
+        scorer="accuracy",
+        epsilon=0.2,
+    )
+    members = [member(eng, "q", f"h{k}")[0] for k in range(3)]
+    early = certify.status(eng, "q", n_boot=50)
+    assert set(early["judges"]) == {"good", "wrong"}
+    assert all(j["state"] == "undecided" for j in early["judges"].values())
+    _label_all(eng, members, truth, accuracy=0.9, seed=2)
+    st = certify.status(eng, "q", n_boot=50)
+    assert st["progress"] == {
+        "units": N_ITEMS,
+        "complete": N_ITEMS,
+        "labels_done": 3 * N_ITEMS,
+        "labels_total": 3 * N_ITEMS,
+        "reserved": 0,
+    }
+    assert st["labels_per_unit"] == {"3": N_ITEMS}
+    good, wrong = st["judges"]["good"], st["judges"]["wrong"]
+    assert good["state"] == "certified" and good["message"].startswith("certified at ε = 0.2")
+    assert wrong["state"] == "fails" and wrong["message"].startswith("fails")
+    assert good["omega"] == 1.0 and good["fixed_sample"]["passed"] is True
+    assert all(h["n"] == N_ITEMS for h in good["humans"].values())
+    assert st["certification"]["decided"] is True
+    assert {m["labels"] for m in st["annotators"].values()} == {N_ITEMS}
+    # α among the humans: the krippendorff package on the same matrix (interval level, 1-3 scale)
+    import krippendorff
+
+    with eng.connect() as c:
+        rows = c.execute(
+            text(
+                "SELECT a.name, l.item_id, l.value_num FROM label l JOIN annotator a ON a.id = l.annotator_id WHERE a.kind = 'human'"
+            )
+        ).all()
+    names = sorted({r[0] for r in rows})
+    items = sorted({r[1] for r in rows})
+    m = np.full((len(names), len(items)), np.nan)
+    for n, i, v in rows:
+        m[names.index(n), items.index(i)] = v
+    want = krippendorff.alpha(reliability_data=m, level_of_measurement="interval")
+    assert st["agreement"]["value"] == pytest.approx(want, rel=1e-9)
+    lo, hi = st["agreement"]["ci"]
+    assert lo <= st["agreement"]["value"] <= hi
+
+
+def test_stop_when_decided_stops_handing_out_items(sqlite_url: str, tmp_path: Path) -> None:
+    eng, truth = _synthetic(sqlite_url, tmp_path)
+    # only the good judge: it is decided (certified) long before the 40 items are labelled
+    with eng.begin() as c:
+        c.execute(
+            text("DELETE FROM label WHERE annotator_id IN (SELECT id FROM annotator WHERE name = 'wrong')")
+        )
+    make_queue(eng, dataset="syn", dimension="q", items=N_ITEMS, per_item=3, scale="1-3", scorer="accuracy",
+               epsilon=0.3, stop_when_decided=True)  # fmt: skip
+    members = [member(eng, "q", f"h{k}")[0] for k in range(3)]
+    given = _label_all(eng, members, truth, accuracy=0.95, seed=3, stop=1)
+    st = certify.status(eng, "q", n_boot=0)
+    assert st["judges"]["good"]["state"] == "certified" and st["decided_at"] is not None
+    assert given < 3 * N_ITEMS  # stopped early: fewer labels than labelling everything
+    assert all(store.next_slot(eng, m) is None for m in members)
+    assert st["progress"]["complete"] >= 30  # not before the humans could enter the test
+
+
+def test_human_position_bias_equals_metrics_bias_on_the_same_data(sample: tuple[str, Engine]) -> None:
+    """Pairs seen in both orders by the queue's annotators give (v_AB, v_BA) exactly as a judge's
+    swapped verdicts do; stored as a judge's verdicts, `metrics bias` reports the same figures."""
+    url, eng = sample
+    assert cli("data", "pairs", "se", "--name", "sp", "--sample", "40", "--seed", "2", db=url).code == 0
+    make_queue(eng, name="q", kind="pairwise", pairs="sp", items=None, dimension=None, per_item=2, seed=5)
+    a, _ = member(eng, "q", "a")
+    b, _ = member(eng, "q", "b")
+    rng = random.Random(4)
+    for m in (a, b):
+        while (s := store.next_slot(eng, m)) is not None:
+            store.submit(eng, m, s, value=rng.choices(["A", "B", "T"], weights=[6, 3, 1])[0])  # leans left
+    human = certify.human_position_bias(eng, "q")
+    assert human is not None and human["pairs"] >= 10
+    # the same presented answers, stored as one judge's AB and BA verdicts of a campaign
+    as_judge_campaign(eng, "q", "se", "sp", "hb")
+    judged = cli("metrics", "bias", "--campaign", "hb", "--json", db=url).json()["judges"]
+    (figures,) = judged.values()
+    for key in ("back_wins", "front_wins", "consistent", "inconsistent"):
+        assert figures[key] == human[key], key
+    assert figures["p_value"] == pytest.approx(human["p_value"], rel=1e-12)
+
+
+def test_queue_labels_are_a_human_group_the_other_commands_read_at_once(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    eng, truth = _synthetic(sqlite_url, tmp_path)
+    make_queue(eng, dataset="syn", dimension="q", items=10, per_item=2, scale="1-3", group="lab")
+    members = [member(eng, "q", f"h{k}")[0] for k in range(2)]
+    _label_all(eng, members, truth, accuracy=0.9, seed=4)
+    out = cli("metrics", "agreement", "--dataset", "syn", "--dimension", "q", "--group", "lab", "--metric", "alpha",
+              "--json", db=sqlite_url).json()  # fmt: skip
+    assert out["n_raters"] == 2 and out["n_units"] == 10
+    # and the queue's α is the same coefficient over the same labels (interval level on a 1-3 scale)
+    st = certify.status(eng, "q", n_boot=0)
+    again = cli("metrics", "agreement", "--dataset", "syn", "--dimension", "q", "--group", "lab", "--metric", "alpha",
+                "--level", "interval", "--json", db=sqlite_url).json()  # fmt: skip
+    assert st["agreement"]["value"] == pytest.approx(again["value"], rel=1e-12)
