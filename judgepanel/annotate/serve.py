@@ -21,7 +21,7 @@ from starlette.responses import PlainTextResponse
 from judgepanel.annotate.annotator import annotator_routes
 from judgepanel.annotate.owner import owner_routes
 from judgepanel.errors import BadInput
-from judgepanel.view.app import LOOPBACK_HOSTS, SECURITY_HEADERS, Gate, _host_name
+from judgepanel.view.app import LOOPBACK_HOSTS, SECURITY_HEADERS, Gate, _host_name, has_nul
 
 _ANNOTATOR_PATH = re.compile(
     r"^/(a/[^/]+/?$|api/annotate/[^/]+/(next|meta|mine|label|slot/\d+)$|annotate-static/)"
@@ -63,6 +63,11 @@ def create_serve_app(
                 message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
             await send(message)
 
+        if has_nul(scope):  # as the owner's Gate: PostgreSQL refuses NUL in any text
+            await PlainTextResponse("the address holds a NUL character (%00)", 400)(
+                scope, receive, with_headers
+            )
+            return
         await annotators(scope, receive, with_headers)
 
     return app

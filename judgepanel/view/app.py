@@ -88,6 +88,13 @@ def _local_path(path: str) -> str:
     return "/" + urllib.parse.quote(path.lstrip("/\\"), safe=_PATH_SAFE)
 
 
+def has_nul(scope: Scope) -> bool:
+    """Whether the address carries a NUL character (`%00`), in its path or its query: PostgreSQL
+    refuses NUL in any text, so a name or filter holding one could only fail in the database."""
+    query = scope.get("query_string", b"")
+    return "\x00" in scope.get("path", "") or b"\x00" in query or b"%00" in query
+
+
 class Gate:
     """Token and Host checks on every request, and security headers on every response."""
 
@@ -107,6 +114,9 @@ class Gate:
             and _host_name(headers.get("host", "")) not in self.allowed_hosts
         ):
             await self._plain(send, 403, "judgepanel view answers only on its loopback address")
+            return
+        if has_nul(scope):
+            await self._plain(send, 400, "the address holds a NUL character (%00)")
             return
         from_query = False
         if self.token is not None:

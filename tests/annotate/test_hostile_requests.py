@@ -113,3 +113,19 @@ def test_a_double_submit_racing_itself_is_one_label_and_409s(api: tuple[TestClie
             select(at.annotation_event.c.kind, func.count()).group_by(at.annotation_event.c.kind)
         )
         assert dict(kinds.all()) == {"label": 3}
+
+
+def test_nul_in_an_address_is_400(api: tuple[TestClient, Engine, str]) -> None:
+    """A queue name with NUL in the annotators' and the owner's addresses answered 500 on
+    PostgreSQL (which refuses NUL in text)."""
+    client, _, _ = api
+    for path in (
+        "/api/annotate/%00/next",
+        "/api/annotate/q%00/meta",
+        "/a/%00",
+        "/a/q?token=%00",
+        "/annotate/%00",
+    ):
+        r = client.get(path)
+        assert r.status_code == 400 and "NUL" in r.text, (path, r.status_code)
+        assert r.headers["x-frame-options"] == "DENY"
