@@ -71,9 +71,16 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def _host_name(host: str) -> str:
+    """The name in a Host header without its port; the header as it is when anything but a port
+    follows the name (`127.0.0.1:80@evil.example` names no loopback host)."""
     if host.startswith("["):  # [::1]:8765
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        name, _, rest = host[1:].partition("]")
+    elif host.count(":") == 1:
+        name, rest = host.split(":")
+        rest = ":" + rest
+    else:
+        return host
+    return name if rest == "" or (rest[:1] == ":" and rest[1:].isdigit() and rest[1:].isascii()) else host
 
 
 # what may stay unencoded in a path segment (RFC 3986 pchar); `\\`, `?`, `#`, spaces and anything
