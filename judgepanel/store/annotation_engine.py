@@ -73,9 +73,18 @@ def sqlite_authorizer(
     return authorize
 
 
-def annotation_engine(url: str, *, role: str = ANNOTATOR_ROLE) -> Engine:
-    """An engine for the annotators' writes (module docstring); fails here when refused."""
-    engine = make_engine(url, create=False)
+def annotation_engine(
+    url: str, *, role: str = ANNOTATOR_ROLE, pool_size: int | None = None, pool_timeout: float | None = None
+) -> Engine:
+    """An engine for the annotators' writes (module docstring); fails here when refused.
+    `pool_size` connections at most (no overflow), each waited for at most `pool_timeout` seconds
+    (`sqlalchemy.exc.TimeoutError`), as `store.readonly.read_only_engine` takes them."""
+    pool: dict[str, Any] = {}
+    if pool_size is not None:
+        pool.update(pool_size=pool_size, max_overflow=0)
+    if pool_timeout is not None:
+        pool["pool_timeout"] = pool_timeout
+    engine = make_engine(url, create=False, pool=pool)
     if is_sqlite(engine):
 
         def _restrict(dbapi_conn: Any, _record: Any) -> None:

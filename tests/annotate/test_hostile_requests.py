@@ -129,3 +129,30 @@ def test_nul_in_an_address_is_400(api: tuple[TestClient, Engine, str]) -> None:
         r = client.get(path)
         assert r.status_code == 400 and "NUL" in r.text, (path, r.status_code)
         assert r.headers["x-frame-options"] == "DENY"
+
+
+def test_no_free_connection_is_a_503_with_retry_after(sample: tuple[str, Engine]) -> None:
+    """As the viewer (issue 29 §6): with every connection in use a request is told to come back,
+    instead of waiting out SQLAlchemy's 30 s and answering 500."""
+    url, eng = sample
+    make_queue(eng)
+    _, token = member(eng, "q", "ann")
+    write = annotation_engine(url, pool_size=1, pool_timeout=0.5)
+    read = read_only_engine(url, pool_size=1, pool_timeout=0.5)
+    app = create_serve_app(write, read)
+    try:
+        with TestClient(app, base_url=BASE, raise_server_exceptions=False) as client:
+            auth = {"Authorization": f"Bearer {token}"}
+            with write.connect(), read.connect():  # each pool's only connection, held elsewhere
+                for path, headers in (
+                    ("/api/annotate/q/next", auth),
+                    ("/api/annotate/q", {}),
+                    ("/annotate/q", {}),
+                ):
+                    r = client.get(path, headers=headers)
+                    assert r.status_code == 503 and int(r.headers["retry-after"]) >= 1, (path, r.status_code)
+                    assert "busy" in r.text and r.headers["x-frame-options"] == "DENY"
+            assert client.get("/api/annotate/q/next", headers=auth).status_code == 200
+    finally:
+        write.dispose()
+        read.dispose()
