@@ -13,8 +13,8 @@ Routes (each needs the annotator's own token; nothing here is reachable with the
 - ``POST /api/annotate/QUEUE/label`` with JSON ``{slot, value, csrf[, comment | skip_reason]}`` →
   ``{ok: true, progress: {done, total}}``.
 
-Authentication: ``Authorization: Bearer T`` or the link's cookie; the token is hashed and looked
-up, and the stored hash compared in constant time; a revoked token is refused at its next request
+Authentication: ``Authorization: Bearer T`` or the link's cookie; the token is hashed and its hash
+looked up (a lookup's timing says nothing of a token); a revoked token is refused at its next request
 (403). Writes: POST only, JSON only, at most 64 KiB, with a CSRF token bound to the annotator's
 session (HMAC of the queue under their token: a page on another site can neither read it nor
 compute it), and an ``Origin``, when sent, naming this server. A write only ever inserts or updates
