@@ -23,8 +23,10 @@ lint: install
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 
+# PostgreSQL and Chromium installed (where it may: root or password-less sudo, Debian) and a
+# throwaway cluster started for the run (.ci/with-services); what is still missing is counted loudly
 test: lint
-	$(BIN)/pytest -n 2 --dist loadgroup
+	.ci/with-services $(BIN)/pytest -n 2 --dist loadgroup
 
 bench: install
 	$(BIN)/python -m benchmarks

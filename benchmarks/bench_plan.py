@@ -14,7 +14,13 @@ alternating, best of `REPEAT` (wall and CPU):
 - `campaign create NAME …` of the same campaign on a fresh copy of the store with only the
   dataset (the copy is made before the clock starts): since `create` renders each distinct prompt
   once and stores its figures for plan (`runner.shape`), what plan no longer does, create does;
-- `python -c pass`.
+- `python -c pass`;
+- `campaign plan cond --json` (issue 28 §5): a rubric-conditioned campaign — 800 items whose
+  articles are long enough (about 1,100 words) that the stable prefix of most prompts reaches the
+  OpenAI judge's 1,024-token prompt-cache floor, the same two judges, conditions none, criteria and
+  rubric, two dimensions (9,600 jobs). Plan forecasts the prompt cache from each job's stable
+  prefixes; it used to render every job whose prefix reached the floor (the figures `create`
+  stored did not include the prefixes), and now reads their digests (`job.prompt_prefixes`).
 
 "Beyond start-up" is plan minus start-up (target 0.5 s wall). The command may not import a
 provider SDK (checked in `tests/runner/test_plan_offline.py`). Run: `python -m benchmarks plan`;
@@ -88,6 +94,54 @@ def _dataset(url: str) -> None:
     eng.dispose()
 
 
+LONG_GROUPS, LONG_PER_GROUP, LONG_WORDS = 100, 8, 1100
+CONDITIONS = ("none", "criteria", "rubric")
+
+
+def _long_items() -> list[object]:
+    from judgepanel.datasets.records import ItemRecord
+
+    rng = random.Random(7)
+    items: list[object] = []
+    for g in range(LONG_GROUPS):
+        article = " ".join(rng.choice(WORDS) for _ in range(LONG_WORDS))
+        for k in range(LONG_PER_GROUP):
+            summary = " ".join(rng.choice(WORDS) for _ in range(30))
+            items.append(ItemRecord(f"l{g}-s{k}", len(items), f"l{g}", article, summary))
+    return items
+
+
+def _conditioned(url: str) -> str:
+    """The rubric-conditioned campaign with long cacheable prefixes (9,600 jobs) at `url`."""
+    from judgepanel.datasets.records import ParsedDataset
+    from judgepanel.rubrics import bundled_rubric
+    from judgepanel.runner import campaign as api
+    from judgepanel.store import campaigns as store
+    from judgepanel.store.engine import make_engine
+    from judgepanel.store.imports import import_parsed
+    from judgepanel.store.rubrics import add_rubric
+
+    eng = make_engine(url)
+    parsed = ParsedDataset(kind="items", source_hash="long", items=_long_items(), annotators=[], labels=[])  # type: ignore[arg-type]
+    import_parsed(eng, "long", parsed)
+    add_rubric(eng, bundled_rubric("summeval"))
+    info = api.create(
+        eng,
+        "cond",
+        dataset="long",
+        protocol="pointwise",
+        judges=list(JUDGES),
+        rubric="summeval",
+        dimensions=list(DIMENSIONS),
+        conditions=list(CONDITIONS),
+    )
+    assert info.jobs == LONG_GROUPS * LONG_PER_GROUP * 2 * 2 * 3, info.jobs
+    base_url_judge = next(j.name for j in info.judges if "base_url" in j.name)
+    store.remember_served_models(eng, "cond", {base_url_judge: "gpt-4o-mini-2024-07-18"})
+    eng.dispose()
+    return "cond"
+
+
 def _campaign(url: str) -> str:
     """The 10,000-job campaign in the store at `url`, with the served model a run would record."""
     from judgepanel.runner import campaign as api
@@ -125,6 +179,7 @@ def _build(tree: Path, tmp: Path, env: dict[str, str]) -> tuple[str, str]:
         f"spec = importlib.util.spec_from_file_location('bench_plan_here', {str(Path(__file__).resolve())!r})\n"
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
         "m._dataset(sys.argv[1]); shutil.copy(sys.argv[2], sys.argv[3]); m._campaign(sys.argv[1])\n"
+        "m._conditioned(sys.argv[1])\n"
     )
     argv = [sys.executable, "-c", script, f"sqlite:///{plan}", str(plan), str(data)]
     # run in `tmp`: `python -c` and `-m` put the working directory first on sys.path
@@ -155,6 +210,7 @@ def main(before: str | None = None) -> None:
                 a for d in DIMENSIONS for a in ("--dimension", d)
             ]
             lines[f"{label}plan"] = ([*jp, url, "campaign", "plan", "big", "--json"], env, None)
+            lines[f"{label}plan cond"] = ([*jp, url, "campaign", "plan", "cond", "--json"], env, None)
             lines[f"{label}start-up"] = ([*jp, url, "campaign", "plan", "nosuch"], env, None)
             lines[f"{label}create"] = ([*jp, f"sqlite:///{fresh}", *create], env, (data, fresh))
         lines["python -c pass"] = ([py, "-c", "pass"], base_env, None)
@@ -187,6 +243,13 @@ def main(before: str | None = None) -> None:
             print(
                 f"{label}plan of 10,000 jobs beyond start-up: {over_wall:.3f} s wall, {over_cpu:.3f} s cpu "
                 f"(target 0.5 s wall){'' if over_wall <= 0.5 else '  over'}"
+            )
+            cond_wall = best[f"{label}plan cond"][0] - best[f"{label}start-up"][0]
+            cond_cpu = best[f"{label}plan cond"][1] - best[f"{label}start-up"][1]
+            print(
+                f"{label}plan of the 9,600-job rubric-conditioned campaign (long cacheable prefixes) beyond "
+                f"start-up: {cond_wall:.3f} s wall, {cond_cpu:.3f} s cpu (target 0.5 s wall)"
+                f"{'' if cond_wall <= 0.5 else '  over'}"
             )
 
 

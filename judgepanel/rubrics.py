@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgepanel.errors import BadInput, NotFound
+from judgepanel.inputs import check_yaml_depth, read_text
 from judgepanel.resources import resource_dir
 
 if TYPE_CHECKING:
@@ -193,8 +194,11 @@ def _unique_key_loader() -> type[yaml.SafeLoader]:
 def load_rubric_text(text: str, *, origin: str = "<rubric>", name: str | None = None) -> RubricDoc:
     import yaml
 
+    check_yaml_depth(text, origin)
     try:
         data = yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader subclass: no arbitrary objects
+    except RecursionError:
+        raise BadInput(f"{origin}: YAML nested too deep") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -205,12 +209,9 @@ def load_rubric_text(text: str, *, origin: str = "<rubric>", name: str | None = 
 
 def load_rubric_file(path: Path | str, *, name: str | None = None) -> RubricDoc:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise BadInput(f"{p}: no such rubric file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{p}: cannot read rubric file ({exc.__class__.__name__})") from exc
+    if not p.exists():
+        raise BadInput(f"{p}: no such rubric file")
+    text = read_text(p, "rubric file")  # a regular file of at most 1 MB (`judgepanel.inputs`)
     return load_rubric_text(text, origin=str(p), name=name)
 
 

@@ -52,6 +52,47 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         drop_pg_templates(factory.getbasetemp(), url)
 
 
+# What a skip was for, by the start of its reason (the fixtures below and `tests.helpers`), so a
+# run that skipped them says so loudly at its end (issue 28 §4): a green run that tested half of
+# the suite must not look like a green run of all of it.
+SKIPPED_FOR = {
+    f"{PG_ENV} not set": "PostgreSQL (no JUDGEPANEL_TEST_PG_URL)",
+    "no chromium/chromedriver": "the headless browser (no chromium/chromedriver)",
+    "shared data folder": "the shared real data (no ../shared/data)",
+}
+RUN_THEM = ".ci/run"  # installs PostgreSQL and Chromium (Debian, root or sudo) and runs `make test`
+
+
+def skipped_for(reports: list[Any]) -> dict[str, int]:
+    """How many skipped tests each missing part of the set-up accounts for."""
+    counts: dict[str, int] = {}
+    for rep in reports:
+        longrepr = getattr(rep, "longrepr", None)
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        for start, what in SKIPPED_FOR.items():
+            if start in reason:
+                counts[what] = counts.get(what, 0) + 1
+    return counts
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The very end of the run (after pytest's own counts), on the controller only."""
+    terminalreporter = config.pluginmanager.get_plugin("terminalreporter")
+    if terminalreporter is None or hasattr(config, "workerinput"):
+        return
+    counts = skipped_for(terminalreporter.stats.get("skipped", []))
+    if not counts:
+        return
+    total = sum(counts.values())
+    terminalreporter.write_sep("!", f"{total} TESTS WERE SKIPPED: this run did not test everything", red=True)
+    for what, n in counts.items():
+        terminalreporter.write_line(f"  {n} skipped for want of {what}")
+    terminalreporter.write_line(
+        f"  run them all: `{RUN_THEM}` (installs PostgreSQL and Chromium from Debian's packages with "
+        "root or sudo, starts a throwaway cluster, and runs `make test` with both required)"
+    )
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED.is_dir():

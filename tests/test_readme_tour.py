@@ -64,6 +64,7 @@ TOUR = (
     "docs/agreement.md",
     "docs/validation.md",
     "docs/annotation.md",
+    "docs/imports.md",
     "docs/repair.md",
     "docs/alignment.md",
     "docs/reports.md",
@@ -389,6 +390,9 @@ def tour_dir(tmp_path: Path, shared_data: Path) -> Path:
         src = shared_data / "summeval" / name
         if src.exists():
             (work / name).symlink_to(src)
+    # the grader runs docs/imports.md imports, where a checkout keeps them
+    (work / "docs").mkdir()
+    (work / "docs" / "examples").symlink_to(REPO / "docs" / "examples", target_is_directory=True)
     samples = work / "judgepanel" / "datasets"
     samples.mkdir(parents=True)
     (samples / "samples").symlink_to(REPO / "judgepanel" / "datasets" / "samples", target_is_directory=True)

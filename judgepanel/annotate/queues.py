@@ -74,10 +74,12 @@ class CreateOptions:
 def read_instructions(path: Path | None) -> str | None:
     if path is None:
         return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read --instructions {path}: {exc}") from None
+    from judgepanel.inputs import read_text
+
+    if not path.exists():
+        raise BadInput(f"cannot read --instructions {path}: no such file")
+    # a regular file only, read up to a bound (issue 29 §6: /dev/zero or a FIFO was read for ever)
+    text = read_text(path, "--instructions", max_bytes=4 * MAX_INSTRUCTIONS)
     if len(text) > MAX_INSTRUCTIONS:
         raise BadInput(f"--instructions {path} holds more than {MAX_INSTRUCTIONS:,} characters")
     return text

@@ -24,12 +24,9 @@ SIM_NOTE = "SIMULATED: these figures rest on simulated judges or a simulated edi
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"--grid-instructions: file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"--grid-instructions: cannot read {path}: {' '.join(str(exc).split())}") from None
+    from judgepanel.inputs import read_text
+
+    return read_text(Path(path), "--grid-instructions: file")
 
 
 @app.command("run")

@@ -73,6 +73,11 @@ def create(
     max_cost: float | None = typer.Option(
         None, "--max-cost", help="Default budget in USD of `campaign run` for this campaign."
     ),
+    allow_identical_conditions: bool = typer.Option(
+        False,
+        "--allow-identical-conditions",
+        help="Create a condition study even when two conditions render the same prompt for every unit.",
+    ),
     json_: bool = JSON,
 ) -> None:
     """Plan a campaign: every item|pair × judge × order × condition × dimension × repeat is a job."""
@@ -98,15 +103,19 @@ def create(
             "max_cost": max_cost,
             "turn": turn,
             "reference_categories": _split(reference_categories),
+            "allow_identical_conditions": allow_identical_conditions or None,
         },
     )
+    for line in info.warnings:
+        warn(line)
     if json_:
-        emit_json(info.as_dict())
+        emit_json({**info.as_dict(), "warnings": list(info.warnings)})
         return
     verb = "planned" if info.added == info.jobs else ("added" if info.added else "unchanged")
     typer.echo(
         f"campaign {info.name}: {info.jobs} jobs ({verb}{f', {info.added} new' if 0 < info.added < info.jobs else ''}), "
-        f"{info.protocol}, judges: {', '.join(info.judge_names().values())}"
+        f"{info.protocol}{', rubric ' + str(info.spec['rubric']) if info.spec.get('rubric') else ''}, "
+        f"judges: {', '.join(info.judge_names().values())}"
     )
     _echo_keys(info.judge_keys)
     if info.skipped_no_turn:
@@ -230,7 +239,7 @@ def _execute(
     from judgepanel.runner.executor import Runner, RunSummary
     from judgepanel.runner.progress import enabled, live_progress
 
-    engine = state(ctx).engine()
+    engine = state(ctx).engine(wait=True)  # a server still starting is waited for, as an outage is
 
     async def main() -> RunSummary:
         runner = Runner(engine, name, options, reask_parse_failures=reask, reask_truncated=truncated)
@@ -365,7 +374,7 @@ def run(
 def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> None:
     from judgepanel.runner.batch import BatchRunner, BatchSummary
 
-    engine = state(ctx).engine()
+    engine = state(ctx).engine(wait=True)
 
     async def main() -> BatchSummary:
         runner = BatchRunner(engine, name, options)
@@ -437,6 +446,13 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         f"{st.calls} calls ({st.cached} from cache), {st.input_tokens} in / {st.output_tokens} out tokens, "
         f"spent {_usd(st.cost_usd)} USD"
     )
+    unpriced = [str(d.get("name") or j) for j, d in st.by_judge.items() if d.get("cost_usd") is None]
+    if unpriced:  # "unknown" never without what would make it known
+        typer.echo(
+            f"cost unknown for {', '.join(unpriced)}: give price_in=…&price_out=… (USD per million "
+            "tokens) in the judge spec, and price_cache_read=…&price_cache_write=… where calls used "
+            "the prompt cache at a rate nobody gave"
+        )
     if st.max_cost_usd is not None:
         held = f", {_usd(st.reserved_usd)} reserved by runs in progress" if st.reserved_usd else ""
         typer.echo(
@@ -548,13 +564,34 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
 
 @app.command("delete")
 def delete(
-    ctx: typer.Context, name: str = typer.Argument(..., help="Campaign name."), json_: bool = JSON
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Campaign name."),
+    force: bool = typer.Option(
+        False, "--force", help="Delete the repair iterations and alignments that use it too."
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation on a terminal."),
+    json_: bool = JSON,
 ) -> None:
     """Delete a campaign and its jobs, attempts and verdicts in one transaction (refused while
-    jobs are leased, while another campaign reuses its answers, or while a repair iteration uses it)."""
-    from judgepanel.store.campaigns.deletion import delete_campaign
+    jobs are leased, while another campaign reuses its answers, or while a repair iteration or an
+    alignment uses it, unless --force). Asks first when run on a terminal (--yes: do not ask)."""
+    import sys
 
-    done = delete_campaign(state(ctx).engine(), name)
+    from judgepanel.store import campaigns as store
+    from judgepanel.store.campaigns.deletion import campaign_dependants, delete_campaign
+
+    engine = state(ctx).engine()
+    if not yes and sys.stdin.isatty():
+        users = campaign_dependants(engine, name)
+        jobs = sum(store.job_counts(engine, store.campaign_id(engine, name)).values())
+        also = f", and {users.describe()} that use it" if users else ""
+        if (force or not users) and not typer.confirm(
+            f"delete campaign {name}: {jobs} job(s) with their requests, responses and verdicts{also}?",
+            default=False,
+        ):
+            err_console.print(f"nothing deleted: campaign {name} is kept", soft_wrap=True)
+            raise typer.Exit(1)
+    done = delete_campaign(engine, name, force=force)
     if json_:
         emit_json(done.as_dict())
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -19,17 +20,24 @@ class AppState:
     db_url: str
     _engine: Engine | None = field(default=None, repr=False)
 
-    def engine(self, *, migrated: bool = True, create: bool = False) -> Engine:
+    def engine(self, *, migrated: bool = True, create: bool = False, wait: bool = False) -> Engine:
         """The database engine. By default the database must exist and be at this judgepanel's
         schema revision (one clear line otherwise, and no new file at a mistyped path).
         `db upgrade` and `demo`, which create and migrate the database themselves, pass
-        `migrated=False, create=True`; `db current` / `db downgrade` pass `migrated=False`."""
+        `migrated=False, create=True`; `db current` / `db downgrade` pass `migrated=False`.
+        `wait`: PostgreSQL that cannot be reached yet is waited for (`runner.dbwait`), as
+        `campaign run` and `worker` ride out an outage once started."""
         if self._engine is None:
             from judgepanel.store import migrate
             from judgepanel.store.engine import ensure_reachable, make_engine
 
             engine = make_engine(self.db_url, create=create)
             try:
+                if wait:
+                    from judgepanel.runner.dbwait import wait_for_server
+
+                    with contextlib.suppress(Exception):  # what it could not wait out, said below
+                        wait_for_server(engine, lambda line: print(f"judgepanel: {line}", file=sys.stderr))
                 ensure_reachable(engine)
                 if migrated:
                     migrate.require_current(engine)

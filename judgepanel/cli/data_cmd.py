@@ -269,3 +269,9 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
 from judgepanel.cli.votes_cmd import import_mtbench  # noqa: E402
 
 app.command("import-mtbench")(import_mtbench)
+
+# other tools' graders (Inspect AI, promptfoo) live in cli/graders_cmd.py
+from judgepanel.cli.graders_cmd import import_inspect, import_promptfoo  # noqa: E402
+
+app.command("import-inspect")(import_inspect)
+app.command("import-promptfoo")(import_promptfoo)

@@ -9,7 +9,16 @@ import typer
 
 from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, printable, sim_title, simulated, table
+from judgepanel.cli.render import (
+    column_blocks,
+    console,
+    emit_json,
+    out_width,
+    printable,
+    sim_title,
+    simulated,
+    table,
+)
 from judgepanel.errors import BadInput
 from judgepanel.metrics.names import LEVELS, METHODS, METRICS, WEIGHT_NAMES  # no numpy: `--help` stays light
 
@@ -33,6 +42,7 @@ app = typer.Typer(
 )
 
 JSON = typer.Option(False, "--json", help="Print one JSON object.")
+NO_VERDICTS = "no verdicts yet"
 DATASET = typer.Option(None, "--dataset", help="Dataset whose item labels to use.")
 PAIRS = typer.Option(None, "--pairs", help="Pair set whose A/B/T labels to use.")
 DIMENSION = typer.Option(None, "--dimension", help="Label dimension (item labels only).")
@@ -284,19 +294,32 @@ def matrix_cmd(
         return
     where = _where(sel, pairs)
     split = f", first {km.n_units} units" if first else f", {km.n_units} units"
-    # a compact grid with numbered columns, so eight or more raters fit an 80-column terminal
-    grid = Table(title=f"Cohen κ on {where}{split}", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
-    grid.add_column("rater", no_wrap=True)
-    grid.add_column("group", no_wrap=True)
-    for i in range(m.n_raters):
-        grid.add_column(str(i + 1), justify="right", no_wrap=True)
-    for i, name in enumerate(m.rater_names):
-        grid.add_row(
-            Text(printable(f"{i + 1} {name}")),
-            Text(printable(groups[name] or "")),
-            *(_fmt(v, 2) for v in km.kappa[i]),
+    # a compact grid with numbered columns; when the raters' columns do not all fit the width, the
+    # grid is printed in blocks of columns that do, so no κ is ever cut to `0…`
+    labels = [printable(f"{i + 1} {name}") for i, name in enumerate(m.rater_names)]
+    kinds = [printable(groups[name] or "") for name in m.rater_names]
+    cells = [[_fmt(v, 2) for v in row] for row in km.kappa]
+    label_w = max([5, *(len(x) for x in labels)])
+    kind_w = max([5, *(len(x) for x in kinds)])
+    col_w = [max(len(str(j + 1)), *(len(r[j]) for r in cells)) for j in range(m.n_raters)]
+    # each column takes its cells, a space of padding each side and the box's one-space divider
+    blocks = column_blocks(col_w, out_width() - (label_w + 2) - (kind_w + 3) - 1, gap=3)
+    for cols in blocks:
+        span = f", raters {cols[0] + 1}–{cols[-1] + 1}" if len(blocks) > 1 else ""
+        grid = Table(
+            title=f"Cohen κ on {where}{split}{span}", box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False
         )
-    console.print(grid)
+        grid.add_column("rater", no_wrap=True)
+        grid.add_column("group", no_wrap=True)
+        for j in cols:
+            grid.add_column(str(j + 1), justify="right", no_wrap=True)
+        for i in range(m.n_raters):
+            grid.add_row(Text(labels[i]), Text(kinds[i]), *(Text(cells[i][j]) for j in cols))
+        console.print(grid)
+    if len(blocks) > 1:
+        console.print(
+            "(the matrix is printed in blocks of columns to keep every κ whole; --json has it in one piece)"
+        )
     for i, members in enumerate(found, 1):
         composition = ", ".join(
             f"{g} ×{sum((groups[n] or '—') == g for n in members)}"
@@ -702,17 +725,36 @@ def bias_cmd(
     result = campaign_bias(engine, campaign)
     names = campaign_judge_names(engine, campaign)
     sim = simulated(engine, [campaign])
+    # a judge with no pair answered in both orders has no test at all: p_value null and
+    # `no verdicts yet`, never the p = 1 of a judge whose swapped pairs showed no bias
+    none_yet = {spec for spec, b in result.items() if b.pairs == 0}
+
+    def row(spec: str) -> dict[str, Any]:
+        d = result[spec].as_dict()
+        return {**d, "p_value": None, "note": NO_VERDICTS} if spec in none_yet else d
+
     if json_:
         # keyed by the judge's short name (`--judge NAME=SPEC` or derived), its full spec inside
-        shown = {names.get(spec, spec): {**b.as_dict(), "spec": spec} for spec, b in result.items()}
+        shown = {names.get(spec, spec): {**row(spec), "spec": spec} for spec in result}
         emit_json({"judges": shown, "simulated": sim})
+        return
+    if result and len(none_yet) == len(result):
+        typer.echo(
+            f"{campaign}: no verdicts yet for any of its {len(result)} judge(s) (no pair answered in "
+            f"both orders): run `judgepanel campaign run {campaign}` first"
+        )
         return
     # the columns are the JSON keys, in their order, so the table and `--json` read alike
     keys = list(next(iter(result.values())).as_dict()) if result else []
     table(
         sim_title(f"position bias in {campaign} (swapped pairs; p_value: exact sign test)", sim),
         ["judge", *keys],
-        [[names.get(n, n), *b.as_dict().values()] for n, b in result.items()],
+        [
+            [names.get(n, n), *(NO_VERDICTS if k == "p_value" else v for k, v in row(n).items() if k in keys)]
+            if n in none_yet
+            else [names.get(n, n), *b.as_dict().values()]
+            for n, b in result.items()
+        ],
     )
 
 

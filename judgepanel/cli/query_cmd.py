@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import console, emit_json, table
+from judgepanel.cli.render import console, emit_json, fits, out_width, records, table
 from judgepanel.errors import BadInput
 
 # judgepanel.store.readonly.DEFAULT_TIMEOUT and DEFAULT_MAX_BYTES, repeated so `--help` imports
@@ -103,4 +103,13 @@ def query(
         w.writerow(result.columns)
         w.writerows([[_plain(v) for v in r] for r in result.rows])
     else:
-        table(None, result.columns, [[_plain(v) for v in r] for r in result.rows])
+        rows = [[_plain(v) for v in r] for r in result.rows]
+        if fits(result.columns, rows):
+            table(None, result.columns, rows)
+        else:  # a queried value is never cut: one record per row instead of a table
+            records(
+                result.columns,
+                rows,
+                f"({len(result.columns)} column(s) too wide for {out_width()} columns: one record per "
+                "row; --format csv or --json for machine-readable output)",
+            )

@@ -240,6 +240,60 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
         console.print(f"{key} {name}", markup=False, highlight=False, soft_wrap=True)
 
 
+def out_width() -> int:
+    """The width stdout's tables are laid out at (the terminal's, or rich's default in a pipe)."""
+    lazy = console if isinstance(console, _LazyConsole) else None
+    plain_width = None if lazy is None else lazy.plain_width()
+    return console.width if plain_width is None else plain_width
+
+
+def fits(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None) -> bool:
+    """Whether `table` can show every cell whole: one line per cell, the columns side by side within
+    `width`, and no first-column value long enough to be replaced by a key."""
+    from rich.cells import cell_len
+
+    cells = [[printable(fmt_number(v)) for v in r] for r in rows]
+    if any("\n" in c or "\t" in c for r in cells for c in r):
+        return False
+    widths = [
+        max([cell_len(str(c)), *(cell_len(r[i]) for r in cells if len(r) > i)]) for i, c in enumerate(columns)
+    ]
+    if widths and any(len(r) and cell_len(r[0]) > NAME_WIDTH for r in cells):
+        return False
+    return sum(widths) + max(0, len(widths) - 1) <= (width or out_width())
+
+
+def column_blocks(widths: Sequence[int], room: int, gap: int = 2) -> list[list[int]]:
+    """The column indices in runs that fit `room` characters (each column `gap` wider than its
+    widest cell; at least one column a run): a too-wide grid printed in blocks instead of cut."""
+    blocks: list[list[int]] = [[]]
+    used = 0
+    for i, w in enumerate(widths):
+        if blocks[-1] and used + w + gap > room:
+            blocks.append([])
+            used = 0
+        blocks[-1].append(i)
+        used += w + gap
+    return [b for b in blocks if b] or [[]]
+
+
+def records(columns: Sequence[str], rows: Sequence[Sequence[Any]], note: str | None = None) -> None:
+    """One record per row (`-- row N --`), one line per cell: the column name, padded, then the
+    value whole (a long one wraps at the terminal, never cut): the layout for results too wide for a
+    table. `note` says why, on stderr, first."""
+    if note:
+        err_console.print(note, markup=False, highlight=False, soft_wrap=True)
+    names = [printable(str(c)) for c in columns]
+    pad = max((len(n) for n in names), default=0)
+    lines: list[str] = []
+    for i, r in enumerate(rows, 1):
+        lines.append(f"-- row {i} --")
+        for name, v in zip(names, r, strict=False):
+            lines.append(f"{name.ljust(pad)}  {printable(fmt_number(v))}")
+    sys.stdout.write("\n".join(lines) + ("\n" if lines else ""))
+    sys.stdout.flush()
+
+
 def _rich_table(
     title: str | None,
     specs: Sequence[tuple[str, bool, int | None]],

@@ -28,6 +28,11 @@ def report(
         help="Add an alignment (`align run`): agreement per version, deltas, overfitting gap, TOST, cost, "
         "its choices; with --iteration, the repair's versions as `align compare NAME --repair ITER` made them.",
     ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace FILE (and a Markdown report's plots) if it exists (never the database).",
+    ),
     json_: bool = typer.Option(False, "--json", help="Print what was written as one JSON object."),
 ) -> None:
     """A report people would rather look at than read: what ran, agreement, bias, judges vs humans, cases."""
@@ -47,6 +52,7 @@ def report(
         n_boot=bootstrap,
         cases=cases,
         seed=seed,
+        force=force,
     )
     if json_:
         emit_json(

@@ -42,7 +42,8 @@ def add(
     note: str | None = typer.Option(None, "--note", help="Change note for a new version."),
     json_: bool = JSON,
 ) -> None:
-    """Add a rubric: identical content is a no-op, changed content becomes the next version."""
+    """Add a rubric: content identical to the current version (the newest a person added, what a
+    bare NAME means) is a no-op; changed content becomes the next version."""
     from judgepanel.store.rubrics import add_rubric
 
     added = add_rubric(state(ctx).engine(), _read(file, name), change_note=note)
@@ -51,7 +52,7 @@ def add(
         return
     r = added.rubric
     if not added.created:
-        typer.echo(f"{r.ref}: unchanged (identical to the latest version)")
+        typer.echo(f"{r.ref} (unchanged: identical to the current version, the newest a person added)")
         return
     parent = f", parent {r.name}@{r.parent_version}" if r.parent_version else ""
     typer.echo(f"{r.ref} added: {len(r.doc.dimensions)} dimension(s), {len(r.doc.clauses)} clauses{parent}")
@@ -59,7 +60,8 @@ def add(
 
 @app.command("list")
 def list_(ctx: typer.Context, json_: bool = JSON) -> None:
-    """The stored rubrics with their latest version."""
+    """The stored rubrics with their latest version and their current one (the newest a person
+    added: what a bare NAME means; editor versions only by NAME@VERSION)."""
     from judgepanel.store.rubrics import list_rubrics
 
     rows = list_rubrics(state(ctx).engine())
@@ -68,9 +70,16 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
         return
     table(
         "rubrics",
-        ["name", "latest", "versions", "clauses", "dimensions"],
+        ["name", "current", "latest", "versions", "clauses", "dimensions"],
         [
-            [r["name"], r["latest_version"], r["versions"], r["clauses"], ", ".join(r["dimensions"])]
+            [
+                r["name"],
+                r["current_version"],
+                r["latest_version"],
+                r["versions"],
+                r["clauses"],
+                ", ".join(r["dimensions"]),
+            ]
             for r in rows
         ],
     )
@@ -79,7 +88,11 @@ def list_(ctx: typer.Context, json_: bool = JSON) -> None:
 @app.command("show")
 def show(
     ctx: typer.Context,
-    ref: str = typer.Argument(..., metavar="NAME[@VERSION]", help="Latest version unless @VERSION is given."),
+    ref: str = typer.Argument(
+        ...,
+        metavar="NAME[@VERSION]",
+        help="The current version (the newest a person added) unless @VERSION is given.",
+    ),
     json_: bool = JSON,
 ) -> None:
     """One rubric version: its dimensions, criteria, anchors and clauses."""

@@ -54,7 +54,7 @@ def worker(
         retry=RetryPolicy(max_attempts=max_attempts),
         lease_seconds=lease_seconds,
     )
-    engine = state(ctx).engine()
+    engine = state(ctx).engine(wait=True)  # a server still starting is waited for, as an outage is
     w = Worker(engine, opts, campaigns=_split(campaign), follow=follow, poll_seconds=poll_seconds)
 
     async def main() -> WorkerSummary:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from judgepanel.errors import BadInput
+from judgepanel.inputs import check_regular
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class ParsedDataset:
 def sha256_files(*paths: Path) -> str:
     h = hashlib.sha256()
     for p in paths:
+        check_regular(p, "file")  # a FIFO or /dev/zero would be hashed for ever
         h.update(p.name.encode())
         with p.open("rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -177,6 +179,7 @@ def open_text(path: Path) -> IO[str]:
         raise BadInput(f"{path}: no such file")
     if path.is_dir():
         raise BadInput(f"{path}: is a folder, expected a file")
+    check_regular(path, "file")
     with path.open("rb") as f:
         magic = f.read(2)
     if magic == b"\x1f\x8b":
@@ -192,6 +195,7 @@ def read_lines(path: Path) -> Iterator[str]:
         raise BadInput(f"{path}: no such file")
     if path.is_dir():
         raise BadInput(f"{path}: is a folder, expected a file")
+    check_regular(path, "file")
     with path.open("rb") as f:
         packed = f.read(2) == b"\x1f\x8b"
     n = 0

@@ -21,6 +21,9 @@ connections, no framework) that answers
   a chat request whose final user message contains `when` (first rule that matches) gets `text` as
   its reply, as prose (no structured object), instead of the sim brain's answer; `[]` clears the rules.
 
+A chat request that is another tool's grader prompt (Inspect AI's model-graded scorers, promptfoo's
+`llm-rubric`) is answered in that grader's format, from the sim brain's score (`judgepanel.fake.graders`).
+
 `served_model` imitates a local server (llama.cpp, vLLM with one model) that ignores the request's
 `model`: when set, `/v1/models` lists only it, replies report it as `model`, and the sim brain
 answers as that model whatever the request names. Change it between runs to swap "the weights".
@@ -47,7 +50,9 @@ base64url, hex, reversed, upper- and lower-case, `-` → `_`, split by a space, 
 `huge` bytes, default 64 MB, sent with its Content-Length in 64 KB writes, never held in memory
 whole), `endless` (a 200 whose chunked body never ends: spaces, 64 KB a chunk, until the client
 hangs up), `gzipbomb` (the `huge` answer gzip-compressed: a few hundred KB on the wire that
-decode to `huge` bytes, chunked, `content-encoding: gzip`), `echo401` (a 401 whose error message carries the key in those forms).
+decode to `huge` bytes, chunked, `content-encoding: gzip`), `echo401` (a 401 whose error message carries the key in those forms),
+and the hostile rewrites of `judgepanel.fake.faults` (`gzipgzip`, `surrogate`, `bigtokens`,
+`negtokens`, `nousage`, `echoencoded`, …: see there).
 
 Choosing a fault, first match wins:
 
@@ -116,6 +121,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
+from judgepanel.fake.faults import HOSTILE, rewrite
+from judgepanel.fake.graders import grader_reply
 from judgepanel.fake.logprobs import fake_logprobs
 from judgepanel.simjudge import (
     SIM_FINGERPRINT,
@@ -156,6 +163,7 @@ FAULTS = (
     "echoforms",
     "echo401",
     "gzipbomb",
+    *HOSTILE,
 )
 # Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
 # sim brain scores a summary by its word overlap with the article.
@@ -652,6 +660,11 @@ class FakeServer:
             reply.pad = int(knobs.get("huge", self.huge))
             reply.gzip = True
             return reply
+        if fault in HOSTILE:
+            body, extra = rewrite(
+                fault, wire, reply.body, _caller_key(headers), int(knobs.get("huge", self.huge))
+            )
+            return _Reply(200, body, reply.headers + extra)
         return _malformed(fault, reply)
 
     def answer_entry(self, wire: str, payload: dict[str, Any], version: str) -> tuple[int, bytes]:
@@ -671,6 +684,8 @@ class FakeServer:
             reply = self._openai(payload, model, knobs)
         else:
             reply = self._anthropic(payload, model, knobs, version)
+        if fault in HOSTILE and reply.status == 200 and not fault.startswith(("gzip", "br")):
+            return reply.status, rewrite(fault, wire, reply.body, "", self.huge)[0]
         return reply.status, reply.body
 
     def _choose_fault(
@@ -819,14 +834,9 @@ class FakeServer:
             for m in messages
             if isinstance(m, dict)
         ]
-        reply = simulate(
-            model,
-            normalized,
-            schema_name=schema_name,
-            params=self._brain_params(payload, knobs),
-            structured=structured,
-        )
-        reply = self._scripted(normalized, reply)
+        params = self._brain_params(payload, knobs)
+        reply = simulate(model, normalized, schema_name=schema_name, params=params, structured=structured)
+        reply = self._scripted(normalized, grader_reply(model, normalized, params, reply))
         ident = self.next_id()
         cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
         self._bill(reply.input_tokens, reply.output_tokens, min(cached, reply.input_tokens))
@@ -889,14 +899,11 @@ class FakeServer:
                 tool_name = str(choice.get("name"))
             elif choice.get("type") == "any":
                 tool_name = str(tools[0].get("name"))
+        params = self._brain_params(payload, knobs)
         reply = simulate(
-            model,
-            normalized,
-            schema_name=tool_name,
-            params=self._brain_params(payload, knobs),
-            structured=tool_name is not None,
+            model, normalized, schema_name=tool_name, params=params, structured=tool_name is not None
         )
-        reply = self._scripted(normalized, reply)
+        reply = self._scripted(normalized, grader_reply(model, normalized, params, reply))
         ident = self.next_id()
         usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
         read = min(usage.read, reply.input_tokens) if usage else 0
@@ -1002,6 +1009,7 @@ _AFTER_ANSWER = (
     "huge",
     "endless",
     "gzipbomb",
+    *HOSTILE,
 )  # faults applied to a real answer
 
 

@@ -7,12 +7,19 @@ Four pure functions of a candidate text, each answering one clause met / not met
 - `phrase` {"phrases": [str, ...], "mode": "all"|"any"}: each (or any) phrase occurs in the text,
   case-insensitively, with runs of whitespace treated as one space (a required section heading,
   a required disclaimer).
-- `regex` {"pattern": str, "expect": "match"|"no_match"}: Python `re.search`, case-insensitive.
-  Bounded by rule, not by a timeout: a pattern is refused when it is longer than
-  `MAX_PATTERN_CHARS`, when it uses a backreference or a lookaround, or when a quantified group
-  itself contains a quantifier or an alternation (`(a+)+`, `(\\w*)*`, `(x{1,3})+`, `(a|aa)+` — the
-  nested quantifiers and overlapping alternatives behind catastrophic backtracking); the text
-  searched is cut at `MAX_TEXT_CHARS`. What is left backtracks at most polynomially.
+- `regex` {"pattern": str, "expect": "match"|"no_match"}: a Python regular expression searched
+  case-insensitively. It cannot hang a run (issue 29 §3: `.*.*.*.*.*.*=` is polynomial of degree
+  6, and an editor proposed such patterns): every search runs in the `regex` engine under a hard
+  time limit, `SEARCH_SECONDS`, and a search that runs out answers nothing (`CheckerTimeout`: the
+  clause is left to the judge, the checker is not kept). A pattern is also refused outright when
+  it is longer than `MAX_PATTERN_CHARS`; when it holds an inline flag or any other `(?…)` group
+  but `(?:…)` (`(?s)`, `(?x)`, whose verbose mode hid `( a + ) + b`'s nested quantifier from the
+  rule below); a backreference or a lookaround; a `{` that is not a repeat count (the two engines
+  read such braces differently); a quantified group that itself contains a quantifier or an
+  alternation (`(a+)+`, `(\\w*)*`, `(a|aa)+`, the nested quantifiers behind catastrophic
+  backtracking); or when it runs out of time on one of the long `PROBES` texts (runs of one
+  character, the cases where polynomial backtracking shows). The text searched is cut at
+  `MAX_TEXT_CHARS`.
 - `language` {"language": "en"|"de"|"fr"|"es"|"it"|"nl"|"pt"}: a dependency-free stop-word profile.
   Each language has 30–40 of its most frequent function words; the text's language is the one whose
   list covers most of its words, when that share is at least `MIN_STOPWORD_SHARE` (else
@@ -25,6 +32,7 @@ or says in one line why it cannot be used.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +43,9 @@ MAX_PATTERN_CHARS = 200
 MAX_TEXT_CHARS = 20_000
 MAX_PHRASES = 10
 MIN_STOPWORD_SHARE = 0.15
+# the hard limit on one search: a harmless pattern takes well under a millisecond on the longest
+# text searched, so this only ever stops a pattern that backtracks
+SEARCH_SECONDS = 0.25
 
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 
@@ -90,7 +101,8 @@ CATALOGUE: tuple[dict[str, Any], ...] = (
         "params": {"pattern": "Python regular expression", "expect": "match | no_match"},
         "meaning": (
             "met when the pattern is found (match) or not found (no_match), ignoring case; no "
-            "backreferences, lookarounds or nested quantifiers, at most 200 characters"
+            "inline flags or other (?...) groups but (?:...), no backreferences, lookarounds or "
+            "nested quantifiers, at most 200 characters"
         ),
     },
     {
@@ -103,6 +115,10 @@ CATALOGUE: tuple[dict[str, Any], ...] = (
 
 class CheckerError(ValueError):
     """A proposal that cannot be used as a checker (one line, said to the user)."""
+
+
+class CheckerTimeout(CheckerError):
+    """A regex checker's search ran out of its time limit: it answers nothing for this text."""
 
 
 @dataclass(frozen=True)
@@ -163,9 +179,37 @@ def _nested(bare: str) -> bool:
 
 
 _BACKREF = re.compile(r"\\[1-9]|\(\?P=|\(\?<?[=!]")
+_SPECIAL_GROUP = re.compile(r"\(\?(?!:)")
+_REPEAT_COUNT = re.compile(r"\{(?:\d+,?\d*|,\d+)\}")
+_FILLERS = ("a", "0", " ", ".", "\n")
 
 
-def compile_pattern(pattern: str) -> re.Pattern[str]:
+def probes(bare: str) -> list[str]:
+    """Texts on which polynomial backtracking shows, as long as the longest text searched: long
+    runs of one character (a letter, a digit, a space, punctuation, a newline), alone and with one
+    of the pattern's own literal characters at the start and in the middle (a required character
+    that is absent ends a search at once; one that is present lets it backtrack)."""
+    n = MAX_TEXT_CHARS
+    literals = sorted({c for c in bare if c.isprintable() and c not in "\\^$.|?*+()[]{}"})[:8]
+    out = [f * n for f in _FILLERS]
+    for f in _FILLERS:
+        for c in literals:
+            out += [c + f * (n - 1), f * (n // 2) + c + f * (n - n // 2 - 1)]
+    return out
+
+
+# patterns that ran out of time on a text in this process: not searched again (each costs the
+# whole limit), so a kept checker that backtracks on some texts costs one limit, not one per reply
+_SLOW: set[str] = set()
+
+
+def compile_pattern(pattern: str) -> Any:
+    """A checked pattern compiled for `search` (cached: a kept checker runs on every reply)."""
+    return _compiled(pattern)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
     if not pattern:
         raise CheckerError("regex checker: empty pattern")
     if len(pattern) > MAX_PATTERN_CHARS:
@@ -175,14 +219,46 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
     # strip escaped characters and character classes before looking for nested quantifiers
     bare = re.sub(r"\\.", "x", pattern)
     bare = re.sub(r"\[(?:[^\]\\]|\\.)*\]", "x", bare)
+    if _SPECIAL_GROUP.search(bare):
+        raise CheckerError(
+            "regex checker: inline flags such as (?s) or (?x) and other (?...) groups are not "
+            "allowed; use (?:...) to group"
+        )
+    if "{" in _REPEAT_COUNT.sub("", bare) or "}" in _REPEAT_COUNT.sub("", bare):
+        raise CheckerError("regex checker: a literal { or } must be escaped (\\{ \\})")
     if _nested(bare):
         raise CheckerError(
             "regex checker: a repeated group may not contain a quantifier or an alternation (e.g. (a+)+, (a|aa)+)"
         )
+    import regex  # 18 ms: only where a regex checker is used
+
     try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as exc:
+        re.compile(pattern)  # a Python regular expression, as the editor is told
+        compiled = regex.compile(pattern, regex.IGNORECASE | regex.VERSION0)
+    except (re.error, regex.error) as exc:
         raise CheckerError(f"regex checker: invalid pattern: {exc}") from exc
+    literal_only = re.sub(r"\\.", "", pattern)  # escapes (\d, \w) are not literal characters
+    for probe in probes(re.sub(r"\[(?:[^\]\\]|\\.)*\]", "", literal_only)):
+        try:
+            compiled.search(probe, timeout=SEARCH_SECONDS)
+        except TimeoutError:
+            raise CheckerError(
+                f"regex checker: too slow: a search of {len(probe):,} characters ran past "
+                f"{SEARCH_SECONDS:g} s (a pattern that backtracks, e.g. .*.*.*=)"
+            ) from None
+    return compiled
+
+
+def search(pattern: str, text: str) -> bool:
+    """Whether `pattern` (a checked one) is found in `text` (cut at `MAX_TEXT_CHARS`), within the
+    time limit; `CheckerTimeout` when it runs out."""
+    if pattern in _SLOW:
+        raise CheckerTimeout(f"regex checker: the pattern ran past {SEARCH_SECONDS:g} s on an earlier text")
+    try:
+        return compile_pattern(pattern).search(text[:MAX_TEXT_CHARS], timeout=SEARCH_SECONDS) is not None
+    except TimeoutError:
+        _SLOW.add(pattern)
+        raise CheckerTimeout(f"regex checker: the search ran past {SEARCH_SECONDS:g} s") from None
 
 
 def _int_or_none(v: Any, name: str) -> int | None:
@@ -243,7 +319,7 @@ def check(checker: Checker, text: str) -> bool:
         found = [ph in body for ph in p["phrases"]]
         return all(found) if p["mode"] == "all" else any(found)
     if checker.kind == "regex":
-        hit = compile_pattern(p["pattern"]).search(text[:MAX_TEXT_CHARS]) is not None
+        hit = search(p["pattern"], text)
         return hit if p["expect"] == "match" else not hit
     if checker.kind == "language":
         return bool(detect_language(text) == p["language"])

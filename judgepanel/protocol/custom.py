@@ -48,6 +48,7 @@ import jinja2.meta
 import yaml
 
 from judgepanel.errors import BadInput
+from judgepanel.inputs import check_yaml_depth, read_text
 from judgepanel.protocol.sandbox import BoundedEnvironment, TemplateProblem, compile_bounded, render_bounded
 from judgepanel.protocol.schemas import clauses_schema, pairwise_schema, pointwise_schema
 from judgepanel.protocol.templates import (
@@ -210,10 +211,13 @@ def _declarations(name: str, source: str) -> dict[str, Any]:
     m = _FRONT.match(source)
     if m is None:
         return {}
+    check_yaml_depth(m.group("body"), f"template {name}: its judgepanel block")
     try:
         body = yaml.safe_load(m.group("body"))
     except yaml.YAMLError as exc:
         raise BadInput(f"template {name}: its judgepanel block is not YAML: {_one_line(exc)}") from None
+    except RecursionError:
+        raise BadInput(f"template {name}: its judgepanel block is nested too deep") from None
     if body is None:
         return {}
     if not isinstance(body, dict):
@@ -290,12 +294,7 @@ def load_template(protocol: str, ref: str, *, base: Path | None = None) -> Custo
     path = Path(ref).expanduser()
     if not path.is_absolute() and base is not None:
         path = base / path
-    try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"template file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"template file {path}: cannot read it: {_one_line(exc)}") from None
+    source = read_text(path, "template file")  # a regular file of at most 1 MB (`judgepanel.inputs`)
     return from_source(protocol, path.name, source, path=str(path.resolve()))
 
 

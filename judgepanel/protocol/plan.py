@@ -25,6 +25,11 @@ KEY_VERSION = 1
 REFERENCE = "reference"  # the `templates` key of the reference-guided template (`reference_categories`)
 
 
+# The most jobs one campaign may plan (issue 29 §6: `repeats: 1000000000` was planned and rendered
+# without an answer); checked from the sizes alone, before a job is built
+MAX_JOBS = 1_000_000
+
+
 @dataclass(frozen=True)
 class CampaignSpec:
     """What `campaign create` was asked for; stored as the campaign's `spec` and compared on re-create."""
@@ -76,8 +81,14 @@ class CampaignSpec:
             raise BadInput("two judges of the campaign share a name; judge names must be unique")
         if self.repeats < 1:
             raise BadInput(f"--repeats must be at least 1, got {self.repeats}")
+        if self.repeats > MAX_JOBS:
+            raise BadInput(
+                f"--repeats {self.repeats:,} would plan more than the {MAX_JOBS:,} jobs a campaign may have"
+            )
         if self.limit is not None and self.limit < 1:
             raise BadInput(f"--limit must be at least 1, got {self.limit}")
+        if self.limit is not None and self.limit > 2**31 - 1:
+            raise BadInput(f"--limit must be at most {2**31 - 1:,}, got {self.limit}")
         for c in self.conditions:
             if c not in CONDITIONS:
                 raise BadInput(f"--condition must be one of {', '.join(CONDITIONS)}, got {c!r}")
@@ -188,11 +199,18 @@ def plan_jobs(
     rubric_hash: str | None,
 ) -> list[PlannedJob]:
     """Every job of the campaign in execution order: repeat-major (a partial run covers every unit
-    once before any second sample), then unit, judge, order, condition, dimension."""
+    once before any second sample), then unit, judge, order, condition, dimension. A campaign of
+    more than `MAX_JOBS` jobs is refused before any is built (or rendered)."""
     orders: tuple[str | None, ...] = ORDERS if spec.protocol == "pairwise" else (None,)
     # the clause protocol asks a dimension's whole clause set in one call: the condition is moot
     conditions: tuple[str | None, ...] = (None,) if spec.protocol == "clauses" else spec.conditions
     dims: tuple[str | None, ...] = spec.dimensions or (None,)
+    total = spec.repeats * len(units) * len(spec.judges) * len(orders) * len(conditions) * len(dims)
+    if total > MAX_JOBS:
+        raise BadInput(
+            f"campaign {spec.name} would have {total:,} jobs, more than the {MAX_JOBS:,} one campaign "
+            "may plan: lower --repeats or --limit, or split the work into several campaigns"
+        )
     template = spec.templates.get(spec.protocol)
     extra: dict[str, Any] = {"template": template["sha256"]} if template else {}  # old keys unchanged
     if spec.turn is not None:

@@ -54,6 +54,7 @@ from judgepanel.errors import BadInput, ProviderError
 from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.providers.keys import api_key
+from judgepanel.providers.replies import bad_count, token_count
 from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 
 DEFAULT_MAX_TOKENS = 1024
@@ -250,9 +251,14 @@ class AnthropicProvider:
             )
         usage = payload.get("usage")
         usage = usage if isinstance(usage, dict) else {}
-        uncached = sdk.int_or_none(usage.get("input_tokens"))
-        read = sdk.int_or_none(usage.get("cache_read_input_tokens"))
-        written = sdk.int_or_none(usage.get("cache_creation_input_tokens"))
+        uncached = token_count(usage.get("input_tokens"))
+        sent_read, sent_written = (
+            usage.get("cache_read_input_tokens"),
+            usage.get("cache_creation_input_tokens"),
+        )
+        read, written = token_count(sent_read), token_count(sent_written)
+        if bad_count(sent_read) or bad_count(sent_written):
+            uncached = read = written = None  # the prompt's size is their sum: unknown
         model = payload.get("model")
         stop = payload.get("stop_reason")
         return ChatResult(
@@ -260,8 +266,8 @@ class AnthropicProvider:
             raw_body=errors.redact(body, self._secrets),
             model_returned=model if isinstance(model, str) else None,
             system_fingerprint=None,  # the Messages API has none; the dated model id is the version
-            input_tokens=None if uncached is None else uncached + (read or 0) + (written or 0),
-            output_tokens=sdk.int_or_none(usage.get("output_tokens")),
+            input_tokens=None if uncached is None else token_count(uncached + (read or 0) + (written or 0)),
+            output_tokens=token_count(usage.get("output_tokens")),
             latency_ms=latency_ms,
             http_status=status,
             structured=structured,

@@ -25,6 +25,11 @@ from dataclasses import dataclass, field
 from judgepanel.providers.wire import OPENAI_MIN_TOKENS, OPENAI_STEP, anthropic_min_tokens
 
 
+def prefix_digest(text: str) -> bytes:
+    """What identifies a prompt prefix to the forecast (16 bytes of its sha256)."""
+    return hashlib.sha256(text.encode()).digest()[:16]
+
+
 @dataclass
 class CacheForecast:
     """Prefixes seen so far for one judge (`provider`, `model`)."""
@@ -45,13 +50,15 @@ class CacheForecast:
     def call(self, prefixes: Sequence[tuple[str, int]]) -> tuple[int, int]:
         """(read, written) prompt tokens of a call whose stable prefixes are `prefixes`: each the
         prefix text (cumulative) and its token count, shortest first."""
+        return self.call_digests([(prefix_digest(text), tokens) for text, tokens in prefixes])
+
+    def call_digests(self, prefixes: Sequence[tuple[bytes, int]]) -> tuple[int, int]:
+        """`call` with each prefix given by its `prefix_digest` (what `campaign create` stores)."""
         floor = self.floor()
         if floor is None:
             return 0, 0
         marks_only = self.provider == "anthropic"
-        eligible = [
-            (hashlib.sha256(text.encode()).digest(), tokens) for text, tokens in prefixes if tokens >= floor
-        ]
+        eligible = [(d, tokens) for d, tokens in prefixes if tokens >= floor]
         read = max((t for d, t in eligible if d in self._seen), default=0)
         self._seen.update(d for d, _ in eligible)
         if not marks_only:

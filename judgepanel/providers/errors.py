@@ -32,7 +32,9 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from judgepanel.errors import Fatal, ProviderError, RateLimited, TimedOut, Transient
+from judgepanel.providers import unmask
 from judgepanel.providers.base import ChatResult
+from judgepanel.providers.key_names import PROVIDER_KEY_ENVS, user_key_envs
 
 _QUOTA = re.compile(
     r"insufficient_quota|exceeded your current quota|billing|credit balance|quota exceeded|spend_limit", re.I
@@ -79,9 +81,10 @@ _MIN_FUZZY = 12  # letters and digits a key needs before its reformatted forms a
 
 def configured_secrets() -> tuple[str, ...]:
     """The key values configured in the environment: what must never be stored or shown. The
-    provider variables, and every variable named like a credential (`*_API_KEY`, `*_KEY`,
-    `*_TOKEN`, `*_SECRET`, `*_PASSWORD`), which is what a judge's `key_env` may name."""
-    names = [*KEY_ENVS, *sorted(n for n in os.environ if _SECRET_ENV.fullmatch(n) and n not in KEY_ENVS)]
+    provider variables, every variable named like a credential (`*_API_KEY`, `*_KEY`, `*_TOKEN`,
+    `*_SECRET`, `*_PASSWORD`), and every name a judge's `key_env` may take (`providers.keys`)."""
+    named = {n for n in os.environ if _SECRET_ENV.fullmatch(n)} | PROVIDER_KEY_ENVS | user_key_envs()
+    names = [*KEY_ENVS, *sorted(named - set(KEY_ENVS))]
     values = (os.environ.get(n, "").strip() for n in names)
     return tuple(dict.fromkeys(v for v in values if len(v) >= _MIN_SECRET))
 
@@ -114,6 +117,8 @@ class _Redactor:
     folded: re.Pattern[bytes]  # letters and digits of each fuzzy form, lower-cased
     exact: re.Pattern[bytes] | None  # letters and digits of each base64 core, as they are
     shortest: int  # no text with fewer letters and digits than this can hold a key
+    reach: int  # characters a match can span at most (the longest form with its widest gaps)
+    forms: tuple[str, ...]  # the folded forms (letters and digits, lower-cased), for `unmask.across`
 
 
 # what is left of a text for the quick test: its ASCII letters and digits, JSON escapes dropped whole
@@ -157,6 +162,8 @@ def _redactor(secrets: tuple[str, ...]) -> _Redactor | None:
         either(folded) or re.compile(b"(?!)"),
         either(exact),
         min(len(n) for n in (*folded, *exact)),
+        max(len(n) for n in (*folded, *exact)) * 7,
+        tuple(f.decode() for f in folded),
     )
 
 
@@ -173,15 +180,25 @@ def _holds(r: _Redactor, text: str) -> bool:
     return r.folded.search(bare.lower()) is not None
 
 
+_WITHHELD = "[redacted: held a configured key in a form that could not be cut out]"
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """Remove configured secrets (in every form `_redactor` knows) and key-shaped strings from
     text that may be shown or stored. A text that still holds a key's letters and digits in
     order after the cut (spread wider than the pattern allows) is withheld whole."""
     r = _redactor(secrets if isinstance(secrets, tuple) else tuple(secrets))
-    if r is not None and _holds(r, text):
-        text = r.pattern.sub("[redacted]", text)
+    if r is not None:
         if _holds(r, text):
-            text = "[redacted: held a configured key in a form that could not be cut out]"
+            text = r.pattern.sub("[redacted]", text)
+            if _holds(r, text):
+                text = _WITHHELD
+        # percent-encoded, entities, \u escapes, fullwidth, zero-width spaces (`unmask`): the text
+        # is kept as decoded then, with the key cut out
+        view = unmask.decoded(text)
+        if view is not text and _holds(r, view):
+            view = r.pattern.sub("[redacted]", view)
+            text = _WITHHELD if _holds(r, view) else view
     if "sk-" not in text and "jpa-" not in text:  # what `_KEYISH` needs, found far faster
         return text
     return _KEYISH.sub(r"\1…[redacted]", text)
@@ -222,14 +239,59 @@ def redact_result(result: ChatResult, secrets: Iterable[str] | None = None) -> C
     def clean(value: Any) -> Any:
         return redact_value(value, keys)
 
+    text, body, model, fingerprint, finish = (
+        result.text,
+        result.raw_body,
+        result.model_returned,
+        result.system_fingerprint,
+        result.finish_reason,
+    )
+    r = _redactor(keys)
+    if r is not None:  # before each field is redacted alone, which would cut one half only
+        text, body, model, fingerprint, finish = _split_keys(r, text, body, model, fingerprint, finish)
+    text, body, model, fingerprint, finish = (clean(v) for v in (text, body, model, fingerprint, finish))
     return replace(
         result,
-        text=clean(result.text),
-        raw_body=clean(result.raw_body),
-        model_returned=clean(result.model_returned),
-        system_fingerprint=clean(result.system_fingerprint),
+        text=text or "",
+        raw_body=body or "",
+        model_returned=model,
+        system_fingerprint=fingerprint,
+        finish_reason=finish,
         structured=clean(result.structured),
     )
+
+
+def _json_replaced(value: Any, swap: Mapping[str, str]) -> Any:
+    """A JSON value with every string that is a key of `swap` replaced by its value."""
+    if isinstance(value, str):
+        return swap.get(value, value)
+    if isinstance(value, dict):
+        return {k: _json_replaced(v, swap) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_replaced(v, swap) for v in value]
+    return value
+
+
+def _split_keys(
+    r: _Redactor, text: str, body: str, model: str | None, fingerprint: str | None, finish: str | None
+) -> tuple[str, str, str | None, str | None, str | None]:
+    """The reply's stored text fields scanned as one row for a key cut in two across them
+    (`unmask.across`: the end of `model` and the start of `system_fingerprint`, say); a field cut
+    there is cut in the raw body too, which holds the same strings."""
+    fields = [text, model or "", fingerprint or "", finish or ""]
+    cut = unmask.across(fields, r.forms)
+    if cut is fields:
+        return text, body, model, fingerprint, finish
+    swap = {old: new for old, new in zip(fields, cut, strict=True) if old and old != new}
+    try:
+        body = json.dumps(_json_replaced(json.loads(body), swap), ensure_ascii=False)
+    except ValueError:
+        for old, new in swap.items():
+            body = body.replace(old, new)
+    model, fingerprint, finish = (
+        None if was is None else now for was, now in zip((model, fingerprint, finish), cut[1:], strict=True)
+    )
+    return cut[0], body, model, fingerprint, finish
 
 
 def _api_message(body: str) -> str:

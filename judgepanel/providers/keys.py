@@ -7,15 +7,17 @@ in the spec (and so in the database); the value is read when the provider is mad
 call, and joins the secrets every error message and stored body is redacted against.
 
 What `key_env` may name. The variable's value is sent as a bearer token to whatever host the
-judge names, so a spec must not be able to turn judgepanel into a way of mailing any secret of the
-environment to any server. `key_env` must name a model-server credential:
+judge names, and a judge spec may come from a campaign file that someone else wrote (a pull
+request run in CI), so a spec must not be able to turn judgepanel into a way of mailing any secret
+of the environment to any server. A name-shape rule (`*_TOKEN` minus a deny-list) let through 30 of
+70 real credential names of CI systems, package registries and clouds (issue 29), so `key_env`
+takes an **allow-list**:
 
-* its name ends in `_API_KEY`, `_KEY` or `_TOKEN` (`TOGETHER_API_KEY`, `LOCAL_KEY`, `HF_TOKEN`);
-* it is not one of judgepanel's own settings (`JUDGEPANEL_*`), a database setting (`DATABASE_*`,
-  `PG*`, any `*_URL`, `*_URI`, `*_DSN`), an application signing key (`*SECRET_KEY`), nor a
-  credential of a cloud, a code host, a package index or the system (`AWS_*`, `GOOGLE_*`, `GCP_*`,
-  `GCLOUD_*`, `GITHUB_*`, `GH_*`, `GITLAB_*`, `CI_*`, `SSH_*`, `GPG_*`, `NPM_*`, `PYPI_*`,
-  `TWINE_*`, `DOCKER_*`, `KUBE*`, `VAULT_*`, `SLACK_*`, `STRIPE_*`);
+* the key variables of the model providers judgepanel knows (`PROVIDER_KEY_ENVS`: the SDKs' own,
+  Azure OpenAI, Hugging Face's `HF_TOKEN` and the OpenAI-compatible hosts the docs name);
+* names the user adds in `$JUDGEPANEL_KEY_ENVS` (comma separated), a setting of the environment
+  judgepanel runs in, which no campaign file or judge spec can set; judgepanel's own settings
+  (`JUDGEPANEL_*`) and URLs (`*_URL`, `*_URI`, `*_DSN`) are refused even there;
 * its value, when set, is one line without spaces that does not parse as a URL with a password
   (`scheme://user:password@host`) nor hold a PEM block (`-----BEGIN …`).
 
@@ -27,12 +29,12 @@ rule also when the key is read, before any call. `key_source` tells `campaign cr
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.key_names import ALLOW_ENV, NEVER_KEYS, PROVIDER_KEY_ENVS, user_key_envs
 
 
 class JudgeSpec(Protocol):
@@ -48,27 +50,22 @@ class JudgeSpec(Protocol):
     def get(self, key: str, default: Any = None) -> Any: ...
 
 
-_CREDENTIAL_NAME = re.compile(r"[A-Z_][A-Z0-9_]*(?:_API_KEY|_KEY|_TOKEN)")
-_NOT_MODEL_CREDENTIALS = re.compile(
-    r"(?:JUDGEPANEL_|DATABASE_|PG|AWS_|GOOGLE_|GCP_|GCLOUD_|GITHUB_|GH_|GITLAB_|CI_|SSH_|GPG_|NPM_|PYPI_"
-    r"|TWINE_|DOCKER_|KUBE|VAULT_|SLACK_|STRIPE_).*"
-    r"|.*(?:_URL|_URI|_DSN|SECRET_KEY)"
-)
 _DEFAULT_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 _DEFAULT_HOST = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
 _BASE_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "azure": "AZURE_OPENAI_ENDPOINT"}
 
 
 def key_env_refusal(name: str) -> str | None:
-    """Why `name` may not be a judge's `key_env` (None when it may)."""
-    if _NOT_MODEL_CREDENTIALS.fullmatch(name):
-        return (
-            f"{name} is not a model-server credential (judgepanel's own settings, database, cloud, "
-            "code-host and system variables are never sent to a judge)"
-        )
-    if not _CREDENTIAL_NAME.fullmatch(name):
-        return f"{name} is not named like an API credential (the name must end in _API_KEY, _KEY or _TOKEN)"
-    return None
+    """Why `name` may not be a judge's `key_env` (None when it may): see the module docstring."""
+    if name in PROVIDER_KEY_ENVS or name in user_key_envs():
+        return None
+    if NEVER_KEYS.fullmatch(name):
+        return f"{name} is judgepanel's own setting or a URL, never an API key"
+    return (
+        f"{name} is not a model provider's key variable judgepanel knows; if it holds a model "
+        f"server's key, allow it where you run judgepanel: export {ALLOW_ENV}={name} "
+        "(a campaign file cannot)"
+    )
 
 
 def key_value_refusal(name: str, value: str) -> str | None:

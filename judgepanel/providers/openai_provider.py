@@ -44,6 +44,7 @@ from judgepanel.providers import errors, sdk
 from judgepanel.providers.base import CURRENT_CLOCK, ChatRequest, ChatResult
 from judgepanel.providers.capabilities import Capabilities, capabilities, refused_parameter
 from judgepanel.providers.keys import api_key
+from judgepanel.providers.replies import bad_count, token_count
 from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 
 _WIRE_RESPONSE = sdk.wire_response_class(openai.DefaultAsyncHttpxClient)
@@ -257,14 +258,17 @@ class OpenAIProvider:
         details = usage.get("prompt_tokens_details")
         # OpenAI caches prompt prefixes by itself; `cached_tokens` is the part of `prompt_tokens`
         # read from the cache. It never reports cache writes (they cost nothing extra).
-        cached = sdk.int_or_none(details.get("cached_tokens")) if isinstance(details, dict) else None
+        sent_cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        prompt, cached = token_count(usage.get("prompt_tokens")), token_count(sent_cached)
+        if bad_count(sent_cached) or (cached is not None and (prompt is None or cached > prompt)):
+            prompt = cached = None  # counts that contradict each other: the cost is unknown
         return ChatResult(
             text=content,
             raw_body=errors.redact(body, self._secrets),
             model_returned=_str_or_none(payload.get("model")),
             system_fingerprint=_str_or_none(payload.get("system_fingerprint")),
-            input_tokens=sdk.int_or_none(usage.get("prompt_tokens")),
-            output_tokens=sdk.int_or_none(usage.get("completion_tokens")),
+            input_tokens=prompt,
+            output_tokens=token_count(usage.get("completion_tokens")),
             latency_ms=latency_ms,
             http_status=status,
             structured=parsed,

@@ -31,8 +31,13 @@ top-level `models` key::
     batch_discount = 0.5
 
 A spec's `price_cache_read`, `price_cache_write` and `batch_discount` parameters do the same.
-A rate nobody gave stays unknown: a call that read or wrote cached tokens without a known rate
-for them has an unknown cost, and a plan without a batch discount has an unknown batch cost.
+A spec that gives `price_in`/`price_out` but neither cache rate gets them assumed from its
+provider's published ratios (`assumed_cache_rates`, issue 28 §5), said in `Price.assumed`:
+Anthropic reads at 0.1 × and writes at 1.25 × `price_in`; OpenAI's own API a built-in model's
+own ratio; any other (an OpenAI-compatible server) both at `price_in`, the most a cached token can
+cost there. Otherwise a rate nobody gave stays unknown: a call that read or wrote cached tokens
+without a known rate for them has an unknown cost, and a plan without a batch discount has an
+unknown batch cost.
 
 The built-in prices are list prices per million tokens as published by OpenAI
 (platform.openai.com/docs/pricing: cached input at 50 % of input for gpt-4o / gpt-4o-mini, 25 %
@@ -45,15 +50,17 @@ matters.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from judgepanel.errors import BadInput
+from judgepanel.inputs import check_yaml_depth, read_text
 from judgepanel.providers.spec import JudgeSpec
 
 PRICES_ENV = "JUDGEPANEL_PRICES"
@@ -69,6 +76,8 @@ class Price:
     cache_read: float | None = None
     cache_write: float | None = None
     batch_discount: float | None = None  # share of the cost a batch API call saves
+    # which rates were assumed rather than given, in words (None: every rate was given or listed)
+    assumed: str | None = field(default=None, compare=False)
 
     def cost(
         self,
@@ -84,13 +93,16 @@ class Price:
         read_rate, write_rate = self.cache_rates()
         if (read and read_rate is None) or (write and write_rate is None):
             return None
+        if min(input_tokens, output_tokens, read, write) < 0:
+            return None  # a negative count would make a negative cost, and the budget grow
         uncached = max(0, input_tokens - read - write)
-        return (
+        total = (
             uncached * self.input
             + read * (read_rate or 0.0)
             + write * (write_rate or 0.0)
             + output_tokens * self.output
         ) / 1_000_000
+        return total if math.isfinite(total) else None
 
     def cache_rates(self) -> tuple[float | None, float | None]:
         """The cache read and write rates; a free prompt (`input` 0, e.g. `price_in=0&price_out=0`
@@ -175,11 +187,13 @@ class PriceTable:
         price: Price | None
         if p_in is not None and p_out is not None:
             price = Price(float(p_in), float(p_out))
+            if not any(k in spec.params for k in ("price_cache_read", "price_cache_write")):
+                price = assumed_cache_rates(price, spec, self)
         else:
             price = self.lookup(spec.model, spec.provider)
         if price is None:
             return None
-        extra = {
+        extra: dict[str, Any] = {
             field: float(value)
             for key, field in _SPEC_RATES.items()
             if isinstance(value := spec.params.get(key), int | float) and not isinstance(value, bool)
@@ -190,13 +204,49 @@ class PriceTable:
         return PriceTable({**self.prices, **other})
 
 
+def assumed_cache_rates(price: Price, spec: JudgeSpec, table: PriceTable | None = None) -> Price:
+    """`price` (a spec's own `price_in`/`price_out`) with cache rates from its provider's
+    published ratios, and `assumed` saying which: a judge priced by hand must not turn "spent
+    unknown" the first time its provider reports a cached prompt token."""
+    if price.input == 0:
+        return price  # a free prompt's cache rates are free already (`cache_rates`)
+    if spec.provider == "anthropic":
+        return replace(
+            price,
+            cache_read=price.input * 0.1,
+            cache_write=price.input * 1.25,
+            assumed="cache reads at 0.1 × price_in, writes at 1.25 × (Anthropic's published ratios)",
+        )
+    listed = (table or PriceTable(BUILTIN)).lookup(spec.model, spec.provider)
+    if (
+        spec.provider == "openai"
+        and spec.get("base_url") is None
+        and listed is not None
+        and listed.input > 0
+        and listed.cache_read is not None
+    ):
+        share = listed.cache_read / listed.input
+        return replace(
+            price,
+            cache_read=price.input * share,
+            cache_write=price.input,
+            assumed=f"cache reads at {share:g} × price_in, writes at price_in "
+            f"(OpenAI's published ratio for {spec.model})",
+        )
+    return replace(
+        price,
+        cache_read=price.input,
+        cache_write=price.input,
+        assumed="cache reads and writes at price_in (no published ratio for this server)",
+    )
+
+
 def load_prices(path: str | Path) -> dict[str, Price]:
     """Read a TOML, JSON or YAML price file; `BadInput` with one clear line if it is wrong."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read price file {file}: {exc.strerror or exc}") from None
+    if not file.exists():
+        raise BadInput(f"cannot read price file {file}: it does not exist")
+    text = read_text(file, "price file")  # a regular file of at most 1 MB (`judgepanel.inputs`)
     # PyYAML is imported for YAML price files only; its error class joins the caught ones then
     caught: tuple[type[Exception], ...] = (tomllib.TOMLDecodeError, ValueError)
     try:
@@ -207,7 +257,8 @@ def load_prices(path: str | Path) -> dict[str, Price]:
         elif file.suffix.lower() in (".yaml", ".yml"):
             import yaml
 
-            caught = (*caught, yaml.YAMLError)
+            caught = (*caught, yaml.YAMLError, RecursionError)
+            check_yaml_depth(text, f"price file {file}")
             data = yaml.safe_load(text)
         else:
             raise BadInput(f"price file {file} must end in .toml, .json, .yaml or .yml")
@@ -224,13 +275,17 @@ def load_prices(path: str | Path) -> dict[str, Price]:
                 f"price file {file}: {name!r} needs both 'input' and 'output' (USD per million tokens)"
             )
         try:
-            optional = {
+            optional: dict[str, Any] = {
                 k: float(entry[k]) for k in ("cache_read", "cache_write", "batch_discount") if k in entry
             }
             price = Price(float(entry["input"]), float(entry["output"]), **optional)
         except (TypeError, ValueError):
             raise BadInput(f"price file {file}: {name!r} prices must be numbers") from None
-        if min(price.input, price.output, *optional.values()) < 0:
+        rates = (price.input, price.output, *optional.values())
+        if not all(math.isfinite(r) for r in rates):
+            # NaN compares false with everything: a NaN price would pass every cap check below
+            raise BadInput(f"price file {file}: {name!r} prices must be finite numbers")
+        if min(rates) < 0:
             raise BadInput(f"price file {file}: {name!r} prices must not be negative")
         if price.batch_discount is not None and price.batch_discount > 1:
             raise BadInput(f"price file {file}: {name!r} batch_discount is a share between 0 and 1")

@@ -4,7 +4,7 @@ pool connections, raise errors and hand back raw bodies the same way.
 - `connection_limits`: the httpx pool for as many calls as may be in flight.
 - `wire_response_class`: the SDK's own HTTP response class, the `cast_to` of its generic `post`.
 - `SdkErrors` + `sdk_failure`: an SDK exception → judgepanel's `ProviderError` (see `errors`).
-- `reply_object`, `int_or_none`: reading a 2xx body that may be malformed.
+- `reply_object`: reading a 2xx body that may be malformed (token counts: `providers.replies`).
 - `served_model` + `pick_served`: what a custom endpoint says it serves (`/v1/models`).
 - `http_client` + `reply_cap` + `ReplyTooLarge`: the SDK's HTTP client with two event hooks: a
   request hook that tells the runner's `CallClock` when the request leaves (so the per-attempt
@@ -76,6 +76,15 @@ class ReplyTooLarge(Exception):
         self.announced, self.decoded = announced, decoded
 
 
+class ReplyRefused(ReplyTooLarge):
+    """A reply not read at all: its content coding is one judgepanel did not ask for (and could
+    not count as it decodes). Stored as a fatal failure with the reason, never its body."""
+
+    def __init__(self, cap: int, status: int, why: str) -> None:
+        super().__init__(cap, 0, hashlib.sha256().hexdigest(), status, None, None)
+        self.why = why
+
+
 @contextlib.contextmanager
 def reply_cap(max_bytes: int | None) -> Iterator[None]:
     """Cap the reply bodies of the calls made inside (in this task) at `max_bytes`."""
@@ -86,8 +95,10 @@ def reply_cap(max_bytes: int | None) -> Iterator[None]:
         _REPLY_CAP.reset(token)
 
 
-def oversize(provider: str, exc: ReplyTooLarge) -> Oversize:
+def oversize(provider: str, exc: ReplyTooLarge) -> Fatal:
     """The stored failure for a reply over the cap: its size so far and hash, never its body."""
+    if isinstance(exc, ReplyRefused):
+        return Fatal(f"{provider} HTTP {exc.status}: reply not read: {exc.why}", status=exc.status)
     announced = f", {exc.announced:,} announced" if exc.announced is not None else ""
     decoded = f", over {exc.decoded:,} once decompressed" if exc.decoded is not None else ""
     return Oversize(
@@ -97,6 +108,78 @@ def oversize(provider: str, exc: ReplyTooLarge) -> Oversize:
         "`campaign run --retry-failed`",
         status=exc.status,
     )
+
+
+# What judgepanel's clients ask for (`Accept-Encoding`) and count: the codings zlib decodes. httpx
+# decodes `br` and `zstd` too when their packages are installed; a reply in them was not asked for
+# and is refused unread (`ReplyRefused`) rather than decoded without a count.
+ACCEPTED_CODINGS = ("gzip", "deflate")
+_UNASKED_CODINGS = ("br", "zstd")
+MAX_CODINGS = 5  # httpx refuses more layers than this itself
+
+
+def content_codings(header: str) -> list[str]:
+    """The codings of a `Content-Encoding` header in the order they were applied, as httpx reads it
+    (comma separated, case-insensitive, `identity` dropped)."""
+    codings = [c.strip().lower() for c in header.split(",")]
+    return [c for c in codings if c and c != "identity"]
+
+
+def refused_coding(header: str) -> str | None:
+    """Why a reply with this `Content-Encoding` is not read (None when it is read)."""
+    codings = content_codings(header)
+    unasked = sorted({c for c in codings if c in _UNASKED_CODINGS})
+    if unasked:
+        return f"content-encoding {', '.join(unasked)} was not asked for (judgepanel accepts gzip, deflate)"
+    if sum(c in ACCEPTED_CODINGS for c in codings) > MAX_CODINGS:
+        return f"more than {MAX_CODINGS} content encodings"
+    return None
+
+
+class Inflation:
+    """Counts the bytes a client decodes from a body compressed with `codings` (in the order they
+    were applied; the ones httpx does not decode pass as they are), each layer decoding the one
+    before it in bounded steps, so that no more than about the cap is ever held. `feed` returns
+    the largest count of any layer so far: past the cap the caller stops reading."""
+
+    def __init__(self, codings: list[str], cap: int) -> None:
+        self._cap = cap
+        self._kinds = [c for c in reversed(codings) if c in ACCEPTED_CODINGS]
+        self._layers: list[Any] = [self._opener(kind) for kind in self._kinds]
+        self._fresh = [True] * len(self._layers)
+        self._counts = [0] * len(self._layers)
+        self._dead = False
+
+    @staticmethod
+    def _opener(kind: str) -> Any:
+        return zlib.decompressobj(zlib.MAX_WBITS | 16 if kind == "gzip" else zlib.MAX_WBITS)
+
+    def feed(self, chunk: bytes) -> int:
+        if self._layers and not self._dead:
+            try:
+                self._pass(0, chunk)
+            except zlib.error:
+                self._dead = True  # httpx reports the broken stream itself; nothing more decodes
+        return max(self._counts, default=0)
+
+    def _pass(self, level: int, data: bytes) -> None:
+        if level == len(self._layers):
+            return
+        while data and self._counts[level] <= self._cap:
+            layer = self._layers[level]
+            try:
+                out = layer.decompress(data, _CHUNK)
+            except zlib.error:
+                if not (self._kinds[level] == "deflate" and self._fresh[level]):
+                    raise
+                # a raw deflate stream without the zlib header, which httpx accepts too
+                self._layers[level] = zlib.decompressobj(-zlib.MAX_WBITS)
+                self._fresh[level] = False
+                continue
+            self._fresh[level] = False
+            self._counts[level] += len(out)
+            self._pass(level + 1, out)
+            data = layer.unconsumed_tail
 
 
 _CAPPED: dict[Any, type[Any]] = {}
@@ -114,36 +197,24 @@ def _capped_stream(lib: Any) -> type[Any]:
             self._inner, self._cap, self._status, self._announced = inner, cap, status, announced
             self._hash = hashlib.sha256()
             self._received = 0
-            self._decoded = 0
-            # a compressed body is counted as it will be decoded too: 8 MB of gzip may be 8 GB of JSON
-            enc = encoding.strip().lower()
-            self._inflate = (
-                zlib.decompressobj(47)
-                if enc in ("gzip", "x-gzip")
-                else zlib.decompressobj()
-                if enc == "deflate"
-                else None
-            )
+            # a compressed body is counted as the client will decode it, every layer of it: 8 MB of
+            # gzip may be 8 GB of JSON, and `gzip, gzip` 1 KB → 400 MB
+            self._inflation = Inflation(content_codings(encoding), cap)
 
         def _count(self, chunk: bytes) -> None:
             room = self._cap + 1 - self._received
             if room > 0:
                 self._hash.update(chunk[:room])
             self._received += len(chunk)
-            if self._inflate is not None:
-                with contextlib.suppress(zlib.error):  # the library reports a bad stream itself
-                    data = chunk
-                    while data and self._decoded <= self._cap:
-                        self._decoded += len(self._inflate.decompress(data, _CHUNK))
-                        data = self._inflate.unconsumed_tail
-            if self._received > self._cap or self._decoded > self._cap:
+            decoded = self._inflation.feed(chunk)
+            if self._received > self._cap or decoded > self._cap:
                 raise ReplyTooLarge(
                     self._cap,
                     self._received,
                     self._hash.hexdigest(),
                     self._status,
                     self._announced,
-                    self._decoded if self._decoded > self._cap else None,
+                    decoded if decoded > self._cap else None,
                 )
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -200,6 +271,9 @@ def http_client(default_client: type[Any], sdk_limits: Any, max_connections: int
         if cap is None:
             return
         headers = response.headers
+        refused = refused_coding(headers.get("content-encoding", ""))
+        if refused is not None:
+            raise ReplyRefused(cap, response.status_code, refused)
         length = headers.get("content-length")
         announced = int(length) if length is not None and length.strip().isdigit() else None
         if announced is not None and announced <= cap and _framed_by_length(response):
@@ -213,7 +287,11 @@ def http_client(default_client: type[Any], sdk_limits: Any, max_connections: int
         )
 
     limits = connection_limits(sdk_limits, max_connections) if max_connections else sdk_limits
-    return default_client(limits=limits, event_hooks={"request": [on_request], "response": [on_response]})
+    return default_client(
+        limits=limits,
+        headers={"Accept-Encoding": ", ".join(ACCEPTED_CODINGS)},
+        event_hooks={"request": [on_request], "response": [on_response]},
+    )
 
 
 @dataclass(frozen=True)
@@ -305,7 +383,3 @@ def pick_served(requested: str, ids: Iterable[Any], *, secrets: Iterable[str] = 
     if requested in listed:
         return requested
     return ",".join(listed)[:500]
-
-
-def int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

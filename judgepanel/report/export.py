@@ -237,9 +237,20 @@ def check_out_path(engine: Engine, out: str | Path, *, force: bool) -> Path:
             live = db.with_name(db.name + suffix)
             if _same_file(path, live):
                 raise BadInput(f"--out {str(path)!r} is the results database itself: choose another file")
-    if path.exists() and not force:
+    if os.path.lexists(path) and not force:  # a symlink counts, even one that points nowhere
         raise BadInput(f"--out {str(path)!r} already exists: pass --force to replace it")
     return path
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file renamed over it: a symlink at `path` is
+    replaced, never followed, and a crash leaves the old file or the new one, never half of it."""
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def export_campaign(

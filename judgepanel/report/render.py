@@ -9,6 +9,7 @@ already filtered (a link you can share).
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -21,7 +22,7 @@ from judgepanel.errors import BadInput
 from judgepanel.providers.errors import scrubber
 from judgepanel.report import plots
 from judgepanel.report.build import CampaignReport, campaign_report
-from judgepanel.report.export import check_out_path
+from judgepanel.report.export import check_out_path, replace_file
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FORMATS = ("html", "md")
@@ -194,6 +195,7 @@ def write_report(
     seed: int = 0,
     iteration: str | None = None,
     alignment: str | None = None,
+    force: bool = False,
 ) -> ReportResult:
     if fmt_ not in FORMATS:
         raise BadInput(f"--format must be one of {', '.join(FORMATS)}, got {fmt_!r}")
@@ -201,8 +203,15 @@ def write_report(
         raise BadInput("name at least one campaign, --iteration or --alignment")
     if n_boot < 0 or cases < 0:
         raise BadInput("--bootstrap and --cases must not be negative")
-    # never the live database or a folder; an earlier report is replaced (reports are rebuilt)
-    path = check_out_path(engine, out, force=True)
+    # the rules of `export --out`: never the live database or a folder, an existing file (or
+    # symlink) only with `force`, and the file is replaced, never written through a symlink
+    path = check_out_path(engine, out, force=force)
+    folder = path.with_name(path.stem + "_files")
+    if fmt_ == "md" and os.path.lexists(folder):
+        if folder.is_symlink() or not folder.is_dir():
+            raise BadInput(f"--out: {str(folder)!r} (where the plots go) is not a folder: move it away")
+        if not force:
+            raise BadInput(f"--out: {str(folder)!r} already exists: pass --force to replace its plots")
     section = None
     if iteration is not None:
         from judgepanel.report.iteration import iteration_section
@@ -250,19 +259,18 @@ def write_report(
     if fmt_ == "html":
         text = _env(True).get_template("report.html.j2").render(**context)
     else:
-        folder = path.with_name(path.stem + "_files")
         folder.mkdir(exist_ok=True)
         for c in rendered:
             for key in ("latency", "kappa", "bias"):
                 if c.plots.get(key):
                     f = folder / f"{c.anchor}-{key}.svg"
-                    f.write_text(scrub(c.plots[key]), encoding="utf-8")
+                    replace_file(f, scrub(c.plots[key]))
                     c.plots[key] = f"{folder.name}/{f.name}"
                     files.append(str(f))
             links = []
             for i, svg in enumerate(c.plots.get("confusion", [])):
                 f = folder / f"{c.anchor}-confusion-{i}.svg"
-                f.write_text(scrub(svg), encoding="utf-8")
+                replace_file(f, scrub(svg))
                 links.append(f"{folder.name}/{f.name}")
                 files.append(str(f))
             c.plots["confusion"] = links
@@ -270,7 +278,7 @@ def write_report(
             links = []
             for key, svg in aligned["svg"].items():
                 f = folder / f"alignment-{key}.svg"
-                f.write_text(scrub(svg), encoding="utf-8")
+                replace_file(f, scrub(svg))
                 links.append(f"![alignment {key} forest plot]({folder.name}/{f.name})")
                 files.append(str(f))
             aligned["markdown"] += "\n\n" + "\n\n".join(links) if links else ""
@@ -278,7 +286,7 @@ def write_report(
         env.filters["cell"] = _md_cell
         text = env.get_template("report.md.j2").render(**context)
     text = scrub(text)
-    path.write_text(text, encoding="utf-8")
+    replace_file(path, text)
     sections = sorted(
         set(re.findall(r'data-section="([a-z-]+)"', text))
         | set(re.findall(r"<!-- section: ([a-z-]+) -->", text))

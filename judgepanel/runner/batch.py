@@ -50,7 +50,8 @@ from judgepanel.providers import sdk
 from judgepanel.providers.anthropic_provider import AnthropicProvider
 from judgepanel.providers.base import ChatResult
 from judgepanel.providers.openai_provider import OpenAIProvider
-from judgepanel.providers.spec import JudgeSpec, parse_spec
+from judgepanel.providers.replies import clean_body, clean_result, clean_text
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.executor import (
@@ -679,7 +680,8 @@ class BatchRunner:
         error: ProviderError | None = missing
         if line is not None:
             try:
-                result = _read_line(j.provider, p, line)
+                # result files are not read through the HTTP reply cap: `clean_result` bounds them
+                result = clean_result(_read_line(j.provider, p, line), max_reply_bytes(j.spec))
             except ProviderError as exc:
                 error = exc
         if result is None:
@@ -694,8 +696,10 @@ class BatchRunner:
                     ok=False,
                     error_class=cls,
                     http_status=err.status,
-                    error_message=perrors.redact(str(err), keys)[:2000],
-                    raw_body=None if body is None else perrors.redact(body, keys),
+                    error_message=clean_text(perrors.redact(str(err), keys)[:2000]),
+                    raw_body=clean_body(
+                        None if body is None else perrors.redact(body, keys), max_reply_bytes(j.spec)
+                    ),
                 )
             )
             out.outcomes.append(JobOutcome(job.id, "failed", e.attempt, cls))

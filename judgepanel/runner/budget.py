@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from judgepanel.errors import BadInput
 from judgepanel.providers.spec import JudgeSpec
@@ -53,6 +53,7 @@ FEW_MARGIN = 1.5  # with fewer: this many times the longest reply seen
 OUTPUT_QUANTILE = 1.0  # the longest reply seen…
 TAIL_MARGIN = 1.25  # …times this, once MIN_OBSERVED replies are known
 KEEP_OBSERVED = 1000  # most recent output-token counts kept per judge and template
+EXPECTED_OUTPUT = 150  # a reply's expected length before any is seen (as `campaign plan` assumes)
 
 ReplyKind = tuple[str, str]  # (judge name, template name): whose replies to which prompt
 
@@ -66,6 +67,8 @@ class Price:
     cache_read: float | None = None
     cache_write: float | None = None
     batch_discount: float | None = None
+    # the cache rates assumed from the provider's published ratios, in words (`providers.pricing`)
+    assumed: str | None = field(default=None, compare=False)
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         """Without prompt caching: every input token at the input rate."""
@@ -165,6 +168,24 @@ class Budget:
         tokens_in = estimate_tokens(prompt_chars) * self._ratio * SAFETY
         return price.cost(math.ceil(tokens_in), self.output_allowance(max_output, key))
 
+    def planned(
+        self, price: Price | None, prompt_chars: int, max_output: int | None, key: ReplyKind | None = None
+    ) -> float:
+        """What a call will reserve, for planning which calls to make (`runner.units`): as
+        `estimate`, except that before any reply of the judge to the template is seen the output
+        allowance is `FEW_MARGIN` × `EXPECTED_OUTPUT` tokens (at most `max_output`) rather than the
+        whole `max_output`: the first reservations are deliberately pessimistic, a plan built on
+        them would buy nothing."""
+        if price is None:
+            return 0.0
+        seen = self._out.get(key) if key is not None else None
+        if seen:
+            return self.estimate(price, prompt_chars, max_output, key)
+        out = math.ceil(FEW_MARGIN * EXPECTED_OUTPUT)
+        if max_output:
+            out = min(out, max_output)
+        return price.cost(math.ceil(estimate_tokens(prompt_chars) * self._ratio * SAFETY), out)
+
     def take(self, amount: float) -> bool:
         """Reserve `amount` from this run's hold if it has that much left (always, without a cap)."""
         if self.max_cost is None:
@@ -218,4 +239,24 @@ def price_for(spec: JudgeSpec) -> Price | None:
     from judgepanel.providers.pricing import default_table
 
     p = default_table().for_spec(spec)
-    return None if p is None else Price(p.input, p.output, p.cache_read, p.cache_write, p.batch_discount)
+    if p is None:
+        return None
+    return Price(p.input, p.output, p.cache_read, p.cache_write, p.batch_discount, assumed=p.assumed)
+
+
+def unknown_price_advice(judges: Sequence[str]) -> str:
+    """What to give so that an unknown cost becomes known (said wherever "unknown" is)."""
+    return (
+        f"no price known for {', '.join(judges)}: add price_in=…&price_out=… (USD per million "
+        "tokens) to the judge spec, or list the model in a price file ($JUDGEPANEL_PRICES)"
+    )
+
+
+def assumed_rates_note(judge: str, price: Price | None) -> str | None:
+    """The warning for a judge whose calls used cache rates nobody gave (None when none were assumed)."""
+    if price is None or price.assumed is None:
+        return None
+    return (
+        f"{judge}: prompt-cache tokens priced with {price.assumed}; give price_cache_read=… and "
+        "price_cache_write=… (USD per million tokens) in its spec to set them"
+    )

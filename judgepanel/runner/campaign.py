@@ -29,9 +29,10 @@ from judgepanel.providers.caching import CacheForecast
 from judgepanel.providers.keys import key_source
 from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name, stored_judge_names
 from judgepanel.rubrics import RubricDoc
-from judgepanel.runner.budget import Price, estimate_tokens, price_for
+from judgepanel.runner.budget import Price, check_prices, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.checkers import clause_plan
+from judgepanel.runner.conditions_check import SamePrompts
 from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
 from judgepanel.runner.prepare import (
     CampaignContext,
@@ -43,12 +44,12 @@ from judgepanel.runner.prepare import (
     render_key,
     request_params,
 )
-from judgepanel.runner.shape import PromptShape, shape_of, signature, stable_prefixes
+from judgepanel.runner.shape import PromptShape, decode_prefixes, shape_of, signature, stable_prefixes
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import CampaignInfo, JudgeRecord, LeasedJob
 from judgepanel.store.editor import editor_tasks
 from judgepanel.store.engine import session_scope
-from judgepanel.store.rubrics import rubric_version
+from judgepanel.store.rubrics import load_rubric_version, pinned_ref
 
 # Expected reply length when nothing better is known: a short rationale and the verdict.
 OUTPUT_ESTIMATE = {"pairwise": 150, "pointwise": 150, "clauses": 60, "editor": 200}
@@ -76,8 +77,15 @@ def create(
     turn: int | None = None,
     reference_categories: Sequence[str] = (),
     items: Sequence[str] = (),
+    allow_identical_conditions: bool = False,
 ) -> CampaignInfo:
     """Plan a campaign: store it, its judges and every job (idempotent for the same spec).
+
+    Two conditions whose prompts are byte-identical for every unit under a custom template (one
+    that shows no rubric, say) are no condition study at all: refused unless
+    `allow_identical_conditions`; otherwise (and with the bundled templates, whose pairwise prompt
+    shows no condition) coinciding prompts are reported in `CampaignInfo.warnings`
+    (`runner.conditions_check`), and the run asks each identical request once.
 
     `templates` maps a protocol to a Jinja file (relative to `template_base`) or a classic name
     (`@classic-pairwise`) or a template already loaded (`CustomTemplate`, e.g. one an alignment
@@ -87,6 +95,8 @@ def create(
     named = [split_judge_name(j) for j in judges]
     judges = [j for _, j in named]
     specs = [parse_spec(j) for j in judges]
+    # a cap that `run` could not enforce is refused now, before anything is stored
+    check_prices(max_cost, {s.name: price_for(s) for s in specs})
     spec = CampaignSpec(
         name=name,
         dataset=dataset,
@@ -129,8 +139,11 @@ def create(
     doc = None
     if rubric:
         with session_scope(engine) as session:
-            rv = rubric_version(session, rubric)
+            # a bare name is the current version (the newest a person added); the campaign records
+            # the exact NAME@V, so `campaign show --yaml` re-creates this campaign, not a later one
+            rv, rubric = pinned_ref(session, rubric)
             rv_id, doc = rv.id, RubricDoc.from_dict(rv.body, origin=f"rubric {rubric}")
+        spec = replace(spec, rubric=rubric)
     for t in loaded.values():
         dim = None
         if doc is not None and (dimensions or len(doc.dimensions) == 1):
@@ -150,34 +163,42 @@ def create(
             checkers=answered,
             **context_options(spec),
         )
-        check = _renders_every_job(ctx, _prompt_sig(ctx, spec, rv_id), strict=bool(loaded))
+        # refused only for a user's template: the bundled pairwise one shows no condition by design
+        same = SamePrompts(spec.conditions, allow=allow_identical_conditions or not loaded)
+        check = _renders_every_job(ctx, _prompt_sig(ctx, spec, rv_id), strict=bool(loaded), same=same)
     info = store.create_campaign(engine, spec, records, rubric_version_id=rv_id, check=check)
-    return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs))
+    warnings = tuple(same.warnings) if check is not None else ()
+    return replace(info, judge_keys=tuple(key_source(s).as_dict() for s in specs), warnings=warnings)
 
 
 def _renders_every_job(
-    ctx: CampaignContext, sig: str | None, *, strict: bool
-) -> Callable[[list[LeasedJob]], dict[int, tuple[int, int, int, str]]]:
+    ctx: CampaignContext, sig: str | None, *, strict: bool, same: SamePrompts | None = None
+) -> Callable[[list[LeasedJob]], dict[int, tuple[int, int, int, str, str]]]:
     """A `create_campaign` check: each distinct prompt of the jobs renders, and its figures are
     returned for every job that shows it (`runner.shape`). `strict` (a user's template): a prompt
     that fails raises (BadInput naming the item and the template's error, and nothing is stored);
     otherwise its jobs get no figures, and plan and run render them, and fail, as before."""
 
-    def check(jobs: list[LeasedJob]) -> dict[int, tuple[int, int, int, str]]:
+    def check(jobs: list[LeasedJob]) -> dict[int, tuple[int, int, int, str, str]]:
         shapes: dict[tuple[Any, ...], PromptShape | None] = {}
-        out: dict[int, tuple[int, int, int, str]] = {}
+        out: dict[int, tuple[int, int, int, str, str]] = {}
         for job in jobs:
             key = render_key(job)
             if key not in shapes:
                 try:
-                    shapes[key] = shape_of(render(job, ctx))
+                    prompt = render(job, ctx)
+                    shapes[key] = shape_of(prompt)
+                    if same is not None:
+                        same.add(job, prompt)
                 except Exception:  # reported where it was before: by plan and run, which render again
                     if strict:
                         raise
                     shapes[key] = None
             shape = shapes[key]
             if shape is not None and sig is not None:
-                out[job.id] = (shape.chars, shape.messages, shape.prefix_tokens, sig)
+                out[job.id] = (shape.chars, shape.messages, shape.prefix_tokens, sig, shape.prefixes)
+        if same is not None:
+            same.check()  # raises BadInput (nothing stored) for conditions that cannot differ
         return out
 
     return check
@@ -249,6 +270,7 @@ def _create_merged(
         origin=cf.origin() if cf is not None else None,
         turn=opts.get("turn"),
         reference_categories=list(opts.get("reference_categories") or []),
+        allow_identical_conditions=bool(opts.get("allow_identical_conditions")),
     )
 
 
@@ -257,9 +279,15 @@ def _from_cwd(ref: str) -> str:
 
 
 def stored_spec(engine: Engine, name: str) -> dict[str, Any]:
-    """The spec a campaign was created with, as stored (templates with their source)."""
+    """The spec a campaign was created with, as stored (templates with their source), its
+    rubric named by the exact version it uses (`NAME@V`, also for campaigns stored before the
+    name was pinned at create)."""
     with session_scope(engine) as s:
-        return dict(store.campaign_by_name(s, name).spec)
+        spec = dict(store.campaign_by_name(s, name).spec)
+        if spec.get("rubric_version_id") is not None and spec.get("rubric"):
+            stored = load_rubric_version(s, int(spec["rubric_version_id"]))
+            spec["rubric"] = stored.ref
+        return spec
 
 
 def spec_yaml(spec: Mapping[str, Any], name: str) -> str:
@@ -370,12 +398,13 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
 
     def renders(row: store.PendingShape) -> bool:
         """Whether plan must render this job: no current stored figures, a key to look up, or a
-        stable prefix long enough for the judge's prompt cache (the forecast needs its text)."""
-        _id, judge, _dim, chars, n_msgs, prefix, row_sig = row
+        stable prefix long enough for the judge's prompt cache whose digest was not stored (a job
+        created before `prompt_prefixes`: the forecast then needs the prefix text)."""
+        _id, judge, _dim, chars, n_msgs, prefix, row_sig, digests = row
         if sig is None or row_sig != sig or chars is None or n_msgs is None or prefix is None:
             return True
         floor = forecasts[judge].floor()
-        return judge in keyed or (floor is not None and prefix >= floor)
+        return judge in keyed or (floor is not None and prefix >= floor and digests is None)
 
     todo = {row[0] for row in stored if renders(row)}
     prepared: dict[int, Prepared] = {}
@@ -404,7 +433,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
     for n, d in by_judge.items():
         d["name"], d["spec"] = names[n], n
     caps: dict[tuple[str, str | None], int | None] = {}
-    for job_id, judge, dimension, chars, n_msgs, _prefix, _sig in stored:
+    for job_id, judge, dimension, chars, n_msgs, _prefix, _sig, digests in stored:
         p = prepared.get(job_id)
         if p is None and job_id in todo:
             continue  # finished between the two reads
@@ -426,7 +455,8 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
             if (judge, dimension) not in caps:
                 caps[judge, dimension] = max_output(request_params(js, ctx, dimension))
             cap = caps[judge, dimension]
-            read, written = 0, 0  # no stable prefix reaches the judge's prompt-cache floor (`renders`)
+            # the stored prefix digests, in the jobs' order as rendering them would (`runner.shape`)
+            read, written = forecasts[judge].call_digests(decode_prefixes(digests)) if digests else (0, 0)
         assert chars is not None and n_msgs is not None
         if cap is not None:
             out = min(out, cap)

@@ -36,6 +36,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from judgepanel.errors import BadInput
+from judgepanel.inputs import check_yaml_depth, read_file
 from judgepanel.providers.spec import check_judge_name
 
 # key -> what it holds ("str", "int", "number", "strings" (a list or a comma-separated string),
@@ -169,16 +170,15 @@ def _value(path: Path, key: str, node: Node) -> Any:
 
 def load_campaign_file(path: Path) -> CampaignFile:
     """Read and check a campaign file; raise `BadInput` with `FILE:LINE: …` on any mistake."""
+    data = read_file(path, "campaign file")  # a regular file of at most 1 MB (`judgepanel.inputs`)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise BadInput(f"campaign file {path} does not exist") from None
-    except OSError as exc:
-        raise BadInput(f"campaign file {path}: cannot read it: {exc.strerror}") from None
-    try:
-        root = yaml.compose(data.decode("utf-8"), Loader=yaml.SafeLoader)
+        text = data.decode("utf-8")
+        check_yaml_depth(text, str(path))
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
     except UnicodeDecodeError:
         raise BadInput(f"campaign file {path}: not UTF-8 text") from None
+    except RecursionError:
+        raise BadInput(f"{path}: YAML nested too deep") from None
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark is not None else 1
         raise BadInput(f"{path}:{line}: not valid YAML: {exc.problem}") from None

@@ -11,12 +11,18 @@ retried there.
 
 Calls in flight during the outage finish and are kept; no new call is sent while a lease or a
 budget reservation cannot be taken.
+
+Start-up too (`wait_for_server`): a `campaign run` or `worker` started while PostgreSQL is down,
+restarting or still starting waits for its first connection within the same patience, saying so
+once on stderr, instead of exiting at once. A server that answers and refuses (the database does
+not exist, the password is wrong) is not waited for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -71,6 +77,34 @@ class Outage:
             raise exc
         delay, self.delay = self.delay, min(MAX_WAIT_S, self.delay * 2)
         return delay
+
+
+# what a server that is up says when it refuses a connection for good: not worth waiting for
+_REFUSED_FOR_GOOD = re.compile(
+    r"does not exist|authentication failed|no pg_hba\.conf entry|permission denied|password", re.I
+)
+
+
+def wait_for_server(engine: Engine, say: Callable[[str], None], patience: float | None = None) -> None:
+    """Return once `engine` can connect; while PostgreSQL cannot be reached, wait with back-off up
+    to the patience (`say` is told once that it waits), then raise the last error. Errors that
+    are not an outage (SQLite, a missing database, a refused login) are raised at once."""
+    outage = Outage(engine, patience)
+    told = False
+    while True:
+        try:
+            with engine.connect():
+                return
+        except Exception as exc:
+            if _REFUSED_FOR_GOOD.search(str(exc)):
+                raise
+            delay = outage.next_delay(exc)  # raises when not an outage, or when patience is spent
+            if not told:
+                say(
+                    f"waiting for the database to accept connections (up to {outage.patience:g} s, JUDGEPANEL_DB_PATIENCE)"
+                )
+                told = True
+            time.sleep(delay)
 
 
 async def patient(engine: Engine, fn: Callable[..., T], *args: object) -> T:

@@ -67,11 +67,21 @@ from judgepanel.errors import (
 )
 from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
 from judgepanel.providers.errors import configured_secrets, redact, redact_result
-from judgepanel.providers.spec import JudgeSpec, parse_spec
+from judgepanel.providers.replies import clean_body, clean_result, clean_text
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
 from judgepanel.rubrics import RubricDoc
-from judgepanel.runner.budget import SLICE_CALLS, Budget, Price, check_prices, price_for
+from judgepanel.runner.budget import (
+    SLICE_CALLS,
+    Budget,
+    Price,
+    assumed_rates_note,
+    check_prices,
+    price_for,
+    unknown_price_advice,
+)
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.dbwait import is_outage, patient
+from judgepanel.runner.inflight import InFlight
 from judgepanel.runner.limits import JudgeLimiter, SharedBucket
 from judgepanel.runner.prepare import (
     CampaignContext,
@@ -79,6 +89,7 @@ from judgepanel.runner.prepare import (
     as_sent,
     assume_learnt_refusals,
     context_options,
+    max_output,
     prepare,
     read,
     template_drift,
@@ -86,6 +97,7 @@ from judgepanel.runner.prepare import (
     with_logprob_score,
 )
 from judgepanel.runner.served import PROBE_SECONDS, served_models
+from judgepanel.runner.units import UnitGate
 from judgepanel.runner.writer import Writer
 from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
@@ -99,6 +111,7 @@ from judgepanel.store.campaigns import (
     LeasedJob,
     VerdictRow,
 )
+from judgepanel.store.campaigns.leases import unit_jobs
 from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
 from judgepanel.store.editor import editor_tasks
 
@@ -253,6 +266,9 @@ class RunStats:
     parse_failures: Counter[str] = field(default_factory=Counter)  # by failure kind, this run
     spent: float = 0.0
     spent_unknown: bool = False
+    # replies that did not say what they cost (no usage, counts out of range or contradicting
+    # each other), charged at their reservation instead: "unknown" never counts as free
+    charged_reserved: int = 0
     started: float = field(default_factory=time.monotonic)
     done_at_start: int = 0
     committed: int = 0
@@ -338,6 +354,7 @@ class _Judge:
     workers: int
     queue: asyncio.Queue[Prepared | None] = field(default_factory=asyncio.Queue)
     need: asyncio.Event = field(default_factory=asyncio.Event)
+    reply_cap: int | None = None  # no body longer than this is stored (`max_reply_bytes`)
 
 
 ProviderFactory = Callable[[JudgeSpec, int], Provider]
@@ -464,6 +481,16 @@ def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[Verd
     return replace(verdict, failure_kind=kind), error
 
 
+def unpriced_advice(n: int) -> str:
+    """What the summary says of replies whose cost was charged at their reservation."""
+    replies = "reply" if n == 1 else "replies"
+    return (
+        f"{n} {replies} did not say what they cost (usage missing, not whole numbers, negative, "
+        "out of range or contradicting each other, or cached tokens of a judge without a cache "
+        "price): each was charged its reservation, the most the call was allowed to cost"
+    )
+
+
 def truncation_advice(cut: int) -> str:
     """What to do about replies cut at the output cap. A small model looping inside its rationale
     hits any cap, and a larger one only makes each failure slower and dearer."""
@@ -532,6 +559,15 @@ class Runner:
         self._readable = 0  # … and how many of them parsed
         self._first_unreadable: str | None = None  # the first that did not, described
         self._redact_keys: dict[int, tuple[str, ...]] = {}
+        self._background_loops: list[asyncio.Task[None]] = []
+        self.gate = UnitGate(None, (), 0.0)  # whole units under a cap (`runner.units`), set in `run`
+        self._fetching = 0  # feeders leasing right now
+        self._working = 0  # jobs a worker has taken and not finished (reserving, waiting, calling)
+        self._cache_priced: set[str] = set()  # judges whose calls read or wrote prompt-cache tokens
+        # identical requests asked once, also while in flight, across concurrent runs (issue 28 §2)
+        self.inflight = InFlight(
+            engine, self.owner, lease_seconds=self.opts.lease_seconds, enabled=not self.opts.no_cache
+        )
         self._settled = asyncio.Event()  # set (and replaced) whenever a budget reservation is released
         self._growing = asyncio.Lock()  # one database reservation at a time per run
         self._record_cap = False
@@ -597,6 +633,7 @@ class Runner:
                 price_for(js),
                 float(js.timeout or self.opts.timeout),
                 conc,
+                reply_cap=max_reply_bytes(js),
             )
         tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
         refused = assume_learnt_refusals(
@@ -626,6 +663,27 @@ class Runner:
             and self.opts.max_cost != budget_store.budget_state(self.engine, cid).max_cost_usd
         )
         return cid, ctx, judges
+
+    def _unit_gate(self, cid: int) -> UnitGate:
+        """Under a cap, whole units (every job of an item or pair) are bought (`runner.units`)."""
+        if self.opts.max_cost is None:
+            return UnitGate(None, (), 0.0)
+        spent = budget_store.budget_state(self.engine, cid).spent_usd or 0.0
+        return UnitGate(self.opts.max_cost, unit_jobs(self.engine, cid), spent)
+
+    def _job_estimate(self, p: Prepared) -> Callable[[int, int | None], float]:
+        """A job of the same unit as `p`, by judge id and stored prompt length: what its call is
+        planned to reserve."""
+        by_id = {j.id: (name, j) for name, j in self.judges.items()}
+
+        def estimate(judge_id: int, chars: int | None) -> float:
+            if judge_id not in by_id:
+                return 0.0
+            name, j = by_id[judge_id]
+            kind = (name, p.prompt.template_name)  # as `_reply_kind` keys the judge's replies
+            return self.budget.planned(j.price, chars or p.prompt_chars, max_output(j.spec.params), kind)
+
+        return estimate
 
     async def _served_models(self, judges: dict[str, _Judge]) -> dict[str, str]:
         """Ask each `base_url` judge's server once which model it runs (see `runner.served`)."""
@@ -676,6 +734,7 @@ class Runner:
                 else {}
             )
             self.budget = Budget(self.opts.max_cost, observed=observed)
+            self.gate = await self._db(self._unit_gate, cid)
             await self._db(store.set_campaign_status, self.engine, cid, "running")
             self.writer = Writer(
                 self.engine,
@@ -686,6 +745,10 @@ class Runner:
             )
             self.writer.start()
             heart = asyncio.create_task(self._heartbeat())
+            resolver = asyncio.create_task(
+                self.inflight.resolve(self._db, self._answer_twin, self._ask_twin, self._stopping)
+            )
+            self._background_loops.append(resolver)
             feeders = [asyncio.create_task(self._feed(j)) for j in judges.values()]
             for j in judges.values():
                 self._workers += [asyncio.create_task(self._work(j)) for _ in range(j.workers)]
@@ -707,11 +770,13 @@ class Runner:
         finally:
             await self._stop_feeders(feeders)
             await asyncio.gather(*self._background)
-            if heart is not None:
-                heart.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await heart
+            for loop in (heart, *self._background_loops):
+                if loop is not None:
+                    loop.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await loop
             await self._db(store.release_leases, self.engine, self.owner)
+            await self._db(self.inflight.release_all)
             await self._db(budget_store.drop_hold, self.engine, cid, self.owner)
             await asyncio.to_thread(self.presence.drop, self.owner)
             for j in judges.values():
@@ -728,6 +793,8 @@ class Runner:
                 f"{in_batches} job(s) wait in open provider batches and were not called again: "
                 f"`campaign run {self.name} --batch` collects them"
             )
+        if self._stop_reason is None and pending and getattr(self, "gate", None) and self.gate.closed:
+            self._stop_reason = "budget"  # the cap bought the units admitted; the rest is unscheduled
         status = self._stop_reason or ("done" if pending == 0 and counts["failed"] == 0 else "incomplete")
         await self._db(store.set_campaign_status, self.engine, cid, status)
         partial = await self._db(store.partial_jobs, self.engine, cid)
@@ -782,6 +849,22 @@ class Runner:
             w for j in getattr(self, "judges", {}).values() for w in getattr(j.provider, "warnings", [])
         ]
         warnings = [*learnt, *self.warnings][:20]
+        judges = getattr(self, "judges", {}).values()
+        warnings += [
+            note
+            for j in judges
+            if j.spec.name in self._cache_priced and (note := assumed_rates_note(j.spec.name, j.price))
+        ]
+        if self.stats.spent_unknown:  # "unknown" only with what would make it known
+            unpriced = [j.spec.name for j in judges if j.price is None]
+            warnings.append(
+                f"spent unknown: {unknown_price_advice(unpriced)}"
+                if unpriced
+                else "spent unknown: a call used prompt-cache tokens at a rate nobody gave: add "
+                "price_cache_read=…&price_cache_write=… (USD per million tokens) to the judge spec"
+            )
+        if self.stats.charged_reserved:
+            warnings = [unpriced_advice(self.stats.charged_reserved), *warnings]
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
             warnings = [truncation_advice(cut), *warnings]
@@ -797,6 +880,7 @@ class Runner:
 
     def _committed(self, batch: Batch, result: BatchResult) -> None:
         self.stats.committed += len(result.accepted)
+        self.inflight.committed(batch.unclaimed)
         if batch.released:
             self.budget.released([amount for _, amount in batch.released])
             self._wake_budget()
@@ -816,6 +900,7 @@ class Runner:
                     await asyncio.to_thread(
                         store.renew_leases, self.engine, self.owner, lease_seconds=self.opts.lease_seconds
                     )
+                    await asyncio.to_thread(self.inflight.renew)
                     last_renewal = time.monotonic()
                 lost = False
             except Exception as exc:
@@ -827,13 +912,13 @@ class Runner:
 
     def _fetch(
         self, j: _Judge, n: int
-    ) -> tuple[list[Prepared], dict[str, CacheHit], list[tuple[LeasedJob, str]]]:
+    ) -> tuple[list[Prepared], dict[str, CacheHit], list[tuple[LeasedJob, str]], set[str]]:
         leased = store.lease_jobs(
             self.engine, self.cid, self.owner, n, lease_seconds=self.opts.lease_seconds, judge_id=j.id
         )
         preps, bad = prepare_leased(self.engine, self.ctx, leased)
         hits = {} if self.opts.no_cache else store.cache_lookup(self.engine, [p.request_hash for p in preps])
-        return preps, hits, bad
+        return preps, hits, bad, self.inflight.claim(preps, hits)
 
     def _low_water(self, j: _Judge) -> int:
         return min(self.opts.lease_chunk or 10**9, max(2 * j.workers, 32))
@@ -845,7 +930,7 @@ class Runner:
         chunk = self.opts.lease_chunk or min(2000, max(4 * j.workers, 128))
         started = False
         try:
-            while not self.stopping:
+            while not self.stopping and not self.gate.exhausted(j.id):
                 if j.queue.qsize() >= low:
                     j.need.clear()
                     await j.need.wait()
@@ -853,10 +938,16 @@ class Runner:
                 # the first lease is one worker-pool's worth, so calls start as soon as possible
                 n = chunk if started else min(chunk, max(j.workers, 16))
                 started = True
-                preps, hits, bad = await self._db(self._fetch, j, n)
+                self._fetching += 1
+                try:
+                    preps, hits, bad, claimed = await self._db(self._fetch, j, n)
+                finally:
+                    self._fetching -= 1
                 if not preps and not bad:
                     break
+                self.gate.leased([p.job.id for p in preps] + [job.id for job, _ in bad])
                 for job, why in bad:
+                    self.gate.finished(job.id)
                     self.writer.outcome(JobOutcome(job.id, "failed", job.attempts, "fatal"))
                     self.stats.failed += 1
                     self.stats.errors["fatal"] += 1
@@ -865,13 +956,42 @@ class Runner:
                     hit = hits.get(p.request_hash)
                     if hit is not None:
                         self._answer_from_cache(p, hit)
-                    else:
+                    elif not await self._admitted(p):
+                        continue  # its unit is not bought in this run: handed back at the end
+                    elif self.inflight.admit(j, p, claimed):
                         j.queue.put_nowait(p)
+            while self.inflight.parked_for(j.id) and not self.stopping:  # twins still waiting
+                await asyncio.sleep(0.02)
         finally:
             for _ in range(j.workers):
                 j.queue.put_nowait(None)
 
+    async def _admitted(self, p: Prepared) -> bool:
+        """Under a cap: whether `p`'s unit is bought (`runner.units`); waits here, in the feeder,
+        so no worker is held while the calls in flight settle."""
+        if not self.gate.active:
+            return True
+        return await self.gate.admit(
+            p.job.id, self._job_estimate(p), lambda: self.budget.spent, self._busy, self._stopping
+        )
+
+    def _busy(self) -> bool:
+        """Something of this run may still spend or learn a reply's real size."""
+        return (
+            self._working > 0
+            or self.budget.holding > 0
+            or self._fetching > 0
+            or any(not jj.queue.empty() for jj in self.judges.values())
+        )
+
+    def _answer_twin(self, j: _Judge, p: Prepared, hit: CacheHit) -> None:
+        self._answer_from_cache(p, hit)
+
+    def _ask_twin(self, j: _Judge, p: Prepared) -> None:
+        j.queue.put_nowait(p)
+
     def _answer_from_cache(self, p: Prepared, hit: CacheHit) -> None:
+        self.gate.finished(p.job.id)
         row, outcome = cached_answer(p, hit, self.ctx)
         self.writer.attempt(row)
         self.writer.outcome(outcome)
@@ -946,11 +1066,23 @@ class Runner:
 
     def _settle(self, reserved: float, actual: float | None) -> None:
         self.budget.settle(actual)
+        self.gate.wake()
         if self.budget.max_cost is not None:
             self.writer.release(self.cid, reserved)  # with the reply, whose real cost then counts
         self._wake_budget()
 
     async def _run_job(self, j: _Judge, p: Prepared) -> None:
+        self._working += 1
+        try:
+            await self._run_claimed(j, p)
+        finally:
+            self._working -= 1
+            self.gate.finished(p.job.id)
+            claimed = self.inflight.done(p)
+            if claimed is not None:  # dropped in the commit that stores the answer
+                self.writer.unclaim(claimed)
+
+    async def _run_claimed(self, j: _Judge, p: Prepared) -> None:
         job = p.job
         reserve = self.budget.estimate(j.price, p.prompt_chars, p.max_output, _reply_kind(p))
         if not await self._reserve(reserve):
@@ -961,6 +1093,7 @@ class Runner:
             "error": None,
             "cost": None,
             "timeouts": 0,
+            "reserved": reserve,
         }
 
         def retryable(exc: BaseException) -> bool:
@@ -1053,7 +1186,8 @@ class Runner:
             clock.bind(on_waiting=lambda: move(None), on_sent=lambda: move(loop.time() + j.timeout))
             token = CURRENT_CLOCK.set(clock)
             try:
-                return redact_result(await j.provider.complete(p.request, timeout=j.timeout), self._keys(j))
+                result = await j.provider.complete(p.request, timeout=j.timeout)
+                return redact_result(clean_result(result, j.reply_cap), self._keys(j))
             finally:
                 CURRENT_CLOCK.reset(token)
 
@@ -1096,8 +1230,10 @@ class Runner:
                 sent_row(p, n, ok=False),
                 error_class=exc.error_class,
                 http_status=exc.status,
-                error_message=redact(str(exc), keys)[:2000],
-                raw_body=None if exc.raw_body is None else redact(exc.raw_body, keys),
+                error_message=clean_text(redact(str(exc), keys)[:2000]),
+                raw_body=clean_body(
+                    None if exc.raw_body is None else redact(exc.raw_body, keys), j.reply_cap
+                ),
                 latency_ms=clock.since_sent_ms(),
                 queued_ms=clock.queued_ms,
             )
@@ -1122,10 +1258,18 @@ class Runner:
             cost = j.price.call_cost(
                 r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens
             )
+        if cost is None and j.price is not None:
+            # the reply did not say what it cost (or said it unusably, or in tokens of a rate the
+            # price lacks): it is charged what was reserved for it, the most the call was allowed
+            # to cost, never 0
+            cost = float(state["reserved"])
+            self.stats.charged_reserved += 1
         if cost is not None:
             self.stats.spent += cost
         elif j.price is None or r.cache_read_tokens or r.cache_write_tokens:
             self.stats.spent_unknown = True
+        if r.cache_read_tokens or r.cache_write_tokens:
+            self._cache_priced.add(j.spec.name)
         self.stats.calls += 1
         verdict, error = judged_reply(p, self.ctx, r)
         if error is not None:

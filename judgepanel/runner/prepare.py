@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from judgepanel.errors import BadInput
-from judgepanel.protocol.checkers import Checker
+from judgepanel.protocol.checkers import Checker, CheckerTimeout
 from judgepanel.protocol.custom import (
     CustomTemplate,
     context_for,
@@ -347,8 +347,9 @@ def read(
         pattern=prep.prompt.answer_pattern,
     )
     if not parsed.ok:
+        kind = parsed.kind or "unreadable"  # `ambiguous`: the only answer was set apart as quoted
         return VerdictRow(
-            "failed", parsed.method, None, None, None, parsed.rationale, failure_kind="unreadable"
+            "failed", parsed.method, None, None, None, parsed.rationale, failure_kind=kind
         ), parsed.error or "unreadable"
     clauses = [(k, met, why) for k, (met, why) in parsed.clauses.items()]
     verdict = verdict_from(job, ctx, parsed.method, parsed.value, parsed.score, parsed.rationale, clauses)
@@ -384,9 +385,18 @@ def verdict_from(
         answered = ctx.checkers.get(job.dimension or "", ())
         if answered:
             text = _unit(job.units[0]).output
-            rows += tuple((c.clause_id, k.check(text), f"checker {k.describe()}") for c, k in answered)
+            rows += tuple((c.clause_id, *checker_answer(k, text)) for c, k in answered)
             checked = frozenset(c.clause_id for c, _k in answered)
     return VerdictRow("ok", method, presented, canonical, score, rationale, rows, checked=checked)
+
+
+def checker_answer(checker: Checker, text: str) -> tuple[bool | None, str]:
+    """A kept checker's answer for `text` and its note; no answer (None) when its search ran out
+    of time (`protocol.checkers.SEARCH_SECONDS`): a checker can never hold up a run."""
+    try:
+        return checker.check(text), f"checker {checker.describe()}"
+    except CheckerTimeout as exc:
+        return None, f"checker {checker.describe()}: {exc}"
 
 
 def with_logprob_score(

@@ -4,15 +4,16 @@ Plan counts each pending job's input tokens from its rendered prompt (`budget.es
 its characters, plus 4 per message) and forecasts prompt caching from its stable prefixes. None of
 that depends on the judge or on what runs learn later, so `campaign create` renders each distinct
 prompt once and stores its `PromptShape` on the job (`job.prompt_chars`, `prompt_messages`,
-`prompt_prefix_tokens`) with a fingerprint, `prompt_sig`, of everything the rendering read besides
+`prompt_prefix_tokens`, and the digests of its stable prefixes, `prompt_prefixes`) with a fingerprint, `prompt_sig`, of everything the rendering read besides
 the job's own items: the bundled prompt templates and the code that renders them, the campaign's
 templates, rubric, turn and reference categories, and the clauses asked and answered by checkers.
 
 `campaign plan` uses the stored figures of a job only when its fingerprint is the current one; it
 renders the job (as it always did) when the fingerprint differs or is missing (campaigns created
 before this), when the job's request key is needed (its judge's provider and model have requests
-in the store, so the response cache might answer it), and when one of its stable prefixes is long
-enough for the judge's prompt cache (the forecast then needs the prefix texts).
+in the store, so the response cache might answer it), and — for jobs created before the prefixes
+were stored — when one of its stable prefixes is long enough for the judge's prompt cache (the
+forecast then needs the prefix texts; with `prompt_prefixes` it reads their digests instead).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from judgepanel.protocol.templates import Prompt
+from judgepanel.providers.caching import prefix_digest
 from judgepanel.resources import resource_dir
 from judgepanel.runner.budget import estimate_tokens
 
@@ -35,6 +37,24 @@ class PromptShape:
     chars: int  # characters of all messages
     messages: int  # number of messages
     prefix_tokens: int  # estimated tokens of the longest stable prefix, 0 when there is none
+    # every stable prefix as `digest:tokens` joined by `;` (`encode_prefixes`): what the
+    # prompt-cache forecast needs, so plan renders no prompt for it (issue 28 §5)
+    prefixes: str = ""
+
+
+def encode_prefixes(prefixes: Sequence[tuple[str, int]]) -> str:
+    """`stable_prefixes` as stored in `job.prompt_prefixes`: each prefix's `prefix_digest` in hex
+    and its estimated tokens, shortest first."""
+    return ";".join(f"{prefix_digest(text).hex()}:{tokens}" for text, tokens in prefixes)
+
+
+def decode_prefixes(stored: str) -> list[tuple[bytes, int]]:
+    """`encode_prefixes` read back, for `CacheForecast.call_digests`."""
+    out = []
+    for part in filter(None, stored.split(";")):
+        digest, tokens = part.split(":")
+        out.append((bytes.fromhex(digest), int(tokens)))
+    return out
 
 
 def stable_prefixes(messages: Sequence[dict[str, str]], breaks: Sequence[int]) -> list[tuple[str, int]]:
@@ -57,6 +77,7 @@ def shape_of(prompt: Prompt) -> PromptShape:
         sum(len(m["content"]) for m in messages),
         len(messages),
         max((t for _, t in prefixes), default=0),
+        encode_prefixes(prefixes),
     )
 
 

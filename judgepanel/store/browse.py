@@ -37,7 +37,7 @@ from judgepanel.store.models import (
 from judgepanel.store.simulated import simulated_reply
 
 ORDERS = ("AB", "BA")
-FAILURE_KINDS = ("unreadable", "truncated", "missing_clauses")
+FAILURE_KINDS = ("unreadable", "truncated", "missing_clauses", "ambiguous")
 
 
 @dataclass(frozen=True)
@@ -509,6 +509,14 @@ def failure_examples(engine: Engine, campaign: str) -> list[dict[str, Any]]:
                     }
                 )
     return out
+
+
+def campaign_births(engine: Engine) -> dict[int, datetime]:
+    """campaign id -> when that campaign was created: with the id, a key a delete and a create
+    cannot repeat (a cache keyed by the id alone would hand a deleted campaign's figures to a new
+    one that got its id, e.g. in a database from before ids were AUTOINCREMENT on SQLite)."""
+    with engine.connect() as conn:
+        return {int(i): t for i, t in conn.execute(select(Campaign.id, Campaign.created_at))}
 
 
 def campaign_names_by_id(engine: Engine) -> dict[int, str]:

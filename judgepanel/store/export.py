@@ -73,7 +73,7 @@ COLUMNS: dict[What, list[Column]] = {
     "verdicts": [
         *_JOB,
         Column("parse_status", "str", "ok, partial or failed"),
-        Column("failure_kind", "str", "unreadable, truncated or missing_clauses"),
+        Column("failure_kind", "str", "unreadable, truncated, missing_clauses or ambiguous"),
         Column("parse_method", "str", "structured, json_tail or line_tail"),
         Column("value", "str", "verdict in the canonical order (A/B/tie, or the score)"),
         Column("value_presented", "str", "verdict as the judge gave it (presented order)"),

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from judgepanel.datasets.alttest import LLMAnnotations
 from judgepanel.datasets.records import ParsedDataset, check_parsed, check_text
 from judgepanel.errors import BadInput
+from judgepanel.store import tables as t
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Annotator, Dataset, Item, Label, PairSet, table_of, utcnow
 from judgepanel.store.queries import (
@@ -27,8 +28,11 @@ from judgepanel.store.queries import (
     scored_annotators,
     stale_annotators,
 )
+from judgepanel.store.widths import check_widths
 
 CHUNK = 5_000
+# imports whose dataset a label file may join (`data import-items`, `import-inspect`, `import-promptfoo`)
+LABELLABLE = ("items", "inspect", "promptfoo")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ def import_parsed(engine: Engine, name: str, parsed: ParsedDataset, *, replace: 
         raise BadInput("a dataset name must not be empty")
     check_text("the dataset name", name)
     check_parsed(parsed)  # refused before the transaction starts: the database stays as it was
+    _check_widths(name, parsed)
     try:
         with session_scope(engine) as s:
             return _import(s, name, parsed, replace)
@@ -80,13 +85,29 @@ def import_parsed(engine: Engine, name: str, parsed: ParsedDataset, *, replace: 
         ) from exc
 
 
+def _check_widths(name: str, parsed: ParsedDataset) -> None:
+    """The column widths the schema documents, on SQLite too (`store.widths`)."""
+    check_widths(t.dataset, [{"name": name}], "the dataset name")
+    check_widths(
+        t.item,
+        (
+            {"external_id": i.external_id, "group_key": i.group_key, "system": i.system, "split": i.split}
+            for i in parsed.items
+        ),
+        "an item",
+    )
+    check_widths(t.annotator, ({"name": a.name, "group": a.group} for a in parsed.annotators), "an annotator")
+    check_widths(t.label, ({"dimension": lb.dimension} for lb in parsed.labels), "a label")
+
+
 def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> ImportResult:
     ds = s.scalar(select(Dataset).where(Dataset.name == name))
     if ds is not None:
         imports: list[dict[str, Any]] = list(ds.meta.get("imports", []))
         if any(i["sha256"] == parsed.source_hash for i in imports):
             return ImportResult(name, True, 0, 0, 0, parsed.skipped)
-        adding_labels = parsed.items_optional and all(i["kind"] == "items" for i in imports)
+        # label files may join a dataset of items alone, or of items an imported grader judged
+        adding_labels = parsed.items_optional and all(i["kind"] in LABELLABLE for i in imports)
         if adding_labels:
             pass
         elif not replace:
@@ -98,7 +119,7 @@ def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> Impo
         elif parsed.items_optional:
             # replace the labels, keep the items (campaigns may point at them)
             s.execute(delete(Annotator).where(Annotator.dataset_id == ds.id))
-            imports = [i for i in imports if i["kind"] == "items"]
+            imports = [i for i in imports if i["kind"] in LABELLABLE]
         else:
             s.delete(ds)
             s.flush()
@@ -200,6 +221,8 @@ def attach_llm_annotations(engine: Engine, dataset: str, panel: LLMAnnotations) 
     the items the instance ids name. All or nothing: an unknown item or dimension, or an LLM name
     the dataset already has, refuses the whole file. Pair sets of the dataset made before are
     recorded with the annotators they were derived from, so reading them is refused until re-derived."""
+    check_widths(t.annotator, ({"name": a.name, "group": a.group} for a in panel.annotators), panel.file)
+    check_widths(t.label, ({"dimension": lb.dimension} for lb in panel.labels), panel.file)
     with session_scope(engine) as s:
         ds = dataset_by_name(s, dataset)
         imports: list[dict[str, Any]] = list(ds.meta.get("imports", []))

@@ -8,6 +8,8 @@ migration files' `revision` / `down_revision` lines, which saves a noticeable sh
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, inspect, text
@@ -35,12 +37,36 @@ READER_ROLE = "judgepanel_reader"  # the role `judgepanel query` runs as on Post
 SET_CONFIG = "pg_catalog.set_config(text, text, boolean)"
 
 
+@contextmanager
+def _migrating(engine: Engine) -> Iterator[Connection]:
+    """One connection in a transaction for Alembic. On SQLite with foreign keys off meanwhile
+    (the pragma only takes effect outside a transaction): a migration that rebuilds a table drops
+    the old one, and with foreign keys on that DROP would delete every child row through ON
+    DELETE CASCADE. `PRAGMA foreign_key_check` must come back empty before the commit."""
+    with engine.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.commit()
+        try:
+            with conn.begin():
+                yield conn
+                if sqlite:
+                    broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                    if broken:
+                        raise RuntimeError(f"migration left rows without their parent: {broken[:5]}")
+        finally:
+            if sqlite:
+                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+                conn.commit()
+
+
 def upgrade(engine: Engine, revision: str = "head", *, reader_role: str = READER_ROLE) -> None:
     from alembic import command
     from alembic.util import CommandError
 
     cfg = alembic_config(engine)
-    with engine.begin() as conn:
+    with _migrating(engine) as conn:
         cfg.attributes["connection"] = conn
         try:
             command.upgrade(cfg, revision)
@@ -164,7 +190,7 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     from alembic.util import CommandError
 
     cfg = alembic_config(engine)
-    with engine.begin() as conn:
+    with _migrating(engine) as conn:
         cfg.attributes["connection"] = conn
         try:
             command.downgrade(cfg, revision)

@@ -53,6 +53,7 @@ __all__ = [
     "RateBucket",
     "RepairIteration",
     "Request",
+    "RequestClaim",
     "Response",
     "Rubric",
     "RubricVersion",
@@ -271,6 +272,7 @@ class Job(Base):
     prompt_messages: Mapped[int | None]
     prompt_prefix_tokens: Mapped[int | None]
     prompt_sig: Mapped[str | None]
+    prompt_prefixes: Mapped[str | None]
 
 
 class Request(Base):
@@ -513,3 +515,16 @@ class ProviderBatchJob(Base):
     attempt: Mapped[int]
     request_hash: Mapped[str]
     state: Mapped[str]
+
+
+class RequestClaim(Base):
+    """A request hash being asked right now (issue 28 §2): identical requests of the same run or of
+    a concurrent one wait for this owner's answer instead of paying for it again. Dropped with the
+    answer (or when the owner gives up the job); taken over once `expires` passes or the owner is
+    dead (`store.liveness`)."""
+
+    __table__ = tables.request_claim
+    request_hash: Mapped[str]
+    owner: Mapped[str]
+    expires: Mapped[datetime]
+    created_at: Mapped[datetime]

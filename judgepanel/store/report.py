@@ -34,6 +34,7 @@ from judgepanel.store.models import (
     RubricVersion,
     Verdict,
 )
+from judgepanel.store.sources import imported_source_text
 
 LATENCY_SAMPLE = 5_000  # latencies kept per judge for the plot (evenly spaced over the campaign)
 
@@ -68,6 +69,9 @@ class CampaignFacts:
     usage: list[JudgeUsage]
     # judge spec -> its short name (given `NAME=SPEC` or derived; `providers.spec.stored_judge_names`)
     judge_names: dict[str, str] = field(default_factory=dict)
+    # where the verdicts come from when another tool graded them (`data import-inspect` /
+    # `import-promptfoo`): one line naming the tool, file, task, eval id and model; None otherwise
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ def campaign_facts(engine: Engine, name: str) -> CampaignFacts:
             jobs={str(k): int(v) for k, v in jobs.items()},
             usage=usage,
             judge_names=stored_judge_names(judges, c.spec),
+            source=imported_source_text(c.spec),
         )
 
 

@@ -3,10 +3,16 @@
 Rules:
 - a rubric is a name with numbered versions 1, 2, …; each version keeps the whole document
   (`body`), its `content_hash` (see `RubricDoc.content_hash`) and one `clause` row per clause;
-- adding content identical to the latest version changes nothing and returns that version;
-- adding anything else creates version latest+1 whose parent is the latest (also when the content
-  equals an older version: going back is an edit too, and "latest" must be what was added last);
-- `NAME` means the latest version, `NAME@N` version N.
+- a person's version (`author="manual"`) and an editor model's (`author="editor"`, written by
+  `rubric split`, repair and alignment) share one numbering; the *current* version is the newest
+  one a person added, and a bare `NAME` means it: an editor's proposal is reached only as
+  `NAME@N`, so a simulated or experimental edit never becomes what `--rubric NAME` uses;
+- a person adding content identical to the current version changes nothing and returns it
+  (`summeval@1 (unchanged)`), whatever editor versions came after it;
+- anything else creates version latest+1 whose parent is the current version for a person's edit
+  (also when the content equals an older version: going back is an edit too, and the current
+  version must be what a person added last), the latest for an editor's without `parent`;
+- `NAME@N` is version N.
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ class StoredRubric:
 @dataclass(frozen=True)
 class AddedRubric:
     rubric: StoredRubric
-    created: bool  # False: identical to the latest version, nothing written
+    created: bool  # False: identical to the current version (or the parent's edit), nothing written
 
     def as_dict(self) -> dict[str, Any]:
         return {"created": self.created, **self.rubric.as_dict()}
@@ -106,8 +112,26 @@ def _latest(s: Session, rubric_id: int) -> RubricVersion | None:
     )
 
 
+def _current(s: Session, rubric_id: int) -> RubricVersion | None:
+    """The newest version a person added (the latest of any author when none was)."""
+    manual = s.scalar(
+        select(RubricVersion)
+        .where(RubricVersion.rubric_id == rubric_id, RubricVersion.author == "manual")
+        .order_by(RubricVersion.version.desc())
+        .limit(1)
+    )
+    return manual if manual is not None else _latest(s, rubric_id)
+
+
+def pinned_ref(s: Session, ref: str) -> tuple[RubricVersion, str]:
+    """The row `NAME[@VERSION]` names and its exact `NAME@VERSION` (what a campaign records)."""
+    rv = rubric_version(s, ref)
+    return rv, f"{parse_ref(ref)[0]}@{rv.version}"
+
+
 def rubric_version(s: Session, ref: str) -> RubricVersion:
-    """The `rubric_version` row for `NAME[@VERSION]` (latest by default), inside a session."""
+    """The `rubric_version` row for `NAME[@VERSION]` (the current version by default: the newest
+    a person added), inside a session."""
     name, version = parse_ref(ref)
     rubric = s.scalar(select(Rubric).where(Rubric.name == name))
     if rubric is None:
@@ -116,7 +140,7 @@ def rubric_version(s: Session, ref: str) -> RubricVersion:
             f"no rubric named {name!r} (known: {known}); add one with `judgepanel rubric add FILE`"
         )
     if version is None:
-        rv = _latest(s, rubric.id)
+        rv = _current(s, rubric.id)
     else:
         rv = s.scalar(
             select(RubricVersion).where(
@@ -162,6 +186,7 @@ def _add(
         s.add(rubric)
         s.flush()
     latest = _latest(s, rubric.id)
+    current = _current(s, rubric.id) if author == "manual" else latest
     if parent is not None:
         # an edit of a chosen version: the same content from the same parent is that version again
         same = s.scalar(
@@ -176,12 +201,12 @@ def _add(
         )
         if same is not None:
             return rubric, same, False
-    elif latest is not None and latest.content_hash == doc.content_hash:
-        return rubric, latest, False
+    elif current is not None and current.content_hash == doc.content_hash:
+        return rubric, current, False
     rv = RubricVersion(
         rubric_id=rubric.id,
         version=(latest.version + 1) if latest is not None else 1,
-        parent_id=parent.id if parent is not None else (latest.id if latest is not None else None),
+        parent_id=parent.id if parent is not None else (current.id if current is not None else None),
         author=author,
         editor=editor,
         change_note=change_note,
@@ -236,7 +261,8 @@ def add_rubric(
 
 
 def list_rubrics(engine: Engine) -> list[dict[str, Any]]:
-    """One row per rubric: its latest version and how many versions it has."""
+    """One row per rubric: its latest version, its current one (what a bare name means) and how
+    many versions it has."""
     with session_scope(engine) as s:
         counts = dict(
             s.execute(select(RubricVersion.rubric_id, func.count()).group_by(RubricVersion.rubric_id)).all()
@@ -244,13 +270,15 @@ def list_rubrics(engine: Engine) -> list[dict[str, Any]]:
         out = []
         for rubric in s.scalars(select(Rubric).order_by(Rubric.name)):
             latest = _latest(s, rubric.id)
-            if latest is None:
+            current = _current(s, rubric.id)
+            if latest is None or current is None:
                 continue
             stored = _load(s, rubric, latest)
             out.append(
                 {
                     "name": rubric.name,
                     "latest_version": latest.version,
+                    "current_version": current.version,
                     "versions": counts.get(rubric.id, 0),
                     "dimensions": list(stored.doc.dimension_names),
                     "clauses": len(stored.doc.clauses),
@@ -282,6 +310,7 @@ __all__ = [
     "get_rubric",
     "list_rubrics",
     "load_rubric_version",
+    "pinned_ref",
     "rubric_version",
     "rubric_versions",
 ]

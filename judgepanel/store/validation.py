@@ -346,7 +346,15 @@ def read_campaign_panel(
     dim = _choose(c, "dimension", "--dimension", dimension, [d for d, _ in present])
     cond = _choose(c, "condition", "--condition", condition, [k for _, k in present])
     done = (
-        select(Judge.name, Job.item_id, Job.pair_id, Job.order, Verdict.value_presented, Verdict.score)
+        select(
+            Judge.name,
+            Job.item_id,
+            Job.pair_id,
+            Job.order,
+            Verdict.value_presented,
+            Verdict.score,
+            Verdict.value_canonical,
+        )
         .join(Judge, Judge.id == Job.judge_id)
         .join(Verdict, Verdict.job_id == Job.id)
         .where(
@@ -369,10 +377,12 @@ def read_campaign_panel(
         human_rows = _annotator_labels(s, ds, dim, ["human"])
         judge_rows: list[Row] = []
         seen: set[tuple[str, int]] = set()
-        for name, item, _pid, _order, shown, score in s.execute(done):
+        for name, item, _pid, _order, _shown, score, canonical in s.execute(done):
             # a pointwise judge's label is its argmax verdict, or with score_source="expectation"
-            # its stored score (the expectation of a `scoring=logprobs` judge, else the argmax)
-            value = score if score_source == "expectation" else _number(shown or "")
+            # its stored score (the expectation of a `scoring=logprobs` judge, else the argmax).
+            # The canonical value: the same text as the presented one for judgepanel's own judges,
+            # the mapped number for an imported grader's grade ("C" presented, "2" canonical)
+            value = score if score_source == "expectation" else _number(canonical or "")
             if item is not None and value is not None and (name, item) not in seen:
                 seen.add((name, item))  # a re-asked job keeps its first accepted verdict
                 judge_rows.append((item, name, float(value), f"{float(value):.15g}"))
@@ -399,7 +409,7 @@ def read_campaign_panel(
             )
         ]
         orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
-        for name, _item, pid, order, shown, _score in s.execute(done):
+        for name, _item, pid, order, shown, _score, _canonical in s.execute(done):
             if pid is not None and order in ("AB", "BA") and shown is not None:
                 orders[(name, pid)].setdefault(order, to_canonical(_presented(shown), cast(Any, order)))
         judge_rows = []

@@ -23,6 +23,7 @@ from judgepanel.store import browse
 from judgepanel.store.campaigns import campaign_judge_names
 from judgepanel.store.fingerprint import results_key
 from judgepanel.store.models import utcnow
+from judgepanel.store.sources import imported_source_text
 from judgepanel.view.stats import StatsCache
 from judgepanel.view.table import PAGE_SIZES, VerdictQuery, neighbours, parse_verdict_query, verdicts
 
@@ -47,23 +48,36 @@ class _Spend:
     simulated: bool = False
 
 
+# a campaign as the tracker knows it: its id and when it was created (`browse.campaign_births`);
+# the id alone could be a deleted campaign's, handed to a new one
+CampaignKey = tuple[int, datetime | None]
+
+
 @dataclass
 class Tracker:
-    """Spend and simulated-ness per campaign, summed incrementally over new responses."""
+    """Spend and simulated-ness per campaign, summed incrementally over new responses, keyed by
+    campaign id *and* creation time, so a new campaign never inherits a deleted one's spend."""
 
     last_response: int = 0
-    spend: dict[int, _Spend] = field(default_factory=lambda: defaultdict(_Spend))
+    spend: dict[CampaignKey, _Spend] = field(default_factory=lambda: defaultdict(_Spend))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def update(self, engine: Engine) -> None:
+    def key(self, cid: int, births: dict[int, datetime]) -> CampaignKey:
+        return (cid, births.get(cid))
+
+    def update(self, engine: Engine) -> dict[int, datetime]:
+        """Read the responses stored since the last poll; returns the births it keyed them by."""
         with self.lock:
-            for cid, newest, n, cost, priced, sim in browse.spend_since(engine, self.last_response):
-                s = self.spend[cid]
+            new = browse.spend_since(engine, self.last_response)
+            births = browse.campaign_births(engine)
+            for cid, newest, n, cost, priced, sim in new:
+                s = self.spend[self.key(cid, births)]
                 s.calls += n
                 s.cost += cost
                 s.priced += priced
                 s.simulated = s.simulated or sim
                 self.last_response = max(self.last_response, newest)
+            return births
 
 
 def _progress(
@@ -100,7 +114,7 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     or alignment's campaigns."""
     from judgepanel.store.campaigns import list_campaigns
 
-    tracker.update(engine)
+    births = tracker.update(engine)
     rows = list_campaigns(engine)
     ids = {v: k for k, v in browse.campaign_names_by_id(engine).items()}
     failed: dict[int, dict[str, int]] = defaultdict(dict)
@@ -115,7 +129,7 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     out = []
     for r in rows:
         cid = r.pop("_id")
-        s = tracker.spend.get(cid, _Spend())
+        s = tracker.spend.get(tracker.key(cid, births), _Spend())
         row = browse.campaign_row(engine, r["name"]) if r["name"] in specs else {}
         sim = s.simulated or any(str(j).startswith("sim:") for j in r["judges"])
         out.append(
@@ -184,6 +198,7 @@ def _campaign(engine: Engine, name: str, n_boot: int, *, svg: bool = False) -> d
         "judge_names": {j: names.get(j, j) for j in info["judges"]},
         "max_cost_usd": info["max_cost_usd"],
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
+        "source": imported_source_text(info["spec"]),  # issue 35: another tool's graders
         "agreement": [],
         "bias": {"judges": {}},
         "matrix": {"raters": [], "kappa": [], "clusters": [], "groups": []},
@@ -378,6 +393,7 @@ def case(
         "case": unit,
         "identity": ident.as_dict() if ident else None,
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
+        "source": imported_source_text(browse.campaign_row(engine, name)["spec"]),
         "items": rec.items,
         "verdicts": [{**asdict(a), "judge_name": names.get(a.judge, a.judge)} for a in rec.attempts],
         "combined": combined,
@@ -398,7 +414,8 @@ def raw(engine: Engine, name: str, request_id: int) -> dict[str, Any]:
     if r is None:
         raise NotFound(f"campaign {name!r} has no request {request_id}")
     sim = r.system_fingerprint == SIM_FINGERPRINT or str(r.model_returned or "").startswith("sim/")
-    return {"campaign": name, "simulated": sim, **asdict(r)}
+    source = imported_source_text(browse.campaign_row(engine, name)["spec"])
+    return {"campaign": name, "simulated": sim, "source": source, **asdict(r)}
 
 
 def rubrics(engine: Engine) -> dict[str, Any]:
@@ -409,8 +426,9 @@ def rubrics(engine: Engine) -> dict[str, Any]:
 
 
 def rubric(engine: Engine, name: str) -> dict[str, Any]:
-    """`rubric show --json` of the latest version, and `history`: each version with its author,
-    note and the `rubric diff --json` (changed, added, removed) from its predecessor."""
+    """`rubric show --json` of the current version (the newest a person added, what `rubric show
+    NAME` shows), and `history`: each version with its author, note and the `rubric diff --json`
+    (changed, added, removed) from its predecessor."""
     from judgepanel.rubrics import diff_rubrics
     from judgepanel.store.rubrics import get_rubric, rubric_versions
 
@@ -418,7 +436,7 @@ def rubric(engine: Engine, name: str) -> dict[str, Any]:
     if not versions:
         raise NotFound(f"no rubric named {name!r}")
     docs = {v: get_rubric(engine, f"{name}@{v}") for v in versions}
-    latest = docs[versions[-1]]
+    latest = docs[get_rubric(engine, name).version]
     history = []
     for v in versions:
         r = docs[v]

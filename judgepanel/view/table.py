@@ -20,6 +20,7 @@ from judgepanel.errors import BadInput
 from judgepanel.store import browse, find
 from judgepanel.store.campaigns import campaign_judge_names
 from judgepanel.store.identity import unit_identities
+from judgepanel.store.sources import imported_source_text
 
 PAGE_SIZES = (25, 50, 100, 200)
 RATIONALE_CUT = 300  # characters shown before "…" and the expand
@@ -236,6 +237,7 @@ def verdicts(
         "campaign": name,
         "protocol": info["protocol"],
         "simulated": simulated_campaigns(engine, [name]).get(name, False),
+        "source": imported_source_text(info["spec"]),  # issue 35: another tool's graders
         "rows": out_rows,
         "next_after": rows[-1].verdict_id if has_next else None,
         "prev_before": rows[0].verdict_id if has_prev else None,

@@ -95,6 +95,7 @@ async def test_api_openai_com_is_not_probed(refusing: FakeServer, monkeypatch: p
 async def test_azure_goes_through_the_deployment_path_with_its_own_key(
     refusing: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("JUDGEPANEL_KEY_ENVS", "JP_AZURE_KEY")  # issue 29: allowed locally
     monkeypatch.setenv("JP_AZURE_KEY", "azure-secret-5566778899aabbccddeeff")
     monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
     spec = parse_spec(

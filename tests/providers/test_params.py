@@ -28,7 +28,7 @@ VALUES = {
     "batch_discount": "0.5",
     "prompt_cache": "off",
     "max_reply_bytes": "8M",
-    "key_env": "LOCAL_MODEL_API_KEY",
+    "key_env": "TOGETHER_API_KEY",  # issue 29: key_env takes an allow-list (a provider key name)
     "error_rate": "0.1",
     "latency": "0",
     "jitter": "0",

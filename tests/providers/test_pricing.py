@@ -159,3 +159,32 @@ def test_price_file_batch_discount(tmp_path: Path) -> None:
     )
     prices = load_prices(f)
     assert prices["m"].batch_discount == 0.4 and prices["n"].batch_discount is None
+
+
+def test_hand_prices_assume_the_providers_published_cache_ratios() -> None:
+    """Issue 28 §5: a spec's `price_in`/`price_out` without cache rates gets its provider's
+    published ratios (and says which), so a cached prompt token never makes a cost unknown."""
+    table = PriceTable(BUILTIN)
+    a = table.for_spec(parse_spec("anthropic:claude-x?price_in=2&price_out=10"))
+    assert a is not None and (a.cache_read, a.cache_write) == pytest.approx((0.2, 2.5))
+    assert a.assumed is not None and "Anthropic's published ratios" in a.assumed
+    assert a.cost(1000, 100, 600, 200) == pytest.approx((200 * 2 + 600 * 0.2 + 200 * 2.5 + 100 * 10) / 1e6)
+    # OpenAI's own API: the listed model's own read ratio (gpt-4o-mini: 0.075 / 0.15 = 0.5)
+    o = table.for_spec(parse_spec("openai:gpt-4o-mini?price_in=0.3&price_out=1.2"))
+    assert o is not None and (o.cache_read, o.cache_write) == pytest.approx((0.15, 0.3))
+    assert o.assumed is not None and "gpt-4o-mini" in o.assumed
+    # a server of its own (base_url) or an unlisted model: the input price, the most it can be
+    for spec in (
+        "openai:qwen?base_url=http://127.0.0.1:9/v1&price_in=1&price_out=2",
+        "openai:new?price_in=1&price_out=2",
+    ):
+        p = table.for_spec(parse_spec(spec))
+        assert p is not None and (p.cache_read, p.cache_write) == (1.0, 1.0)
+        assert p.assumed is not None and "no published ratio" in p.assumed
+    # given rates, a free prompt and listed prices assume nothing
+    given = table.for_spec(parse_spec("anthropic:c?price_in=1&price_out=2&price_cache_read=0.5"))
+    assert given is not None and given.assumed is None and given.cache_write is None
+    free = table.for_spec(parse_spec("openai:q?price_in=0&price_out=0"))
+    assert free is not None and free.assumed is None and free.cost(10, 10, 5, 5) == 0.0
+    listed = table.for_spec(parse_spec("anthropic:claude-haiku-4-5"))
+    assert listed is not None and listed.assumed is None

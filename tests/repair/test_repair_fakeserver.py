@@ -150,3 +150,32 @@ def test_sigkill_during_steps_then_resume_without_rebuying(
     )
     assert per_job and all(n_req == 1 and n_ok == 1 for _j, n_req, n_ok in per_job)
     assert _rows(db, "SELECT count(*) FROM job WHERE status != 'done'") == [(0,)]
+
+
+@pytest.mark.parametrize("fault", ["surrogate", "bigtokens"])
+def test_an_editor_reply_with_a_lone_surrogate_or_a_huge_count_is_one_reply_not_a_lost_batch(
+    tmp_path: Path, slow_fake: FakeServerProcess, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """Issue 29 §1: an editor whose replies carry a lone surrogate (in `model` and its reasons) or
+    token counts of 10**40 crashed the writer's batch in `repair run` (rc 1, nothing stored, every
+    re-run paying again). Now the replies are stored cleaned and the iteration finishes."""
+    for k, v in FAKE_KEYS.items():
+        monkeypatch.setenv(k, v)
+    db = tmp_path / "editor.db"
+    url = f"sqlite:///{db}"
+    prepare_db(url)
+    judges = (f"openai:judge-o?base_url={slow_fake.url}/v1", f"openai:judge-p?base_url={slow_fake.url}/v1")
+    editor = f"openai:editor!{fault}?base_url={slow_fake.url}/v1"
+    out = cli(*run_args("e", judges, editor), "--json", db=url)
+    assert out.code == 0, out.stderr
+    assert set(out.json()["steps"].values()) == {"done"}
+    rows = _rows(
+        db,
+        "SELECT r.model_returned, r.input_tokens FROM response r JOIN request q ON q.id = r.request_id "
+        "JOIN job j ON j.id = q.job_id JOIN judge g ON g.id = j.judge_id WHERE g.model LIKE 'editor%'",
+    )
+    assert rows
+    if fault == "surrogate":
+        assert all("\ufffd" in str(m) for m, _ in rows)
+    else:
+        assert all(n is None for _, n in rows)

@@ -153,3 +153,67 @@ def test_formula_cells_are_neutralised_unless_raw(db: str, tmp_path: Path) -> No
 )
 def test_neutralise(cell: str, want: str) -> None:
     assert neutralise(cell) == want
+
+
+# ---------------------------------------------------------------- `report --out`: the same rules (issue 29 §6)
+
+
+def _report(db: str, *args: str) -> tuple[int, str]:
+    r = cli("report", NAME, "--bootstrap", "0", "--cases", "5", *args, db=db)
+    return r.code, r.stderr
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_report_refuses_an_existing_file_or_symlink_without_force_and_never_writes_through_one(
+    db: str, tmp_path: Path, fmt: str
+) -> None:
+    """Before, `report --out` overwrote any existing file, through symlinks, without `--force`
+    (`export` refused the same path)."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    existing = tmp_path / f"old.{fmt}"
+    existing.write_text("keep me\n")
+    link = tmp_path / f"link.{fmt}"
+    link.symlink_to(victim)
+    dangling = tmp_path / f"dangling.{fmt}"
+    dangling.symlink_to(tmp_path / "created-through-the-link.txt")
+    for out in (existing, link, dangling):
+        code, err = _report(db, "--format", fmt, "--out", str(out))
+        assert code == 2 and "already exists: pass --force" in err and len(err.strip().splitlines()) == 1, err
+    assert existing.read_text() == "keep me\n" and victim.read_text() == "precious\n"
+    assert not (tmp_path / "created-through-the-link.txt").exists()
+    # with --force the link itself is replaced by the report; what it pointed to is untouched
+    code, err = _report(db, "--format", fmt, "--out", str(link), "--force")
+    assert code == 0, err
+    assert not link.is_symlink() and victim.read_text() == "precious\n"
+    assert link.read_text().startswith("<!doctype html>" if fmt == "html" else "#")
+
+
+def test_report_refuses_the_live_database_even_with_force(db: str, tmp_path: Path) -> None:
+    if not db.startswith("sqlite"):
+        pytest.skip("only SQLite keeps the database in a file")
+    live = _sqlite_path(db)
+    before = live.read_bytes()
+    link = tmp_path / "innocent.html"
+    link.symlink_to(live)
+    for target in (str(live), str(link)):
+        for extra in ((), ("--force",)):
+            code, err = _report(db, "--out", target, *extra)
+            assert code == 2 and "is the results database itself" in err, err
+    assert live.read_bytes() == before
+
+
+def test_a_markdown_reports_plot_folder_follows_the_same_rules(db: str, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "r_files").symlink_to(elsewhere)
+    code, err = _report(db, "--format", "md", "--out", str(tmp_path / "r.md"), "--force")
+    assert code == 2 and "is not a folder" in err, err
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "r.md").exists()
+    (tmp_path / "r_files").unlink()
+    assert _report(db, "--format", "md", "--out", str(tmp_path / "r.md"))[0] == 0
+    code, err = _report(db, "--format", "md", "--out", str(tmp_path / "s.md"))
+    assert code == 0, err
+    (tmp_path / "s.md").unlink()  # the plots folder is still there: replacing its plots needs --force
+    code, err = _report(db, "--format", "md", "--out", str(tmp_path / "s.md"))
+    assert code == 2 and "s_files" in err and "--force" in err, err

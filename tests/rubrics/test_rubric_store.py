@@ -73,8 +73,17 @@ def test_add_identical_is_a_noop_and_an_edit_is_the_next_version(engine: Engine)
         2,
         "editor",
     )
+    # issue 28 §1: an editor's version is a proposal; the current version is the person's v2, so a
+    # person adding v1's content goes back by an edit of their own (v4), and adding it again is a no-op
+    mine = add_rubric(engine, doc)
+    assert (mine.created, mine.rubric.version, mine.rubric.parent_version, mine.rubric.author) == (
+        True,
+        4,
+        2,
+        "manual",
+    )
     assert not add_rubric(engine, doc).created
-    assert rubric_versions(engine, "summeval") == [1, 2, 3]
+    assert rubric_versions(engine, "summeval") == [1, 2, 3, 4]
 
 
 def test_lookup_latest_and_by_version(engine: Engine) -> None:

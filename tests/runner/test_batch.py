@@ -345,3 +345,23 @@ def test_a_batch_run_sends_the_campaigns_own_template(
         sent = c.execute(select(Request.template_name, Request.messages)).all()
     assert {name for name, _ in sent} == {"@classic-pairwise"}
     assert all("[[A]] if Assistant A is better" in m[-1]["content"] for _, m in sent)
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_batch_results_are_held_to_the_reply_cap_and_the_column_widths(
+    db: tuple[str, Engine], server: FakeServer, keys_env: dict[str, str], wire: str
+) -> None:
+    """Issue 29 §1: result files are not read through the HTTP reply cap, so a batch answer over
+    the judge's `max_reply_bytes` (here a 10,000-character `model`) was stored whole — and on
+    PostgreSQL the writer refused the batch (the column holds 200). Now its body is replaced by
+    its size and hash, `model` cut to its column, and the verdict read as usual."""
+    url, eng = db
+    create(url, "capped", judge(wire, server.url, "judge!longfields") + "&max_reply_bytes=1k", limit=2)
+    summary = run_batch(url, "capped")
+    assert summary["done"] == 4, summary
+    with eng.connect() as conn:
+        rows = conn.execute(select(Response.raw_body, Response.model_returned)).all()
+    assert len(rows) == 4
+    for body, model in rows:
+        assert body.startswith("[not stored: ") and "over max_reply_bytes=1,024; sha256 " in body
+        assert model is not None and len(model) == 200

@@ -103,3 +103,33 @@ def test_bias_and_joint_counts_have_distinct_names_and_meanings(engine: Engine) 
         assert j["agree_incl_ties"] + j["disagree_incl_ties"] == len(both)
         assert j["disagree_incl_ties"] != b["inconsistent"] or j["agree_incl_ties"] != b["consistent"]
         assert (j["back_wins"], j["front_wins"]) == (b["back_wins"], b["front_wins"])
+
+
+def test_no_verdicts_yet_is_said_not_p_one(engine: Engine) -> None:
+    """Issue 28 §5: before a judge has answered any pair in both orders there is no sign test; the
+    command says so for every judge of the campaign instead of printing p = 1.000."""
+    from sqlalchemy import update
+
+    load_tiny(engine, n_groups=2, per_group=3)
+    judges = ["sim:fair?noise=0.05", "sim:late?noise=0.05"]
+    api.create(engine, "fresh", dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=judges)
+    url = engine.url.render_as_string(hide_password=False)
+    text = cli("metrics", "bias", "--campaign", "fresh", db=url)
+    assert text.code == 0 and "no verdicts yet for any of its 2 judge(s)" in text.stdout
+    assert "1.000" not in text.stdout
+    out = cli("metrics", "bias", "--campaign", "fresh", "--json", db=url).json()
+    assert set(out["judges"]) == {"fair", "late"}
+    for d in out["judges"].values():
+        assert d["p_value"] is None and d["note"] == "no verdicts yet" and d["pairs"] == 0
+
+    # one judge answered, the other not yet: both are reported, the silent one as no verdicts yet
+    with engine.begin() as conn:
+        late = conn.execute(select(Judge.id).where(Judge.name == "sim:late?noise=0.05")).scalar_one()
+        conn.execute(update(Job).where(Job.judge_id == late).values(status="failed"))
+    api.run(engine, "fresh", RunOptions(flush_ms=10))
+    out = cli("metrics", "bias", "--campaign", "fresh", "--json", db=url).json()
+    assert out["judges"]["fair"]["pairs"] > 0 and isinstance(out["judges"]["fair"]["p_value"], float)
+    assert "note" not in out["judges"]["fair"]
+    assert out["judges"]["late"]["p_value"] is None and out["judges"]["late"]["note"] == "no verdicts yet"
+    text = cli("metrics", "bias", "--campaign", "fresh", db=url)
+    assert text.code == 0 and "no verdicts yet" in text.stdout and "late" in text.stdout

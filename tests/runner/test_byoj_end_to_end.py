@@ -63,6 +63,7 @@ def test_a_campaign_file_panel_with_per_judge_keys_runs_end_to_end(
     two.reset()
     for k, v in KEYS.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setenv("JUDGEPANEL_KEY_ENVS", ",".join(KEYS))  # issue 29: the user allows their own names
     for k in (
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
@@ -134,6 +135,7 @@ def test_a_missing_key_variable_is_one_line_before_any_call(
     one, _two = servers
     one.reset()
     monkeypatch.delenv("JP_TEST_UNSET_KEY", raising=False)
+    monkeypatch.setenv("JUDGEPANEL_KEY_ENVS", "JP_TEST_UNSET_KEY")  # issue 29: allowed locally
     judge = f"openai:m?base_url={one.url}/v1&key_env=JP_TEST_UNSET_KEY"
     made = cli(*create_argv("c", judge, protocol="pairwise", extra=("--pairs", PAIRS)), db=url)
     assert made.code == 0

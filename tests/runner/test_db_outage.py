@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -175,3 +176,106 @@ def test_a_postgres_restart_mid_run_loses_no_paid_answer(own_pg: Cluster) -> Non
     assert served == stored, (served, stored)  # every paid answer is stored
     assert final == {"done": jobs} and leased == 0
     assert len(per_job) == jobs and set(per_job.values()) == {1}  # every job done exactly once
+
+
+@pytest.mark.postgres
+def test_a_run_and_a_worker_started_while_postgres_is_down_wait_for_it(own_pg: Cluster) -> None:
+    """Issue 29 §6: the docs say start-up is waited out (up to JUDGEPANEL_DB_PATIENCE), but a
+    `campaign run` or `worker` started while PostgreSQL was down exited 1 at once. Now both say
+    once that they wait, and carry on when the server is back; with the patience spent, one line
+    and exit 1."""
+    with FakeServerProcess("--seed", "29") as fake:
+        judge = f"openai:late?base_url={fake.url}/v1"
+        jobs = _campaign(own_pg.url, judge, groups=2, per_group=5, repeats=1)
+        own_pg.stop()
+        env = {**os.environ, **FAKE_KEYS, "JUDGEPANEL_DB_PATIENCE": "2"}
+        impatient = subprocess.run(
+            [sys.executable, "-m", "judgepanel", "--db", own_pg.url, "campaign", "run", "w", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert impatient.returncode == 1, impatient.stderr
+        lines = impatient.stderr.strip().splitlines()
+        assert (
+            len(lines) == 2 and "waiting for the database" in lines[0] and "Traceback" not in impatient.stderr
+        )
+        env["JUDGEPANEL_DB_PATIENCE"] = "120"
+        run = subprocess.Popen(
+            [sys.executable, "-m", "judgepanel", "--db", own_pg.url, "campaign", "run", "w", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "judgepanel",
+                "--db",
+                own_pg.url,
+                "worker",
+                "--json",
+                "--poll-seconds",
+                "0.2",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        procs = [run, worker]
+        said: list[list[bytes]] = [[], []]
+
+        def read_err(p: subprocess.Popen[bytes], into: list[bytes]) -> None:
+            assert p.stderr is not None
+            for line in p.stderr:
+                into.append(line)
+
+        readers = [
+            threading.Thread(target=read_err, args=(p, into), daemon=True)
+            for p, into in zip(procs, said, strict=True)
+        ]
+        for t in readers:
+            t.start()
+        try:
+            deadline = time.monotonic() + 120
+            while not all(any(b"waiting for the database" in ln for ln in into) for into in said):
+                assert time.monotonic() < deadline, said
+                assert all(p.poll() is None for p in procs), (
+                    [p.poll() for p in procs],
+                    said,
+                )  # before: exit 1
+                time.sleep(0.1)
+            time.sleep(1.0)
+            assert all(p.poll() is None for p in procs), [p.poll() for p in procs]  # still waiting
+            own_pg.start()
+            results = []
+            for p, t, into in zip(procs, readers, said, strict=True):
+                code = p.wait(timeout=300)
+                t.join(timeout=30)
+                assert p.stdout is not None
+                results.append((code, p.stdout.read().decode(), b"".join(into).decode()))
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            for t in readers:
+                t.join(timeout=30)
+            for p in procs:
+                for pipe in (p.stdout, p.stderr):
+                    if pipe is not None:
+                        pipe.close()
+    for code, out, err in results:
+        assert code in (0, 3) and "waiting for the database" in err and "Traceback" not in err, (
+            code,
+            out,
+            err,
+        )
+        assert json.loads(out)["status"] in ("done", "incomplete")
+    eng = make_engine(own_pg.url)
+    try:
+        assert counts(eng) == {"done": jobs}
+    finally:
+        eng.dispose()

@@ -5,6 +5,8 @@ value that turned into a database URL is refused before any call, and `campaign 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import Engine, func, select
 
@@ -47,6 +49,7 @@ def test_a_key_that_became_a_database_url_is_refused_before_any_call(
     db: tuple[str, Engine], fake: FakeServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, _ = db
+    monkeypatch.setenv("JUDGEPANEL_KEY_ENVS", "LOCAL_KEY")  # issue 29: allowed locally
     monkeypatch.setenv("LOCAL_KEY", "local-key-0123456789")
     assert cli(*create_argv("later", f"openai:m?base_url={fake.url}/v1&key_env=LOCAL_KEY"), db=url).code == 0
     monkeypatch.setenv("LOCAL_KEY", "postgresql://panel:s3cret-pw-123@db.internal/panel")
@@ -89,3 +92,35 @@ def test_create_and_plan_show_each_judges_key_variable_and_host(
         assert f"key from $TOGETHER_API_KEY -> {host}" in out
         assert f"key from $OPENAI_API_KEY -> {host}" in out
         assert "0123456789abcdef" not in out
+
+
+@pytest.mark.parametrize("name", ["ACTIONS_RUNTIME_TOKEN", "NODE_AUTH_TOKEN", "CLOUDFLARE_API_TOKEN"])
+def test_a_campaign_file_cannot_mail_a_ci_secret_to_its_host(
+    name: str,
+    db: tuple[str, Engine],
+    fake: FakeServerProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Issue 29 §4: a campaign file from a pull request, run in CI where these variables are set,
+    named one as its judge's `key_env` and sent it to the host its `base_url` named. `key_env` is
+    now an allow-list: refused at `campaign create --from` (one line, exit 2, nothing written,
+    nothing sent) unless the user allows the name where judgepanel runs."""
+    url, eng = db
+    secret = "ci-runtime-secret-0123456789abcdef"
+    monkeypatch.setenv(name, secret)
+    monkeypatch.delenv("JUDGEPANEL_KEY_ENVS", raising=False)
+    (tmp_path / "pr.yaml").write_text(
+        f"name: pr\ndataset: tiny\nprotocol: pointwise\n"
+        f'judges:\n  - "openai:m?base_url={fake.url}/v1&key_env={name}"\n'
+    )
+    before = _chat(fake)
+    r = cli("campaign", "create", "--from", str(tmp_path / "pr.yaml"), db=url)
+    assert r.code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert name in r.stderr and "JUDGEPANEL_KEY_ENVS" in r.stderr and secret not in r.stderr + r.stdout
+    with eng.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(Campaign)).scalar() == 0
+    assert _chat(fake) == before
+    # the user, not the file, can allow it
+    monkeypatch.setenv("JUDGEPANEL_KEY_ENVS", name)
+    assert cli("campaign", "create", "--from", str(tmp_path / "pr.yaml"), db=url).code == 0

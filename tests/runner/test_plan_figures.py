@@ -33,7 +33,7 @@ from tests.helpers import cli
 from tests.runner.conftest import DATASET, PAIRS, load_tiny
 from tests.runner.test_prompt_cache import LONG, load_long
 
-FIGURES = ("prompt_chars", "prompt_messages", "prompt_prefix_tokens", "prompt_sig")
+FIGURES = ("prompt_chars", "prompt_messages", "prompt_prefix_tokens", "prompt_sig", "prompt_prefixes")
 
 
 @contextmanager
@@ -248,5 +248,14 @@ def test_prompt_cache_forecast_renders_the_long_prompts(
     api.create(eng, "long", dataset=LONG, protocol="pointwise", judges=judges)
     plan, prepared = _same_plan(eng, "long", monkeypatch)
     assert plan["cache_read_tokens"] > 0
-    assert prepared == 8  # the OpenAI judge's jobs only: their prefixes reach its 1,024-token floor
+    # issue 28 §5: the prefixes' digests are stored at create, so the forecast renders nothing
+    # (before, the OpenAI judge's 8 jobs were rendered: their prefixes reach its 1,024-token floor)
+    assert prepared == 0
+    # a campaign created before the digests were stored renders those 8 jobs, and plans the same
+    j = tables.job
+    with eng.begin() as c:
+        c.execute(update(j).values(prompt_prefixes=None))
+    with _counting(monkeypatch) as seen:
+        assert api.estimate(eng, "long").as_dict() == plan
+    assert len(seen) == 8
     eng.dispose()

@@ -160,3 +160,44 @@ def test_default_minimums_cache_nothing_this_short_and_unknown_rates_stay_unknow
     assert all(r.cost_usd is not None and r.cost_usd > 0 for r, _ in rows)
     status = cli("campaign", "status", "short", "--json", db=url).json()
     assert (status["cache_read_tokens"], status["saved_by_cache_usd"]) == (0, 0.0)
+
+
+def test_hand_priced_judges_get_published_cache_ratios_and_say_so(
+    db: tuple[str, Engine], fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    """Issue 28 §5: judges given only `price_in`/`price_out` used to report "spent unknown USD" as
+    soon as the provider read a cached prompt. Their cache rates are now assumed from the
+    provider's published ratios (Anthropic: reads 0.1 ×, writes 1.25 × input; an OpenAI-compatible
+    server: both at the input price), every call has a cost, and the run says what was assumed."""
+    url, eng = db
+    fake.reset()
+    judges = [
+        f"openai:judge-o?base_url={fake.url}/v1&price_in=2&price_out=8",
+        f"anthropic:judge-a?base_url={fake.url}&price_in=1&price_out=5",
+    ]
+    made = cli(
+        "campaign", "create", "hp", "--dataset", LONG, "--pairs", LONG_PAIRS, "--protocol", "pairwise",
+        "--limit", "3", *[a for j in judges for a in ("--judge", j)], db=url,
+    )  # fmt: skip
+    assert made.code == 0, made.stderr
+    ran = cli("campaign", "run", "hp", "--concurrency", "1", db=url)
+    assert ran.code == 0, ran.stderr
+    assert "spent unknown" not in ran.stdout + ran.stderr
+    assert "0.1 × price_in, writes at 1.25 × (Anthropic's published ratios)" in ran.stderr
+    assert "cache reads and writes at price_in (no published ratio for this server)" in ran.stderr
+    assert "price_cache_read=" in ran.stderr
+    assumed = {"openai:": (2.0, 8.0, 2.0, 2.0), "anthropic:": (1.0, 5.0, 0.1, 1.25)}
+    read_any = 0
+    for prefix, (i, o, cr, cw) in assumed.items():
+        rows = _rows(eng, prefix)
+        assert rows
+        for resp, _ in rows:
+            r, w = resp.cache_read_tokens or 0, resp.cache_write_tokens or 0
+            want = ((resp.input_tokens - r - w) * i + r * cr + w * cw + resp.output_tokens * o) / 1e6
+            assert resp.cost_usd == pytest.approx(want, rel=1e-9)
+            read_any += r
+    assert read_any > 0  # the cache was really read, so the assumed rates were really used
+    status = cli("campaign", "status", "hp", "--json", db=url).json()
+    assert status["cost_usd"] is not None and status["cost_usd"] > 0
+    text = cli("campaign", "status", "hp", db=url)
+    assert "unknown" not in text.stdout

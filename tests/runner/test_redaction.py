@@ -175,3 +175,103 @@ def test_error_lines_never_show_a_configured_key(db: tuple[str, Engine], keys_en
         r = cli(*create_argv("x", "sim:a", dataset=f"data-{form}"), db=url)
         assert r.code == 2 and "[redacted]" in r.stderr, r.stderr
         _assert_no_key("stderr", r.stderr, [key])
+
+
+def _undone(text: str) -> str:
+    """`text` with the natural re-encodings undone, independently of `providers.unmask`: HTML
+    character references, percent-encoding, `\\uXXXX` escapes (also escaped twice), Unicode
+    compatibility forms, invisible format characters; each twice over."""
+    import html
+    import unicodedata
+    from urllib.parse import unquote
+
+    for _ in range(2):
+        text = html.unescape(text)
+        text = re.sub(r"\\+u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+        text = unquote(text, errors="replace")
+        text = unicodedata.normalize(
+            "NFKC", text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        )
+        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return text
+
+
+def _assert_no_encoded_key(where: str, text: str, keys: list[str]) -> None:
+    bare = re.sub(r"[^a-z0-9]", "", _undone(text).lower())
+    for key in keys:
+        assert re.sub(r"[^a-z0-9]", "", key.lower()) not in bare, where
+
+
+def test_natural_re_encodings_and_splits_of_an_echoed_key_are_cut_everywhere(
+    db: tuple[str, Engine],
+    fake: FakeServerProcess,
+    keys_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """Issue 29 §4: the `echoencoded` server sends each key back percent-encoded, as HTML
+    entities, in fullwidth letters, with a zero-width space between its characters, as `\\uXXXX`
+    escapes (also escaped in the raw body), and split in two across adjacent columns (`model` |
+    `system_fingerprint`, `model` | the reply text). Before, all of these were stored. Now, once
+    the encodings are undone, no stored, exported, reported or printed text holds a key, nor does
+    any two of a stored row's fields put side by side."""
+    url, eng = db
+    keys = list(keys_env.values())
+    judges = [
+        f"openai:enc-o!echoencoded?base_url={fake.url}/v1",
+        f"openai:enc-p!echoencoded?base_url={fake.url}/v1&structured=off",
+        f"anthropic:enc-a!echoencoded?base_url={fake.url}&structured=off",
+    ]
+    outputs = [
+        cli(
+            *create_argv("enc", *judges, protocol="pairwise", extra=("--pairs", PAIRS, "--limit", "2")),
+            db=url,
+        ),
+        cli("campaign", "run", "enc", "--json", db=url),
+        cli("query", "select * from response", "--format", "json", db=url),
+    ]
+    assert outputs[0].code == 0, outputs[0].stderr
+    ran = json.loads(outputs[1].stdout)
+    assert ran["calls"] == 12, ran
+    planted = [r for r in fake.requests(limit=400) if r.get("fault") == "echoencoded"]
+    assert len(planted) >= 12  # the server did send the keys back
+    files: dict[str, str] = {}
+    for fmt in ("csv", "jsonl"):
+        out = tmp_path / f"attempts.{fmt}"
+        r = cli("export", "enc", "--format", fmt, "--what", "attempts", "--out", str(out), db=url)
+        assert r.code == 0, r.stderr
+        outputs.append(r)
+        files[out.name] = out.read_text(encoding="utf-8")
+    out = tmp_path / "report.html"
+    r = cli("report", "enc", "--out", str(out), "--bootstrap", "0", db=url)
+    assert r.code == 0, r.stderr
+    files[out.name] = out.read_text(encoding="utf-8")
+    for name, text in files.items():
+        _assert_no_encoded_key(name, text, keys)
+    for i, r in enumerate(outputs):
+        _assert_no_encoded_key(f"output {i}", r.stdout + r.stderr, keys)
+    with eng.connect() as conn:
+        rows = conn.execute(
+            select(
+                Response.text,
+                Response.raw_body,
+                Response.model_returned,
+                Response.system_fingerprint,
+                Response.finish_reason,
+            )
+        ).all()
+    assert len(rows) == 12
+    for row in rows:
+        values = [v for v in row if v]
+        for a in values:
+            _assert_no_encoded_key("a stored field", a, keys)
+            for b in values:
+                if a is not b:
+                    _assert_no_encoded_key("two stored fields side by side", a + b, keys)
+    records = [json.loads(line) for line in files["attempts.jsonl"].splitlines() if line.strip()]
+    for rec in records:
+        values = [v for v in rec.values() if isinstance(v, str) and v]
+        for a in values:
+            for b in values:
+                if a is not b:
+                    _assert_no_encoded_key("two exported cells side by side", a + b, keys)
+    _assert_no_encoded_key("database", _dump(url, eng).decode("utf-8", "replace"), keys)

@@ -10,7 +10,10 @@ pair sets, rubric versions. Refused (one line, nothing deleted) while
   that is then lost);
 - another campaign reuses answers stored under this one (the store's request cache points at them,
   and a copied answer keeps only its link to the original's body);
-- a repair iteration names the campaign as one of its steps.
+- a repair iteration or an alignment names the campaign as one of its steps (its status, stored
+  comparison and `align compare --repair` would read a campaign that is gone); `force=True`
+  deletes those records too (the repair iteration with its clause checkers, the alignment), in the
+  same transaction. Their other campaigns stay, as ordinary campaigns.
 
 Rows are deleted child-first with explicit statements rather than through `ON DELETE CASCADE`, so
 the counts reported are exact and the order is the same on SQLite and PostgreSQL.
@@ -27,9 +30,11 @@ from judgepanel.errors import BadInput
 from judgepanel.store.campaigns.planning import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
+    Alignment,
     BudgetHold,
     Campaign,
     CampaignJudge,
+    ClauseChecker,
     ClauseVerdict,
     Job,
     ProviderBatch,
@@ -54,8 +59,48 @@ class Deleted:
         return {"campaign": self.campaign, "deleted": dict(self.rows), "total": sum(self.rows.values())}
 
 
-def delete_campaign(engine: Engine, name: str) -> Deleted:
-    """Delete campaign `name` and its rows (module docstring), or raise `BadInput` / `NotFound`."""
+@dataclass(frozen=True)
+class Dependants:
+    """The records that name a campaign as one of their steps."""
+
+    repair_iterations: tuple[str, ...]
+    alignments: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.repair_iterations or self.alignments)
+
+    def describe(self) -> str:
+        parts = []
+        if self.repair_iterations:
+            parts.append(f"repair iteration(s) {', '.join(self.repair_iterations)}")
+        if self.alignments:
+            parts.append(f"alignment(s) {', '.join(self.alignments)}")
+        return " and ".join(parts)
+
+
+def _dependants(s: Any, name: str) -> Dependants:
+    def using(model: Any) -> tuple[str, ...]:
+        return tuple(
+            sorted(
+                n
+                for n, camps in s.execute(select(model.name, model.campaigns))
+                if name in (camps or {}).values()
+            )
+        )
+
+    return Dependants(using(RepairIteration), using(Alignment))
+
+
+def campaign_dependants(engine: Engine, name: str) -> Dependants:
+    """The repair iterations and alignments that use campaign `name` (NotFound without it)."""
+    with session_scope(engine) as s:
+        campaign_by_name(s, name)
+        return _dependants(s, name)
+
+
+def delete_campaign(engine: Engine, name: str, *, force: bool = False) -> Deleted:
+    """Delete campaign `name` and its rows (module docstring), or raise `BadInput` / `NotFound`;
+    `force` deletes the repair iterations and alignments that use it too."""
     with session_scope(engine) as s:
         camp = campaign_by_name(s, name)
         cid = camp.id
@@ -94,11 +139,12 @@ def delete_campaign(engine: Engine, name: str) -> Deleted:
                 f"campaign(s) {', '.join(reusers)} reuse answers stored under {name!r} (the request cache): "
                 "delete those first"
             )
-        users = sorted(
-            it.name for it in s.scalars(select(RepairIteration)) if name in (it.campaigns or {}).values()
-        )
-        if users:
-            raise BadInput(f"repair iteration(s) {', '.join(users)} use campaign {name!r}; it is kept")
+        users = _dependants(s, name)
+        if users and not force:
+            raise BadInput(
+                f"{users.describe()} use campaign {name!r}; it is kept "
+                f"(`campaign delete {name} --force` deletes them too)"
+            )
 
         verdicts = select(Verdict.id).where(Verdict.job_id.in_(jobs))
         batches = select(ProviderBatch.id).where(ProviderBatch.campaign_id == cid)
@@ -106,6 +152,13 @@ def delete_campaign(engine: Engine, name: str) -> Deleted:
 
         def run(table: str, stmt: Any) -> None:
             rows[table] = int(cast("CursorResult[Any]", s.execute(stmt)).rowcount or 0)
+
+        if users.alignments:
+            run("alignment", delete(Alignment).where(Alignment.name.in_(users.alignments)))
+        if users.repair_iterations:
+            its = users.repair_iterations
+            run("clause_checker", delete(ClauseChecker).where(ClauseChecker.iteration.in_(its)))
+            run("repair_iteration", delete(RepairIteration).where(RepairIteration.name.in_(its)))
 
         run("clause_verdict", delete(ClauseVerdict).where(ClauseVerdict.verdict_id.in_(verdicts)))
         run("verdict", delete(Verdict).where(Verdict.job_id.in_(jobs)))

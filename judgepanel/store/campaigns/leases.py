@@ -61,8 +61,9 @@ def pending_in(
     return _with_texts(s, rows)
 
 
-# (job id, judge name, dimension, prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig)
-PendingShape = tuple[int, str, str | None, int | None, int | None, int | None, str | None]
+# (job id, judge name, dimension, prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig,
+#  prompt_prefixes)
+PendingShape = tuple[int, str, str | None, int | None, int | None, int | None, str | None, str | None]
 
 
 def pending_shapes(engine: Engine, campaign_id: int) -> list[PendingShape]:
@@ -81,12 +82,41 @@ def pending_shapes(engine: Engine, campaign_id: int) -> list[PendingShape]:
                 job.c.prompt_messages,
                 job.c.prompt_prefix_tokens,
                 job.c.prompt_sig,
+                job.c.prompt_prefixes,
             )
             .join(judge, judge.c.id == job.c.judge_id)
             .where(job.c.campaign_id == campaign_id, job.c.status.in_(("pending", "running")))
             .order_by(job.c.id)
         ).all()
     return [tuple(r) for r in rows]
+
+
+# (job id, judge id, item id, pair id, condition, dimension, repeat, prompt_chars stored or NULL)
+UnitJob = tuple[int, int, int | None, int | None, str | None, str | None, int, int | None]
+
+
+def unit_jobs(engine: Engine, campaign_id: int) -> list[UnitJob]:
+    """The jobs still to do, with what a run needs to group them by item or pair and to estimate
+    each one's cost (`runner.units`), in plan order."""
+    from judgepanel.store import tables as t
+
+    job = t.job
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(
+                job.c.id,
+                job.c.judge_id,
+                job.c.item_id,
+                job.c.pair_id,
+                job.c.condition,
+                job.c.dimension,
+                job.c.repeat,
+                job.c.prompt_chars,
+            )
+            .where(job.c.campaign_id == campaign_id, job.c.status.in_(("pending", "running")))
+            .order_by(job.c.id)
+        ).all()
+    return [(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], int(r[6]), r[7]) for r in rows]
 
 
 def judges_with_requests(engine: Engine, judges: Iterable[tuple[str, str, str]]) -> set[str]:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.plan import CampaignSpec, PlannedJob, Unit, plan_jobs
 from judgepanel.rubrics import RubricDoc
+from judgepanel.store import tables as t
 from judgepanel.store.campaigns.leases import pending_in
 from judgepanel.store.campaigns.records import (
     CampaignInfo,
@@ -34,9 +35,12 @@ from judgepanel.store.models import (
     utcnow,
 )
 from judgepanel.store.queries import dataset_by_name, pair_set_by_name
+from judgepanel.store.sources import imported_source
+from judgepanel.store.widths import check_widths
 
 CHUNK = 2_000
-PromptFigures = tuple[int, int, int, str]  # what `create_campaign` stores of a job's prompt
+# what `create_campaign` stores of a job's prompt: chars, messages, prefix tokens, sig, prefixes
+PromptFigures = tuple[int, int, int, str, str]
 
 # ---------------------------------------------------------------- campaigns
 
@@ -170,11 +174,12 @@ def _store_figures(s: Session, figures: Mapping[int, PromptFigures]) -> None:
             prompt_messages=bindparam("messages"),
             prompt_prefix_tokens=bindparam("prefix"),
             prompt_sig=bindparam("sig"),
+            prompt_prefixes=bindparam("prefixes"),
         )
     )
     rows = [
-        {"job_id": jid, "chars": c, "messages": m, "prefix": p, "sig": sig}
-        for jid, (c, m, p, sig) in figures.items()
+        {"job_id": jid, "chars": c, "messages": m, "prefix": p, "sig": sig, "prefixes": px}
+        for jid, (c, m, p, sig, px) in figures.items()
     ]
     conn = s.connection()
     for i in range(0, len(rows), CHUNK):
@@ -195,6 +200,7 @@ def create_campaign(
     job id -> (prompt_chars, prompt_messages, prompt_prefix_tokens, prompt_sig), is stored on the
     jobs for `campaign plan` (`runner.shape`)."""
     spec.validate()
+    check_widths(t.campaign, [{"name": spec.name, "split": spec.split}], "the campaign")
     with session_scope(engine) as s:
         ds = dataset_by_name(s, spec.dataset)
         ps = pair_set_by_name(s, spec.pairs) if spec.pairs else None
@@ -369,6 +375,10 @@ def _compared(spec: dict[str, Any]) -> dict[str, Any]:
     custom templates had one (system.v1) is the same campaign as its re-creation, and keeps the
     message it was created with."""
     out = {k: v for k, v in spec.items() if k not in _NOT_COMPARED}
+    if out.get("rubric_version_id") is not None:
+        # the version row is what the campaign uses; `rubric` is how it was named (a campaign
+        # stored before names were pinned has `summeval` where a re-creation has `summeval@1`)
+        out.pop("rubric", None)
     if out.get("templates"):
         out["templates"] = {
             p: {k: v for k, v in t.items() if k != "system"} for p, t in out["templates"].items()
@@ -402,6 +412,14 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
     with session_scope(engine) as s:
         c = campaign_by_name(s, name)
         d = dict(c.spec)
+        source = imported_source(d)
+        if source is not None:
+            # `data import-inspect` / `import-promptfoo`: graded elsewhere, nothing to plan or ask
+            files = ", ".join(source.get("files") or [])
+            raise BadInput(
+                f"campaign {name!r} was imported from {source['tool']} ({files}): its verdicts were graded "
+                "there, so there is nothing to plan or run"
+            )
         rv = d.pop("rubric_version_id", None)
         return (
             CampaignSpec(

@@ -38,6 +38,8 @@ class CampaignInfo:
     # per judge: which environment variable its key comes from (never the value) and the host it
     # is sent to ({"judge", "key_env", "host"}); filled in by the runner, which resolves them
     judge_keys: tuple[dict[str, str | None], ...] = ()
+    # what `campaign create` has to say about the plan (e.g. conditions rendering the same prompt)
+    warnings: tuple[str, ...] = ()
 
     def judge_names(self) -> dict[str, str]:
         """judge spec -> its short name (given or derived; `providers.spec.stored_judge_names`)."""
@@ -99,7 +101,7 @@ class VerdictRow:
     score: float | None
     rationale: str | None
     clauses: tuple[tuple[int, bool | None, str | None], ...] = ()  # (clause id, met, rationale)
-    failure_kind: str | None = None  # failed/partial: unreadable | truncated | missing_clauses
+    failure_kind: str | None = None  # failed/partial: unreadable | truncated | missing_clauses | ambiguous
     checked: frozenset[int] = frozenset()  # clause ids (of `clauses`) answered by a kept checker
 
 
@@ -151,6 +153,8 @@ class Batch:
     outcomes: list[JobOutcome] = field(default_factory=list)
     # budget reservations to release with these rows, one (campaign id, USD) per call (`store.budget`)
     released: list[tuple[int, float]] = field(default_factory=list)
+    # request hashes whose in-flight claim goes with these rows (`store.claims`)
+    unclaimed: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.attempts) + len(self.outcomes)

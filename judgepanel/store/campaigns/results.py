@@ -9,7 +9,7 @@ from typing import Any, Protocol, cast
 
 from sqlalchemy import Connection, Engine, Table, bindparam, insert, select, update
 
-from judgepanel.store import budget, plain
+from judgepanel.store import budget, claims, plain
 from judgepanel.store import tables as t
 from judgepanel.store.campaigns.records import (
     AttemptRow,
@@ -48,7 +48,7 @@ def write_batch(engine: Engine, batch: Batch, owner: str, *, core: bool = False)
     """Store a batch of attempts and job outcomes in one transaction (see the module docstring),
     through `store.plain` where the driver is supported, else (or with `core`) through Core
     statements, which SQLAlchemy binds row by row (the reference the tests compare with)."""
-    if not len(batch) and not batch.released:
+    if not len(batch) and not batch.released and not batch.unclaimed:
         return BatchResult(frozenset(), frozenset())
     rows: _Statements = _Core() if core or not plain.supported(engine.dialect) else _PlainStatements()
     try:
@@ -100,6 +100,8 @@ def _write(conn: Connection, batch: Batch, owner: str, rows: _Statements, *, per
         _insert_verdicts(conn, rows, verdicts, req_ids, now)
     if batch.released:
         budget.release(conn, owner, batch.released)
+    if batch.unclaimed:  # with the answers: a twin that sees the claim gone finds them cached
+        claims.release_in(conn, owner, batch.unclaimed)
     return BatchResult(frozenset(accepted), rejected)
 
 

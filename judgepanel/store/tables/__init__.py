@@ -61,7 +61,29 @@ from judgepanel.store.tables.studies import (
 )
 
 # isort: split
-from judgepanel.store.tables.scale import budget_hold, provider_batch, provider_batch_job, rate_bucket
+from judgepanel.store.tables.scale import (
+    budget_hold,
+    provider_batch,
+    provider_batch_job,
+    rate_bucket,
+    request_claim,
+)
+
+
+def _never_reuse_ids() -> None:
+    """`id INTEGER PRIMARY KEY AUTOINCREMENT` on SQLite for every table keyed by an integer `id`
+    (migration 0013_trust, issue 28 §3): a deleted row's id is never handed to a new one, so
+    nothing that remembered an id (a running viewer's cache, a script) can take a new campaign for
+    a deleted one. PostgreSQL's sequences never reuse ids anyway."""
+    from sqlalchemy import Integer
+
+    for t in metadata.tables.values():
+        pk = list(t.primary_key.columns)
+        if len(pk) == 1 and pk[0].name == "id" and isinstance(pk[0].type, Integer):
+            t.dialect_options["sqlite"]["autoincrement"] = True
+
+
+_never_reuse_ids()
 
 __all__ = [
     "NAMING",
@@ -81,6 +103,7 @@ __all__ = [
     "PairSet",
     "ProviderBatchJob",
     "Request",
+    "RequestClaim",
     "Response",
     "Verdict",
     "alignment",
@@ -107,6 +130,7 @@ __all__ = [
     "rate_bucket",
     "repair_iteration",
     "request",
+    "request_claim",
     "response",
     "rubric",
     "rubric_version",
@@ -148,5 +172,6 @@ PairLabel = Columns(pair_label)
 PairSet = Columns(pair_set)
 ProviderBatchJob = Columns(provider_batch_job)
 Request = Columns(request)
+RequestClaim = Columns(request_claim)
 Response = Columns(response)
 Verdict = Columns(verdict)

@@ -194,6 +194,11 @@ job = Table(
         String(16),
         doc="what the stored prompt figures were rendered with (templates, code, checkers); plan re-renders on a mismatch",
     ),
+    Column(
+        "prompt_prefixes",
+        Text,
+        doc="the prompt's stable prefixes as digest:tokens;… (prompt-cache forecast of `campaign plan`)",
+    ),
     CheckConstraint("status IN ('pending', 'running', 'done', 'failed')", name="status"),
     UniqueConstraint("campaign_id", "job_key"),
     Index("ix_job_campaign_status", "campaign_id", "status"),
@@ -310,7 +315,7 @@ verdict = Table(
     Column(
         "failure_kind",
         String(30),
-        doc="why a parse failed or was partial: unreadable, truncated or missing_clauses; null when ok",
+        doc="why a parse failed or was partial: unreadable, truncated, missing_clauses or ambiguous; null when ok",
     ),
     Column("value_presented", String(20), doc="A/B/tie as the judge gave it, or the score"),
     Column(

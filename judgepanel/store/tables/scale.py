@@ -1,5 +1,6 @@
 """What lets many workers share campaigns safely and cheaply: rate buckets shared through the
-database, budget holds under a campaign's cap, and submissions to the providers' batch APIs.
+database, budget holds under a campaign's cap, submissions to the providers' batch APIs, and the
+in-flight claims on request hashes that make identical requests be paid once (issue 28 §2).
 Declared once here; `store.models` maps its ORM classes onto these tables."""
 
 from __future__ import annotations
@@ -138,4 +139,25 @@ provider_batch_job = Table(
     Column("state", String(20), nullable=False, doc="submitted, done or failed"),
     UniqueConstraint("batch_pk", "job_id"),
     UniqueConstraint("batch_pk", "custom_id"),
+)
+
+
+request_claim = Table(
+    "request_claim",
+    metadata,
+    Column(
+        "request_hash",
+        String(64),
+        primary_key=True,
+        doc="sha256 of the request being asked, as in request.request_hash",
+    ),
+    Column("owner", String(300), nullable=False, doc="the lease owner (run or worker) asking it"),
+    Column(
+        "expires",
+        DateTime,
+        nullable=False,
+        doc="when the claim lapses unless renewed with the owner's leases (UTC)",
+    ),
+    Column("created_at", DateTime, nullable=False, default=utcnow, doc="when it was claimed (UTC)"),
+    Index("ix_request_claim_owner", "owner"),
 )
