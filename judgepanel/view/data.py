@@ -28,6 +28,9 @@ from judgepanel.store.sources import imported_source_text
 from judgepanel.view.stats import StatsCache
 from judgepanel.view.table import PAGE_SIZES, VerdictQuery, neighbours, parse_verdict_query, verdicts
 
+# row ids are INTEGER columns (32 bits on PostgreSQL): a larger case or request number in an
+# address names no row, and binding it fails in the driver or the server instead (a 500)
+MAX_ROW_ID = 2**31 - 1
 __all__ = ["PAGE_SIZES", "Tracker", "VerdictQuery", "parse_verdict_query", "verdicts"]
 
 
@@ -329,7 +332,7 @@ def case(
     from judgepanel.store.identity import unit_identities
     from judgepanel.store.simulated import simulated_campaigns
 
-    rec = browse.case_record(engine, name, unit)
+    rec = browse.case_record(engine, name, unit) if 0 < unit <= MAX_ROW_ID else None
     if rec is None:
         raise NotFound(f"campaign {name!r} has no case {unit}")
     names = campaign_judge_names(engine, name)
@@ -390,7 +393,7 @@ def raw(engine: Engine, name: str, request_id: int) -> dict[str, Any]:
     """The request as sent (`messages`, `params`, `output_schema`) and the reply as received."""
     from judgepanel.simjudge import SIM_FINGERPRINT
 
-    r = browse.raw_attempt(engine, name, request_id)
+    r = browse.raw_attempt(engine, name, request_id) if 0 < request_id <= MAX_ROW_ID else None
     if r is None:
         raise NotFound(f"campaign {name!r} has no request {request_id}")
     sim = r.system_fingerprint == SIM_FINGERPRINT or str(r.model_returned or "").startswith("sim/")
