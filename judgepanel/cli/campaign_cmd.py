@@ -433,7 +433,7 @@ def retry_parse_failures(
 def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Jobs done, failed and pending; calls made and money spent; clause verdicts answered by checkers."""
     from judgepanel.analysis.checkers import checker_use
-    from judgepanel.runner.pace import campaign_pace, rate_number
+    from judgepanel.analysis.pace import campaign_pace, rate_number
     from judgepanel.store import campaigns as store
 
     engine = state(ctx).engine()

@@ -124,7 +124,7 @@ from judgepanel.store.editor import editor_tasks
 RETRY_FAILED = ("rate_limit", "transient", "oversize", "context")
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
-RECENT_CALLS = 400  # calls kept for the progress line's rate and latency (`runner.pace`)
+RECENT_CALLS = 400  # calls kept for the progress line's rate and latency (`analysis.pace`)
 UNREADABLE_STOP = 20  # a run whose first this-many answers all fail to parse stops (module docstring)
 
 
@@ -278,7 +278,7 @@ class RunStats:
     done_at_start: int = 0
     committed: int = 0
     # (monotonic time a call ended, its latency in s) of the newest calls, and the calls the run
-    # may have in flight: what `runner.pace` reads for the rate, the ETA and the window
+    # may have in flight: what `analysis.pace` reads for the rate, the ETA and the window
     recent: deque[tuple[float, float | None]] = field(default_factory=lambda: deque(maxlen=RECENT_CALLS))
     concurrency: int = 0
 

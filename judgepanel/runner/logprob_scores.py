@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.errors import BadInput
 from judgepanel.protocol.logprobs import LOW_MASS, LogprobScore, score_scale
 from judgepanel.protocol.templates import Prompt
 from judgepanel.providers.spec import parse_spec
@@ -168,6 +169,15 @@ def withheld_by_judge(scores: Sequence[JobLogprobScore]) -> dict[str, LogprobCov
     return {j: LogprobCoverage(j, n, with_e[j], dict(reasons.get(j, {}))) for j, n in verdicts.items()}
 
 
+def _scores_by_logprobs(judge: str) -> bool:
+    """Whether a stored judge name is a spec with ``scoring=logprobs``; an imported grader's name
+    (``inspect:…``, ``promptfoo:…``) is no provider spec and never is."""
+    try:
+        return parse_spec(judge).params.get("scoring") == "logprobs"
+    except BadInput:
+        return False
+
+
 def logprob_withheld(
     engine: Engine,
     campaign: str,
@@ -179,7 +189,7 @@ def logprob_withheld(
     """`withheld_by_judge` over the campaign's jobs of these judges (canonical names), dimension
     and condition (None: all); judges without ``scoring=logprobs`` are not listed (and when none of
     the judges named has it, no reply is read)."""
-    if judges is not None and not any(parse_spec(j).params.get("scoring") == "logprobs" for j in judges):
+    if judges is not None and not any(_scores_by_logprobs(j) for j in judges):
         return {}
     rows = [
         s

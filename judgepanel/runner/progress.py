@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from judgepanel.analysis.pace import pace, rate_number
 from judgepanel.runner.executor import RunStats
-from judgepanel.runner.pace import pace, rate_number
 
 
 def render(stats: RunStats) -> Text:
@@ -32,7 +32,7 @@ def render(stats: RunStats) -> Text:
     eta = remaining * elapsed / done_now if done_now > 0 else None
     if stats.recent:
         # the calls' own times: a window that scales with their latency, the ETA from latency and
-        # concurrency (`runner.pace`, as the viewer and `campaign status` compute it)
+        # concurrency (`analysis.pace`, as the viewer and `campaign status` compute it)
         p = pace(
             stats.recent,
             time.monotonic(),

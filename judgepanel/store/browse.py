@@ -427,24 +427,6 @@ def recent_calls(engine: Engine, *, limit: int = 2_000) -> list[tuple[int, datet
         ]
 
 
-def recent_call_latencies(engine: Engine, *, limit: int = 2_000) -> list[tuple[int, datetime, float | None]]:
-    """(campaign id, created_at, latency in ms) of the newest `limit` responses that were calls
-    (not answered from the store's cache), newest first: what `runner.pace` reads."""
-    with engine.connect() as conn:
-        return [
-            (int(c), t, None if ms is None else float(ms))
-            for c, t, ms in conn.execute(
-                select(Job.campaign_id, Response.created_at, Response.latency_ms)
-                .select_from(Response)
-                .join(Request, Request.id == Response.request_id)
-                .join(Job, Job.id == Request.job_id)
-                .where(Response.cached_from.is_(None))
-                .order_by(Response.id.desc())
-                .limit(limit)
-            )
-        ]
-
-
 def spend_since(engine: Engine, after_response_id: int) -> list[tuple[int, int, int, float, int, bool]]:
     """Per campaign, over the responses with id > `after_response_id`: (campaign id, newest
     response id, calls, summed cost, calls with a cost, any simulated reply) — only new rows are

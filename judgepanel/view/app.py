@@ -222,7 +222,7 @@ def _jinja() -> Any:
         s = round(s)
         return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
-    from judgepanel.runner.pace import rate_number
+    from judgepanel.analysis.pace import rate_number
 
     env.globals.update(
         fmt=fmt,

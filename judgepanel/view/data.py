@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.analysis.pace import campaign_pace, stored_paces
 from judgepanel.errors import BadInput, NotFound
-from judgepanel.runner.pace import campaign_pace, stored_paces
 from judgepanel.store import browse
 from judgepanel.store.campaigns import campaign_judge_names
 from judgepanel.store.fingerprint import results_key
@@ -84,7 +84,7 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     """`campaign list --json` (`campaigns`: name, dataset, protocol, judges, jobs, done, failed,
     pending, status, created_at), each row with `cost_usd`, `max_cost_usd`, `simulated`,
     `failed_by_class`, `progress` {`calls_per_s`, `eta_s`, `active`, `window_s`,
-    `mean_latency_s`, `concurrency`} (`runner.pace`; a figure that cannot be known yet is null)
+    `mean_latency_s`, `concurrency`} (`analysis.pace`; a figure that cannot be known yet is null)
     and `part_of` (`kind` repair or align, `name`, `role`; None for a campaign of its own);
     `groups`: each iteration's or alignment's campaigns."""
     from judgepanel.store.campaigns import list_campaigns
@@ -98,7 +98,7 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     for r in rows:
         r["_id"] = ids[r["name"]]
     # rate over a window that scales with the judges' latency, ETA from latency and concurrency,
-    # "active" from live leases: `runner.pace`, as `campaign status` computes it
+    # "active" from live leases: `analysis.pace`, as `campaign status` computes it
     paces = stored_paces(engine, {r["_id"]: r["pending"] for r in rows})
     progress = {r["name"]: paces[r["_id"]].as_dict() for r in rows}
     parts = browse.sub_campaigns(engine)

@@ -1,5 +1,5 @@
 """The rate, ETA and "active" of a campaign for slow judges (issue 34 §1): one computation
-(`runner.pace`) for the progress line, `campaign status --json` and the viewer.
+(`analysis.pace`) for the progress line, `campaign status --json` and the viewer.
 
 The complaint, measured against a real local model: the viewer showed 0.0 calls/s, no ETA and
 "not active" while four 1-3-minute calls were in flight, and once an ETA of 13.9 s for calls that
@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from judgepanel.analysis.pace import MIN_WINDOW_S, pace, rate_number
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.runner.pace import MIN_WINDOW_S, pace, rate_number
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from tests.helpers import cli

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, Row, Select, and_, case, func, select
@@ -73,7 +74,7 @@ def campaign_state(engine: Engine, name: str) -> tuple[str, int]:
 
 
 def live_leases(engine: Engine) -> dict[int, int]:
-    """campaign id -> its jobs held under a live lease right now (`runner.pace`: "active")."""
+    """campaign id -> its jobs held under a live lease right now (`analysis.pace`: "active")."""
     with engine.connect() as s:
         return _live_leases(s)
 
@@ -93,6 +94,30 @@ def _campaign(s: Connection, name: str) -> Row[Any]:
         known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
         raise NotFound(f"no campaign named {name!r} (known: {known})")
     return c
+
+
+def recent_call_latencies(engine: Engine, *, limit: int = 2_000) -> list[tuple[int, datetime, float | None]]:
+    """(campaign id, created_at, latency in ms) of the newest `limit` responses that were calls
+    (not answered from the store's cache), newest first: what `analysis.pace` reads."""
+    with engine.connect() as conn:
+        return [
+            (int(c), t, None if ms is None else float(ms))
+            for c, t, ms in conn.execute(
+                select(Job.campaign_id, Response.created_at, Response.latency_ms)
+                .select_from(Response)
+                .join(Request, Request.id == Response.request_id)
+                .join(Job, Job.id == Request.job_id)
+                .where(Response.cached_from.is_(None))
+                .order_by(Response.id.desc())
+                .limit(limit)
+            )
+        ]
+
+
+def campaign_row_id(engine: Engine, name: str) -> int:
+    """The campaign's id, read on the Core tables (read commands load no ORM)."""
+    with engine.connect() as s:
+        return int(_campaign(s, name).id)
 
 
 @dataclass(frozen=True)

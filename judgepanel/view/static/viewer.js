@@ -19,7 +19,7 @@
     if (cell && cell.textContent !== String(text)) { cell.textContent = String(text); }
   }
 
-  // runner.pace.rate_number: two significant digits below 1/s, so a slow judge never reads 0.0
+  // analysis.pace.rate_number: two significant digits below 1/s, so a slow judge never reads 0.0
   function rate(x) {
     if (x === null || x === undefined) { return "\u2014"; }
     return x >= 1 ? Number(x).toFixed(1) : String(Number(Number(x).toPrecision(2)));

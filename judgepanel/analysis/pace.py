@@ -104,8 +104,7 @@ def pace(
 def stored_paces(engine: Engine, pending: Mapping[int, int]) -> dict[int, Pace]:
     """`pace` of each campaign (id -> its pending jobs) from what the store holds: the newest calls'
     times and latencies, and the live leases. What the viewer and `campaign status` show."""
-    from judgepanel.store.browse import recent_call_latencies
-    from judgepanel.store.campaigns.readers import live_leases
+    from judgepanel.store.campaigns.readers import live_leases, recent_call_latencies
     from judgepanel.store.tables import utcnow
 
     now = utcnow()
@@ -121,9 +120,9 @@ def stored_paces(engine: Engine, pending: Mapping[int, int]) -> dict[int, Pace]:
 
 def campaign_pace(engine: Engine, name: str, pending: int) -> Pace:
     """`stored_paces` of one campaign (`campaign status`)."""
-    from judgepanel.store.campaigns import campaign_id
+    from judgepanel.store.campaigns.readers import campaign_row_id
 
-    cid = campaign_id(engine, name)
+    cid = campaign_row_id(engine, name)
     return stored_paces(engine, {cid: pending})[cid]
 
 
