@@ -25,7 +25,7 @@ import pytest
 import judgepanel
 
 PACKAGE = Path(judgepanel.__file__).parent
-LOWER = ("metrics", "protocol", "providers", "datasets", "simjudge.py")
+LOWER = ("metrics", "protocol", "providers", "datasets", "simjudge")
 UPPER = ("judgepanel.store", "judgepanel.runner", "judgepanel.cli")
 # the use cases and everything above them: read → compute → shape, or render
 USE_CASES = (

@@ -20,14 +20,9 @@ from judgepanel.fake.cache import PromptCache
 from judgepanel.fake.graders import grader_reply
 from judgepanel.fake.http import _Reply
 from judgepanel.fake.logprobs import fake_logprobs
-from judgepanel.simjudge import (
-    SIM_FINGERPRINT,
-    SimReply,
-    content_text,
-    count_tokens,
-    final_user_text,
-    simulate,
-)
+from judgepanel.simjudge import SIM_FINGERPRINT, simulate
+from judgepanel.simjudge.reading import content_text, final_user_text
+from judgepanel.simjudge.reply import SimReply, count_tokens
 
 _SIM_KNOBS = ("position_bias", "noise", "prose_rate", "parse_error_rate", "editor_sprawl")
 _SAMPLING = ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens")
