@@ -4,7 +4,7 @@ campaign to the end, and reading a pointwise campaign's scores against the human
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -12,12 +12,13 @@ from sqlalchemy import Engine
 
 from judgepanel.align.choose import DevItem
 from judgepanel.analysis.conditions import ConditionData, load_condition_data
-from judgepanel.errors import BadInput, JudgepanelError
+from judgepanel.errors import BadInput
 from judgepanel.metrics.conditions import STATISTICS, item_tables, table_statistics
 from judgepanel.metrics.names import RESAMPLE_MODES
 from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name
-from judgepanel.runner import RunOptions, run
-from judgepanel.runner.executor import ProviderFactory, RunSummary
+from judgepanel.runner import RunOptions
+from judgepanel.runner.executor import ProviderFactory
+from judgepanel.runner.study import StudyContext, StudyIncomplete, say_nothing
 from judgepanel.store.align import AlignmentRecord
 
 METHODS = ("fewshot", "instructions", "grid")
@@ -36,10 +37,8 @@ def spec_name(judge: str) -> str:
     return parse_spec(split_judge_name(judge)[1]).name
 
 
-class AlignIncomplete(JudgepanelError):
+class AlignIncomplete(StudyIncomplete):
     """A step's campaign did not finish (budget, interruption): run the same command to resume."""
-
-    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -133,46 +132,23 @@ class AlignInputs:
 RECORDED = ("sample", "instructions0")
 
 
-def say_nothing(_m: str) -> None:
-    return None
+def step_context(
+    engine: Engine,
+    options: RunOptions,
+    factory: ProviderFactory | None = None,
+    say: Callable[[str], None] = say_nothing,
+    retry_failed: bool = False,
+) -> StudyContext:
+    """The study context of an alignment's steps: `align run` resumes it, `AlignIncomplete` says a
+    step is not done. `retry_failed` (`align run --retry-failed`): re-ask the failed calls of the
+    campaigns this run's steps drive (unreadable, truncated, out of retries, refused).
 
-
-@dataclass(frozen=True)
-class StepContext:
-    engine: Engine
-    options: RunOptions
-    factory: ProviderFactory | None
-    say: Callable[[str], None] = field(default=say_nothing)
-    # `align run --retry-failed`: re-ask the failed calls of the campaigns this run's steps drive
-    # (unreadable, truncated, out of retries, refused — the user asks again on purpose)
-    retry_failed: bool = False
-
-
-def run_to_end(ctx: StepContext, campaign: str) -> RunSummary:
-    """Run the campaign until no job is pending. Failed judge jobs do not stop a step: its figures
-    use the items every version answered (`answered`, `restrict`) and `align run` ends with exit 3
-    (`judge_failures`); a pending job (budget, interruption) does."""
-    summary = run(
-        ctx.engine,
-        campaign,
-        ctx.options,
-        provider_factory=ctx.factory,
-        reask_parse_failures=ctx.retry_failed,
-        reask_truncated=ctx.retry_failed,
-        reask_fatal=ctx.retry_failed,
+    A step runs its campaigns to the end (`run_campaign`): a pending job (budget, interruption)
+    stops the step; failed judge jobs do not — the step's figures use the items every version
+    answered (`answered`, `restrict`) and `align run` ends with exit 3 (`judge_failures`)."""
+    return StudyContext(
+        engine, options, factory, say, retry_failed, command="align", incomplete=AlignIncomplete
     )
-    ctx.say(
-        f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
-    )
-    if summary.pending:
-        why = (
-            f"at its cap of {summary.max_cost_usd or 0.0:g} USD (the campaign's total across runs); "
-            "run the same align command with a larger --max-cost to resume"
-            if summary.status == "budget"
-            else f"({summary.status}); run the same align command again to resume"
-        )
-        raise AlignIncomplete(f"campaign {campaign} stopped with {summary.pending} jobs pending {why}")
-    return summary
 
 
 def inputs_of(rec: AlignmentRecord) -> AlignInputs:
