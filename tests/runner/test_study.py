@@ -201,7 +201,7 @@ def test_a_campaign_at_its_cap_stops_the_study_between_steps_and_resumes_without
         return StudyContext(engine, RunOptions(max_cost=cap), command="study-test")
 
     def calls() -> dict[str, int]:
-        with create_engine(sqlite_url).connect() as c:
+        with engine.connect() as c:
             rows = c.execute(
                 text(
                     "SELECT c.name, count(r.id) FROM campaign c JOIN job j ON j.campaign_id = c.id "
