@@ -18,7 +18,7 @@ from judgepanel.metrics.names import RESAMPLE_MODES
 from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name
 from judgepanel.runner import RunOptions
 from judgepanel.runner.executor import ProviderFactory
-from judgepanel.runner.study import StudyContext, StudyIncomplete, say_nothing
+from judgepanel.runner.study import StudyContext, StudyIncomplete, need_done, say_nothing
 from judgepanel.store.align import AlignmentRecord
 
 METHODS = ("fewshot", "instructions", "grid")
@@ -256,11 +256,7 @@ def agreement_of(data: ConditionData) -> dict[str, float | None]:
 
 
 def need_steps(rec: AlignmentRecord, *steps: str) -> None:
-    for s in steps:
-        if rec.steps[s] != "done":
-            raise BadInput(
-                f"alignment {rec.name!r}: step {s!r} is not done yet (run `judgepanel align run {rec.name}`)"
-            )
+    need_done(rec, steps, noun="alignment", command="align")
 
 
 def is_simulated(engine: Engine, rec: AlignmentRecord) -> bool:

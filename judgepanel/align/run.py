@@ -72,7 +72,6 @@ from judgepanel.protocol.align import (
     WorkedExample,
     default_instructions,
 )
-from judgepanel.providers.spec import OPERATIONAL_KEYS, parse_spec
 from judgepanel.repair.sample import spread_sample
 from judgepanel.rubrics import Dimension
 from judgepanel.runner import RunOptions, create
@@ -218,12 +217,6 @@ def _original(rec: AlignmentRecord) -> JudgeTemplate:
     return JudgeTemplate(rec.inputs["instructions0"])
 
 
-def _editor_record(spec: str) -> EditorJudge:
-    js = parse_spec(spec)
-    params = {k: v for k, v in js.params.items() if k not in OPERATIONAL_KEYS}
-    return EditorJudge(js.name, js.provider, js.model, params, spec.strip())
-
-
 def _fewshot(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
     inp = inputs_of(rec)
     data = split_data(ctx.engine, rec, rec.campaigns["dev-original"])
@@ -279,7 +272,7 @@ def _disagreements(
 def _instructions(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
     inp = inputs_of(rec)
     assert inp.editor is not None
-    editor = _editor_record(inp.editor)
+    editor = EditorJudge.from_spec(inp.editor)
     current = _original(rec)
     camp = rec.campaigns["dev-original"]
     data = split_data(ctx.engine, rec, camp)

@@ -47,7 +47,6 @@ from judgepanel.protocol.editor import CheckerTask
 from judgepanel.repair.iteration import (
     RepairIncomplete,
     _clause_order,
-    _editor_record,
     _inputs,
     _need,
     repair_context,
@@ -57,7 +56,7 @@ from judgepanel.runner.executor import ProviderFactory
 from judgepanel.runner.study import check_budget, run_campaign
 from judgepanel.store import repair as store
 from judgepanel.store.checkers import CheckerRow, iteration_checkers, iterations_with_checkers, store_checkers
-from judgepanel.store.editor import create_editor_campaign, editor_proposals
+from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_proposals
 
 DEFAULT_THRESHOLD = 0.9
 UNUSABLE = "unusable"
@@ -179,7 +178,7 @@ def propose_checkers(
     text_of = {c.id: c.text for c in doc.clauses}
     tasks = {f"checker:{c}": CheckerTask(c, text_of[c]).as_dict() for c in ids}
     camp = checker_campaign(name)
-    create_editor_campaign(engine, camp, _editor_record(inp.editor), tasks, dataset=inp.dataset)
+    create_editor_campaign(engine, camp, EditorJudge.from_spec(inp.editor), tasks, dataset=inp.dataset)
     run_campaign(ctx, camp)
     proposals = editor_proposals(engine, camp)
     unanswered = [k.split(":", 1)[1] for k in sorted(tasks) if k not in proposals]

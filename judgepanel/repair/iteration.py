@@ -44,6 +44,7 @@ from judgepanel.runner.study import (
     StudyContext,
     StudyIncomplete,
     check_budget,
+    need_done,
     run_campaign,
     say_nothing,
 )
@@ -302,11 +303,7 @@ def _items(rec: IterationRecord, label: str) -> tuple[tuple[str, ...], int | Non
 
 
 def _need(rec: IterationRecord, *steps: str) -> None:
-    for s in steps:
-        if rec.steps[s] != "done":
-            raise BadInput(
-                f"iteration {rec.name!r}: step {s!r} is not done yet (run `judgepanel repair run {rec.name}`)"
-            )
+    need_done(rec, steps, noun="iteration", command="repair")
 
 
 # ---------------------------------------------------------------- steps
@@ -395,14 +392,6 @@ def _with_texts(doc: RubricDoc, texts: dict[str, str]) -> RubricDoc:
     return RubricDoc.from_dict(body, origin="edited rubric")
 
 
-def _editor_record(spec: str) -> EditorJudge:
-    from judgepanel.providers.spec import OPERATIONAL_KEYS
-
-    js = parse_spec(spec)
-    params = {k: v for k, v in js.params.items() if k not in OPERATIONAL_KEYS}
-    return EditorJudge(js.name, js.provider, js.model, params, spec.strip())
-
-
 def rewrite_step(ctx: StudyContext, name: str) -> dict[str, Any]:
     engine = ctx.engine
     rec = store.get_iteration(engine, name)
@@ -433,7 +422,7 @@ def rewrite_step(ctx: StudyContext, name: str) -> dict[str, Any]:
         failures: dict[str, FailedCall] = {}
         if tasks:
             create_editor_campaign(
-                engine, rec.campaigns["editor"], _editor_record(inp.editor), tasks, dataset=inp.dataset
+                engine, rec.campaigns["editor"], EditorJudge.from_spec(inp.editor), tasks, dataset=inp.dataset
             )
             run_campaign(ctx, rec.campaigns["editor"])
             proposals = editor_proposals(engine, rec.campaigns["editor"])
@@ -467,7 +456,7 @@ def rewrite_step(ctx: StudyContext, name: str) -> dict[str, Any]:
             name,
             contested=contested,
             control=control,
-            editor=_editor_record(inp.editor).name,
+            editor=EditorJudge.from_spec(inp.editor).name,
             rewrites=rewrites,
         )
     return {
@@ -792,7 +781,7 @@ def split_rubric(
     stored = get_rubric(engine, ref)
     doc = stored.doc
     dims = [doc.dimension(d) for d in dimensions] if dimensions else list(doc.dimensions)
-    record = _editor_record(editor)
+    record = EditorJudge.from_spec(editor)
     tasks = {f"split:{d.name}": split_task(d).as_dict() for d in dims}
     digest = hashlib.sha256(json.dumps([record.name, sorted(tasks)], sort_keys=True).encode()).hexdigest()[
         :10

@@ -44,6 +44,7 @@ __all__ = [
     "StudyIncomplete",
     "StudyRecord",
     "check_budget",
+    "need_done",
     "run_campaign",
     "say_nothing",
 ]
@@ -98,6 +99,16 @@ def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
 
         parsed = [parse_spec(split_judge_name(j)[1]) for j in specs]
         check_prices(options.max_cost, {js.name: price_for(js) for js in parsed})
+
+
+def need_done(rec: StudyRecord, steps: Sequence[str], *, noun: str, command: str) -> None:
+    """Refuse a step run on its own (`repair evaluate NAME`, …) before the steps it reads are
+    done, saying how to run them."""
+    for s in steps:
+        if rec.steps.get(s) != "done":
+            raise BadInput(
+                f"{noun} {rec.name!r}: step {s!r} is not done yet (run `judgepanel {command} run {rec.name}`)"
+            )
 
 
 def run_campaign(ctx: StudyContext, campaign: str) -> RunSummary:

@@ -17,7 +17,15 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 
 from judgepanel.errors import BadInput
-from judgepanel.runner.study import Step, Study, StudyContext, StudyIncomplete, check_budget, run_campaign
+from judgepanel.runner.study import (
+    Step,
+    Study,
+    StudyContext,
+    StudyIncomplete,
+    check_budget,
+    need_done,
+    run_campaign,
+)
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,17 @@ def test_bad_stop_after_and_bad_studies_are_refused() -> None:
         Study(steps=(book.step("a"), book.step("a")), load=book.load)
     with pytest.raises(ValueError, match="reopen writer"):
         Study(steps=(Step("a", book.step("a").run, lambda _c, _r: True),), load=book.load)
+
+
+def test_a_step_run_on_its_own_is_refused_until_the_steps_it_reads_are_done() -> None:
+    rec = Rec("it1", {"dev": "done", "select": "stopped", "rewrite": "pending"})
+    need_done(rec, ["dev"], noun="iteration", command="repair")
+    for step in ("select", "rewrite"):
+        with pytest.raises(BadInput) as e:
+            need_done(rec, ["dev", step], noun="iteration", command="repair")
+        assert str(e.value) == (
+            f"iteration 'it1': step {step!r} is not done yet (run `judgepanel repair run it1`)"
+        )
 
 
 # ---------------------------------------------------------------- the budget stop, real campaigns
