@@ -3,7 +3,6 @@ campaign to the end, and reading a pointwise campaign's scores against the human
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,9 +15,7 @@ from judgepanel.errors import BadInput
 from judgepanel.metrics.conditions import STATISTICS, item_tables, table_statistics
 from judgepanel.metrics.names import RESAMPLE_MODES
 from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name
-from judgepanel.runner import RunOptions
-from judgepanel.runner.executor import ProviderFactory
-from judgepanel.runner.study import StudyContext, StudyIncomplete, need_done, say_nothing
+from judgepanel.runner.study import StudyIncomplete, StudyKind
 from judgepanel.store.align import AlignmentRecord
 
 METHODS = ("fewshot", "instructions", "grid")
@@ -132,23 +129,13 @@ class AlignInputs:
 RECORDED = ("sample", "instructions0")
 
 
-def step_context(
-    engine: Engine,
-    options: RunOptions,
-    factory: ProviderFactory | None = None,
-    say: Callable[[str], None] = say_nothing,
-    retry_failed: bool = False,
-) -> StudyContext:
-    """The study context of an alignment's steps: `align run` resumes it, `AlignIncomplete` says a
-    step is not done. `retry_failed` (`align run --retry-failed`): re-ask the failed calls of the
-    campaigns this run's steps drive (unreadable, truncated, out of retries, refused).
-
-    A step runs its campaigns to the end (`run_campaign`): a pending job (budget, interruption)
-    stops the step; failed judge jobs do not — the step's figures use the items every version
-    answered (`answered`, `restrict`) and `align run` ends with exit 3 (`judge_failures`)."""
-    return StudyContext(
-        engine, options, factory, say, retry_failed, command="align", incomplete=AlignIncomplete
-    )
+# A step runs its campaigns to the end (`run_campaign`): a pending job (budget, interruption) stops
+# the step; failed judge jobs do not — the step's figures use the items every version answered
+# (`answered`, `restrict`) and `align run` ends with exit 3 (`judge_failures`). With
+# `align run --retry-failed` the context re-asks the failed calls of the campaigns this run's steps
+# drive (unreadable, truncated, out of retries, refused).
+ALIGNMENTS = StudyKind("alignment", "align", AlignIncomplete)
+step_context = ALIGNMENTS.context
 
 
 def inputs_of(rec: AlignmentRecord) -> AlignInputs:
@@ -255,8 +242,7 @@ def agreement_of(data: ConditionData) -> dict[str, float | None]:
     return out
 
 
-def need_steps(rec: AlignmentRecord, *steps: str) -> None:
-    need_done(rec, steps, noun="alignment", command="align")
+need_steps = ALIGNMENTS.need
 
 
 def is_simulated(engine: Engine, rec: AlignmentRecord) -> bool:

@@ -43,8 +43,8 @@ from judgepanel.runner.study import (
     Study,
     StudyContext,
     StudyIncomplete,
+    StudyKind,
     check_budget,
-    need_done,
     run_campaign,
     say_nothing,
 )
@@ -140,19 +140,10 @@ def campaign_names(name: str) -> dict[str, str]:
     return {k: f"{name}-{k}" for k in ("dev", "editor", "original", "contested", "control")}
 
 
-def repair_context(
-    engine: Engine,
-    options: RunOptions,
-    factory: ProviderFactory | None = None,
-    say: Callable[[str], None] = say_nothing,
-    retry_failed: bool = False,
-) -> StudyContext:
-    """The study context of a repair iteration's steps (and of `rubric split`, `repair checkers`):
-    `repair run` resumes it, `RepairIncomplete` says a step is not done. `retry_failed` re-asks
-    failed calls (parse failures, truncated replies, exhausted retries, refusals)."""
-    return StudyContext(
-        engine, options, factory, say, retry_failed, command="repair", incomplete=RepairIncomplete
-    )
+# `retry_failed` re-asks failed calls (parse failures, truncated replies, exhausted retries,
+# refusals); `rubric split` and `repair checkers` run their editor campaigns in the same context
+REPAIRS = StudyKind("iteration", "repair", RepairIncomplete)
+repair_context = REPAIRS.context
 
 
 def _compared(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -302,11 +293,7 @@ def _items(rec: IterationRecord, label: str) -> tuple[tuple[str, ...], int | Non
     return (), rec.inputs.get("limit")
 
 
-def _need(rec: IterationRecord, *steps: str) -> None:
-    need_done(rec, steps, noun="iteration", command="repair")
-
-
-# ---------------------------------------------------------------- steps
+_need = REPAIRS.need
 
 
 def dev(ctx: StudyContext, rec: IterationRecord) -> IterationRecord:

@@ -42,9 +42,9 @@ __all__ = [
     "Study",
     "StudyContext",
     "StudyIncomplete",
+    "StudyKind",
     "StudyRecord",
     "check_budget",
-    "need_done",
     "run_campaign",
     "say_nothing",
 ]
@@ -75,10 +75,40 @@ def say_nothing(_m: str) -> None:
 
 
 @dataclass(frozen=True)
+class StudyKind:
+    """A kind of study as its messages name it: `noun` ("iteration", "alignment"), the `command`
+    whose `run NAME` resumes one ("repair", "align"), and its own `StudyIncomplete`."""
+
+    noun: str
+    command: str
+    incomplete: type[StudyIncomplete] = StudyIncomplete
+
+    def context(
+        self,
+        engine: Engine,
+        options: RunOptions,
+        factory: ProviderFactory | None = None,
+        say: Callable[[str], None] = say_nothing,
+        retry_failed: bool = False,
+    ) -> StudyContext:
+        return StudyContext(engine, options, factory, say, retry_failed, self)
+
+    def need(self, rec: StudyRecord, *steps: str) -> None:
+        """Refuse a step run on its own (`repair evaluate NAME`, …) before the steps it reads are
+        done, saying how to run them."""
+        for s in steps:
+            if rec.steps.get(s) != "done":
+                raise BadInput(
+                    f"{self.noun} {rec.name!r}: step {s!r} is not done yet "
+                    f"(run `judgepanel {self.command} run {rec.name}`)"
+                )
+
+
+@dataclass(frozen=True)
 class StudyContext:
     """What every step of a run shares: the database, the run options, the provider factory (the
-    tests' fake servers), where progress lines go, and how the user resumes (`command`, in
-    messages; `incomplete`, the study's own `StudyIncomplete`)."""
+    tests' fake servers), where progress lines go, and the kind of study (how the user resumes
+    it, in messages; the exception that leaves a step pending)."""
 
     engine: Engine
     options: RunOptions
@@ -87,8 +117,7 @@ class StudyContext:
     # re-ask the failed calls of the campaigns this run's steps drive (unreadable, truncated, out
     # of retries, refused): the user asks again on purpose
     retry_failed: bool = False
-    command: str = "study"
-    incomplete: type[StudyIncomplete] = StudyIncomplete
+    kind: StudyKind = StudyKind("study", "study")
 
 
 def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
@@ -101,18 +130,8 @@ def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
         check_prices(options.max_cost, {js.name: price_for(js) for js in parsed})
 
 
-def need_done(rec: StudyRecord, steps: Sequence[str], *, noun: str, command: str) -> None:
-    """Refuse a step run on its own (`repair evaluate NAME`, …) before the steps it reads are
-    done, saying how to run them."""
-    for s in steps:
-        if rec.steps.get(s) != "done":
-            raise BadInput(
-                f"{noun} {rec.name!r}: step {s!r} is not done yet (run `judgepanel {command} run {rec.name}`)"
-            )
-
-
 def run_campaign(ctx: StudyContext, campaign: str) -> RunSummary:
-    """Run the campaign until no job is pending, or raise `ctx.incomplete`. Failed jobs do not
+    """Run the campaign until no job is pending, or raise the study's `StudyIncomplete`. Failed jobs do not
     raise here: each study decides what they mean for its step."""
     from judgepanel.runner.campaign import run
 
@@ -132,14 +151,14 @@ def run_campaign(ctx: StudyContext, campaign: str) -> RunSummary:
     if summary.pending:
         if summary.status == "budget":
             # the cap is the campaign's total (issue 17): the same command under the same cap buys nothing
-            raise ctx.incomplete(
+            raise ctx.kind.incomplete(
                 f"campaign {campaign} stopped with {summary.pending} jobs pending at its cap of "
                 f"{summary.max_cost_usd or 0.0:g} USD (max_cost, the campaign's total across runs); "
-                f"run the same {ctx.command} command with a larger --max-cost to resume"
+                f"run the same {ctx.kind.command} command with a larger --max-cost to resume"
             )
-        raise ctx.incomplete(
+        raise ctx.kind.incomplete(
             f"campaign {campaign} stopped with {summary.pending} jobs pending ({summary.status}); "
-            f"run the same {ctx.command} command again to resume"
+            f"run the same {ctx.kind.command} command again to resume"
         )
     return summary
 

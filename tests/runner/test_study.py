@@ -22,8 +22,8 @@ from judgepanel.runner.study import (
     Study,
     StudyContext,
     StudyIncomplete,
+    StudyKind,
     check_budget,
-    need_done,
     run_campaign,
 )
 
@@ -159,10 +159,11 @@ def test_bad_stop_after_and_bad_studies_are_refused() -> None:
 
 def test_a_step_run_on_its_own_is_refused_until_the_steps_it_reads_are_done() -> None:
     rec = Rec("it1", {"dev": "done", "select": "stopped", "rewrite": "pending"})
-    need_done(rec, ["dev"], noun="iteration", command="repair")
+    kind = StudyKind("iteration", "repair")
+    kind.need(rec, "dev")
     for step in ("select", "rewrite"):
         with pytest.raises(BadInput) as e:
-            need_done(rec, ["dev", step], noun="iteration", command="repair")
+            kind.need(rec, "dev", step)
         assert str(e.value) == (
             f"iteration 'it1': step {step!r} is not done yet (run `judgepanel repair run it1`)"
         )
@@ -217,7 +218,7 @@ def test_a_campaign_at_its_cap_stops_the_study_between_steps_and_resumes_without
     study = Study(steps=(step("first", "dev"), step("second", "eval")), load=book.load)
 
     def ctx(cap: float) -> StudyContext:
-        return StudyContext(engine, RunOptions(max_cost=cap), command="study-test")
+        return StudyKind("test study", "study-test").context(engine, RunOptions(max_cost=cap))
 
     def calls() -> dict[str, int]:
         with engine.connect() as c:
