@@ -35,7 +35,8 @@ from judgepanel.errors import BadInput, JudgepanelError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from judgepanel.runner.executor import ProviderFactory, RunOptions, RunSummary
+    from judgepanel.runner.executor import ProviderFactory, RunSummary
+    from judgepanel.runner.options import RunOptions
 
 __all__ = [
     "Step",

@@ -72,7 +72,7 @@ def _study(book: Book, stopped_reason: Callable[[Rec], str | None] | None = None
 
 
 def _ctx(said: list[str] | None = None, *, retry_failed: bool = False) -> StudyContext:
-    from judgepanel.runner.executor import RunOptions
+    from judgepanel.runner.options import RunOptions
 
     engine = create_engine("sqlite://")  # never touched by these steps
     return StudyContext(
@@ -176,7 +176,7 @@ PRICED = "sim:judge-a?price_in=1000&price_out=1000"
 
 
 def test_unknown_prices_are_refused_before_anything_runs() -> None:
-    from judgepanel.runner.executor import RunOptions
+    from judgepanel.runner.options import RunOptions
 
     with pytest.raises(BadInput, match="price"):
         check_budget(RunOptions(max_cost=1.0), ["openai:no-such-model?base_url=http://127.0.0.1:9/v1"])
@@ -188,7 +188,7 @@ def test_a_campaign_at_its_cap_stops_the_study_between_steps_and_resumes_without
     sqlite_url: str,
 ) -> None:
     from judgepanel.runner import create
-    from judgepanel.runner.executor import RunOptions
+    from judgepanel.runner.options import RunOptions
     from judgepanel.store.engine import make_engine
     from tests.repair.conftest import prepare_db
 
