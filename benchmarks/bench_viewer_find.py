@@ -22,14 +22,12 @@ from __future__ import annotations
 import os
 import random
 import statistics
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
+from benchmarks.backends import on_each_backend
 from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_FIND_N", "100000"))
@@ -124,22 +122,7 @@ def report(label: str, url: str) -> None:
 
 
 def main() -> None:
-    backends = os.environ.get("JP_BENCH_FIND_DB", "sqlite,postgresql").split(",")
-    if "sqlite" in backends:
-        with tempfile.TemporaryDirectory() as tmp:
-            report("sqlite", f"sqlite:///{tmp}/find.db")
-    pg = os.environ.get("JUDGEPANEL_TEST_PG_URL")
-    if pg and "postgresql" in backends:
-        name = f"jp_bench_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(make_url(pg).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            report("postgresql", make_url(pg).set(database=name).render_as_string(hide_password=False))
-        finally:
-            with admin.connect() as c:
-                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
+    on_each_backend("JP_BENCH_FIND_DB", "find.db", lambda label, url, _tmp: report(label, url))
 
 
 if __name__ == "__main__":
