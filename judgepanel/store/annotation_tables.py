@@ -12,6 +12,11 @@ annotator; these tables hold what is specific to a queue: its options, its units
 hands them out, the invited annotators (a token's SHA-256, never the token), the seats each unit
 has (`per_item` of them; a seat is what an annotator reserves, the `slot` of the JSON API) and the
 history of every label, edit and skip (`annotation_event`), so earlier values stay queryable.
+
+A deliberate mirror (issue 31 §4): every table is spelt out column by column, as the migrations
+check it, so the declarations here share their shape (and the `sqlalchemy` names they import)
+with those of the other table modules (`store.tables.*`, `store.annotation_tables`) and
+`duplicates` lists them; a column helper would hide from a reader what the schema is.
 """
 
 from __future__ import annotations

@@ -1,6 +1,12 @@
 """What was imported and what judges are asked about: datasets, items, annotators and their labels,
 pair sets with their pairs and derived pair labels, and rubrics with their versions and clauses.
-Declared once here; `store.models` maps its ORM classes onto these tables."""
+Declared once here; `store.models` maps its ORM classes onto these tables.
+
+A deliberate mirror (issue 31 §4): every table is spelt out column by column, as the migrations
+check it, so the declarations here share their shape (and the `sqlalchemy` names they import)
+with those of the other table modules (`store.tables.*`, `store.annotation_tables`) and
+`duplicates` lists them; a column helper would hide from a reader what the schema is.
+"""
 
 from __future__ import annotations
 
