@@ -6,7 +6,9 @@ database there (made for the run, dropped after it). One home for what `bench_vi
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -36,3 +38,18 @@ def on_each_backend(env: str, filename: str, report: Callable[[str, str, Path], 
             with admin.connect() as c:
                 c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
             admin.dispose()
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    """The median wall time of `repeats` calls of `fn`."""
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def print_server_times(label: str, rows: dict[str, float], width: int) -> None:
+    for name, s in rows.items():
+        print(f"[{label}] {name:{width}s} {s * 1000:8.1f} ms server time")

@@ -19,13 +19,12 @@ Run: `python -m benchmarks viewer`.
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from collections.abc import Callable
 
 from sqlalchemy import text
 
-from benchmarks.backends import on_each_backend
+from benchmarks.backends import median_seconds, on_each_backend, print_server_times
 from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_VIEWER_N", "1000000"))
@@ -34,12 +33,7 @@ REPEATS = 5
 
 
 def _median(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return median_seconds(fn, REPEATS)
 
 
 def report(label: str, url: str) -> None:
@@ -80,8 +74,7 @@ def report(label: str, url: str) -> None:
         offset = _median(lambda: browse.verdict_page_offset(eng, "bench", offset=deep))
         assert browse.verdict_page_offset(eng, "bench", offset=deep) == ids[deep : deep + 50]
     eng.dispose()
-    for name, s in rows.items():
-        print(f"[{label}] {name:28s} {s * 1000:8.1f} ms server time")
+    print_server_times(label, rows, 28)
     print(
         f"[{label}] the 90 % page's query: keyset {keyset * 1000:.1f} ms vs OFFSET {offset * 1000:.1f} ms "
         f"(reference) -> OFFSET / keyset = {offset / keyset:.0f}x",

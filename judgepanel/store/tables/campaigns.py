@@ -1,12 +1,6 @@
 """Campaigns and everything a campaign run stores: judges, the campaign and its judges, jobs, the
 requests sent, the replies received, and the verdicts (and clause verdicts) read from them.
-Declared once here; `store.models` maps its ORM classes onto these tables.
-
-A deliberate mirror (issue 31 §4): every table is spelt out column by column, as the migrations
-check it, so the declarations here share their shape (and the `sqlalchemy` names they import)
-with those of the other table modules (`store.tables.*`, `store.annotation_tables`) and
-`duplicates` lists them; a column helper would hide from a reader what the schema is.
-"""
+Declared once here; `store.models` maps its ORM classes onto these tables."""
 
 from __future__ import annotations
 
@@ -29,6 +23,10 @@ from sqlalchemy import (
 
 from judgepanel.store.tables.base import metadata, utcnow
 
+# A deliberate mirror (issue 31 §4): each table is spelt out column by column, as the migrations
+# check it, so these declarations share their shape (and their `sqlalchemy` imports) with those of
+# the other table modules (`store.tables.*`, `store.annotation_tables`); a column helper would hide
+# from a reader what the schema is.
 judge = Table(
     "judge",
     metadata,

@@ -1,12 +1,6 @@
 """What was imported and what judges are asked about: datasets, items, annotators and their labels,
 pair sets with their pairs and derived pair labels, and rubrics with their versions and clauses.
-Declared once here; `store.models` maps its ORM classes onto these tables.
-
-A deliberate mirror (issue 31 §4): every table is spelt out column by column, as the migrations
-check it, so the declarations here share their shape (and the `sqlalchemy` names they import)
-with those of the other table modules (`store.tables.*`, `store.annotation_tables`) and
-`duplicates` lists them; a column helper would hide from a reader what the schema is.
-"""
+Declared once here; `store.models` maps its ORM classes onto these tables."""
 
 from __future__ import annotations
 
@@ -27,6 +21,10 @@ from sqlalchemy import (
 
 from judgepanel.store.tables.base import metadata, utcnow
 
+# A deliberate mirror (issue 31 §4): each table is spelt out column by column, as the migrations
+# check it, so these declarations share their shape (and their `sqlalchemy` imports) with those of
+# the other table modules (`store.tables.*`, `store.annotation_tables`); a column helper would hide
+# from a reader what the schema is.
 dataset = Table(
     "dataset",
     metadata,

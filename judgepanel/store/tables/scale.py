@@ -1,13 +1,7 @@
 """What lets many workers share campaigns safely and cheaply: rate buckets shared through the
 database, budget holds under a campaign's cap, submissions to the providers' batch APIs, and the
 in-flight claims on request hashes that make identical requests be paid once (issue 28 §2).
-Declared once here; `store.models` maps its ORM classes onto these tables.
-
-A deliberate mirror (issue 31 §4): every table is spelt out column by column, as the migrations
-check it, so the declarations here share their shape (and the `sqlalchemy` names they import)
-with those of the other table modules (`store.tables.*`, `store.annotation_tables`) and
-`duplicates` lists them; a column helper would hide from a reader what the schema is.
-"""
+Declared once here; `store.models` maps its ORM classes onto these tables."""
 
 from __future__ import annotations
 
@@ -27,6 +21,10 @@ from sqlalchemy import (
 
 from judgepanel.store.tables.base import metadata, utcnow
 
+# A deliberate mirror (issue 31 §4): each table is spelt out column by column, as the migrations
+# check it, so these declarations share their shape (and their `sqlalchemy` imports) with those of
+# the other table modules (`store.tables.*`, `store.annotation_tables`); a column helper would hide
+# from a reader what the schema is.
 rate_bucket = Table(
     "rate_bucket",
     metadata,
