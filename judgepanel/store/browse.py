@@ -174,6 +174,19 @@ def human_mean_score() -> Any:
     )
 
 
+def verdict_shown() -> tuple[Any, ...]:
+    """A verdict's columns as the viewer shows them, in the order of `VerdictRow` and `CaseAttempt`
+    (parse status, failure kind, canonical and presented value, score, rationale)."""
+    return (
+        Verdict.parse_status,
+        Verdict.failure_kind,
+        Verdict.value_canonical,
+        Verdict.value_presented,
+        Verdict.score,
+        Verdict.rationale,
+    )
+
+
 def _human_disagrees(protocol: str) -> Any:
     """A correlated condition: the case's human labels are mostly against the verdict.
 
@@ -272,12 +285,7 @@ def case_record(engine: Engine, campaign: str, unit: int) -> CaseRecord | None:
                 Response.ok,
                 Response.error_class,
                 Response.error_message,
-                Verdict.parse_status,
-                Verdict.failure_kind,
-                Verdict.value_canonical,
-                Verdict.value_presented,
-                Verdict.score,
-                Verdict.rationale,
+                *verdict_shown(),
             )
             .select_from(Job)
             .join(Judge, Judge.id == Job.judge_id)
