@@ -102,24 +102,25 @@ def selection_options(*, pairs_first: bool) -> Callable[[Callable[..., None]], C
     return decorate
 
 
-def parse_raters(raters: str | None) -> tuple[str, ...] | None:
-    if raters is None:
+def _comma_list(value: str | None, empty: str) -> tuple[str, ...] | None:
+    """The names of a comma-separated option (None when not given); `empty` when it names none."""
+    if value is None:
         return None
-    found = tuple(n.strip() for n in raters.split(",") if n.strip())
+    found = tuple(n.strip() for n in value.split(",") if n.strip())
     if not found:
-        raise BadInput("--raters needs at least one name")
+        raise BadInput(empty)
     return found
+
+
+def parse_raters(raters: str | None) -> tuple[str, ...] | None:
+    return _comma_list(raters, "--raters needs at least one name")
 
 
 def parse_with_judges(with_judges: str | None) -> tuple[str, ...] | None:
     from judgepanel.metrics.matrix import ALL_JUDGES
 
-    if with_judges is None:
-        return None
-    found = tuple(n.strip() for n in with_judges.split(",") if n.strip())
-    if not found:
-        raise BadInput("--with-judges needs judge names or all")
-    if ALL_JUDGES in found and len(found) > 1:
+    found = _comma_list(with_judges, "--with-judges needs judge names or all")
+    if found is not None and ALL_JUDGES in found and len(found) > 1:
         raise BadInput("--with-judges takes either all or judge names, not both")
     return found
 
