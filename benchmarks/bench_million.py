@@ -27,14 +27,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
-
+from benchmarks.backends import on_each_backend
 from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_MILLION_N", "1000000"))
@@ -98,24 +94,7 @@ def report(label: str, url: str, tmp: Path) -> dict[str, tuple[float, float, flo
 
 
 def main() -> None:
-    backends = os.environ.get("JP_BENCH_MILLION_DB", "sqlite,postgresql").split(",")
-    if "sqlite" in backends:
-        with tempfile.TemporaryDirectory() as tmp:
-            report("sqlite", f"sqlite:///{tmp}/million.db", Path(tmp))
-    pg = os.environ.get("JUDGEPANEL_TEST_PG_URL")
-    if pg and "postgresql" in backends:
-        name = f"jp_bench_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(make_url(pg).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-        url = make_url(pg).set(database=name).render_as_string(hide_password=False)
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                report("postgresql", url, Path(tmp))
-        finally:
-            with admin.connect() as c:
-                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
+    on_each_backend("JP_BENCH_MILLION_DB", "million.db", report)
 
 
 if __name__ == "__main__":

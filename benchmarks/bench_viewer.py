@@ -19,15 +19,12 @@ Run: `python -m benchmarks viewer`.
 from __future__ import annotations
 
 import os
-import statistics
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import text
 
+from benchmarks.backends import median_seconds, on_each_backend, print_server_times
 from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_VIEWER_N", "1000000"))
@@ -36,12 +33,7 @@ REPEATS = 5
 
 
 def _median(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return median_seconds(fn, REPEATS)
 
 
 def report(label: str, url: str) -> None:
@@ -82,8 +74,7 @@ def report(label: str, url: str) -> None:
         offset = _median(lambda: browse.verdict_page_offset(eng, "bench", offset=deep))
         assert browse.verdict_page_offset(eng, "bench", offset=deep) == ids[deep : deep + 50]
     eng.dispose()
-    for name, s in rows.items():
-        print(f"[{label}] {name:28s} {s * 1000:8.1f} ms server time")
+    print_server_times(label, rows, 28)
     print(
         f"[{label}] the 90 % page's query: keyset {keyset * 1000:.1f} ms vs OFFSET {offset * 1000:.1f} ms "
         f"(reference) -> OFFSET / keyset = {offset / keyset:.0f}x",
@@ -92,22 +83,7 @@ def report(label: str, url: str) -> None:
 
 
 def main() -> None:
-    backends = os.environ.get("JP_BENCH_VIEWER_DB", "sqlite,postgresql").split(",")
-    if "sqlite" in backends:
-        with tempfile.TemporaryDirectory() as tmp:
-            report("sqlite", f"sqlite:///{tmp}/viewer.db")
-    pg = os.environ.get("JUDGEPANEL_TEST_PG_URL")
-    if pg and "postgresql" in backends:
-        name = f"jp_bench_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(make_url(pg).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            report("postgresql", make_url(pg).set(database=name).render_as_string(hide_password=False))
-        finally:
-            with admin.connect() as c:
-                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
+    on_each_backend("JP_BENCH_VIEWER_DB", "viewer.db", lambda label, url, _tmp: report(label, url))
 
 
 if __name__ == "__main__":

@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import os
 import random
-import statistics
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
+from benchmarks.backends import median_seconds, on_each_backend, print_server_times
 from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_FIND_N", "100000"))
@@ -38,12 +35,7 @@ VOCABULARY = [f"w{k:04d}" for k in range(2000)]
 
 
 def _median(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return median_seconds(fn, REPEATS)
 
 
 def _rationales(url: str) -> None:
@@ -114,8 +106,7 @@ def report(label: str, url: str) -> None:
         )
         indexed = _median(lambda: find.search_page(eng, "bench", find.VerdictSearch(q=rare), limit=50))
     eng.dispose()
-    for name, s in rows.items():
-        print(f"[{label}] {name:30s} {s * 1000:8.1f} ms server time")
+    print_server_times(label, rows, 30)
     print(
         f"[{label}] one verdict's word: {mode} {indexed * 1000:.1f} ms vs a LIKE scan {like * 1000:.1f} ms "
         f"(reference, rationales only) -> LIKE / index = {like / indexed:.1f}x",
@@ -124,22 +115,7 @@ def report(label: str, url: str) -> None:
 
 
 def main() -> None:
-    backends = os.environ.get("JP_BENCH_FIND_DB", "sqlite,postgresql").split(",")
-    if "sqlite" in backends:
-        with tempfile.TemporaryDirectory() as tmp:
-            report("sqlite", f"sqlite:///{tmp}/find.db")
-    pg = os.environ.get("JUDGEPANEL_TEST_PG_URL")
-    if pg and "postgresql" in backends:
-        name = f"jp_bench_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(make_url(pg).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            report("postgresql", make_url(pg).set(database=name).render_as_string(hide_password=False))
-        finally:
-            with admin.connect() as c:
-                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
+    on_each_backend("JP_BENCH_FIND_DB", "find.db", lambda label, url, _tmp: report(label, url))
 
 
 if __name__ == "__main__":

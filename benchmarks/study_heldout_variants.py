@@ -39,52 +39,26 @@ minutes; ``--seed 1`` draws 10 fresh splits and fresh inner folds for the confir
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import create_engine
 
-from judgepanel.datasets.alttest import parse_llm_annotations
-from judgepanel.datasets.summeval import parse_summeval
+from benchmarks.study_heldout_registered import load as load_sel1000
 from judgepanel.metrics.logistic import fit_multinomial_many
 from judgepanel.metrics.model_classes import inner_cv, tune_and_predict
 from judgepanel.metrics.prediction import choose_c, group_features, inner_folds, nadeau_bengio
 from judgepanel.metrics.summary import _matrix_codes
-from judgepanel.store.imports import attach_llm_annotations, import_parsed
-from judgepanel.store.matrices import pair_matrix
-from judgepanel.store.migrate import upgrade
-from judgepanel.store.pair_scores import pair_dimension_differences, pair_score_differences
-from judgepanel.store.queries import create_pair_set
 
-SHARED = Path(os.environ.get("JUDGEPANEL_SHARED_DATA", "/work/shared/data"))
 TRAIN, FOLDS, K = 800, 10, 3
 
 
 def load() -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    """codes (units × raters), score differences, dimension differences, rater groups of sel1000."""
-    with tempfile.TemporaryDirectory() as tmp:
-        engine = create_engine(f"sqlite:///{tmp}/study.db")
-        upgrade(engine)
-        import_parsed(
-            engine,
-            "summeval-llm",
-            parse_summeval(
-                SHARED / "summeval/model_annotations.reconstructed.jsonl.gz",
-                SHARED / "summeval/articles.jsonl.gz",
-            ),
-        )
-        attach_llm_annotations(engine, "summeval-llm", parse_llm_annotations(SHARED / "alttest/summeval"))
-        create_pair_set(engine, "summeval-llm", "sel1000", sample=1000)
-        m = pair_matrix(engine, "sel1000", with_judges=["all"])
-        diffs = pair_score_differences(engine, "sel1000", m)
-        dims = pair_dimension_differences(engine, "sel1000", m)[0]
-        engine.dispose()
+    """codes (units × raters), score differences, dimension differences, rater groups of sel1000
+    (read as the registered-comparisons study reads it)."""
+    m, diffs, dims, _articles = load_sel1000()
     codes, _ = _matrix_codes(m)
     return codes, diffs, dims, tuple(m.rater_groups)
 

@@ -75,6 +75,8 @@ def condition_data(rows: ConditionRows) -> ConditionData:
     return ConditionData(rows, reference)
 
 
+# A deliberate mirror (issue 31 §4): `analysis.conditions.load_condition_data` takes the keywords of
+# `store.conditions.load_condition_rows`, which it reads through, so their signatures repeat.
 def load_condition_data(
     engine: Engine,
     campaign: str,

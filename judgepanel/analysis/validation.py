@@ -159,6 +159,8 @@ def score_source_of(scorer: str) -> str:
     return "expectation" if scorer == "neg-rmse" else "argmax"
 
 
+# A deliberate mirror (issue 31 §4): `alt_test_dataset`, `loo_dataset` and `rank_dataset` take the
+# same panel keywords (dimension, label_map, campaign, condition), as `validate`'s commands do.
 def alt_test_dataset(
     engine: Engine,
     dataset: str | None,
@@ -200,6 +202,8 @@ def alt_test_dataset(
     return Validated(_source(engine, panel), tuple(panel.judges), res, *_names(engine, panel))
 
 
+# A deliberate mirror (issue 31 §4): `alt_test_dataset`, `loo_dataset` and `rank_dataset` take the
+# same panel keywords (dimension, label_map, campaign, condition), as `validate`'s commands do.
 def loo_dataset(
     engine: Engine,
     dataset: str | None,
@@ -232,6 +236,8 @@ def loo_dataset(
     return Validated(_source(engine, panel), tuple(panel.judges), res, *_names(engine, panel))
 
 
+# A deliberate mirror (issue 31 §4): `alt_test_dataset`, `loo_dataset` and `rank_dataset` take the
+# same panel keywords (dimension, label_map, campaign, condition), as `validate`'s commands do.
 def rank_dataset(
     engine: Engine,
     dataset: str | None,

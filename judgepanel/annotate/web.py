@@ -1,4 +1,5 @@
-"""What the annotation pages share: their templates, static files and JSON responses.
+"""What the annotation pages share: their templates, static files and JSON responses (the viewer
+answers with the same `JSON`).
 
 Boundary: rendering only; the owner's routes are in `annotate.owner`, the annotators' in
 `annotate.annotator`. Templates autoescape everything (queue names, instructions, item texts,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -233,6 +234,20 @@ def _options(
     )
 
 
+def end_of_run(summary: Any, json_: bool, line: Callable[[str], str], interrupted: str) -> None:
+    """How every run ends (`campaign run`, with `--batch`, `worker`): its summary as one JSON object,
+    or `line(errors)` (the errors by class in words, `none`); its warnings; and on Ctrl-C or SIGTERM
+    exit 130 with `interrupted`, which says what was kept. The caller then says what is left."""
+    if json_:
+        emit_json(summary.as_dict())
+    else:
+        typer.echo(line(", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"))
+    for warning in summary.warnings:
+        warn(warning)
+    if summary.status == "interrupted":
+        raise Interrupted(interrupted)
+
+
 def _execute(
     ctx: typer.Context, name: str, options: RunOptions, json_: bool, *, reask: bool, truncated: bool = False
 ) -> None:
@@ -250,24 +265,20 @@ def _execute(
     import asyncio  # the event loop is for the commands that run; SQLAlchemy loads it for the others
 
     summary = asyncio.run(main())
-    if json_:
-        emit_json(summary.as_dict())
-    else:
-        errs = ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"
+
+    def line(errs: str) -> str:
         cap = (
             ""
             if summary.max_cost_usd is None
             else f" (campaign total {_usd(summary.campaign_spent_usd)} of its cap {summary.max_cost_usd:g})"
         )
-        typer.echo(
+        return (
             f"campaign {name}: {summary.status}; {summary.done}/{summary.jobs} done, {summary.failed} failed, "
             f"{summary.pending} pending; {summary.calls} calls, {summary.cached} from cache, "
             f"errors: {errs}; spent {_usd(summary.spent_usd)} USD{cap} in {summary.elapsed_s:.1f} s"
         )
-    for warning in summary.warnings:
-        warn(warning)
-    if summary.status == "interrupted":
-        raise Interrupted("interrupted; finished calls are stored, run again to resume")
+
+    end_of_run(summary, json_, line, "interrupted; finished calls are stored, run again to resume")
     if summary.status == "unreadable" and summary.stopped:
         err_console.print(summary.stopped, soft_wrap=True, markup=False, highlight=False)
     if summary.status == "budget":
@@ -385,22 +396,24 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
     import asyncio  # the event loop is for the commands that run; SQLAlchemy loads it for the others
 
     summary = asyncio.run(main())
-    if json_:
-        emit_json(summary.as_dict())
-    else:
-        errs = ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"
-        typer.echo(
-            f"campaign {name} (batch): {summary.status}; {summary.done}/{summary.jobs} done, "
-            f"{summary.failed} failed, {summary.in_batches} in open batches, {summary.pending} pending; "
-            f"{summary.submitted} submitted, {summary.collected} collected, {summary.cached} from cache, "
-            f"errors: {errs}; spent {_usd(summary.cost_usd)} USD in {summary.elapsed_s:.1f} s"
+
+    def line(errs: str) -> str:
+        return "\n".join(
+            [
+                f"campaign {name} (batch): {summary.status}; {summary.done}/{summary.jobs} done, "
+                f"{summary.failed} failed, {summary.in_batches} in open batches, {summary.pending} pending; "
+                f"{summary.submitted} submitted, {summary.collected} collected, {summary.cached} from cache, "
+                f"errors: {errs}; spent {_usd(summary.cost_usd)} USD in {summary.elapsed_s:.1f} s",
+                *(
+                    f"  batch {b['id']}: {b['provider']} {b.get('batch_id')} {b.get('status')}"
+                    for b in summary.batches
+                ),
+            ]
         )
-        for b in summary.batches:
-            typer.echo(f"  batch {b['id']}: {b['provider']} {b.get('batch_id')} {b.get('status')}")
-    for warning in summary.warnings:
-        warn(warning)
-    if summary.status == "interrupted":
-        raise Interrupted("interrupted; submitted batches stay open, run again with --batch to collect")
+
+    end_of_run(
+        summary, json_, line, "interrupted; submitted batches stay open, run again with --batch to collect"
+    )
     if summary.exit_code != 0:
         raise typer.Exit(summary.exit_code)
 

@@ -19,6 +19,21 @@ from judgepanel.cli.render import (
     simulated,
     table,
 )
+from judgepanel.cli.selection import (
+    EXCLUDE,
+    GROUP,
+    RATERS,
+    WITH_JUDGES,
+    Selection,
+    labels_place,
+    parse_raters,
+    parse_with_judges,
+    provenance,
+    select,
+    selection_json,
+    selection_options,
+    source,
+)
 from judgepanel.errors import BadInput
 from judgepanel.metrics.names import LEVELS, METHODS, METRICS, WEIGHT_NAMES  # no numpy: `--help` stays light
 
@@ -27,7 +42,6 @@ if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help
     from judgepanel.metrics.heldout import HeldoutResult
     from judgepanel.metrics.matrix import RatingMatrix
     from judgepanel.metrics.summary import MetaEvaluation
-    from judgepanel.store.matrices import SelectedMatrix
 
 
 # judgepanel.metrics.prediction.MODELS (checked in tests/cli/test_help.py)
@@ -43,96 +57,6 @@ app = typer.Typer(
 
 JSON = typer.Option(False, "--json", help="Print one JSON object.")
 NO_VERDICTS = "no verdicts yet"
-DATASET = typer.Option(None, "--dataset", help="Dataset whose item labels to use.")
-PAIRS = typer.Option(None, "--pairs", help="Pair set whose A/B/T labels to use.")
-DIMENSION = typer.Option(None, "--dimension", help="Label dimension (item labels only).")
-RATERS = typer.Option(
-    None, "--raters", help="Comma-separated rater names, humans or judges (default: the human raters)."
-)
-GROUP = typer.Option(
-    None, "--group", help="Only raters of this group: human, judge, or an imported one (expert, crowd)."
-)
-WITH_JUDGES = typer.Option(
-    None, "--with-judges", help="Add judges to the selection: comma-separated names, or all."
-)
-EXCLUDE = typer.Option(
-    None, "--exclude-duplicates", help="Leave out the items `data duplicates` flags for this group."
-)
-
-
-def _names(raters: str | None) -> tuple[str, ...] | None:
-    if raters is None:
-        return None
-    names = tuple(n.strip() for n in raters.split(",") if n.strip())
-    if not names:
-        raise BadInput("--raters needs at least one name")
-    return names
-
-
-def _judges(with_judges: str | None) -> tuple[str, ...] | None:
-    from judgepanel.metrics.matrix import ALL_JUDGES
-
-    if with_judges is None:
-        return None
-    names = tuple(n.strip() for n in with_judges.split(",") if n.strip())
-    if not names:
-        raise BadInput("--with-judges needs judge names or all")
-    if ALL_JUDGES in names and len(names) > 1:
-        raise BadInput("--with-judges takes either all or judge names, not both")
-    return names
-
-
-def _select(
-    ctx: typer.Context,
-    dataset: str | None,
-    pairs: str | None,
-    dimension: str | None,
-    raters: str | None,
-    group: str | None,
-    exclude_duplicates: str | None,
-    with_judges: str | None = None,
-    categories: str | None = None,
-) -> SelectedMatrix:
-    """The rating matrix the shared selection options (DATASET … WITH_JUDGES) name."""
-    from judgepanel.store.matrices import MatrixRequest, select_matrix
-
-    cats = None if categories is None else tuple(c.strip() for c in categories.split(","))
-    return select_matrix(
-        state(ctx).engine(),
-        MatrixRequest(
-            dataset,
-            pairs,
-            dimension,
-            _names(raters),
-            group,
-            exclude_duplicates,
-            with_judges=_judges(with_judges),
-            categories=cats,
-        ),
-    )
-
-
-def _selection(
-    m: RatingMatrix, raters: str | None, group: str | None, with_judges: str | None
-) -> dict[str, Any]:
-    """The `--json` key `selection`: which raters a figure is over, and by which rule."""
-    from judgepanel.metrics.matrix import is_machine
-
-    if raters is not None:
-        rule = "named (--raters)"
-    elif group is not None:
-        rule = f"group {group}"
-    else:
-        rule = "human raters (default)"
-    if with_judges is not None:
-        rule += f" + judges ({with_judges})"
-    machine = [n for n, k in zip(m.rater_names, m.kinds, strict=True) if is_machine(k)]
-    return {
-        "rule": rule,
-        "raters": list(m.rater_names),
-        "humans": m.n_raters - len(machine),
-        "judges": machine,
-    }
 
 
 def _judge_campaigns(ctx: typer.Context, m: RatingMatrix) -> list[str]:
@@ -148,43 +72,14 @@ def _judge_campaigns(ctx: typer.Context, m: RatingMatrix) -> list[str]:
     return sorted(c for c in found if c is not None)
 
 
-def _source(sel: SelectedMatrix, pairs: str | None) -> dict[str, Any]:
-    """The `--json` keys that say where the labels came from; with campaign judges among the
-    raters also `score_source`: a logprob-scored judge's column holds its argmax verdict (these
-    coefficients compare categories)."""
-    from judgepanel.metrics.matrix import JUDGE
-
-    out: dict[str, Any] = {"dataset": sel.dataset, "pairs": pairs, "dimension": sel.matrix.dimension}
-    if JUDGE in sel.matrix.kinds:
-        out["score_source"] = "argmax"
-    return out
-
-
-def _provenance(
-    sel: SelectedMatrix, pairs: str | None, raters: str | None, group: str | None, with_judges: str | None
-) -> dict[str, Any]:
-    """The `--json` keys `selection`, `dataset`, `pairs`, `dimension`, in that order: which raters
-    a figure is over and where their labels came from."""
-    return {"selection": _selection(sel.matrix, raters, group, with_judges), **_source(sel, pairs)}
-
-
-def _where(sel: SelectedMatrix, pairs: str | None) -> str:
-    return f"pair set {pairs}" if pairs else f"{sel.dataset}/{sel.matrix.dimension}"
-
-
 def _fmt(v: float | None, digits: int = 3) -> str:
     return "—" if v is None or not math.isfinite(v) else f"{v:.{digits}f}"
 
 
 @app.command("agreement")
+@selection_options(pairs_first=False)
 def agreement_cmd(
     ctx: typer.Context,
-    dataset: str | None = DATASET,
-    pairs: str | None = PAIRS,
-    dimension: str | None = DIMENSION,
-    raters: str | None = RATERS,
-    group: str | None = GROUP,
-    with_judges: str | None = WITH_JUDGES,
     metric: str = typer.Option(..., "--metric", help=f"One of {', '.join(METRICS)}."),
     level: str | None = typer.Option(
         None,
@@ -201,13 +96,14 @@ def agreement_cmd(
         help="Comma-separated category set (default: the scale the dataset declares, else the "
         "categories the selected raters used).",
     ),
-    exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
+    *,
+    selection: Selection,
 ) -> None:
     """One agreement coefficient over the chosen raters' labels (the human raters unless judges are named)."""
     from judgepanel.metrics.bootstrap import agreement_with_ci
 
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges, categories)
+    sel = select(ctx, selection, categories)
     m = sel.matrix
     est = agreement_with_ci(
         metric,
@@ -223,16 +119,16 @@ def agreement_cmd(
     out: dict[str, Any] = {
         **est.as_dict(),
         "raters": list(m.rater_names),
-        **_source(sel, pairs),
+        **source(sel, selection.pairs),
         "categories": list(m.category_labels),
-        "selection": _selection(m, raters, group, with_judges),
+        "selection": selection_json(m, selection.raters, selection.group, selection.with_judges),
         "excluded_items": sel.excluded_items,
     }
     if json_:
         emit_json(out)
         return
     r = est.result
-    where = _where(sel, pairs)
+    where = labels_place(sel, selection.pairs)
     ci = "" if est.ci is None else f"[{_fmt(est.ci.lo)}, {_fmt(est.ci.hi)}]"
     table(
         f"agreement on {where}"
@@ -244,14 +140,9 @@ def agreement_cmd(
 
 
 @app.command("matrix")
+@selection_options(pairs_first=True)
 def matrix_cmd(
     ctx: typer.Context,
-    pairs: str | None = PAIRS,
-    dataset: str | None = DATASET,
-    dimension: str | None = DIMENSION,
-    raters: str | None = RATERS,
-    group: str | None = GROUP,
-    with_judges: str | None = WITH_JUDGES,
     first: int | None = typer.Option(None, "--first", help="Only the first N units (a training split)."),
     clusters: int = typer.Option(2, "--clusters", help="Cut the average-linkage tree into K clusters."),
     threshold: float | None = typer.Option(
@@ -260,8 +151,9 @@ def matrix_cmd(
     weights: str | None = typer.Option(
         None, "--weights", help=f"Weighted κ for ordered scores: {', '.join(WEIGHT_NAMES[1:])}."
     ),
-    exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
+    *,
+    selection: Selection,
 ) -> None:
     """Rater × rater Cohen κ (pairwise-complete) and average-linkage clusters on 1 − κ."""
     from rich import box
@@ -270,7 +162,7 @@ def matrix_cmd(
 
     from judgepanel.metrics.raters import cluster_raters, kappa_matrix
 
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
+    sel = select(ctx, selection)
     m = sel.matrix
     if weights is not None and not m.numeric:
         raise BadInput("--weights needs ordered scores; these labels are nominal")
@@ -285,14 +177,14 @@ def matrix_cmd(
         "clusters": found,
         "groups": groups,
         "kinds": dict(zip(m.rater_names, m.kinds, strict=True)),
-        **_provenance(sel, pairs, raters, group, with_judges),
+        **provenance(sel, selection),
         "weights": weights,
         "excluded_items": sel.excluded_items,
     }
     if json_:
         emit_json(out)
         return
-    where = _where(sel, pairs)
+    where = labels_place(sel, selection.pairs)
     split = f", first {km.n_units} units" if first else f", {km.n_units} units"
     # a compact grid with numbered columns; when the raters' columns do not all fit the width, the
     # grid is printed in blocks of columns that do, so no κ is ever cut to `0…`
@@ -341,22 +233,18 @@ def _split(n_units: int, split: int | None, option: str = "--train") -> int:
 
 
 @app.command("truth")
+@selection_options(pairs_first=True)
 def truth_cmd(
     ctx: typer.Context,
-    pairs: str | None = PAIRS,
-    dataset: str | None = DATASET,
-    dimension: str | None = DIMENSION,
-    raters: str | None = RATERS,
-    group: str | None = GROUP,
-    with_judges: str | None = WITH_JUDGES,
     method: str = typer.Option(..., "--method", help="majority, dawid-skene or mace."),
     seed: int = typer.Option(0, "--seed", help="Seed for tie-breaking and MACE restarts."),
     pseudo_count: float = typer.Option(0.01, "--pseudo-count", help="Dawid–Skene pseudo-count."),
     max_iter: int | None = typer.Option(None, "--max-iter", help="EM iteration cap (DS 100, MACE 500)."),
     tol: float = typer.Option(1e-7, "--tol", help="EM stops below this gain per observed label."),
     restarts: int = typer.Option(10, "--restarts", help="MACE random restarts."),
-    exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
+    *,
+    selection: Selection,
 ) -> None:
     """Infer each unit's label (majority vote, Dawid–Skene or MACE) and what it says about raters."""
     from judgepanel.metrics.summary import truth_report
@@ -365,7 +253,7 @@ def truth_cmd(
         raise BadInput(f"unknown --method {method!r}; use one of {', '.join(TRUTH_CHOICES)}")
     if pseudo_count < 0 or tol < 0 or restarts < 1 or (max_iter is not None and max_iter < 1):
         raise BadInput("--pseudo-count and --tol must be >= 0, --restarts and --max-iter >= 1")
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
+    sel = select(ctx, selection)
     m = sel.matrix
     rep = truth_report(
         m,
@@ -383,14 +271,14 @@ def truth_cmd(
         "agreement_with": {k.replace("_", "-"): v for k, v in body["agreement_with"].items()},
         "raters": list(m.rater_names),
         "groups": dict(zip(m.rater_names, m.rater_groups, strict=True)),
-        **_provenance(sel, pairs, raters, group, with_judges),
+        **provenance(sel, selection),
         "seed": seed,
         "excluded_items": sel.excluded_items,
     }
     if json_:
         emit_json(out)
         return
-    where = _where(sel, pairs)
+    where = labels_place(sel, selection.pairs)
     fit = "" if rep.n_iter is None else f"; {rep.n_iter} iterations, converged: {rep.converged}"
     console.print(f"{method} on {where}: {int((rep.labels >= 0).sum())} units labelled{fit}")
     table(
@@ -435,14 +323,9 @@ HELDOUT_COLUMNS = ["rater", "group", "cluster", "test labels", "majority", "clus
 
 
 @app.command("heldout")
+@selection_options(pairs_first=True)
 def heldout_cmd(
     ctx: typer.Context,
-    pairs: str | None = PAIRS,
-    dataset: str | None = DATASET,
-    dimension: str | None = DIMENSION,
-    raters: str | None = RATERS,
-    group: str | None = GROUP,
-    with_judges: str | None = WITH_JUDGES,
     train: int | None = typer.Option(
         None, "--train", help="The first N units train (clusters), the rest test (default 80 %)."
     ),
@@ -462,8 +345,9 @@ def heldout_cmd(
     ),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Replicates for the CIs of accuracy − cluster."),
     seed: int = typer.Option(0, "--seed"),
-    exclude_duplicates: str | None = EXCLUDE,
     json_: bool = JSON,
+    *,
+    selection: Selection,
 ) -> None:
     """Leave-one-rater-out: predict each rater's test labels from everyone else."""
     import numpy as np
@@ -488,21 +372,24 @@ def heldout_cmd(
     requested = [x.strip() for x in method.split(",") if x.strip()]
     if not requested:
         raise BadInput("--method needs all or method names")
-    sel = _select(ctx, dataset, pairs, dimension, raters, group, exclude_duplicates, with_judges)
+    sel = select(ctx, selection)
     m = sel.matrix
     n_train = _split(m.n_units, train, "--train")
-    chosen = choose_methods(m, requested, have_scores=pairs is not None)
+    chosen = choose_methods(m, requested, have_scores=selection.pairs is not None)
     keys = unit_groups(state(ctx).engine(), m)
     if split_by == "group" and len({k for k in keys if k is not None}) < 2:
-        raise BadInput(f"--split-by group needs items in at least two groups; {_where(sel, pairs)} has fewer")
+        raise BadInput(
+            f"--split-by group needs items in at least two groups; {labels_place(sel, selection.pairs)} has fewer"
+        )
     diffs = (
-        pair_score_differences(state(ctx).engine(), pairs, m)
-        if pairs is not None
+        pair_score_differences(state(ctx).engine(), selection.pairs, m)
+        if selection.pairs is not None
         else np.full(m.values.shape, np.nan)
     )
     dims = (
-        pair_dimension_differences(state(ctx).engine(), pairs, m)[0]
-        if pairs is not None and any(mt.split("-", 1)[0] in ("dims", "groups", "select") for mt in chosen)
+        pair_dimension_differences(state(ctx).engine(), selection.pairs, m)[0]
+        if selection.pairs is not None
+        and any(mt.split("-", 1)[0] in ("dims", "groups", "select") for mt in chosen)
         else None
     )
     result, found, _ = heldout_report(m, train=n_train, n_clusters=clusters, seed=seed)
@@ -547,7 +434,7 @@ def heldout_cmd(
             }
             for g in result.groups
         },
-        **_provenance(sel, pairs, raters, group, with_judges),
+        **provenance(sel, selection),
         # campaigns whose judges were counted (one judge once per request: a campaign answered
         # entirely from another's cache adds none)
         "judge_campaigns": _judge_campaigns(ctx, m),
@@ -561,7 +448,7 @@ def heldout_cmd(
         return
     if out["judge_campaigns"]:
         console.print(f"judges included from campaign(s): {', '.join(out['judge_campaigns'])}")
-    where = _where(sel, pairs)
+    where = labels_place(sel, selection.pairs)
     table(
         f"leave-one-rater-out accuracy on {where} (train {n_train}, test {m.n_units - n_train})",
         HELDOUT_COLUMNS,
@@ -630,9 +517,9 @@ def summary_cmd(
         state(ctx).engine(),
         pairs,
         exclude_duplicates=exclude_duplicates,
-        raters=_names(raters),
+        raters=parse_raters(raters),
         group=group,
-        with_judges=_judges(with_judges),
+        with_judges=parse_with_judges(with_judges),
     )
     if train is not None and split is not None:
         raise BadInput("--split is the old name of --train: give one of them")
@@ -655,7 +542,7 @@ def summary_cmd(
         **res.as_dict(),
         "duplicate_items": inputs.duplicate_items,
         "excluded_duplicates_of": exclude_duplicates,
-        "selection": _selection(inputs.matrix, raters, group, with_judges),
+        "selection": selection_json(inputs.matrix, raters, group, with_judges),
     }
     if json_:
         emit_json(out)

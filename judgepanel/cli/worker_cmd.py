@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from judgepanel.cli.campaign_cmd import CONCURRENCY, MAX_ATTEMPTS, RPM, TIMEOUT, TPM, _split
+from judgepanel.cli.campaign_cmd import CONCURRENCY, MAX_ATTEMPTS, RPM, TIMEOUT, TPM, _split, end_of_run
 from judgepanel.cli.context import interrupt_on_signals, state
-from judgepanel.cli.render import emit_json, err_console, warn
-from judgepanel.errors import BadInput, Interrupted
+from judgepanel.cli.render import err_console
+from judgepanel.errors import BadInput
 
 if TYPE_CHECKING:  # the runner is imported inside the command, so `--help` stays fast
     from judgepanel.runner.worker import WorkerSummary
@@ -65,19 +65,15 @@ def worker(
         import asyncio  # the event loop is for running only, not for `worker --help`
 
         summary = asyncio.run(main())
-    if json_:
-        emit_json(summary.as_dict())
-    else:
-        errs = ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"
-        typer.echo(
+
+    def line(errs: str) -> str:
+        return (
             f"worker: {summary.status}; {len(summary.campaigns)} campaign(s), {summary.done}/{summary.jobs} "
             f"done, {summary.failed} failed, {summary.pending} pending; {summary.calls} calls, "
             f"{summary.cached} from cache, errors: {errs}; {summary.passes} pass(es) in {summary.elapsed_s:.1f} s"
         )
-    for warning in summary.warnings:
-        warn(warning)
-    if summary.status == "interrupted":
-        raise Interrupted("interrupted; finished calls are stored and unfinished jobs handed back")
+
+    end_of_run(summary, json_, line, "interrupted; finished calls are stored and unfinished jobs handed back")
     if summary.exit_code != 0:
         err_console.print(
             f"worker: {summary.done} of {summary.jobs} jobs have a verdict; {summary.failed} failed, "

@@ -234,6 +234,8 @@ def interval(
     return ConfidenceInterval(float(lo), float(hi), confidence, method, n_boot)
 
 
+# A deliberate mirror (issue 31 §4): `statistic_ci` and `function_ci` take the same keywords (one
+# public interface for a vectorised and a looped statistic), so their signatures repeat.
 def statistic_ci(
     stat: UnitStatistic,
     *,
@@ -251,6 +253,8 @@ def statistic_ci(
     return interval(reps, stat.value(), confidence=confidence, method=method, jackknife_values=jack)
 
 
+# A deliberate mirror (issue 31 §4): `statistic_ci` and `function_ci` take the same keywords (one
+# public interface for a vectorised and a looped statistic), so their signatures repeat.
 def function_ci(
     fn: Callable[[FloatArray], float],
     ratings: ArrayLike,

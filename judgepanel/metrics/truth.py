@@ -170,6 +170,8 @@ def majority_vote(ratings: ArrayLike, n_categories: int | None = None, *, seed: 
 # ---------------------------------------------------------------- Dawid–Skene
 
 
+# A deliberate mirror (issue 31 §4): `DawidSkeneFit` and `MaceFit` name the fields they share alike
+# (labels, posteriors, log_likelihood, n_iter, converged, tied), so `truth_report` reads both alike.
 @dataclass(frozen=True, eq=False)
 class DawidSkeneFit:
     """A fitted Dawid–Skene model.
@@ -300,6 +302,8 @@ def dawid_skene(
 # ---------------------------------------------------------------- MACE
 
 
+# A deliberate mirror (issue 31 §4): `DawidSkeneFit` and `MaceFit` name the fields they share alike
+# (labels, posteriors, log_likelihood, n_iter, converged, tied), so `truth_report` reads both alike.
 @dataclass(frozen=True, eq=False)
 class MaceFit:
     """A fitted MACE model.

@@ -199,8 +199,8 @@ def answer_distribution(
     return LogprobScore(dist, expectation, best, min(1.0, mass), position, note)
 
 
-def openai_logprob_content(raw_body: str) -> list[dict[str, Any]] | None:
-    """``choices[0].logprobs.content`` of an OpenAI Chat Completions body, or None."""
+def _first_choice(raw_body: str) -> dict[str, Any] | None:
+    """``choices[0]`` of an OpenAI Chat Completions body, or None when the body has none."""
     try:
         payload = json.loads(raw_body)
     except ValueError:
@@ -208,7 +208,13 @@ def openai_logprob_content(raw_body: str) -> list[dict[str, Any]] | None:
     choices = payload.get("choices") if isinstance(payload, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return None
-    lp = choices[0].get("logprobs")
+    return choices[0]
+
+
+def openai_logprob_content(raw_body: str) -> list[dict[str, Any]] | None:
+    """``choices[0].logprobs.content`` of an OpenAI Chat Completions body, or None."""
+    choice = _first_choice(raw_body)
+    lp = None if choice is None else choice.get("logprobs")
     content = lp.get("content") if isinstance(lp, dict) else None
     return content if isinstance(content, list) else None
 
@@ -220,14 +226,8 @@ def score_scale(low: int = 1, high: int = 5) -> dict[str, float]:
 
 def openai_reply_text(raw_body: str) -> str | None:
     """``choices[0].message.content`` of an OpenAI Chat Completions body, or None."""
-    try:
-        payload = json.loads(raw_body)
-    except ValueError:
-        return None
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return None
-    message = choices[0].get("message")
+    choice = _first_choice(raw_body)
+    message = None if choice is None else choice.get("message")
     text = message.get("content") if isinstance(message, dict) else None
     return text if isinstance(text, str) else None
 

@@ -28,7 +28,7 @@ from sqlalchemy import Engine, event
 
 from judgepanel.errors import BadInput
 from judgepanel.store.annotation_tables import ANNOTATOR_ROLE, WRITABLE
-from judgepanel.store.engine import ensure_reachable, is_sqlite, make_engine
+from judgepanel.store.engine import bounded_pool, ensure_reachable, is_sqlite, make_engine
 
 _PRIVILEGED = (
     "pg_execute_server_program",
@@ -79,12 +79,7 @@ def annotation_engine(
     """An engine for the annotators' writes (module docstring); fails here when refused.
     `pool_size` connections at most (no overflow), each waited for at most `pool_timeout` seconds
     (`sqlalchemy.exc.TimeoutError`), as `store.readonly.read_only_engine` takes them."""
-    pool: dict[str, Any] = {}
-    if pool_size is not None:
-        pool.update(pool_size=pool_size, max_overflow=0)
-    if pool_timeout is not None:
-        pool["pool_timeout"] = pool_timeout
-    engine = make_engine(url, create=False, pool=pool)
+    engine = make_engine(url, create=False, pool=bounded_pool(pool_size, pool_timeout))
     if is_sqlite(engine):
 
         def _restrict(dbapi_conn: Any, _record: Any) -> None:

@@ -42,6 +42,10 @@ metadata = MetaData(naming_convention=NAMING)
 # the PostgreSQL role `annotate serve` works as: SELECT everywhere, the writes of WRITABLE only
 ANNOTATOR_ROLE = "judgepanel_annotator"
 
+# A deliberate mirror (issue 31 §4): each table is spelt out column by column, as the migrations
+# check it, so these declarations share their shape (and their `sqlalchemy` imports) with those of
+# the other table modules (`store.tables.*`, `store.annotation_tables`); a column helper would hide
+# from a reader what the schema is.
 annotation_queue = Table(
     "annotation_queue",
     metadata,

@@ -18,23 +18,22 @@ from typing import Any
 from sqlalchemy import Engine, and_, case, func, literal_column, select
 from sqlalchemy.orm import Session, aliased
 
-from judgepanel.store.campaigns import campaign_by_name
+from judgepanel.store.campaigns import campaign_by_name, judge_specs_in
 from judgepanel.store.models import (
     Alignment,
     Annotator,
     Campaign,
-    CampaignJudge,
     Item,
     Job,
     Judge,
     Label,
-    Pair,
     PairLabel,
     Request,
     Response,
     Verdict,
 )
 from judgepanel.store.simulated import simulated_reply
+from judgepanel.store.units import unit_items
 
 ORDERS = ("AB", "BA")
 FAILURE_KINDS = ("unreadable", "truncated", "missing_clauses", "ambiguous")
@@ -136,14 +135,7 @@ def campaign_row(engine: Engine, name: str) -> dict[str, Any]:
     """The campaign's own row: id, protocol, dataset and pair set ids, spec."""
     with Session(engine) as s:
         c = campaign_by_name(s, name)
-        judges = list(
-            s.scalars(
-                select(Judge.name)
-                .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
-                .where(CampaignJudge.campaign_id == c.id)
-                .order_by(Judge.id)
-            )
-        )
+        judges = judge_specs_in(s, c.id)
         return {
             "id": c.id,
             "name": c.name,
@@ -160,33 +152,16 @@ def campaign_row(engine: Engine, name: str) -> dict[str, Any]:
         }
 
 
-def _human_disagrees(protocol: str) -> Any:
-    """A correlated condition: the case's human labels are mostly against the verdict.
+def verdict_as_pair_label() -> Any:
+    """The verdict's canonical value as the human pair labels spell it (a verdict `tie` is `T`)."""
+    return func.coalesce(func.nullif(Verdict.value_canonical, "tie"), literal_column("'T'"))
 
-    Pairwise: more human annotators chose another label than this verdict's (ties `T` = `tie`).
-    Pointwise: the humans' mean score for the dimension is a full point or more away."""
-    if protocol == "pairwise":
-        ann = aliased(Annotator)
-        mine = func.coalesce(
-            func.nullif(Verdict.value_canonical, "tie"), literal_column("'T'")
-        )  # tie is stored as T in pair labels
-        against = (
-            select(func.count())
-            .select_from(PairLabel)
-            .join(ann, ann.id == PairLabel.annotator_id)
-            .where(PairLabel.pair_id == Job.pair_id, ann.kind == "human", PairLabel.value != mine)
-            .scalar_subquery()
-        )
-        agree = (
-            select(func.count())
-            .select_from(PairLabel)
-            .join(ann, ann.id == PairLabel.annotator_id)
-            .where(PairLabel.pair_id == Job.pair_id, ann.kind == "human", PairLabel.value == mine)
-            .scalar_subquery()
-        )
-        return and_(Verdict.value_canonical.is_not(None), against > agree)
+
+def human_mean_score() -> Any:
+    """The humans' mean score for the job's item and dimension (a scalar subquery; NULL without
+    one): what a pointwise verdict is held against here and in `store.find`."""
     ann = aliased(Annotator)
-    mean = (
+    return (
         select(func.avg(Label.value_num))
         .join(ann, ann.id == Label.annotator_id)
         .where(
@@ -197,7 +172,39 @@ def _human_disagrees(protocol: str) -> Any:
         )
         .scalar_subquery()
     )
-    return and_(Verdict.score.is_not(None), func.abs(mean - Verdict.score) >= 1.0)
+
+
+def verdict_shown() -> tuple[Any, ...]:
+    """A verdict's columns as the viewer shows them, in the order of `VerdictRow` and `CaseAttempt`
+    (parse status, failure kind, canonical and presented value, score, rationale)."""
+    return (
+        Verdict.parse_status,
+        Verdict.failure_kind,
+        Verdict.value_canonical,
+        Verdict.value_presented,
+        Verdict.score,
+        Verdict.rationale,
+    )
+
+
+def _human_disagrees(protocol: str) -> Any:
+    """A correlated condition: the case's human labels are mostly against the verdict.
+
+    Pairwise: more human annotators chose another label than this verdict's (ties `T` = `tie`).
+    Pointwise: the humans' mean score for the dimension is a full point or more away."""
+    if protocol == "pairwise":
+        ann = aliased(Annotator)
+        mine = verdict_as_pair_label()
+        humans = (
+            select(func.count())
+            .select_from(PairLabel)
+            .join(ann, ann.id == PairLabel.annotator_id)
+            .where(PairLabel.pair_id == Job.pair_id, ann.kind == "human")
+        )
+        against = humans.where(PairLabel.value != mine).scalar_subquery()
+        agree = humans.where(PairLabel.value == mine).scalar_subquery()
+        return and_(Verdict.value_canonical.is_not(None), against > agree)
+    return and_(Verdict.score.is_not(None), func.abs(human_mean_score() - Verdict.score) >= 1.0)
 
 
 def _judges_disagree() -> Any:
@@ -254,22 +261,9 @@ def verdict_page_offset(engine: Engine, campaign: str, *, offset: int, limit: in
 
 def unit_labels(engine: Engine, protocol: str, units: list[int]) -> dict[int, str]:
     """Unit id -> external id ('a | b' for a pair), for the rows of one page."""
-    if not units:
-        return {}
     with engine.connect() as conn:
-        if protocol == "pairwise":
-            ia, ib = aliased(Item), aliased(Item)
-            rows = conn.execute(
-                select(Pair.id, ia.external_id, ib.external_id)
-                .join(ia, ia.id == Pair.item_a_id)
-                .join(ib, ib.id == Pair.item_b_id)
-                .where(Pair.id.in_(units))
-            ).all()
-            return {int(p): f"{a} | {b}" for p, a, b in rows}
-        return {
-            int(i): str(e)
-            for i, e in conn.execute(select(Item.id, Item.external_id).where(Item.id.in_(units)))
-        }
+        found = unit_items(conn, protocol, units, Item.external_id)
+    return {u: " | ".join(str(r[1]) for r in rows) for u, rows in found.items()}
 
 
 def case_record(engine: Engine, campaign: str, unit: int) -> CaseRecord | None:
@@ -291,12 +285,7 @@ def case_record(engine: Engine, campaign: str, unit: int) -> CaseRecord | None:
                 Response.ok,
                 Response.error_class,
                 Response.error_message,
-                Verdict.parse_status,
-                Verdict.failure_kind,
-                Verdict.value_canonical,
-                Verdict.value_presented,
-                Verdict.score,
-                Verdict.rationale,
+                *verdict_shown(),
             )
             .select_from(Job)
             .join(Judge, Judge.id == Job.judge_id)
@@ -311,9 +300,13 @@ def case_record(engine: Engine, campaign: str, unit: int) -> CaseRecord | None:
         ).scalar_one()
         if not jobs_exist:
             return None
+        found = unit_items(
+            conn, info["protocol"], [unit], Item.external_id, Item.input, Item.output, Item.system
+        ).get(unit, [])
+        items = [{"external_id": r[1], "input": r[2], "output": r[3], "system": r[4]} for r in found]
+        item_ids = [int(r[0]) for r in found]
+        pair_labels = {}
         if pairwise:
-            pair = conn.execute(select(Pair.item_a_id, Pair.item_b_id).where(Pair.id == unit)).one()
-            item_ids = [int(pair[0]), int(pair[1])]
             pair_labels = {
                 str(n): str(v)
                 for n, v in conn.execute(
@@ -323,17 +316,6 @@ def case_record(engine: Engine, campaign: str, unit: int) -> CaseRecord | None:
                     .order_by(Annotator.id)
                 )
             }
-        else:
-            item_ids = [unit]
-            pair_labels = {}
-        items_by_id = {
-            int(r[0]): {"external_id": r[1], "input": r[2], "output": r[3], "system": r[4]}
-            for r in conn.execute(
-                select(Item.id, Item.external_id, Item.input, Item.output, Item.system).where(
-                    Item.id.in_(item_ids)
-                )
-            )
-        }
         labels = [
             HumanLabel(str(r[0]), r[1], str(r[2]), str(r[3]), r[4], r[5])
             for r in conn.execute(
@@ -377,7 +359,7 @@ def case_record(engine: Engine, campaign: str, unit: int) -> CaseRecord | None:
         campaign=info["name"],
         protocol=info["protocol"],
         unit=unit,
-        items=[items_by_id[i] for i in item_ids if i in items_by_id],
+        items=items,
         attempts=attempts,
         pair_labels=pair_labels,
         labels=labels,

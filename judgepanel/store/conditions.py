@@ -119,6 +119,8 @@ def _scale(s: Session, c: Campaign, dimension: str | None) -> tuple[int, int]:
     return doc.dimension(dimension).scale
 
 
+# A deliberate mirror (issue 31 §4): `analysis.conditions.load_condition_data` takes the keywords of
+# `store.conditions.load_condition_rows`, which it reads through, so their signatures repeat.
 def load_condition_rows(
     engine: Engine,
     campaign: str,

@@ -94,6 +94,18 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def bounded_pool(pool_size: int | None, pool_timeout: float | None) -> dict[str, Any]:
+    """`make_engine`'s `pool=` for a server that must not queue without bound (the viewer, the
+    annotation pages): at most `pool_size` connections (no overflow), each waited for at most
+    `pool_timeout` seconds (then `sqlalchemy.exc.TimeoutError`); None leaves SQLAlchemy's default."""
+    pool: dict[str, Any] = {}
+    if pool_size is not None:
+        pool.update(pool_size=pool_size, max_overflow=0)
+    if pool_timeout is not None:
+        pool["pool_timeout"] = pool_timeout
+    return pool
+
+
 def make_engine(
     url: str, *, read_only: bool = False, create: bool = True, pool: dict[str, Any] | None = None
 ) -> Engine:

@@ -69,6 +69,8 @@ _RESP = [
     Column("cached", "bool", "answered from the store's cache"),
 ]
 
+# A deliberate mirror (issue 31 §4): each kind of row lists its columns in full, in the order of
+# the file's header, so the lists share their shape; the columns they truly share are `_JOB`/`_RESP`.
 COLUMNS: dict[What, list[Column]] = {
     "verdicts": [
         *_JOB,

@@ -204,9 +204,9 @@ def disagreement_size(protocol: str) -> Any:
     """How far the humans are from this verdict (NULL without a human label): pointwise the
     humans' mean score for the item and dimension minus the score, in absolute value; pairwise
     the share of human annotators of the pair who chose another label (a verdict `tie` is `T`)."""
-    ann = aliased(Annotator)
     if protocol == "pairwise":
-        mine = func.coalesce(func.nullif(Verdict.value_canonical, "tie"), literal_column("'T'"))
+        ann = aliased(Annotator)
+        mine = browse.verdict_as_pair_label()
         share = (
             select(
                 func.sum(case((PairLabel.value != mine, 1.0), else_=0.0))
@@ -218,18 +218,7 @@ def disagreement_size(protocol: str) -> Any:
             .scalar_subquery()
         )
         return case((Verdict.value_canonical.is_(None), None), else_=share)
-    mean = (
-        select(func.avg(Label.value_num))
-        .join(ann, ann.id == Label.annotator_id)
-        .where(
-            Label.item_id == Job.item_id,
-            ann.kind == "human",
-            Label.dimension == func.coalesce(Job.dimension, ""),
-            Label.value_num.is_not(None),
-        )
-        .scalar_subquery()
-    )
-    return func.abs(mean - Verdict.score)
+    return func.abs(browse.human_mean_score() - Verdict.score)
 
 
 def _sort_value(sort: str, protocol: str) -> Any:
@@ -260,12 +249,7 @@ def _base(engine: Engine, info: dict[str, Any], s: VerdictSearch) -> tuple[Any, 
             Job.dimension,
             Job.repeat,
             Verdict.attempt,
-            Verdict.parse_status,
-            Verdict.failure_kind,
-            Verdict.value_canonical,
-            Verdict.value_presented,
-            Verdict.score,
-            Verdict.rationale,
+            *browse.verdict_shown(),
             Verdict.request_id,
             Verdict.created_at,
             Response.latency_ms,

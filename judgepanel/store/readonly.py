@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy.exc import DBAPIError
 
 from judgepanel.errors import BadInput, Interrupted, JudgepanelError
-from judgepanel.store.engine import ensure_reachable, is_sqlite, make_engine
+from judgepanel.store.engine import bounded_pool, ensure_reachable, is_sqlite, make_engine
 from judgepanel.store.migrate import READER_ROLE, SET_CONFIG
 
 if TYPE_CHECKING:
@@ -424,12 +424,7 @@ def read_only_engine(
     connections are rolled back when returned. Fails here, not on the first page, when refused."""
     from sqlalchemy import event
 
-    pool: dict[str, Any] = {}
-    if pool_size is not None:
-        pool.update(pool_size=pool_size, max_overflow=0)
-    if pool_timeout is not None:
-        pool["pool_timeout"] = pool_timeout
-    engine = make_engine(url, read_only=True, pool=pool)
+    engine = make_engine(url, read_only=True, pool=bounded_pool(pool_size, pool_timeout))
     if is_sqlite(engine):
 
         def _query_only(dbapi_conn: Any, _record: Any) -> None:

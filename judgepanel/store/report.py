@@ -20,14 +20,12 @@ from sqlalchemy.orm import Session
 from judgepanel.errors import BadInput
 from judgepanel.providers.spec import stored_judge_names
 from judgepanel.store import tables
-from judgepanel.store.campaigns import campaign_by_name
+from judgepanel.store.campaigns import campaign_by_name, judge_specs_in
 from judgepanel.store.models import (
-    CampaignJudge,
     Dataset,
     Item,
     Job,
     Judge,
-    Pair,
     PairSet,
     Request,
     Rubric,
@@ -35,6 +33,7 @@ from judgepanel.store.models import (
     Verdict,
 )
 from judgepanel.store.sources import imported_source_text
+from judgepanel.store.units import unit_items
 
 LATENCY_SAMPLE = 5_000  # latencies kept per judge for the plot (evenly spaced over the campaign)
 
@@ -117,14 +116,7 @@ def campaign_facts(engine: Engine, name: str) -> CampaignFacts:
             rv = s.get(RubricVersion, c.rubric_version_id)
             r = s.get(Rubric, rv.rubric_id) if rv else None
             rubric = f"{r.name}@{rv.version}" if r and rv else None
-        judges = list(
-            s.scalars(
-                select(Judge.name)
-                .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
-                .where(CampaignJudge.campaign_id == c.id)
-                .order_by(Judge.id)
-            )
-        )
+        judges = judge_specs_in(s, c.id)
         jobs = dict(
             s.execute(
                 select(Job.status, func.count()).where(Job.campaign_id == c.id).group_by(Job.status)
@@ -317,30 +309,12 @@ def unit_texts(
     def cut(t: str | None) -> str | None:
         return None if t is None else (t if len(t) <= limit else t[:limit] + " …")
 
-    out: dict[int, UnitText] = {}
     with engine.connect() as conn:
-        if protocol == "pairwise":
-            pairs = conn.execute(
-                select(Pair.id, Pair.item_a_id, Pair.item_b_id).where(Pair.id.in_(ids))
-            ).all()
-            item_ids = {i for _, a, b in pairs for i in (a, b)}
-            items = {
-                r[0]: r
-                for r in conn.execute(
-                    select(Item.id, Item.external_id, Item.input, Item.output).where(Item.id.in_(item_ids))
-                )
-            }
-            for pid, a, b in pairs:
-                ia, ib = items[a], items[b]
-                out[pid] = UnitText(
-                    pid, f"{ia[1]} | {ib[1]}", cut(ia[2]), [cut(ia[3]) or "", cut(ib[3]) or ""]
-                )
-        else:
-            for iid, ext, inp, outp in conn.execute(
-                select(Item.id, Item.external_id, Item.input, Item.output).where(Item.id.in_(ids))
-            ):
-                out[iid] = UnitText(iid, ext, cut(inp), [cut(outp) or ""])
-    return out
+        found = unit_items(conn, protocol, ids, Item.external_id, Item.input, Item.output)
+    return {
+        u: UnitText(u, " | ".join(str(r[1]) for r in rows), cut(rows[0][2]), [cut(r[3]) or "" for r in rows])
+        for u, rows in found.items()
+    }
 
 
 # Columnar reads for the report at 10⁵–10⁶ verdicts (issue 20 §4): rows are streamed in chunks

@@ -35,10 +35,12 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+# one JSON response for both web surfaces (non-finite floats as null): the annotation pages' own
+from judgepanel.annotate.web import JSON
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.view import data, table
 from judgepanel.view.listen import LOOPBACK_HOSTS
@@ -237,21 +239,6 @@ def _jinja() -> Any:
     env.filters["q"] = lambda s: urllib.parse.quote(str(s), safe="")
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str, ensure_ascii=False)
     return env
-
-
-def _json_safe(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): _json_safe(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_json_safe(x) for x in v]
-    return v
-
-
-class JSON(JSONResponse):
-    def render(self, content: Any) -> bytes:
-        return json.dumps(_json_safe(content), default=str, ensure_ascii=False, allow_nan=False).encode()
 
 
 def _annotation_routes(engine: Engine, db_label: str, n_boot: int) -> list[Any]:

@@ -28,6 +28,10 @@ down_revision: str | None = "0011_checker_rule"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# A deliberate mirror (issue 31 §4): a migration spells out its tables as they were at its own
+# revision and never imports `store.tables`, which moves on; so its column lists repeat one another
+# and those of the other revisions, and `duplicates` lists them. Never share code between them.
+
 
 def upgrade() -> None:
     op.create_table(

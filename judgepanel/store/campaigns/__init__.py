@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         campaign_spend,
         campaign_status,
         judge_rater_columns,
+        judge_specs_in,
         judge_verdict_rows,
         list_campaigns,
         mean_output_tokens,
@@ -138,6 +139,7 @@ _HOME: dict[str, str] = {
             "campaign_status",
             "checker_job_rows",
             "judge_rater_columns",
+            "judge_specs_in",
             "judge_verdict_rows",
             "list_campaigns",
             "mean_output_tokens",
@@ -167,6 +169,8 @@ _HOME: dict[str, str] = {
 }
 
 
+# A deliberate mirror (issue 31 §4): the lazy packages (`protocol`, `providers`, `store.campaigns`)
+# each resolve a public name through their `_HOME` table here, so `--help` imports no submodule.
 def __getattr__(name: str) -> Any:
     if name in _HOME:
         return getattr(importlib.import_module(f"judgepanel.store.campaigns.{_HOME[name]}"), name)
@@ -203,6 +207,7 @@ __all__ = [
     "create_campaign",
     "job_counts",
     "judge_rater_columns",
+    "judge_specs_in",
     "judge_verdict_rows",
     "judges_with_requests",
     "last_parse_errors",

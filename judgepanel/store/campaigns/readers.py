@@ -193,16 +193,23 @@ class CampaignStatus:
         }
 
 
+def judge_specs_in(s: Connection | Session, campaign_id: int) -> list[str]:
+    """The specs (`judge.name`) of the judges linked to a campaign, in judge id order: the one
+    query behind every list of a campaign's judges (status, viewer, report, position bias)."""
+    return list(
+        s.scalars(
+            select(Judge.name)
+            .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
+            .where(CampaignJudge.campaign_id == campaign_id)
+            .order_by(Judge.id)
+        )
+    )
+
+
 def judge_names_in(s: Connection | Session, c: Any) -> dict[str, str]:
     """judge spec -> short name for the judges linked to campaign `c` (a campaign row or model;
     stored names, else derived)."""
-    judges = s.scalars(
-        select(Judge.name)
-        .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
-        .where(CampaignJudge.campaign_id == c.id)
-        .order_by(Judge.id)
-    ).all()
-    return stored_judge_names(list(judges), c.spec)
+    return stored_judge_names(judge_specs_in(s, c.id), c.spec)
 
 
 def campaign_judge_names(engine: Engine, name: str) -> dict[str, str]:
@@ -632,13 +639,7 @@ def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
         ):
             if value is not None and order is not None and pid is not None:
                 got[(jname, pid, rep, cond, dim)][order] = value
-        judges = s.scalars(
-            select(Judge.name)
-            .join(CampaignJudge, CampaignJudge.judge_id == Judge.id)
-            .where(CampaignJudge.campaign_id == c.id)
-            .order_by(Judge.id)
-        ).all()
-        out = {j: SwappedVerdicts([], [], []) for j in judges}
+        out = {j: SwappedVerdicts([], [], []) for j in judge_specs_in(s, c.id)}
         for (jname, pid, *_rest), by_order in got.items():
             if "AB" in by_order and "BA" in by_order:
                 sv = out[jname]
