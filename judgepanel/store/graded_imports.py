@@ -142,9 +142,10 @@ class _Writer:
 
     # ---------------------------------------------------------------- items
 
-    def items(self, chunk: Sequence[GradedSample]) -> dict[str, int]:
+    def items(self, chunk: Sequence[GradedSample]) -> tuple[dict[str, int], set[str]]:
         """external id -> item id for the chunk's samples, inserting the new ones (refused when
-        attaching to an existing dataset) and refusing an id that stands for two different tests."""
+        attaching to an existing dataset) and refusing an id that stands for two different tests;
+        and the external ids that were stored before this chunk (only their items can have jobs)."""
         wanted = list(dict.fromkeys(s.external_id for s in chunk))
         found: dict[str, tuple[int, dict[str, Any]]] = {}
         for k in range(0, len(wanted), 500):
@@ -154,6 +155,7 @@ class _Writer:
                 )
             ):
                 found[ext] = (int(iid), meta or {})
+        before = set(found)
         new: dict[str, GradedSample] = {}
         updates: list[dict[str, Any]] = []
         for s in chunk:
@@ -211,18 +213,19 @@ class _Writer:
             )
             for iid, ext in got:
                 found[ext] = (int(iid), {})
-        return {ext: iid for ext, (iid, _meta) in found.items()}
+        return {ext: iid for ext, (iid, _meta) in found.items()}, before
 
     def _meta(self, s: GradedSample) -> dict[str, Any]:
         return {**s.meta, "import": self.name}
 
     # ---------------------------------------------------------------- repeats
 
-    def repeats_for(self, chunk: Sequence[GradedSample], ids: dict[str, int]) -> list[int]:
-        """The repeat of each sample: given (Inspect epochs), or the next one of its item."""
+    def repeats_for(self, chunk: Sequence[GradedSample], ids: dict[str, int], before: set[str]) -> list[int]:
+        """The repeat of each sample: given (Inspect epochs), or the next one of its item (asked of
+        the database only for items stored before this chunk: a new item has no jobs yet)."""
         if all(s.repeat is not None for s in chunk):
             return [int(s.repeat or 0) for s in chunk]
-        item_ids = list({ids[s.external_id] for s in chunk})
+        item_ids = list({ids[s.external_id] for s in chunk if s.external_id in before})
         from sqlalchemy import func
 
         nxt: dict[int, int] = {}
@@ -248,8 +251,8 @@ class _Writer:
     # ---------------------------------------------------------------- grades
 
     def write(self, chunk: Sequence[GradedSample]) -> None:
-        ids = self.items(chunk)
-        repeats = self.repeats_for(chunk, ids)
+        ids, before = self.items(chunk)
+        repeats = self.repeats_for(chunk, ids, before)
         grades: list[tuple[GradedSample, int, Grade, str]] = []
         keys: dict[str, str] = {}
         for s, rep in zip(chunk, repeats, strict=True):
@@ -262,11 +265,18 @@ class _Writer:
                 grades.append((s, rep, g, key))
         if not grades:
             return
-        clash = self.conn.execute(
-            select(t.job.c.job_key).where(
-                t.job.c.campaign_id == self.campaign_id, t.job.c.job_key.in_(list(keys))
-            )
-        ).first()
+        # a job of this campaign can exist only for an item stored before this chunk (an earlier
+        # chunk found or inserted it): the keys of the chunk's new items need no look-up
+        known = [key for key, ext in keys.items() if ext in before]
+        clash = (
+            self.conn.execute(
+                select(t.job.c.job_key).where(
+                    t.job.c.campaign_id == self.campaign_id, t.job.c.job_key.in_(known)
+                )
+            ).first()
+            if known
+            else None
+        )
         if clash is not None:
             s, rep, g, _key = next(x for x in grades if x[3] == clash[0])
             raise self._duplicate(s, g, rep)
