@@ -4,13 +4,18 @@ promptfoo: a results file of N results (default 10⁵; `JP_BENCH_PROMPTFOO_N`, c
 `100000,1000000`) is made from a result the real promptfoo CLI wrote (tests/data/promptfoo: one
 test, two `llm-rubric` assertions; the article cut to 600 characters so that 10⁶ results fit a
 disk), each copy with its own test id; `judgepanel data import-promptfoo` runs in its own process
-on a fresh SQLite file; reported: seconds, peak RSS, results per second. The target is ≤ 5 s at 10⁵.
+on a fresh SQLite file; reported: seconds (wall and CPU), peak RSS, results per second, and, as the
+reference measured in the same run, the standard library's `json.load` of the same file in its own
+process (CPU seconds; it holds the whole file, so only up to 2·10⁵ results). The target is ≤ 5 s at
+10⁵. The machine is shared: the load average is printed before and after, and the CPU seconds are
+the figures to compare (wall time under load counts other processes' time).
 
 Inspect AI: a `.eval` log of N samples (default 10⁴; `JP_BENCH_INSPECT_N`) written by Inspect's own
 `write_eval_log` from a log the real Inspect wrote (tests/datasets/graded_logs.py: fake-server
 graders, two scorers), each sample copied under its own id; then, each in its own process, Inspect's
 `inspect_ai.analysis.samples_df` reading that log (the reference, measured in the same run) and
-`judgepanel data import-inspect`. Reported: seconds and peak RSS of both, and their ratio.
+`judgepanel data import-inspect`. Reported: seconds (wall and CPU) and peak RSS of both, and their
+ratios.
 """
 
 from __future__ import annotations
@@ -26,8 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PROMPTFOO_NS = [int(n) for n in os.environ.get("JP_BENCH_PROMPTFOO_N", "100000").split(",")]
 INSPECT_NS = [int(n) for n in os.environ.get("JP_BENCH_INSPECT_N", "10000").split(",")]
+REFERENCE_MAX = 200_000  # json.load holds the whole file (≈ 4.5 GB at 10⁵ results here)
 # VmHWM, this process image's own peak: ru_maxrss survives exec and starts at the parent's
 PEAK = "print(int([x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]) / 1024)"
+# CPU seconds of this process from the start (interpreter start-up and imports included)
+CPU = "import resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); print(_u.ru_utime + _u.ru_stime)"
 
 IMPORT = f"""
 import sys, time
@@ -38,7 +46,19 @@ try:
 except SystemExit as e:
     assert not e.code, e.code
 print(time.perf_counter() - t)
+{CPU}
 {PEAK}
+"""
+
+JSON_LOAD = f"""
+import json, sys, time
+t = time.perf_counter()
+with open(sys.argv[1], "rb") as f:
+    n = len(json.load(f)["results"]["results"])
+print(time.perf_counter() - t)
+{CPU}
+{PEAK}
+assert n > 0
 """
 
 SAMPLES_DF = f"""
@@ -47,17 +67,23 @@ t = time.perf_counter()
 from inspect_ai.analysis import samples_df
 n = len(samples_df(sys.argv[1], quiet=True))
 print(time.perf_counter() - t)
+{CPU}
 {PEAK}
 assert n > 0
 """
 
 
-def _run(code: str, *args: str) -> tuple[float, float]:
+def _run(code: str, *args: str) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MB) of `code` run in its own process."""
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO)
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
-    seconds, rss = done.stdout.split()[-2:]
-    return float(seconds), float(rss)
+    seconds, cpu, rss = done.stdout.split()[-3:]
+    return float(seconds), float(cpu), float(rss)
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def promptfoo_file(path: Path, n: int) -> Path:
@@ -124,6 +150,7 @@ write_eval_log(log, sys.argv[2])
 
 
 def main() -> None:
+    print(f"before: {_load()} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for n in PROMPTFOO_NS:
@@ -137,13 +164,19 @@ def main() -> None:
                 check=True,
                 capture_output=True,
             )
-            secs, rss = _run(
+            secs, cpu, rss = _run(
                 IMPORT, f"--db={db}", "data", "import-promptfoo", str(path), "--name", "bench", "--json"
             )
             print(
-                f"promptfoo {n:>9,} results ({size:,.0f} MB, made in {made:.1f} s): import {secs:6.1f} s, "
-                f"peak {rss:5.0f} MB, {n / secs:,.0f} results/s"
+                f"promptfoo {n:>9,} results ({size:,.0f} MB, made in {made:.1f} s): import {secs:6.1f} s "
+                f"(CPU {cpu:5.1f} s), peak {rss:5.0f} MB, {n / cpu:,.0f} results per CPU s"
             )
+            if n <= REFERENCE_MAX:
+                ref = _run(JSON_LOAD, str(path))
+                print(
+                    f"          json.load of the same file: {ref[0]:6.1f} s (CPU {ref[1]:5.1f} s), peak "
+                    f"{ref[2]:5.0f} MB | import / json.load (CPU) {cpu / ref[1]:.2f}x"
+                )
             path.unlink()
         for n in INSPECT_NS:
             log = inspect_log(folder, n)
@@ -157,9 +190,11 @@ def main() -> None:
             ours = _run(IMPORT, f"--db={db}", "data", "import-inspect", str(log), "--name", "bench", "--json")
             print(
                 f"inspect   {n:>9,} samples ({log.stat().st_size / 1e6:,.0f} MB .eval): judgepanel import "
-                f"{ours[0]:6.1f} s, peak {ours[1]:5.0f} MB | samples_df {ref[0]:6.1f} s, peak {ref[1]:5.0f} MB | "
-                f"import / samples_df {ours[0] / ref[0]:.2f}x"
+                f"{ours[0]:6.1f} s (CPU {ours[1]:5.1f} s), peak {ours[2]:5.0f} MB | samples_df {ref[0]:6.1f} s "
+                f"(CPU {ref[1]:5.1f} s), peak {ref[2]:5.0f} MB | import / samples_df {ours[0] / ref[0]:.2f}x "
+                f"(CPU {ours[1] / ref[1]:.2f}x)"
             )
+    print(f"after: {_load()}")
 
 
 if __name__ == "__main__":

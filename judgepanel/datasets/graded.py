@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,25 +190,29 @@ def cleaner() -> Callable[[Any], Any]:
     return clean
 
 
-_PAIR = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:\s*)"((?:[^"\\]|\\.)+)"')
+def clean_json(value: Any, secrets: tuple[str, ...] | None = None) -> str:
+    """`value` as JSON text with secrets removed (`secrets`: the configured keys, read once by the
+    caller; default: read now): a non-empty string under a key named like a secret becomes
+    "[REDACTED]", then configured keys and key-shaped strings are cut from the text."""
+    return redact(dumps(_secret_strings_out(value)), configured_secrets() if secrets is None else secrets)
 
 
-def clean_json(value: Any) -> str:
-    """`value` as JSON text with secrets removed as `cleaner` removes them, done on the text (one
-    pass of two regular expressions instead of a walk of every node): a string value under a key
-    named like a secret becomes "[REDACTED]", then configured keys and key-shaped strings are cut."""
-    text = dumps(value)
-    secrets = configured_secrets()
-
-    def pair(m: re.Match[str]) -> str:
-        return f'"{m.group(1)}"{m.group(2)}"{REDACTED}"' if _secret_key(m.group(1)) else m.group(0)
-
-    return redact(_PAIR.sub(pair, text), secrets)
+def _secret_strings_out(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if x and isinstance(x, str) and _secret_key(k) else _secret_strings_out(x)
+            for k, x in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_secret_strings_out(x) for x in value]
+    return value
 
 
 @functools.lru_cache(maxsize=1024)
-def _secret_key(key: str) -> bool:
-    return is_secret_name(key)
+def _secret_key(key: Any) -> bool:
+    """A key named like a secret, read as JSON writes it (escapes and all, as the scan of the text
+    this replaced read it)."""
+    return isinstance(key, str) and is_secret_name(json.dumps(key, ensure_ascii=False)[1:-1])
 
 
 def text_field(where: str, value: Any) -> str | None:
@@ -220,6 +223,8 @@ def text_field(where: str, value: Any) -> str | None:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > MAX_TEXT:
         raise BadInput(f"{where}: a text of {len(text):,} characters (at most {MAX_TEXT:,})")
+    if text.isascii() and "\x00" not in text:  # no surrogate can be there: nothing to check
+        return text
     return check_text(where, text)
 
 

@@ -13,7 +13,9 @@ read `BATCH` at a time with `read_eval_log_samples_by_id`, which parses the arch
 once per batch (its `read_eval_log_samples` opens the archive again for every sample, which made a
 3,000-sample log take 68 s here against 12 s by batches). A `.json` log's samples are read one at a
 time from the file with ijson and validated as `inspect_ai.log.EvalSample` (Inspect reads a
-`.json` log whole to return any one sample), with no token longer than `records`' limit.
+`.json` log whole to return any one sample), with no token longer than `records`' limit. Either
+way only the fields the import stores are validated (`UNREAD` lists what is skipped: the
+transcript's events, the store, the message history), and their attachments resolved.
 
 What is counted (never dropped silently): `samples`, `grades`, `unscored` (a score without a
 grade, e.g. "Grade not found"), `sample_errors` (a sample that failed before it was scored),
@@ -47,6 +49,10 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
 BATCH = 500
+# what a sample holds beyond the fields read here (id, epoch, input, target, output, scores,
+# metadata, error, limit): its transcript, above all, whose events were about half the CPU of
+# reading a sample and of resolving its attachments; Inspect's reader skips them unparsed
+UNREAD = frozenset({"events", "events_data", "timelines", "store", "messages", "error_retries"})
 LOG_VERSION = 2  # the schema version of the logs judgepanel reads (Inspect AI 0.3.285 writes 2)
 FORMATS = (".eval", ".json")
 
@@ -235,9 +241,9 @@ def _eval_samples(path: Path, header: EvalLog, found: GradedLog) -> Iterator[Eva
     def read(batch: Sequence[tuple[str | int, int]]) -> list[EvalSample]:
         try:
             got: list[EvalSample] = log.read_eval_log_samples_by_id(
-                str(path), batch, resolve_attachments="core"
+                str(path), batch, resolve_attachments=False, exclude_fields=set(UNREAD)
             )
-            return got
+            return [log.resolve_sample_attachments(s, "core") for s in got]
         except IndexError:
             if len(batch) == 1:  # not in the log: the run was cancelled or failed before it
                 found.count("cancelled")
@@ -255,6 +261,8 @@ def _json_samples(path: Path, found: GradedLog) -> Iterator[EvalSample]:
     log = _inspect()
     for obj in guarded_items(path, "samples.item", f"{path}: cannot read as an Inspect log", nonfinite=True):
         try:
+            if isinstance(obj, dict):
+                obj = {k: v for k, v in obj.items() if k not in UNREAD}
             sample = log.EvalSample.model_validate(obj)
             yield log.resolve_sample_attachments(sample, "core")
         except Exception as exc:

@@ -42,6 +42,7 @@ from judgepanel.datasets.graded import (
 from judgepanel.datasets.jsonstream import guarded_items, head_values, open_bytes
 from judgepanel.datasets.records import display_path, sha256_files
 from judgepanel.errors import BadInput
+from judgepanel.providers.errors import configured_secrets
 
 VERSIONS = (3,)
 MODEL_GRADED = frozenset(
@@ -121,6 +122,7 @@ class _Reader:
     def __init__(self, path: Path, found: GradedLog, id_var: str, dimension: str, prompts: int) -> None:
         self.path, self.found, self.id_var, self.dimension = path, found, id_var, dimension
         self.several_prompts = prompts > 1
+        self.secrets = configured_secrets()  # read once: the environment does not change mid-import
         self.clean = cleaner()
         self.graders: dict[tuple[str, str | None, str | None, int], Grader] = {}
 
@@ -139,12 +141,11 @@ class _Reader:
             g = self.graders[key] = Grader(key=name, name=name, scorer=kind, model=model)
         return g
 
-    def external_id(self, result: dict[str, Any], vars_: dict[str, Any], where: str) -> str:
+    def external_id(self, result: dict[str, Any], vars_: dict[str, Any], digest: str, where: str) -> str:
         given = vars_.get(self.id_var)
         if isinstance(given, str | int | float) and not isinstance(given, bool) and str(given).strip():
             ext = str(given)
         else:
-            digest = hashlib.sha256(json.dumps(vars_, sort_keys=True, default=str).encode()).hexdigest()
             ext = f"t-{digest[:16]}"
         if self.several_prompts:
             ext += f"@p{result.get('promptIdx', 0)}"
@@ -158,7 +159,8 @@ class _Reader:
         test = _obj(result.get("testCase"))
         vars_ = _obj(result.get("vars")) or _obj(test.get("vars"))
         vars_ = self.clean(vars_)
-        ext = self.external_id(result, vars_, where)
+        identity = hashlib.sha256(json.dumps(vars_, sort_keys=True, default=str).encode()).hexdigest()
+        ext = self.external_id(result, vars_, identity, where)
         where = f"{self.path}: result {n} (test {ext!r})"
         response = _obj(result.get("response"))
         prompt = _obj(result.get("prompt"))
@@ -168,7 +170,7 @@ class _Reader:
             "prompt_idx": result.get("promptIdx"),
             "provider": _provider_id(result.get("provider")),
             "vars": vars_,
-            "identity": hashlib.sha256(json.dumps(vars_, sort_keys=True, default=str).encode()).hexdigest(),
+            "identity": identity,
         }
         if test.get("description"):
             meta["description"] = self.clean(test["description"])
@@ -204,7 +206,7 @@ class _Reader:
             seen[(base.scorer, assertion.get("metric"), base.model)] = ordinal + 1
             grader = self.grader(assertion, test_provider, ordinal) if ordinal else base
             at = f"{where}: assertion {grader.name!r}"
-            raw = clean_json({key: v for key, v in comp.items() if key != "metadata"})
+            raw = clean_json({key: v for key, v in comp.items() if key != "metadata"}, self.secrets)
             meta = _obj(comp.get("metadata"))
             tokens = _obj(comp.get("tokensUsed"))
             dim = assertion.get("metric") if assertion.get("metric") not in (None, "") else self.dimension

@@ -87,6 +87,7 @@ class _Writer:
         self.judges: dict[str, int] = {}
         self.grader_of: dict[str, Grader] = {}
         self.per_judge: dict[str, dict[str, int]] = {}
+        self.templates: dict[str, tuple[str, str]] = {}
         self.next_position = (
             int(
                 conn.execute(
@@ -141,9 +142,10 @@ class _Writer:
 
     # ---------------------------------------------------------------- items
 
-    def items(self, chunk: Sequence[GradedSample]) -> dict[str, int]:
+    def items(self, chunk: Sequence[GradedSample]) -> tuple[dict[str, int], set[str]]:
         """external id -> item id for the chunk's samples, inserting the new ones (refused when
-        attaching to an existing dataset) and refusing an id that stands for two different tests."""
+        attaching to an existing dataset) and refusing an id that stands for two different tests;
+        and the external ids that were stored before this chunk (only their items can have jobs)."""
         wanted = list(dict.fromkeys(s.external_id for s in chunk))
         found: dict[str, tuple[int, dict[str, Any]]] = {}
         for k in range(0, len(wanted), 500):
@@ -153,6 +155,7 @@ class _Writer:
                 )
             ):
                 found[ext] = (int(iid), meta or {})
+        before = set(found)
         new: dict[str, GradedSample] = {}
         updates: list[dict[str, Any]] = []
         for s in chunk:
@@ -195,36 +198,34 @@ class _Writer:
             )
         if new:
             rows = [
-                {
-                    "dataset_id": self.dataset_id,
-                    "external_id": s.external_id,
-                    "position": self.next_position + k,
-                    "group_key": None,
-                    "input": s.input,
-                    "output": s.output,
-                    "system": None,
-                    "split": None,
-                    "meta": self._meta(s),
-                }
+                (s.external_id, self.next_position + k, s.input, s.output, self._meta(s))
                 for k, s in enumerate(new.values())
             ]
             self.next_position += len(rows)
             self.items_added += len(rows)
-            got = _insert(self.conn, t.item, rows, returning=("id", "external_id"))
+            got = _insert(
+                self.conn,
+                t.item,
+                ("external_id", "position", "input", "output", "meta"),
+                rows,
+                same={"dataset_id": self.dataset_id, "group_key": None, "system": None, "split": None},
+                returning=("id", "external_id"),
+            )
             for iid, ext in got:
                 found[ext] = (int(iid), {})
-        return {ext: iid for ext, (iid, _meta) in found.items()}
+        return {ext: iid for ext, (iid, _meta) in found.items()}, before
 
     def _meta(self, s: GradedSample) -> dict[str, Any]:
         return {**s.meta, "import": self.name}
 
     # ---------------------------------------------------------------- repeats
 
-    def repeats_for(self, chunk: Sequence[GradedSample], ids: dict[str, int]) -> list[int]:
-        """The repeat of each sample: given (Inspect epochs), or the next one of its item."""
+    def repeats_for(self, chunk: Sequence[GradedSample], ids: dict[str, int], before: set[str]) -> list[int]:
+        """The repeat of each sample: given (Inspect epochs), or the next one of its item (asked of
+        the database only for items stored before this chunk: a new item has no jobs yet)."""
         if all(s.repeat is not None for s in chunk):
             return [int(s.repeat or 0) for s in chunk]
-        item_ids = list({ids[s.external_id] for s in chunk})
+        item_ids = list({ids[s.external_id] for s in chunk if s.external_id in before})
         from sqlalchemy import func
 
         nxt: dict[int, int] = {}
@@ -250,8 +251,8 @@ class _Writer:
     # ---------------------------------------------------------------- grades
 
     def write(self, chunk: Sequence[GradedSample]) -> None:
-        ids = self.items(chunk)
-        repeats = self.repeats_for(chunk, ids)
+        ids, before = self.items(chunk)
+        repeats = self.repeats_for(chunk, ids, before)
         grades: list[tuple[GradedSample, int, Grade, str]] = []
         keys: dict[str, str] = {}
         for s, rep in zip(chunk, repeats, strict=True):
@@ -264,108 +265,140 @@ class _Writer:
                 grades.append((s, rep, g, key))
         if not grades:
             return
-        clash = self.conn.execute(
-            select(t.job.c.job_key).where(
-                t.job.c.campaign_id == self.campaign_id, t.job.c.job_key.in_(list(keys))
-            )
-        ).first()
+        # a job of this campaign can exist only for an item stored before this chunk (an earlier
+        # chunk found or inserted it): the keys of the chunk's new items need no look-up
+        known = [key for key, ext in keys.items() if ext in before]
+        clash = (
+            self.conn.execute(
+                select(t.job.c.job_key).where(
+                    t.job.c.campaign_id == self.campaign_id, t.job.c.job_key.in_(known)
+                )
+            ).first()
+            if known
+            else None
+        )
         if clash is not None:
             s, rep, g, _key = next(x for x in grades if x[3] == clash[0])
             raise self._duplicate(s, g, rep)
         now = utcnow()
-        jobs = []
-        for s, rep, g, key in grades:
-            jobs.append(
-                {
-                    "campaign_id": self.campaign_id,
-                    "job_key": key,
-                    "judge_id": self.judge(g.grader),
-                    "item_id": ids[s.external_id],
-                    "dimension": g.dimension,
-                    "repeat": rep,
-                    "status": "failed" if g.value is None else "done",
-                    "attempts": 1,
-                    "error_class": g.error_class if g.value is None else None,
-                    "updated_at": now,
-                }
-            )
-            self.dimensions.add(g.dimension)
-        by_key = {key: jid for jid, key in _insert(self.conn, t.job, jobs, returning=("id", "job_key"))}
+        got = _insert(
+            self.conn,
+            t.job,
+            ("job_key", "judge_id", "item_id", "dimension", "repeat", "status", "error_class"),
+            [
+                (
+                    key,
+                    self.judge(g.grader),
+                    ids[s.external_id],
+                    g.dimension,
+                    rep,
+                    "failed" if g.value is None else "done",
+                    g.error_class if g.value is None else None,
+                )
+                for s, rep, g, key in grades
+            ],
+            same={"campaign_id": self.campaign_id, "attempts": 1, "updated_at": now},
+            returning=("id", "job_key"),
+        )
+        self.dimensions.update(g.dimension for _s, _rep, g, _key in grades)
+        by_key = {key: jid for jid, key in got}
         job_ids = [by_key[key] for _s, _rep, _g, key in grades]
-        requests = []
-        for (s, rep, g, key), jid in zip(grades, job_ids, strict=True):
-            requests.append(
-                {
-                    "job_id": jid,
-                    "attempt": 1,
-                    "request_hash": key,
-                    "template_name": f"{self.log.tool}:{g.grader.scorer}"[:200],
-                    "template_hash": hashlib.sha256(
-                        f"{self.log.tool}:{g.grader.scorer}".encode()
-                    ).hexdigest(),
-                    "messages": g.messages,
-                    "params": {"imported": self.log.tool, "sample": s.external_id, "repeat": rep},
-                    "output_schema": None,
-                    "created_at": now,
-                }
-            )
-        by_job = {
-            jid: rid for rid, jid in _insert(self.conn, t.request, requests, returning=("id", "job_id"))
-        }
-        request_ids = [by_job[jid] for jid in job_ids]
+        got = _insert(
+            self.conn,
+            t.request,
+            ("job_id", "request_hash", "template_name", "template_hash", "messages", "params"),
+            [
+                (
+                    jid,
+                    key,
+                    *self.template(g.grader),
+                    g.messages,
+                    {"imported": self.log.tool, "sample": s.external_id, "repeat": rep},
+                )
+                for (s, rep, g, key), jid in zip(grades, job_ids, strict=True)
+            ],
+            same={"attempt": 1, "output_schema": None, "created_at": now},
+            returning=("id", "job_id"),
+        )
+        by_job = {jid: rid for rid, jid in got}
         responses, verdicts = [], []
-        for (_s, _rep, g, _key), jid, rid in zip(grades, job_ids, request_ids, strict=True):
+        for (_s, _rep, g, _key), jid in zip(grades, job_ids, strict=True):
+            rid = by_job[jid]
             simulated = (g.rationale or g.text or "").lstrip().startswith(SIMULATED_MARK)
             self.simulated |= simulated
             model = g.grader.model or g.grader.scorer
             stats = self.per_judge[g.grader.name]
+            failed = g.value is None
             responses.append(
-                {
-                    "request_id": rid,
-                    "ok": g.value is not None,
-                    "error_class": g.error_class if g.value is None else None,
-                    "http_status": None,
-                    "error_message": g.error if g.value is None else None,
-                    "raw_body": g.raw,
-                    "text": g.text,
-                    "model_returned": (f"sim/{model}" if simulated else model)[:200],
-                    "system_fingerprint": SIM_FINGERPRINT if simulated else None,
-                    "finish_reason": None,
-                    "input_tokens": g.input_tokens,
-                    "output_tokens": g.output_tokens,
-                    "latency_ms": None,
-                    "queued_ms": None,
-                    "cost_usd": None,
-                    "cached_from": None,
-                    "cache_read_tokens": None,
-                    "cache_write_tokens": None,
-                    "created_at": now,
-                }
+                (
+                    rid,
+                    not failed,
+                    g.error_class if failed else None,
+                    g.error if failed else None,
+                    g.raw,
+                    g.text,
+                    (f"sim/{model}" if simulated else model)[:200],
+                    SIM_FINGERPRINT if simulated else None,
+                    g.input_tokens,
+                    g.output_tokens,
+                )
             )
-            if g.value is None:
+            if failed:
                 self.failed += 1
                 stats["errors" if g.error_class == "fatal" else "unscored"] += 1
                 continue
             self.verdicts += 1
             stats["verdicts"] += 1
-            verdicts.append(
-                {
-                    "job_id": jid,
-                    "attempt": 1,
-                    "request_id": rid,
-                    "parse_status": "ok",
-                    "parse_method": "imported",
-                    "failure_kind": None,
-                    "value_presented": (g.presented or "")[:20],
-                    "value_canonical": f"{g.value:.15g}",
-                    "score": g.value,
-                    "rationale": g.rationale,
-                    "created_at": now,
-                }
-            )
-        _insert(self.conn, t.response, responses)
-        if verdicts:
-            _insert(self.conn, t.verdict, verdicts)
+            verdicts.append((jid, rid, (g.presented or "")[:20], f"{g.value:.15g}", g.value, g.rationale))
+        _insert(
+            self.conn,
+            t.response,
+            (
+                "request_id",
+                "ok",
+                "error_class",
+                "error_message",
+                "raw_body",
+                "text",
+                "model_returned",
+                "system_fingerprint",
+                "input_tokens",
+                "output_tokens",
+            ),
+            responses,
+            same={
+                "http_status": None,
+                "finish_reason": None,
+                "latency_ms": None,
+                "queued_ms": None,
+                "cost_usd": None,
+                "cached_from": None,
+                "cache_read_tokens": None,
+                "cache_write_tokens": None,
+                "created_at": now,
+            },
+        )
+        _insert(
+            self.conn,
+            t.verdict,
+            ("job_id", "request_id", "value_presented", "value_canonical", "score", "rationale"),
+            verdicts,
+            same={
+                "attempt": 1,
+                "parse_status": "ok",
+                "parse_method": "imported",
+                "failure_kind": None,
+                "created_at": now,
+            },
+        )
+
+    def template(self, grader: Grader) -> tuple[str, str]:
+        """The request's template name and hash for a grader's grades (the same for every one)."""
+        got = self.templates.get(grader.scorer)
+        if got is None:
+            name = f"{self.log.tool}:{grader.scorer}"
+            got = self.templates[grader.scorer] = (name[:200], hashlib.sha256(name.encode()).hexdigest())
+        return got
 
     def _duplicate(self, s: GradedSample, g: Grade, rep: int) -> BadInput:
         what = "epoch" if self.log.tool == "inspect" else "repeat"
@@ -379,19 +412,26 @@ class _Writer:
 
 
 def _insert(
-    conn: Connection, table: Any, rows: list[dict[str, Any]], returning: tuple[str, ...] = ()
+    conn: Connection,
+    table: Any,
+    columns: tuple[str, ...],
+    rows: list[tuple[Any, ...]],
+    *,
+    same: dict[str, Any],
+    returning: tuple[str, ...] = (),
 ) -> list[tuple[Any, ...]]:
-    """Insert `rows` (dicts with the same keys) as multi-row VALUES pages with plain parameter
-    tuples (`store.plain`: the bind processors SQLAlchemy would run, without its per-row work), the
-    `returning` columns of every row back in no promised order; Core on another driver."""
+    """Insert `rows` (tuples in the order of `columns`, each followed by the values of `same`) as
+    multi-row VALUES pages with plain parameters (`store.plain`: the bind processors SQLAlchemy
+    would run, without its per-row work, and a value every row shares converted once); the
+    `returning` columns of every row back in no promised order. Core on another driver."""
     if not rows:
         return []
-    if not plain.supported(conn.dialect):
-        stmt = insert(table).returning(*(table.c[c] for c in returning)) if returning else insert(table)
-        result = conn.execute(stmt, rows)
-        return [tuple(r) for r in result] if returning else []
-    cols = tuple(rows[0])
-    return plain.insert(conn, table, cols, [tuple(r[c] for c in cols) for r in rows], returning=returning)
+    if plain.supported(conn.dialect):
+        return plain.insert(conn, table, columns, rows, same=same, returning=returning)
+    dicts = [{**dict(zip(columns, r, strict=True)), **same} for r in rows]
+    stmt = insert(table).returning(*(table.c[c] for c in returning)) if returning else insert(table)
+    result = conn.execute(stmt, dicts)
+    return [tuple(r) for r in result] if returning else []
 
 
 def _chunks(samples: Iterable[GradedSample]) -> Iterable[list[GradedSample]]:

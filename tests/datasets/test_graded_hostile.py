@@ -177,6 +177,24 @@ def test_hostile_promptfoo_results(baseline: str, tmp_path: Path, case: str) -> 
     _refused(baseline, ["data", "import-promptfoo", str(make(tmp_path)), "--name", "bad"], message)
 
 
+@pytest.mark.parametrize("tool", ["inspect", "promptfoo"])
+def test_a_duplicate_in_a_later_chunk_is_refused(
+    baseline: str, inspect_logs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    """One sample per chunk: the duplicate meets its first copy only in the database (the writer
+    looks up stored jobs and repeats only for items an earlier chunk stored)."""
+    from judgepanel.store import graded_imports
+
+    monkeypatch.setattr(graded_imports, "CHUNK", 1)
+    if tool == "inspect":
+        make, message = INSPECT_CASES["duplicate sample ids"]
+        path = make(inspect_logs, tmp_path)
+    else:
+        mk, message = PROMPTFOO_CASES["duplicate ids"]
+        path = mk(tmp_path)
+    _refused(baseline, ["data", f"import-{tool}", str(path), "--name", "bad"], message)
+
+
 def _giant(path: Path, megabytes: int) -> Path:
     """A promptfoo results file whose one output is `megabytes` MB long."""
     head = b'{"evalId": "eval-giant", "results": {"version": 3, "timestamp": "t", "prompts": [], "results": ['

@@ -78,6 +78,20 @@ def test_repeats_stay_separate_verdicts(imported: str) -> None:
     assert len({ext for ext, _rep in per_item}) == 6
 
 
+def test_one_sample_per_chunk_stores_the_same_verdicts(
+    imported: str, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeats meet across chunks: each repeat of a test is numbered from the jobs an earlier chunk
+    stored, as when the whole file is one chunk."""
+    from judgepanel.store import graded_imports
+
+    monkeypatch.setattr(graded_imports, "CHUNK", 1)
+    load_summeval_sample(db_url, articles=False)
+    assert cli("data", "import-promptfoo", str(FIXTURE), "--name", "pf", db=db_url).code == 0
+    rows = Counter(tuple(r[:7]) for r in _rows(db_url, STORED, name="pf"))
+    assert rows == Counter(tuple(r[:7]) for r in _rows(imported, STORED, name="pf"))
+
+
 def test_source_and_judges_are_recorded(imported: str) -> None:
     (spec,) = _rows(imported, "select spec from campaign where name = 'pf'")[0]
     spec = spec if isinstance(spec, dict) else json.loads(spec)
