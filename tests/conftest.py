@@ -19,7 +19,6 @@ import pytest
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import make_url
 
-from judgepanel.store import migrate
 from judgepanel.store.engine import make_engine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,20 +150,12 @@ def db_url(request: pytest.FixtureRequest) -> str:
 def engine(db_url: str) -> Iterator[Engine]:
     """A migrated database on each backend (on SQLite a copy of the one migrated database of the
     test run: tests/store/test_migrations.py checks the migrations themselves)."""
-    from tests.helpers import from_built
+    from tests.helpers import migrate_db
 
-    from_built(db_url, "migrated", _migrate)
+    migrate_db(db_url)
     eng = make_engine(db_url)
     yield eng
     eng.dispose()
-
-
-def _migrate(url: str) -> None:
-    eng = make_engine(url)
-    try:
-        migrate.upgrade(eng)
-    finally:
-        eng.dispose()
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

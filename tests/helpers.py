@@ -121,6 +121,18 @@ def from_built(db: str, name: str, build: Callable[[str], None]) -> None:
         build(db)
 
 
+def migrate_db(db: str) -> None:
+    """Bring `db` to the schema's head as `judgepanel db upgrade` does: a new SQLite file
+    or an empty PostgreSQL test database becomes a copy of the one database migrated in this test
+    run (`from_built`; tests/store/test_migrations.py runs the migrations themselves)."""
+    from_built(db, "migrated", _migrate)
+
+
+def _migrate(url: str) -> None:
+    r = cli("db", "upgrade", db=url)  # migrate.upgrade to head, as `judgepanel db upgrade` runs it
+    assert r.code == 0, r.stderr
+
+
 PG_TEMPLATE_PREFIX = "jp_tpl_"
 
 

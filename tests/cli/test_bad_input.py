@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, inspect, text
 import judgepanel.store.imports
 import judgepanel.store.queries
 from judgepanel.resources import sample_path
-from tests.helpers import CliResult, cli
+from tests.helpers import CliResult, cli, migrate_db
 
 
 def _panel(folder: Path, n: int = 40) -> Path:
@@ -340,7 +340,7 @@ ESCAPES = [
 
 @pytest.fixture
 def labelled(db_url: str, tmp_path: Path) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)  # a copy of the run's one migrated database (`tests.helpers.migrate_db`)
     f = tmp_path / "l.csv"
     f.write_text("item_id,annotator,group,dimension,value\nq1,a,g,d,1\nq2,a,g,d,2\n")
     assert cli("data", "import-labels", str(f), "--dataset", "qa", db=db_url).code == 0

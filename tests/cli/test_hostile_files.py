@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from tests.cli.test_bad_input import _fingerprint, _one_line_error
 from tests.helpers import cli
-from tests.runner.conftest import load_tiny
+from tests.runner.conftest import tiny_db
 
 LABELS = "item_id,annotator,group,dimension,value\n"
 
@@ -46,9 +44,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def db(module_db_url: str) -> str:
-    eng = make_engine(module_db_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=2)
+    eng = tiny_db(module_db_url, n_groups=1, per_group=2)
     eng.dispose()
     return module_db_url
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 
 def _panel(tmp_path: Path, n: int = 90) -> Path:
@@ -36,7 +36,7 @@ def _panel(tmp_path: Path, n: int = 90) -> Path:
 
 @pytest.fixture
 def loaded(db_url: str, tmp_path: Path) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)  # a copy of the run's one migrated database (`tests.helpers.migrate_db`)
     assert cli("data", "import-alttest", str(_panel(tmp_path)), "--name", "toy", db=db_url).code == 0
     return db_url
 

@@ -11,10 +11,8 @@ import pytest
 
 from judgepanel.demo import PAIRWISE, POINTWISE
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from tests.helpers import cli
-from tests.runner.conftest import PAIRS, create_argv, load_tiny
+from tests.runner.conftest import PAIRS, create_argv, tiny_db
 
 
 def test_repair_outputs_on_sim_judges_say_simulated(demo_url: str) -> None:
@@ -62,9 +60,7 @@ def fake_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A pairwise campaign answered by the fake server under a real model's name, and one with
     the same judge never run."""
     url = f"sqlite:///{tmp_path_factory.mktemp('fake-sim') / 'f.db'}"
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=2, per_group=3)
+    eng = tiny_db(url, n_groups=2, per_group=3)
     eng.dispose()
     with FakeServerProcess("--seed", "3") as fake, pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENAI_API_KEY", "sk-judgepanel-test-OPENAI-9f8e7d6c5b4a3210")

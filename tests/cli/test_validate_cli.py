@@ -23,7 +23,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from judgepanel.metrics.validation import trigram_cosine
-from tests.helpers import cli
+from tests.helpers import cli, from_built
 
 # README table: scoring function and ε per dataset; kilogram uses the lexical proxy (not in the notebook)
 PANELS: dict[str, tuple[str, float]] = {
@@ -100,12 +100,18 @@ def reference_alt_test(
 
 @pytest.fixture(scope="module")
 def panels_db(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> str:
+    """Every real panel imported, once per test run (`from_built`) whichever xdist worker asks first
+    (9-10 s on each worker that ran one of the parameters below); each module gets a copy."""
     db = f"sqlite:///{tmp_path_factory.mktemp('alttest') / 'panels.db'}"
+    from_built(db, f"alttest-panels-{'-'.join(PANELS)}", lambda url: _import_panels(url, shared_data))
+    return db
+
+
+def _import_panels(db: str, shared_data: Path) -> None:
     assert cli("db", "upgrade", db=db).code == 0
     for name in PANELS:
         r = cli("data", "import-alttest", str(shared_data / "alttest" / name), "--name", name, db=db)
         assert r.code == 0, r.stderr
-    return db
 
 
 @pytest.mark.parametrize("dataset", list(PANELS))

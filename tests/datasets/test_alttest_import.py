@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 TABLES = ["dataset", "item", "annotator", "label"]
 
@@ -40,7 +40,7 @@ LLMS = {"m1": {"t1__a": 1, "t1__b": 2, "t2__a": "x"}}
 
 @pytest.fixture
 def migrated(db_url: str) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)  # a copy of the run's one migrated database (`tests.helpers.migrate_db`)
     return db_url
 
 

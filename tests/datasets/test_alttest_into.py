@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 DIMS = ("coherence", "consistency", "fluency", "relevance")
 TABLES = ["dataset", "item", "annotator", "label", "pair_set", "pair", "pair_label"]
@@ -54,7 +54,7 @@ def _panel_scores(systems: tuple[str, ...] = ("M0", "M1", "M2")) -> dict[str, di
 
 @pytest.fixture
 def db(db_url: str, tmp_path: Path) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)  # a copy of the run's one migrated database (`tests.helpers.migrate_db`)
     assert cli("data", "import-summeval", str(_summeval(tmp_path / "se.jsonl")), db=db_url).code == 0
     return db_url
 

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 
 @pytest.fixture
 def migrated(db_url: str) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)  # a copy of the run's one migrated database (`tests.helpers.migrate_db`)
     return db_url
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.datasets.promptfoo_runs import FIXTURE
 from tests.datasets.test_inspect_import import BIG, MINI, _rows
-from tests.helpers import cli, load_summeval_sample
+from tests.helpers import cli, from_built, load_summeval_sample
 from tests.view.conftest import Viewer
 
 COH = "llm-rubric/coherence (openai:chat:grader-mini)"
@@ -38,7 +38,14 @@ def _spec_of(db: str, campaign: str, short: str) -> str:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory, inspect_logs: dict[str, Path]) -> str:
+    """Built once per test run (`from_built`) whichever xdist worker asks first (it took 13-15 s
+    on each worker that ran a test of this module); each module gets a copy."""
     db = f"sqlite:///{tmp_path_factory.mktemp('graded') / 'graded.db'}"
+    from_built(db, "graded-downstream", lambda url: _build_graded(url, inspect_logs))
+    return db
+
+
+def _build_graded(db: str, inspect_logs: dict[str, Path]) -> None:
     load_summeval_sample(db, articles=False)
     for args in (
         ("data", "import-inspect", str(inspect_logs["graded"]), "--name", "insp", "--dataset", "se", "--dimension", "coherence"),
@@ -49,7 +56,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory, inspect_logs: dict[str, Pat
     # the same grades of the Inspect grader, as an llm annotator of `se` (validate's older path:
     # an alt-test panel's LLM annotations attached to the dataset's items)
     panel = Path(db.removeprefix("sqlite:///")).parent / "panel"
-    panel.mkdir()
+    panel.mkdir(exist_ok=True)  # a build that failed half-way may have left it
     llms = {}
     for llm, judge in (("mini-llm", MINI), ("big-llm", BIG)):  # BIG's C/P/I as the numbers 2/1/0
         rows = _rows(db, GRADES, campaign="insp", judge=_spec_of(db, "insp", judge))
@@ -57,7 +64,6 @@ def graded(tmp_path_factory: pytest.TempPathFactory, inspect_logs: dict[str, Pat
     (panel / "llm_annotations.json").write_text(json.dumps(llms))
     r = cli("data", "import-alttest", str(panel), "--into", "se", db=db)
     assert r.code == 0, r.stderr
-    return db
 
 
 def test_agreement_with_the_experts_reads_the_imported_grades(graded: str) -> None:

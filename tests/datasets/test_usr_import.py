@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from judgepanel.datasets.usr import DIMENSIONS, dialogue_input, parse_usr
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 TABLES = ["dataset", "item", "annotator", "label"]
 
@@ -53,7 +53,7 @@ def _write(path: Path, data: Any) -> Path:
 
 @pytest.fixture
 def migrated(db_url: str) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)  # a copy of the run's one migrated database (`tests.helpers.migrate_db`)
     return db_url
 
 

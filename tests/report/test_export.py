@@ -13,9 +13,8 @@ from sqlalchemy import Engine
 from judgepanel import api
 from judgepanel.store.engine import make_engine
 from judgepanel.store.export import COLUMNS, export_rows
-from judgepanel.store.migrate import upgrade
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, create_argv, tiny_db
 
 CAMPAIGNS = {
     "pw": create_argv(
@@ -38,9 +37,7 @@ CAMPAIGNS = {
 
 @pytest.fixture(scope="module")
 def db(module_db_url: str) -> str:
-    eng = make_engine(module_db_url)
-    upgrade(eng)
-    load_tiny(eng, pairs=10)
+    eng = tiny_db(module_db_url, pairs=10)
     eng.dispose()
     assert cli("rubric", "add", "summeval", db=module_db_url).code == 0
     for name, argv in CAMPAIGNS.items():

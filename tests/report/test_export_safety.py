@@ -16,11 +16,9 @@ import pytest
 from sqlalchemy import update
 
 from judgepanel.report.export import neutralise
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Item
 from tests.helpers import cli
-from tests.runner.conftest import PAIRS, create_argv, load_tiny
+from tests.runner.conftest import PAIRS, create_argv, tiny_db
 
 NAME = "p%d%%s"
 # item ids a hostile dataset could carry: each starts a spreadsheet formula
@@ -36,9 +34,7 @@ HOSTILE = {
 
 @pytest.fixture(scope="module")
 def db(module_db_url: str) -> str:
-    eng = make_engine(module_db_url)
-    upgrade(eng)
-    load_tiny(eng, pairs=12)
+    eng = tiny_db(module_db_url, pairs=12)
     with eng.begin() as conn:
         for old, new in HOSTILE.items():
             conn.execute(update(Item).where(Item.external_id == old).values(external_id=new))

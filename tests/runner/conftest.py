@@ -58,6 +58,27 @@ def create_argv(
     return ("campaign", "create", name, "--dataset", dataset, "--protocol", protocol, *judge_args, *extra)
 
 
+def tiny_db(url: str, *, n_groups: int = 3, per_group: int = 4, pairs: int | None = None) -> Engine:
+    """An engine on `url` migrated and holding `load_tiny`'s dataset: a new SQLite file or an empty
+    PostgreSQL test database becomes a copy of the one such database built in this test run for
+    these sizes (`tests.helpers.from_built`), instead of running the migrations for each test."""
+    from judgepanel.store.engine import make_engine
+    from tests.helpers import from_built
+
+    def build(built: str) -> None:
+        from judgepanel.store.migrate import upgrade
+
+        eng = make_engine(built)
+        try:
+            upgrade(eng)
+            load_tiny(eng, n_groups=n_groups, per_group=per_group, pairs=pairs)
+        finally:
+            eng.dispose()
+
+    from_built(url, f"tiny-{n_groups}x{per_group}-pairs-{pairs}", build)
+    return make_engine(url)
+
+
 def load_tiny(engine: Engine, *, n_groups: int = 3, per_group: int = 4, pairs: int | None = None) -> None:
     items = make_items(n_groups, per_group)
     parsed = ParsedDataset(

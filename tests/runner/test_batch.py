@@ -19,11 +19,9 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from judgepanel.fake.server import FakeServer
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job, ProviderBatch, ProviderBatchJob, Request, Response, Verdict
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, FAKE_KEYS, PAIRS, load_tiny
+from tests.runner.conftest import DATASET, FAKE_KEYS, PAIRS, tiny_db
 
 DISCOUNT = 0.5
 PRICE = f"price_in=2&price_out=8&batch_discount={DISCOUNT}"  # USD per million tokens, so the batch cost is checkable
@@ -41,9 +39,7 @@ def server() -> Iterator[FakeServer]:
 
 @pytest.fixture
 def db(db_url: str) -> Iterator[tuple[str, Engine]]:
-    eng = make_engine(db_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(db_url)
     yield db_url, eng
     eng.dispose()
 

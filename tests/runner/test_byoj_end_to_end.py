@@ -11,10 +11,8 @@ import pytest
 from sqlalchemy import Engine, text
 
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, create_argv, tiny_db
 
 KEYS = {
     "JP_TEST_HOST_ONE_KEY": "host-one-secret-0f1e2d3c4b5a69788796",
@@ -45,9 +43,7 @@ def servers() -> Iterator[tuple[FakeServerProcess, FakeServerProcess]]:
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, pairs=3)
+    eng = tiny_db(sqlite_url, pairs=3)
     return sqlite_url, eng
 
 

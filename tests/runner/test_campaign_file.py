@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Campaign, Job
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, tiny_db
 
 TEMPLATE = """Which summary is better?
 <source>{{ source }}</source>
@@ -25,9 +23,7 @@ End with `Verdict: A`, `Verdict: B` or `Verdict: tie`.
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, pairs=3)
+    eng = tiny_db(sqlite_url, pairs=3)
     return sqlite_url, eng
 
 

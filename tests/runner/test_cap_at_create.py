@@ -7,10 +7,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 UNPRICED = "openai:my-local-model?base_url=http://127.0.0.1:9/v1"
 
@@ -22,9 +20,7 @@ def _digest(path: Path) -> str:
 def test_create_refuses_a_cap_it_cannot_enforce(tmp_path: Path) -> None:
     db = tmp_path / "c.db"
     url = f"sqlite:///{db}"
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=2)
+    eng = tiny_db(url, n_groups=1, per_group=2)
     eng.dispose()
     before = _digest(db)
 

@@ -8,18 +8,14 @@ import pytest
 from sqlalchemy import Engine, select
 
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import PAIRS, create_argv, load_tiny
+from tests.runner.conftest import PAIRS, create_argv, tiny_db
 
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(sqlite_url)
     return sqlite_url, eng
 
 

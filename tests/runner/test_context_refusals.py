@@ -12,10 +12,8 @@ import pytest
 from sqlalchemy import Engine
 
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +29,7 @@ def _calls(fake: FakeServerProcess) -> int:
 def test_context_refusals_are_advised_and_retried_after_the_window_grows(
     sqlite_url: str, small_window: FakeServerProcess, keys_env: dict[str, str]
 ) -> None:
-    eng: Engine = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=3)
+    eng: Engine = tiny_db(sqlite_url, n_groups=1, per_group=3)
     judge = f"openai:local?base_url={small_window.url}/v1"
     assert cli(*create_argv("win", judge), db=sqlite_url).code == 0
     first = cli("campaign", "run", "win", "--json", db=sqlite_url).json(code=3)

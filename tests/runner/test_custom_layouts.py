@@ -13,11 +13,9 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import aliased
 
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Item, Job, Judge, Pair, Verdict
 from tests.helpers import cli
-from tests.runner.conftest import PAIRS, create_argv, load_tiny
+from tests.runner.conftest import PAIRS, create_argv, tiny_db
 
 HEADER = "{# judgepanel:\nstructured: off\n#}\n"
 PAIRWISE = {
@@ -68,9 +66,7 @@ End with a line "Score: N".
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(sqlite_url)
     return sqlite_url, eng
 
 

@@ -11,11 +11,9 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from judgepanel.protocol.templates import template_source
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Campaign, Job, Request, Verdict
 from tests.helpers import cli
-from tests.runner.conftest import PAIRS, create_argv, load_tiny
+from tests.runner.conftest import PAIRS, create_argv, tiny_db
 
 TEMPLATE = """{# judgepanel:
 structured: off
@@ -36,9 +34,7 @@ Think briefly, then end with [[A]], [[B]] or [[C]] for a tie.
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, pairs=4)
+    eng = tiny_db(sqlite_url, pairs=4)
     return sqlite_url, eng
 
 
@@ -137,9 +133,7 @@ def test_a_spec_without_the_new_options_is_stored_as_before(db: tuple[str, Engin
 
 @pytest.fixture
 def any_db(db_url: str) -> Iterator[tuple[str, Engine]]:
-    eng = make_engine(db_url)
-    upgrade(eng)
-    load_tiny(eng, pairs=4)
+    eng = tiny_db(db_url, pairs=4)
     yield db_url, eng
     eng.dispose()
 

@@ -14,19 +14,15 @@ from collections.abc import Iterator
 from sqlalchemy import select
 
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 
 def test_calls_waiting_for_the_probe_are_timed_from_when_they_are_sent(
     sqlite_url: str, fake: FakeServerProcess, keys_env: dict[str, str]
 ) -> None:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=4)
+    eng = tiny_db(sqlite_url, n_groups=1, per_group=4)
     judge = f"openai:slow!latency=1.2?base_url={fake.url}/v1&timeout=2&concurrency=4"
     assert cli(*create_argv("slow", judge), db=sqlite_url).code == 0
     before = fake.stats()["by_path"].get("/v1/chat/completions", 0)
@@ -76,9 +72,7 @@ def test_a_call_that_never_reached_the_server_is_not_a_timeout(
     """A server whose listen queue is full never completes the TCP handshake: the call fails as a
     connection error (never sent), not as an answer that took too long."""
     with unreachable_port() as port:
-        eng = make_engine(sqlite_url)
-        upgrade(eng)
-        load_tiny(eng, n_groups=1, per_group=2)
+        eng = tiny_db(sqlite_url, n_groups=1, per_group=2)
         judge = f"openai:unreachable?base_url=http://127.0.0.1:{port}/v1&timeout=1"
         assert cli(*create_argv("unreachable", judge), db=sqlite_url).code == 0
         ran = cli("campaign", "run", "unreachable", "--json", "--max-attempts", "1", db=sqlite_url).json(

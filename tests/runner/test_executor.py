@@ -16,9 +16,8 @@ from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import Runner, RunSummary
 from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.store import campaigns as store
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job, Request, Response, Verdict
-from tests.runner.conftest import DATASET, PAIRS, ScriptedProvider, load_tiny, reply
+from tests.runner.conftest import DATASET, PAIRS, ScriptedProvider, load_tiny, reply, tiny_db
 
 GOOD = '{"rationale": "fine", "score": 4}'
 FAST = RetryPolicy(max_attempts=4, initial_wait=0.01, max_wait=0.05, jitter=0.01)
@@ -26,11 +25,8 @@ FAST = RetryPolicy(max_attempts=4, initial_wait=0.01, max_wait=0.05, jitter=0.01
 
 @pytest.fixture
 def sqlite_engine(sqlite_url: str) -> Engine:
-    from judgepanel.store.engine import make_engine
 
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=2, per_group=3)
+    eng = tiny_db(sqlite_url, n_groups=2, per_group=3)
     return eng
 
 

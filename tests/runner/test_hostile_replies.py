@@ -21,7 +21,7 @@ from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Item, Job, Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, ScriptedProvider, create_argv, load_tiny, reply
+from tests.runner.conftest import DATASET, ScriptedProvider, create_argv, load_tiny, reply, tiny_db
 
 CAP = "256k"
 PRICES = "price_in=20&price_out=200"
@@ -29,9 +29,7 @@ PRICES = "price_in=20&price_out=200"
 
 @pytest.fixture
 def db(db_url: str) -> Iterator[tuple[str, Engine]]:
-    eng = make_engine(db_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=2)
+    eng = tiny_db(db_url, n_groups=1, per_group=2)
     yield db_url, eng
     eng.dispose()
 

@@ -18,16 +18,14 @@ from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Item, Job, Request, Response, Verdict
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny, tiny_db
 
 FAST = RetryPolicy(max_attempts=4, initial_wait=0.01, max_wait=0.05, jitter=0.01)
 
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(sqlite_url)
     return sqlite_url, eng
 
 

@@ -22,12 +22,10 @@ from judgepanel.providers.spec import (
 )
 from judgepanel.runner import campaign as api
 from judgepanel.runner.options import RunOptions
-from judgepanel.store.engine import make_engine
 from judgepanel.store.matrices import pair_matrix
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Campaign
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, load_tiny, tiny_db
 
 FAIR = "sim:fair?noise=0.05"
 LEAN = "sim:leaning?noise=0.05&position_bias=0.6"
@@ -281,9 +279,7 @@ def test_renaming_on_recreate_keeps_the_jobs(engine: Engine) -> None:
 
 def test_names_survive_the_sqlite_file(sqlite_url: str) -> None:
     """The name is stored (not recomputed from whatever specs a later reader sees)."""
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=2, per_group=3)
+    eng = tiny_db(sqlite_url, n_groups=2, per_group=3)
     api.create(eng, "s", dataset=DATASET, protocol="pairwise", pairs=PAIRS, judges=["first=sim:a", "sim:b"])
     eng.dispose()
     listed = cli("campaign", "list", "--json", db=sqlite_url).json()["campaigns"]

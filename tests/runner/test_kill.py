@@ -20,9 +20,7 @@ import pytest
 
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.runner import campaign as api
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
-from tests.runner.conftest import DATASET, FAKE_KEYS, load_tiny
+from tests.runner.conftest import DATASET, FAKE_KEYS, tiny_db
 
 JOBS = 240
 
@@ -92,9 +90,7 @@ def start_run(url: str) -> subprocess.Popen[bytes]:
 def test_sigkill_at_random_moments_then_resume(tmp_path: Path, slow_fake: FakeServerProcess) -> None:
     db = tmp_path / "kill.db"
     url = f"sqlite:///{db}"
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=12, per_group=10)
+    eng = tiny_db(url, n_groups=12, per_group=10)
     judge = f"openai:killtest?base_url={slow_fake.url}/v1"
     info = api.create(eng, "k", dataset=DATASET, protocol="pointwise", judges=[judge], repeats=2)
     eng.dispose()
@@ -149,9 +145,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path: Path, slow_fake: FakeSe
 def test_ctrl_c_stops_cleanly_and_exits_130(tmp_path: Path, slow_fake: FakeServerProcess) -> None:
     db = tmp_path / "int.db"
     url = f"sqlite:///{db}"
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=12, per_group=10)
+    eng = tiny_db(url, n_groups=12, per_group=10)
     api.create(
         eng,
         "k",

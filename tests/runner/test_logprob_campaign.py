@@ -16,14 +16,12 @@ from judgepanel.protocol.logprobs import NO_LOGPROBS
 from judgepanel.runner.logprob_scores import NOT_REQUESTED, campaign_logprob_scores
 from judgepanel.store.engine import make_engine
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
-    eng = make_engine(sqlite_url)
-    load_tiny(eng)
+    eng = tiny_db(sqlite_url)  # migrated by the same code as `db upgrade` (`tests.runner.conftest.tiny_db`)
     return sqlite_url, eng
 
 

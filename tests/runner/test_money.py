@@ -23,9 +23,8 @@ from judgepanel.fake.server import FakeServerProcess
 from judgepanel.runner import campaign as api
 from judgepanel.store import liveness
 from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from tests.helpers import CliResult, cli
-from tests.runner.conftest import DATASET, FAKE_KEYS, create_argv, load_tiny
+from tests.runner.conftest import DATASET, FAKE_KEYS, create_argv, tiny_db
 from tests.runner.test_workers import _campaign, counts, settled_chat_requests, start_worker
 
 PRICE_IN, PRICE_OUT = 20.0, 200.0  # USD per million tokens
@@ -65,9 +64,7 @@ def test_three_runs_never_spend_more_than_the_campaign_cap(
     """A cap of ~12 calls' cost, then `campaign run` three times: the campaign's total (billed at
     the server) stays under the one cap — before, every run got the whole cap again. Raising it
     with `--max-cost` records the new cap for later runs."""
-    eng = make_engine(db_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(db_url)
     cap = 12 * per_call_usd(db_url, billing)
     judge = f"openai:capped?base_url={billing.url}/v1&temperature=0.3&{PRICES}"
     argv = create_argv("capped", judge, extra=("--repeats", "5", "--max-cost", f"{cap:.8f}"))
@@ -111,9 +108,7 @@ def test_two_workers_share_the_campaign_cap(
 ) -> None:
     """Two workers at once (each running several passes) on a capped campaign: together they stay
     under the cap, then stop with exit 3 instead of polling forever."""
-    eng = make_engine(pg_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(pg_url)
     cap = 20 * per_call_usd(pg_url, billing)
     judge = f"openai:workers-capped?base_url={billing.url}/v1&temperature=0.7&{PRICES}"
     assert (
@@ -239,9 +234,7 @@ def test_a_run_in_another_pid_namespace_keeps_its_leases_on_sqlite(tmp_path: Pat
     """SQLite: a `campaign run` in another PID namespace (its PID absent here) holds leases; a
     second `campaign run` on the same file from this namespace must not take them over."""
     url = f"sqlite:///{tmp_path / 'ns.db'}"
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=4, per_group=10)
+    eng = tiny_db(url, n_groups=4, per_group=10)
     with FakeServerProcess("--latency", "0.3", "--seed", "19") as fake:
         api.create(
             eng,
@@ -315,9 +308,7 @@ def test_postgres_liveness_is_the_owners_advisory_lock(pg_url: str) -> None:
     from judgepanel.store import campaigns as store
     from judgepanel.store.budget import budget_state, reserve
 
-    eng = make_engine(pg_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=4)
+    eng = tiny_db(pg_url, n_groups=1, per_group=4)
     info = api.create(eng, "live", dataset=DATASET, protocol="pointwise", judges=["sim:x"], max_cost=1.0)
     host, _pid, _nonce, ns, boot = liveness.owner_id().split(":")
     owner = f"{host}:{_absent_pid()}:feedbeef:{ns}:{boot}"  # its PID names no process at all
@@ -343,9 +334,7 @@ def test_batch_submissions_stay_under_the_campaign_cap(db_url: str, keys_env: di
     from judgepanel.fake.server import FakeServer
     from tests.runner.test_batch import create, judge, run_batch
 
-    eng = make_engine(db_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(db_url)
     fake = FakeServer(batch_seconds=0.2, seed=5)
     fake.start_in_thread()
     try:

@@ -19,9 +19,8 @@ import pytest
 from judgepanel.analysis.pace import MIN_WINDOW_S, pace, rate_number
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from tests.helpers import cli
-from tests.runner.conftest import FAKE_KEYS, create_argv, load_tiny
+from tests.runner.conftest import FAKE_KEYS, create_argv, tiny_db
 
 
 def test_slow_calls_give_a_rate_over_a_window_that_scales_with_their_latency() -> None:
@@ -76,9 +75,7 @@ def slow_fake() -> Iterator[FakeServerProcess]:
 
 
 def test_status_and_viewer_see_slow_calls_in_flight(sqlite_url: str, slow_fake: FakeServerProcess) -> None:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=6)
+    eng = tiny_db(sqlite_url, n_groups=1, per_group=6)
     eng.dispose()
     judge = f"openai:slow?base_url={slow_fake.url}/v1&concurrency=2"
     assert cli(*create_argv("slow", judge), db=sqlite_url).code == 0

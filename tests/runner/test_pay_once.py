@@ -24,11 +24,9 @@ import pytest
 from sqlalchemy import Engine, func, select, text
 
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import FAKE_KEYS, create_argv, load_tiny
+from tests.runner.conftest import FAKE_KEYS, create_argv, tiny_db
 from tests.runner.test_kill import settled_chat_requests
 
 BLIND = """{# judgepanel:
@@ -58,9 +56,7 @@ def _judge(fake: FakeServerProcess) -> str:
 
 
 def _migrated(url: str, n_groups: int = 2, per_group: int = 3) -> Engine:
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=n_groups, per_group=per_group)
+    eng = tiny_db(url, n_groups=n_groups, per_group=per_group)
     return eng
 
 

@@ -25,12 +25,11 @@ from judgepanel.runner.prepare import CampaignContext, context_options, prepare
 from judgepanel.runner.shape import shape_of
 from judgepanel.store import campaigns as store
 from judgepanel.store import tables
-from judgepanel.store.engine import make_engine, session_scope
-from judgepanel.store.migrate import upgrade
+from judgepanel.store.engine import session_scope
 from judgepanel.store.models import Campaign, ClauseChecker, Request, utcnow
 from judgepanel.store.rubrics import rubric_version
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, tiny_db
 from tests.runner.test_prompt_cache import LONG, load_long
 
 FIGURES = ("prompt_chars", "prompt_messages", "prompt_prefix_tokens", "prompt_sig", "prompt_prefixes")
@@ -83,9 +82,7 @@ def _same_plan(eng: Engine, name: str, monkeypatch: pytest.MonkeyPatch) -> tuple
 
 
 def _db(url: str) -> Engine:
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(url)
     return eng
 
 

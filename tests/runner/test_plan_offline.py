@@ -15,19 +15,15 @@ from sqlalchemy import Engine, select
 
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store import campaigns as store
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Campaign
 from tests.helpers import cli
-from tests.runner.conftest import FAKE_KEYS, create_argv, load_tiny
+from tests.runner.conftest import FAKE_KEYS, create_argv, tiny_db
 
 SDKS = ("openai", "anthropic", "httpx")
 
 
 def _db(url: str) -> Engine:
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(url)
     return eng
 
 

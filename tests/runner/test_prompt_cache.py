@@ -13,13 +13,12 @@ from sqlalchemy import Engine, select
 
 from judgepanel.datasets.records import ItemRecord, ParsedDataset
 from judgepanel.fake.server import SAMPLE_WORDS, FakeServerProcess
-from judgepanel.store.engine import make_engine, session_scope
+from judgepanel.store.engine import session_scope
 from judgepanel.store.imports import import_parsed
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job, Judge, Request, Response
 from judgepanel.store.queries import create_pair_set
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, load_tiny
+from tests.runner.conftest import DATASET, PAIRS, tiny_db
 
 # USD per million tokens: input, output, cache read, cache write; batch discount
 O_RATES = (2.0, 8.0, 0.5, 2.0)
@@ -59,9 +58,7 @@ def load_long(engine: Engine) -> None:
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(sqlite_url)
     load_long(eng)
     return sqlite_url, eng
 

@@ -20,19 +20,15 @@ from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import Runner, RunSummary
 from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.runner.prepare import default_max_tokens
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job, Judge, Request, Response, Verdict
-from tests.runner.conftest import DATASET, load_tiny
+from tests.runner.conftest import DATASET, tiny_db
 
 FAST = RetryPolicy(max_attempts=3, initial_wait=0.01, max_wait=0.05, jitter=0.01, max_retry_after=0.2)
 
 
 @pytest.fixture
 def eng(sqlite_url: str) -> Engine:
-    engine = make_engine(sqlite_url)
-    upgrade(engine)
-    load_tiny(engine, n_groups=1, per_group=2)
+    engine = tiny_db(sqlite_url, n_groups=1, per_group=2)
     return engine
 
 

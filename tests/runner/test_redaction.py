@@ -16,18 +16,14 @@ from sqlalchemy.engine import make_url
 
 from judgepanel.fake.injection import key_forms
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Response, Verdict
 from tests.helpers import cli
-from tests.runner.conftest import PAIRS, create_argv, load_tiny
+from tests.runner.conftest import PAIRS, create_argv, tiny_db
 
 
 @pytest.fixture
 def db(db_url: str) -> Iterator[tuple[str, Engine]]:
-    eng = make_engine(db_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(db_url)
     yield db_url, eng
     eng.dispose()
 

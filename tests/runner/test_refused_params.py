@@ -18,18 +18,14 @@ from judgepanel.providers.base import ChatRequest
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner.cache import request_hash
 from judgepanel.runner.served import served_models_now
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Campaign, Job, Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, load_tiny
+from tests.runner.conftest import DATASET, tiny_db
 
 
 @pytest.fixture
 def eng(db_url: str) -> Iterator[Engine]:
-    engine = make_engine(db_url)
-    upgrade(engine)
-    load_tiny(engine, n_groups=2, per_group=4)
+    engine = tiny_db(db_url, n_groups=2, per_group=4)
     yield engine
     engine.dispose()
 

@@ -15,19 +15,15 @@ from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.runner import campaign as api
 from judgepanel.runner.executor import Runner
 from judgepanel.runner.options import RetryPolicy, RunOptions
-from judgepanel.store.migrate import upgrade
-from tests.runner.conftest import DATASET, ScriptedProvider, load_tiny, reply
+from tests.runner.conftest import DATASET, ScriptedProvider, reply, tiny_db
 
 GOOD = '{"rationale": "fine", "score": 4}'
 
 
 @pytest.fixture
 def sqlite_engine(sqlite_url: str) -> Engine:
-    from judgepanel.store.engine import make_engine
 
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=2, per_group=3)
+    eng = tiny_db(sqlite_url, n_groups=2, per_group=3)
     api.create(eng, "c", dataset=DATASET, protocol="pointwise", judges=["sim:x"], limit=4)
     return eng
 

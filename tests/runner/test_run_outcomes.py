@@ -19,21 +19,17 @@ from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner import campaign as api
 from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.store import campaigns as store
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import ClauseVerdict, Item, Job, Request, Verdict
 from judgepanel.store.rubrics import add_rubric
 from tests.helpers import CliResult, cli
-from tests.runner.conftest import DATASET, PAIRS, ScriptedProvider, create_argv, load_tiny, reply
+from tests.runner.conftest import DATASET, PAIRS, ScriptedProvider, create_argv, load_tiny, reply, tiny_db
 
 FAST = RetryPolicy(max_attempts=2, initial_wait=0.01, max_wait=0.05, jitter=0.01)
 
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(sqlite_url)
     return sqlite_url, eng
 
 

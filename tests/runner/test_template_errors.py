@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Campaign, Job
 from tests.helpers import cli
-from tests.runner.conftest import PAIRS, create_argv, load_tiny
+from tests.runner.conftest import PAIRS, create_argv, tiny_db
 
 HEAD = """{# judgepanel:
 structured: off
@@ -32,9 +30,7 @@ TAIL = "End with [[A]], [[B]] or [[C]] for a tie.\n"
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, pairs=4)
+    eng = tiny_db(sqlite_url, pairs=4)
     return sqlite_url, eng
 
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 from sqlalchemy import Engine, select
 
 from judgepanel.fake.server import FakeServerProcess
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 
 def _chat(fake: FakeServerProcess) -> int:
@@ -23,9 +21,7 @@ def _chat(fake: FakeServerProcess) -> int:
 def test_truncated_replies_get_useful_advice_and_are_not_re_asked_by_default(
     sqlite_url: str, fake: FakeServerProcess, keys_env: dict[str, str]
 ) -> None:
-    eng: Engine = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=2)
+    eng: Engine = tiny_db(sqlite_url, n_groups=1, per_group=2)
     judges = [
         f"openai:ramble!length?base_url={fake.url}/v1",
         f"anthropic:ramble!length?base_url={fake.url}",
@@ -60,9 +56,7 @@ def test_a_cap_that_cannot_hold_any_answer_is_named_and_lowering_it_is_not_advis
 ) -> None:
     # issue 34: `max_tokens=6` cannot hold even `{"rationale":"","score":1}`; "lower the cap" was
     # the advice, which cannot help
-    eng: Engine = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=2)
+    eng: Engine = tiny_db(sqlite_url, n_groups=1, per_group=2)
     tiny = f"openai:tiny!length?base_url={fake.url}/v1&max_tokens=6"
     roomy = f"openai:roomy!length?base_url={fake.url}/v1&max_tokens=300"
     assert cli(*create_argv("six", tiny), db=sqlite_url).code == 0

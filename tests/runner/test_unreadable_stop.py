@@ -15,20 +15,16 @@ from judgepanel.fake.server import FakeServerProcess
 from judgepanel.runner.campaign import run
 from judgepanel.runner.options import UNREADABLE_STOP, RunOptions
 from judgepanel.runner.worker import work
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job, Response
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 JOBS = 12 * 5  # the tiny dataset's 12 items, 5 repeats
 
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng)
+    eng = tiny_db(sqlite_url)
     return sqlite_url, eng
 
 

@@ -10,10 +10,9 @@ from pathlib import Path
 from sqlalchemy import select
 
 from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 # three judges at different speeds and prices: the fast, cheap one would run ahead
 JUDGES = (
@@ -25,9 +24,7 @@ JUDGES = (
 
 def _database(path: Path) -> str:
     url = f"sqlite:///{path}"
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=2, per_group=6)
+    eng = tiny_db(url, n_groups=2, per_group=6)
     eng.dispose()
     return url
 

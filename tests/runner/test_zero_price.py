@@ -8,17 +8,13 @@ from sqlalchemy import Engine, select
 
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.providers.pricing import Price
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Response
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 
 def test_a_zero_priced_judge_with_cached_tokens_costs_zero(sqlite_url: str) -> None:
-    eng: Engine = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=4)
+    eng: Engine = tiny_db(sqlite_url, n_groups=1, per_group=4)
     with FakeServerProcess("--cache-min-tokens", "16") as fake:
         judge = f"openai:local?base_url={fake.url}/v1&price_in=0&price_out=0&concurrency=1"
         assert cli(*create_argv("free", judge), db=sqlite_url).code == 0
@@ -42,9 +38,7 @@ def test_zero_prices_make_unknown_cache_and_batch_rates_free() -> None:
 
 
 def test_the_unknown_price_message_says_what_zero_prices_do(sqlite_url: str) -> None:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=2)
+    eng = tiny_db(sqlite_url, n_groups=1, per_group=2)
     assert cli(*create_argv("nop", "openai:mystery?base_url=http://127.0.0.1:9/v1"), db=sqlite_url).code == 0
     r = cli("campaign", "run", "nop", "--max-cost", "1", db=sqlite_url)
     assert r.code == 2 and "price_in=0&price_out=0" in r.stderr and "cached prompt tokens" in r.stderr

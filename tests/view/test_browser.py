@@ -18,10 +18,9 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from judgepanel.demo import PAIRWISE
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from tests import xss
 from tests.helpers import cli
-from tests.runner.conftest import FAKE_KEYS, create_argv, load_tiny
+from tests.runner.conftest import FAKE_KEYS, create_argv, tiny_db
 from tests.view.conftest import Viewer, console_errors, left_the_page
 from tests.view.test_app import pages
 
@@ -119,9 +118,7 @@ def test_filters_and_keyset_paging_by_clicking(demo_viewer: Viewer, demo_url: st
 
 def test_the_campaigns_page_follows_a_run_live(tmp_path: Path, driver: Any) -> None:
     url = f"sqlite:///{tmp_path / 'live.db'}"
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=6, per_group=4)
+    eng = tiny_db(url, n_groups=6, per_group=4)
     eng.dispose()
     with FakeServerProcess("--latency", "0.35", "--seed", "3") as fake:
         judges = [f"openai:judge-{k}?base_url={fake.url}/v1" for k in ("a", "b")]

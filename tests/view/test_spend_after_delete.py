@@ -12,11 +12,9 @@ from pathlib import Path
 
 from sqlalchemy import select, text
 
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Campaign
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 from tests.view.conftest import Viewer
 
 PRICED = "sim:a?price_in=500&price_out=500"  # a simulated judge priced by hand: real-looking money
@@ -29,9 +27,7 @@ def _campaigns(viewer: Viewer) -> dict[str, dict[str, object]]:
 
 def test_a_new_campaign_never_shows_a_deleted_ones_spend(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'v.db'}"
-    eng = make_engine(url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=3)
+    eng = tiny_db(url, n_groups=1, per_group=3)
     assert cli(*create_argv("first", PRICED), db=url).code == 0
     assert cli("campaign", "run", "first", db=url).code == 0
     viewer = Viewer(url)
