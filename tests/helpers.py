@@ -306,3 +306,44 @@ def displayed(driver: Any, elements: list[Any]) -> list[bool]:
 def text_contents(driver: Any, elements: list[Any]) -> list[str]:
     """`[e.get_attribute("textContent") for e in elements]` in one round trip to the browser."""
     return [str(v) for v in driver.execute_script("return arguments[0].map(e => e.textContent);", elements)]
+
+
+class ServedCli:
+    """A judgepanel command that serves (`view`, `annotate serve`) in its own process; `url` is the
+    address it printed first (without the trailing slash)."""
+
+    def __init__(self, db: str, *argv: str) -> None:
+        import re
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "judgepanel", "--db", db, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        m = re.match(r"(http://\S+/)", line)
+        if not m:
+            self.stop()
+            raise RuntimeError(
+                f"{' '.join(argv[:2])} did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}"
+            )
+        self.url = m.group(1).rstrip("/")
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()

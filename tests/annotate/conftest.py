@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from judgepanel.annotate.queues import CreateOptions, create, invite
 from judgepanel.store import annotation as store
 from judgepanel.store.engine import make_engine
-from tests.helpers import load_summeval_sample
+from tests.helpers import ServedCli, load_summeval_sample
 
 
 @pytest.fixture
@@ -33,45 +33,11 @@ def member(engine: Engine, queue: str, name: str) -> tuple[store.Member, str]:
     return store.member_by_token(engine, queue, store.token_hash(token)), token
 
 
-class Server:
+class Server(ServedCli):
     """`judgepanel annotate serve` in its own process; `url` is what it printed first."""
 
     def __init__(self, db: str, *args: str) -> None:
-        import os
-        import re
-        import subprocess
-        import sys
-
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "judgepanel", "--db", db, "annotate", "serve", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        m = re.match(r"(http://\S+/)", line)
-        if not m:
-            self.stop()
-            raise RuntimeError(
-                f"annotate serve did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}"
-            )
-        self.url = m.group(1).rstrip("/")
-
-    def stop(self) -> None:
-        import subprocess
-
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        super().__init__(db, "annotate", "serve", "--port", "0", *args)
 
 
 def as_judge_campaign(engine: Engine, queue: str, dataset: str, pair_set: str, campaign: str) -> int:

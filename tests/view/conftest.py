@@ -4,10 +4,6 @@ the real CLI in a subprocess, and headless Chromium (set up as the report's brow
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests import xss
+from tests.helpers import ServedCli
 
 TOKEN = "t0ken-for-the-viewer-tests-0123456789"
 
@@ -72,38 +69,11 @@ def xss_url(demo_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
-class Viewer:
+class Viewer(ServedCli):
     """`judgepanel view` in its own process; `url` is what it printed first."""
 
     def __init__(self, db: str, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "judgepanel", "--db", db, "view", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        m = re.match(r"(http://\S+/)", line)
-        if not m:
-            self.stop()
-            raise RuntimeError(
-                f"viewer did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}"
-            )
-        self.url = m.group(1).rstrip("/")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        super().__init__(db, "view", "--port", "0", *args)
 
 
 @pytest.fixture(scope="module")
