@@ -191,3 +191,133 @@ def test_queue_labels_are_a_human_group_the_other_commands_read_at_once(
     again = cli("metrics", "agreement", "--dataset", "syn", "--dimension", "q", "--group", "lab", "--metric", "alpha",
                 "--level", "interval", "--json", db=sqlite_url).json()  # fmt: skip
     assert st["agreement"]["value"] == pytest.approx(again["value"], rel=1e-12)
+
+
+def _same(a: object, b: object, path: str = "") -> None:
+    """Equal, floats to 1e-12 relative (the bootstrap interval's replicates are summed in other
+    blocks when its draws are kept)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), path
+        for k in a:
+            _same(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-15), path
+    else:
+        assert a == b, path
+
+
+def test_the_cached_and_updated_state_equals_a_recompute_from_scratch(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """The owner's page keeps each queue's panel and result (`certify._Cache`): unchanged, the
+    result is reused; after new labels, an edit, a skip, another queue's edit of a shared
+    annotator or new judge labels, only what changed is read; after a deleted label row, all of it.
+    Each time the state equals the one computed from a panel read from scratch."""
+    from judgepanel.store import annotation_read as read
+
+    eng, _truth = _synthetic(sqlite_url, tmp_path)
+    make_queue(eng, dataset="syn", dimension="q", items=N_ITEMS, per_item=3, scale="1-3", scorer="accuracy",
+               epsilon=0.2)  # fmt: skip
+    make_queue(
+        eng, name="q2", dataset="syn", dimension="q", items=N_ITEMS, per_item=1, scale="1-3", group="q"
+    )
+    members = [member(eng, "q", f"h{k}")[0] for k in range(3)]
+    other = member(eng, "q2", "h0")[0]  # the same annotator as h0, in another queue
+    rng = random.Random(8)
+    cache = certify._cache_of(eng)
+
+    def label(m: store.Member, n: int) -> None:
+        for _ in range(n):
+            s = store.next_slot(eng, m)
+            assert s is not None
+            store.submit(eng, m, s, value=rng.choice([1, 2, 3]))
+
+    def check(n_boot: int = 50) -> None:
+        cached = certify.certification(eng, "q", n_boot=n_boot)
+        scratch = certify.certification(eng, "q", n_boot=n_boot, panel=read.queue_panel(eng, "q"))
+        _same(cached, scratch)
+        decided = certify.certification(eng, "q", n_boot=0, decision_only=True)
+        _same(
+            decided,
+            certify.certification(eng, "q", n_boot=0, decision_only=True, panel=read.queue_panel(eng, "q")),
+        )
+
+    for m in members:
+        label(m, 25)
+    check()
+    assert (cache.reads, cache.updates) == (1, 0)
+    computed = cache.computations
+    check()  # nothing changed: the results are reused
+    assert cache.computations == computed and cache.reads == 1
+    label(members[0], 3)
+    label(members[1], 1)
+    check()
+    assert (cache.reads, cache.updates) == (1, 1)
+    # an edit (the label row updated in place) and a skip
+    mine = store.my_slots(eng, members[2])[0]
+    store.submit(eng, members[2], mine["slot"], value=int(mine["value"]) % 3 + 1)
+    s = store.next_slot(eng, members[2])
+    assert s is not None
+    store.submit(eng, members[2], s, skip_reason="unclear")
+    check()
+    # another queue edits h0's label of an item both queues hold: the same label row
+    label(other, 30)
+    done_by_other = store.my_slots(eng, other)
+    for d in done_by_other[:5]:
+        store.submit(eng, other, d["slot"], value=int(d["value"]) % 3 + 1, comment="other queue")
+    check()
+    # labels of a new llm annotator (as an import writes them): the judges are read again
+    with eng.begin() as c:
+        c.execute(text("INSERT INTO annotator (dataset_id, name, kind, \"group\") "
+                       "SELECT id, 'late', 'llm', 'judges' FROM dataset WHERE name = 'syn'"))  # fmt: skip
+        c.execute(text("INSERT INTO label (item_id, annotator_id, dimension, value_num, value_text) "
+                       "SELECT i.id, a.id, 'q', 1 + i.id % 3, CAST(1 + i.id % 3 AS TEXT) FROM item i, annotator a "
+                       "WHERE a.name = 'late'"))  # fmt: skip
+    check()
+    assert "late" in certify.certification(eng, "q", n_boot=0)["judges"]
+    assert cache.reads == 1
+    # a label row deleted: only a fresh read is safe
+    with eng.begin() as c:
+        c.execute(text("DELETE FROM label WHERE id = (SELECT min(l.id) FROM label l JOIN annotator a "
+                       "ON a.id = l.annotator_id WHERE a.name = 'h1')"))  # fmt: skip
+    check()
+    assert cache.reads == 2
+
+
+def test_a_pairwise_queues_updated_state_equals_a_recompute_from_scratch(sample: tuple[str, Engine]) -> None:
+    """As above for pairs (`pair_label`, both backends), with a campaign's AB/BA verdicts as the judge."""
+    from judgepanel.store import annotation_read as read
+
+    url, eng = sample
+    assert cli("data", "pairs", "se", "--name", "sp", "--sample", "30", "--seed", "2", db=url).code == 0
+    make_queue(eng, name="q", kind="pairwise", pairs="sp", items=None, dimension=None, per_item=2, seed=5)
+    a, _ = member(eng, "q", "a")
+    b, _ = member(eng, "q", "b")
+    rng = random.Random(6)
+    cache = certify._cache_of(eng)
+
+    def label(m: store.Member, n: int) -> None:
+        for _ in range(n):
+            s = store.next_slot(eng, m)
+            assert s is not None
+            store.submit(eng, m, s, value=rng.choice(["A", "B", "T"]))
+
+    def check() -> None:
+        scratch = certify.certification(eng, "q", n_boot=20, panel=read.queue_panel(eng, "q"))
+        _same(certify.certification(eng, "q", n_boot=20), scratch)
+
+    label(a, 12)
+    label(b, 10)
+    check()
+    as_judge_campaign(eng, "q", "se", "sp", "hb")  # a judge appears: read again
+    check()
+    label(a, 5)
+    label(b, 8)
+    first = store.my_slots(eng, b)[0]
+    store.submit(eng, b, first["slot"], value="T" if first["value"] != "T" else "A")
+    check()
+    assert cache.reads == 1 and cache.updates == 2
