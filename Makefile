@@ -10,7 +10,7 @@ $(BIN)/judgepanel: pyproject.toml
 	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[test]'
 	touch $@
 
-.PHONY: install demo test lint bench
+.PHONY: install demo test test-real lint bench
 install: $(BIN)/judgepanel
 
 demo: install
@@ -27,6 +27,11 @@ lint: install
 # throwaway cluster started for the run (.ci/with-services); what is still missing is counted loudly
 test: lint
 	.ci/with-services $(BIN)/pytest -n 2 --dist loadgroup
+
+# the real-model tier: ../shared/tools/local-llm's llama.cpp server with the 0.5B model (setup.sh
+# is cached after its first run), every protocol end to end, then the study of docs/real-judges.md
+test-real: install
+	$(BIN)/pytest -m real tests/real -n 0 -p no:cacheprovider -v
 
 bench: install
 	$(BIN)/python -m benchmarks

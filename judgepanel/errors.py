@@ -11,7 +11,9 @@ Every failure a user can see is one of these, so the CLI can map it to an exit c
         ├── Transient               5xx, 529 overloaded, timeouts, connection resets: retry with back-off
         │   └── TimedOut            no complete answer within the timeout: retried at most once or twice
         ├── Fatal                   400/401/403/404, exhausted quota: never retried
-        │   └── Oversize            a reply over the judge's max_reply_bytes: not retried, only by --retry-failed
+        │   ├── Oversize            a reply over the judge's max_reply_bytes: not retried, only by --retry-failed
+        │   └── ContextTooLong      the prompt is longer than the server's context window: not retried;
+        │                           cured by a larger window (or a shorter prompt), then --retry-failed
         └── ParseFailure            the reply arrived but holds no verdict; stored with its raw text
 
 Provider errors carry no request headers, so an API key can never travel inside one.
@@ -83,6 +85,29 @@ class Oversize(Fatal):
     usually gets the same huge answer, paid again); `campaign run --retry-failed` re-asks it."""
 
     error_class = "oversize"
+
+
+class ContextTooLong(Fatal):
+    """The server refused the request as longer than its context window (llama.cpp
+    `exceed_context_size_error`, OpenAI / vLLM `context_length_exceeded`, Anthropic "prompt is too
+    long"). Asking again changes nothing until the window is raised or the prompt shortened, so it
+    is not retried; `--retry-failed` re-asks it after that change. `request_tokens` and
+    `limit_tokens` are the server's figures when it gave them."""
+
+    error_class = "context"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        raw_body: str | None = None,
+        request_tokens: int | None = None,
+        limit_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, status=status, raw_body=raw_body)
+        self.request_tokens = request_tokens
+        self.limit_tokens = limit_tokens
 
 
 class ParseFailure(ProviderError):

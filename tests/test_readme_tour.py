@@ -67,6 +67,7 @@ TOUR = (
     "docs/imports.md",
     "docs/repair.md",
     "docs/alignment.md",
+    "docs/real-judges.md",
     "docs/reports.md",
     "docs/database.md",
     "docs/speed.md",

@@ -4,7 +4,7 @@ campaign to the end, and reading a pointwise campaign's scores against the human
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -143,10 +143,24 @@ class StepContext:
     options: RunOptions
     factory: ProviderFactory | None
     say: Callable[[str], None] = field(default=say_nothing)
+    # `align run --retry-failed`: re-ask the failed calls of the campaigns this run's steps drive
+    # (unreadable, truncated, out of retries, refused — the user asks again on purpose)
+    retry_failed: bool = False
 
 
 def run_to_end(ctx: StepContext, campaign: str) -> RunSummary:
-    summary = run(ctx.engine, campaign, ctx.options, provider_factory=ctx.factory)
+    """Run the campaign until no job is pending. Failed judge jobs do not stop a step: its figures
+    use the items every version answered (`answered`, `restrict`) and `align run` ends with exit 3
+    (`judge_failures`); a pending job (budget, interruption) does."""
+    summary = run(
+        ctx.engine,
+        campaign,
+        ctx.options,
+        provider_factory=ctx.factory,
+        reask_parse_failures=ctx.retry_failed,
+        reask_truncated=ctx.retry_failed,
+        reask_fatal=ctx.retry_failed,
+    )
     ctx.say(
         f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
     )
@@ -172,6 +186,78 @@ def sample_items(rec: AlignmentRecord, label: str) -> tuple[str, ...]:
 def split_data(engine: Engine, rec: AlignmentRecord, camp: str) -> ConditionData:
     inp = inputs_of(rec)
     return load_condition_data(engine, camp, inp.human_group, dimension=inp.dimension)
+
+
+def answered(data: ConditionData) -> set[str]:
+    """The items the campaign's judge gave a score (a failed job leaves its item out)."""
+    (scores,) = data.rows.scores.values()
+    return {data.rows.items[k] for k in scores}
+
+
+def restrict(data: ConditionData, keep: set[str]) -> ConditionData:
+    """`data` on the items in `keep` only, so that versions are compared on the same items."""
+    rows = data.rows
+    idx = [k for k, e in enumerate(rows.items) if e in keep]
+    new = {old: n for n, old in enumerate(idx)}
+    return ConditionData(
+        replace(
+            rows,
+            items=[rows.items[k] for k in idx],
+            outputs=[rows.outputs[k] for k in idx],
+            groups=[rows.groups[k] for k in idx],
+            humans=[rows.humans[k] for k in idx],
+            scores={c: {new[k]: v for k, v in by.items() if k in new} for c, by in rows.scores.items()},
+        ),
+        [data.reference[k] for k in idx],
+    )
+
+
+def on_common_items(datas: dict[str, ConditionData]) -> tuple[dict[str, ConditionData], int]:
+    """Every data restricted to the items all of them answered, and how many items some version
+    answered but not all (left out of every comparison)."""
+    sets = [answered(d) for d in datas.values()]
+    common = set.intersection(*sets) if sets else set()
+    union = set.union(*sets) if sets else set()
+    return {k: restrict(d, common) for k, d in datas.items()}, len(union - common)
+
+
+def judge_failures(engine: Engine, rec: AlignmentRecord) -> dict[str, dict[str, int]]:
+    """campaign -> {error class: failed jobs}, over the alignment's judge campaigns (the editor's
+    failures stop the `align` step instead)."""
+    from judgepanel.store.align import failed_jobs
+
+    names = sorted({c for k, c in rec.campaigns.items() if c and not k.startswith("editor")})
+    return failed_jobs(engine, names)
+
+
+def failed_judge_jobs_message(rec: AlignmentRecord, failed: dict[str, dict[str, int]]) -> str:
+    """What `align run` says (exit 3) when judge jobs of the alignment failed: how many, why, what
+    the figures rest on, and what can still re-ask them."""
+    by_class: dict[str, int] = {}
+    for classes in failed.values():
+        for cls, n in classes.items():
+            by_class[cls] = by_class.get(cls, 0) + n
+    total = sum(by_class.values())
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(by_class.items()))
+    evals = {rec.campaigns["eval-original"], rec.campaigns["eval-aligned"]}
+    in_eval = sum(sum(c.values()) for camp, c in failed.items() if camp in evals)
+    decided = rec.steps["align"] == "done"
+    in_choice = total - in_eval
+    parts = [
+        f"alignment {rec.name}: {total} judge job(s) failed ({kinds}); every comparison uses the items "
+        "every version answered (`left_out` says how many were left out)"
+    ]
+    retry = f"`judgepanel align run {rec.name} --retry-failed`"
+    if in_eval:
+        parts.append(f"{retry} asks the {in_eval} evaluation job(s) again and recomputes the comparison")
+    if in_choice and not decided:
+        parts.append(f"{retry} asks the {in_choice} development job(s) again before the choice")
+    elif in_choice:
+        parts.append(
+            f"the {in_choice} development job(s) fed a choice already made on the items every candidate "
+            "answered; it stands (a new alignment asks them again)"
+        )
+    return "; ".join(parts) + " (exit 3)"
 
 
 def dev_items(data: ConditionData) -> list[DevItem]:

@@ -31,10 +31,12 @@ import numpy as np
 from sqlalchemy import Engine
 
 from judgepanel.align.common import (
+    AlignIncomplete,
     StepContext,
     inputs_of,
     judge_names,
     need_steps,
+    on_common_items,
     run_to_end,
     spec_name,
     split_data,
@@ -245,7 +247,14 @@ def compare(
     eval_items = set(rec.inputs["sample"]["eval"]["items"])
     if repair is not None:
         versions |= _repair_campaigns(ctx, rec, repair, eval_items)
-    datas = {v: split_data(engine, rec, c) for v, c in versions.items()}
+    # every version on the evaluation items all of them answered: a failed job leaves its item out
+    # of every comparison, never out of one version's figures only
+    datas, eval_left_out = on_common_items({v: split_data(engine, rec, c) for v, c in versions.items()})
+    if not datas["original"].rows.items:
+        raise AlignIncomplete(
+            f"alignment {name!r}: no evaluation item has a score from every version "
+            f"(failed jobs); `judgepanel align run {name} --retry-failed` asks them again"
+        )
     cats = datas["original"].rows.categories
     items, groups, index = _aligned_index(datas)
     study = condition_study(
@@ -297,8 +306,13 @@ def compare(
             for key, d in rep.deltas.items()
         }
     # the overfitting gap: development gain of the aligned judge minus its evaluation gain
-    dev_o = split_data(engine, rec, rec.campaigns["dev-original"])
-    dev_a = split_data(engine, rec, templates["aligned"]["dev_campaign"])
+    dev_pair, dev_left_out = on_common_items(
+        {
+            "o": split_data(engine, rec, rec.campaigns["dev-original"]),
+            "a": split_data(engine, rec, templates["aligned"]["dev_campaign"]),
+        }
+    )
+    dev_o, dev_a = dev_pair["o"], dev_pair["a"]
     dev_items, dev_groups, dev_index = _aligned_index({"o": dev_o, "a": dev_a})
     gg = gain_gap(
         SplitPair(_comparisons(dev_o, dev_index), _comparisons(dev_a, dev_index), len(dev_items), dev_groups),
@@ -419,6 +433,8 @@ def compare(
         "human_group": inp.human_group,
         "reference": "rounded group mean",
         "units": {"dev": len(dev_items), "eval": len(items)},
+        # items some version answered but not every one (failed jobs): left out of every figure
+        "left_out": {"dev": dev_left_out, "eval": eval_left_out},
         "bootstrap": inp.n_boot,
         "resample": study.resample,
         "n_groups": study.n_groups,

@@ -54,8 +54,10 @@ from judgepanel.align.common import (
     agreement_of,
     dev_items,
     inputs_of,
+    judge_failures,
     judge_names,
     need_steps,
+    on_common_items,
     run_to_end,
     sample_items,
     say_nothing,
@@ -78,9 +80,11 @@ from judgepanel.repair.sample import spread_sample
 from judgepanel.rubrics import Dimension
 from judgepanel.runner import RunOptions, create
 from judgepanel.runner.executor import ProviderFactory
+from judgepanel.runner.failures import describe_failures
+from judgepanel.runner.failures import unanswered as unanswered_calls
 from judgepanel.store import align as store
 from judgepanel.store.align import STEPS, AlignmentRecord
-from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_failures, editor_proposals
+from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_failed_calls, editor_proposals
 from judgepanel.store.repair import split_members
 from judgepanel.store.rubrics import get_rubric
 
@@ -233,7 +237,8 @@ def _fewshot(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
     aligned = JudgeTemplate(_original(rec).instructions, examples)
     camp = f"{rec.name}-dev-aligned"
     _judge_campaign(ctx, rec, camp, inp.judge, aligned, "dev")
-    scores = [agreement_of(data), agreement_of(split_data(ctx.engine, rec, camp))]
+    same, left_out = on_common_items({"original": data, "aligned": split_data(ctx.engine, rec, camp)})
+    scores = [agreement_of(same["original"]), agreement_of(same["aligned"])]
     return {
         "choices": {
             "method": "fewshot",
@@ -242,6 +247,7 @@ def _fewshot(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
             "k": inp.k,
             "examples": choice.as_dict(),
             "dev_agreement": {"original": scores[0], "aligned": scores[1]},
+            "dev_left_out": left_out,
         },
         "aligned": {"judge": inp.judge, "template": aligned, "dev_campaign": camp},
         "campaigns": {"dev-aligned": camp},
@@ -308,9 +314,15 @@ def _instructions(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
         run_to_end(ctx, ecamp)
         proposal = editor_proposals(ctx.engine, ecamp).get(key)
         if proposal is None:
-            why = editor_failures(ctx.engine, ecamp).get(key, "no reply")
-            stopped = f"round {r}: the editor gave no usable revision ({why})"
-            break
+            # a failed editor call is not "no revision": the step stays undone, the call is
+            # re-asked by --retry-failed (only unchanged instructions end the rounds)
+            causes = describe_failures(
+                unanswered_calls([key], editor_failed_calls(ctx.engine, ecamp)),
+                f"judgepanel align run {rec.name} --retry-failed",
+            )
+            raise AlignIncomplete(
+                f"round {r}: the editor gave no usable revision: {causes}. The align step is not done"
+            )
         revised = JudgeTemplate(proposal["instructions"])
         if " ".join(revised.instructions.split()) == " ".join(current.instructions.split()):
             stopped = f"round {r}: the editor returned the instructions unchanged"
@@ -335,6 +347,12 @@ def _instructions(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
         templates.append(revised)
         current = revised
     scored = [x for x in rounds if "dev_agreement" in x]
+    # every round on the development items all of them answered (a failed job leaves its item out)
+    same, left_out = on_common_items(
+        {x["dev_campaign"]: split_data(ctx.engine, rec, x["dev_campaign"]) for x in scored}
+    )
+    for x in scored:
+        x["dev_agreement"] = agreement_of(same[x["dev_campaign"]])
     top = best([x["dev_agreement"] for x in scored])
     chosen = scored[top]
     return {
@@ -346,6 +364,7 @@ def _instructions(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
             "best_round": chosen["round"],
             "stopped": stopped,
             "dev_agreement": {"original": rounds[0]["dev_agreement"], "aligned": chosen["dev_agreement"]},
+            "dev_left_out": left_out,
         },
         "aligned": {"judge": inp.judge, "template": templates[top], "dev_campaign": chosen["dev_campaign"]},
         "campaigns": campaigns,
@@ -365,7 +384,6 @@ def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
         if k:
             _judge_campaign(ctx, rec, camp, spec_of[j], JudgeTemplate(text), "dev")
             campaigns[f"dev-g{k}"] = camp
-        data = split_data(ctx.engine, rec, camp)
         configs.append(
             {
                 "config": k,
@@ -374,9 +392,14 @@ def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
                 "instructions": text,
                 "instructions_index": texts.index(text),
                 "dev_campaign": camp,
-                "dev_agreement": agreement_of(data),
             }
         )
+    # every configuration on the development items all of them answered
+    same, left_out = on_common_items(
+        {c["dev_campaign"]: split_data(ctx.engine, rec, c["dev_campaign"]) for c in configs}
+    )
+    for c in configs:
+        c["dev_agreement"] = agreement_of(same[c["dev_campaign"]])
     top = best([c["dev_agreement"] for c in configs])
     chosen = configs[top]
     return {
@@ -387,6 +410,7 @@ def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
             "configs": configs,
             "best_config": top,
             "dev_agreement": {"original": configs[0]["dev_agreement"], "aligned": chosen["dev_agreement"]},
+            "dev_left_out": left_out,
         },
         "aligned": {
             "judge": spec_of[chosen["spec"]],
@@ -455,6 +479,22 @@ def evaluate_step(ctx: StepContext, name: str) -> AlignmentRecord:
     return store.finish_step(ctx.engine, name, "evaluate", campaigns=campaigns)
 
 
+def _reopen_failed(engine: Engine, rec: AlignmentRecord) -> AlignmentRecord:
+    """The steps `--retry-failed` can still re-ask the failed judge jobs of, marked pending."""
+    failed = judge_failures(engine, rec)
+    steps: list[str] = []
+    if (
+        rec.steps["dev"] == "done"
+        and rec.steps["align"] != "done"
+        and rec.campaigns["dev-original"] in failed
+    ):
+        steps.append("dev")
+    evals = {rec.campaigns["eval-original"], rec.campaigns["eval-aligned"]}
+    if rec.steps["evaluate"] == "done" and evals & set(failed):
+        steps += ["evaluate", "compare"]
+    return store.reopen_steps(engine, rec.name, steps) if steps else rec
+
+
 def run_alignment(
     engine: Engine,
     name: str,
@@ -464,8 +504,14 @@ def run_alignment(
     stop_after: str | None = None,
     provider_factory: ProviderFactory | None = None,
     say: Callable[[str], None] = say_nothing,
+    retry_failed: bool = False,
 ) -> AlignmentRecord:
-    """Start (or resume) an alignment and run its steps up to `stop_after` (all by default)."""
+    """Start (or resume) an alignment and run its steps up to `stop_after` (all by default).
+    `retry_failed` re-asks the failed calls of the campaigns the steps run: an editor round that
+    failed (its step is still pending), and failed judge jobs of the development campaign while
+    the choice is not made yet and of the evaluation campaigns (whose comparison is then computed
+    again). Judge jobs that failed inside a choice already made stay as they are: the choice was
+    made on the items every candidate answered and stands."""
     if stop_after is not None and stop_after not in STEPS:
         raise BadInput(f"--stop-after must be one of {', '.join(STEPS)}, got {stop_after!r}")
     if inputs is not None:
@@ -478,7 +524,11 @@ def run_alignment(
         rec = store.get_alignment(engine, name)
         have = inputs_of(rec)
         check_budget(options, [have.judge, *have.grid_judges, *([have.editor] if have.editor else [])])
-    ctx = StepContext(engine, options or RunOptions(), provider_factory, say)
+    opts = options or RunOptions()
+    if retry_failed:
+        opts = replace(opts, retry_failed=True)
+        rec = _reopen_failed(engine, rec)
+    ctx = StepContext(engine, opts, provider_factory, say, retry_failed)
     from judgepanel.align.compare import compare
 
     for step in STEPS:

@@ -131,8 +131,8 @@ def _names(engine: Engine, panel: Panel) -> tuple[tuple[str, ...], tuple[str | N
     return tuple(shown.get(j, j) for j in panel.judges), tuple(panel.judges)
 
 
-def _source(panel: Panel) -> dict[str, Any]:
-    return {
+def _source(engine: Engine, panel: Panel) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "dataset": panel.dataset,
         "campaign": panel.campaign,
         "dimension": panel.dimension,
@@ -140,6 +140,18 @@ def _source(panel: Panel) -> dict[str, Any]:
         "unit": panel.unit,
         "score_source": panel.score_source,
     }
+    if panel.campaign is not None and panel.score_source == "expectation":
+        # a continuous scorer reads a logprob judge's expectation; where it was withheld the
+        # argmax stands: how often, per judge (issue 30 §4; `runner.logprob_scores`)
+        from judgepanel.runner.logprob_scores import logprob_withheld
+
+        names, _ = _names(engine, panel)
+        shown = dict(zip(panel.judges, names, strict=True))
+        found = logprob_withheld(
+            engine, panel.campaign, judges=panel.judges, dimension=panel.dimension, condition=panel.condition
+        )
+        out["logprob_withheld"] = {shown.get(j, j): c.as_dict() for j, c in found.items()} or None
+    return out
 
 
 def score_source_of(scorer: str) -> str:
@@ -185,7 +197,7 @@ def alt_test_dataset(
         min_humans=min_humans,
         names=panel.humans,
     )
-    return Validated(_source(panel), tuple(panel.judges), res, *_names(engine, panel))
+    return Validated(_source(engine, panel), tuple(panel.judges), res, *_names(engine, panel))
 
 
 def loo_dataset(
@@ -217,7 +229,7 @@ def loo_dataset(
     res = loo_rule(
         h, j[:, 0], epsilon=epsilon, agreement=agreement, level=level, categories=cats, names=panel.humans
     )
-    return Validated(_source(panel), tuple(panel.judges), res, *_names(engine, panel))
+    return Validated(_source(engine, panel), tuple(panel.judges), res, *_names(engine, panel))
 
 
 def rank_dataset(
@@ -266,4 +278,4 @@ def rank_dataset(
         seed=seed,
         human_names=panel.humans,
     )
-    return Validated(_source(panel), tuple(panel.judges), ranking, names, specs)
+    return Validated(_source(engine, panel), tuple(panel.judges), ranking, names, specs)

@@ -13,8 +13,8 @@ Routes (each needs the annotator's own token; nothing here is reachable with the
 - ``POST /api/annotate/QUEUE/label`` with JSON ``{slot, value, csrf[, comment | skip_reason]}`` →
   ``{ok: true, progress: {done, total}}``.
 
-Authentication: ``Authorization: Bearer T`` or the link's cookie; the token is hashed and looked
-up, and the stored hash compared in constant time; a revoked token is refused at its next request
+Authentication: ``Authorization: Bearer T`` or the link's cookie; the token is hashed and its hash
+looked up (a lookup's timing says nothing of a token); a revoked token is refused at its next request
 (403). Writes: POST only, JSON only, at most 64 KiB, with a CSRF token bound to the annotator's
 session (HMAC of the queue under their token: a page on another site can neither read it nor
 compute it), and an ``Origin``, when sent, naming this server. A write only ever inserts or updates
@@ -210,7 +210,10 @@ def annotator_routes(engine: Engine) -> list[BaseRoute]:
             body = await _json_body(request)
             _check_origin(request)
             sent = body.get("csrf")
-            if not isinstance(sent, str) or not hmac.compare_digest(sent, csrf_for(token, queue)):
+            # compare_digest takes ASCII str only (it raises on anything else): ours is hex
+            if not (isinstance(sent, str) and sent.isascii()) or not hmac.compare_digest(
+                sent, csrf_for(token, queue)
+            ):
                 raise Refused(403, "missing or wrong CSRF token: reload the page")
             slot = body.get("slot")
             if isinstance(slot, bool) or not isinstance(slot, int):
@@ -265,7 +268,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
             raise BadInput(f"the request body is larger than {MAX_BODY} bytes")
     try:
         body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurd nesting
         raise BadInput("the request body is not JSON") from None
     if not isinstance(body, dict):
         raise BadInput("the request body must be a JSON object")

@@ -107,6 +107,8 @@ def parse_scale(text: str | None, levels: Sequence[int] | None) -> tuple[str, ..
 def _check(o: CreateOptions) -> None:
     if not o.name.strip() or len(o.name) > 200 or "/" in o.name:
         raise BadInput("a queue name must be 1-200 characters without '/'")
+    if o.name in (".", ".."):  # a browser resolves the link /a/.. to / (and /a/. to /a/)
+        raise BadInput(f"a queue name cannot be {o.name!r}: its link would lead elsewhere")
     if o.kind not in KINDS:
         raise BadInput(f"--kind must be one of {', '.join(KINDS)}, got {o.kind!r}")
     if o.order not in ORDERS:

@@ -15,13 +15,23 @@ import socket
 import sys
 from typing import Any
 
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.applications import Starlette
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 
 from judgepanel.annotate.annotator import annotator_routes
 from judgepanel.annotate.owner import owner_routes
 from judgepanel.errors import BadInput
-from judgepanel.view.app import LOOPBACK_HOSTS, SECURITY_HEADERS, Gate, _host_name
+from judgepanel.view.app import (
+    BUSY_RETRY_AFTER_S,
+    LOOPBACK_HOSTS,
+    POOL_SIZE,
+    POOL_TIMEOUT_S,
+    SECURITY_HEADERS,
+    Gate,
+    _host_name,
+    has_nul,
+)
 
 _ANNOTATOR_PATH = re.compile(
     r"^/(a/[^/]+/?$|api/annotate/[^/]+/(next|meta|mine|label|slot/\d+)$|annotate-static/)"
@@ -39,9 +49,18 @@ def create_serve_app(
     async def not_found(request: Any, exc: Exception) -> Any:
         return PlainTextResponse("not found", status_code=404)
 
-    annotators = Starlette(routes=annotator_routes(write_engine), exception_handlers={404: not_found})
+    async def busy(request: Any, exc: Exception) -> Any:
+        # every database connection is in use: say when to come back (as the viewer does)
+        text = "judgepanel annotate is busy: every database connection is in use; try again shortly"
+        headers = {"Retry-After": str(BUSY_RETRY_AFTER_S)}
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"ok": False, "error": text}, status_code=503, headers=headers)
+        return PlainTextResponse(text, status_code=503, headers=headers)
+
+    handlers = {404: not_found, PoolTimeout: busy}
+    annotators = Starlette(routes=annotator_routes(write_engine), exception_handlers=handlers)
     owner = Gate(
-        Starlette(routes=owner_routes(read_engine, db_label=db_label), exception_handlers={404: not_found}),
+        Starlette(routes=owner_routes(read_engine, db_label=db_label), exception_handlers=handlers),
         token=token,
         allowed_hosts=None if token else allowed_hosts,
     )
@@ -63,6 +82,11 @@ def create_serve_app(
                 message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
             await send(message)
 
+        if has_nul(scope):  # as the owner's Gate: PostgreSQL refuses NUL in any text
+            await PlainTextResponse("the address holds a NUL character (%00)", 400)(
+                scope, receive, with_headers
+            )
+            return
         await annotators(scope, receive, with_headers)
 
     return app
@@ -93,7 +117,8 @@ def serve(db_url: str, *, host: str, port: int, token: str | None) -> None:
         raise BadInput("--token must be at least 16 characters")
     if not _loopback(host) and not token:
         raise BadInput(f"--host {host} is reachable from other machines: give --token for the owner's pages")
-    write, read = annotation_engine(db_url), read_only_engine(db_url)
+    write = annotation_engine(db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
+    read = read_only_engine(db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.render import emit_json, table
+from judgepanel.cli.render import emit_json, err_console, table
 from judgepanel.cli.repair_cmd import run_options, step_printer
 from judgepanel.errors import BadInput
 from judgepanel.metrics.names import TOO_FEW_GROUPS as TOO_FEW
@@ -67,6 +67,12 @@ def run(
     max_cost: float | None = typer.Option(
         None, "--max-cost", help="Each campaign's cap on its total spend, USD (the runner's campaign cap)."
     ),
+    retry_failed: bool = typer.Option(
+        False,
+        "--retry-failed",
+        help="Ask again the calls that failed: an editor round (its step is still pending), and "
+        "judge jobs of steps not yet decided and of the evaluation (whose comparison is recomputed).",
+    ),
     json_: bool = JSON,
 ) -> None:
     """Run (or resume) an alignment: the original judge on development items, the method's choices
@@ -112,20 +118,28 @@ def run(
         run_options(concurrency, max_cost),
         stop_after=stop_after,
         say=step_printer(json_),
+        retry_failed=retry_failed,
     )
-    from judgepanel.align.common import is_simulated
+    from judgepanel.align.common import failed_judge_jobs_message, is_simulated, judge_failures
 
-    out = {**rec.status_dict(), "comparison": rec.comparison}
+    failed = judge_failures(engine, rec)
+    out = {**rec.status_dict(), "comparison": rec.comparison, "failed_jobs": failed}
     simulated = is_simulated(engine, rec)
     if json_:
         emit_json({**out, "simulated": simulated})
-        return
-    if simulated:
-        typer.echo(SIM_NOTE)
-    typer.echo("steps: " + ", ".join(f"{s} {v}" for s, v in rec.steps.items()))
-    print_choices(rec.choices)
-    if rec.comparison is not None:
-        print_comparison(rec.comparison)
+    else:
+        if simulated:
+            typer.echo(SIM_NOTE)
+        typer.echo("steps: " + ", ".join(f"{s} {v}" for s, v in rec.steps.items()))
+        print_choices(rec.choices)
+        if rec.comparison is not None:
+            print_comparison(rec.comparison)
+    if failed:
+        # the figures stand on the items every version answered; the run is not complete: exit 3
+        err_console.print(
+            failed_judge_jobs_message(rec, failed), soft_wrap=True, markup=False, highlight=False
+        )
+        raise typer.Exit(3)
 
 
 @app.command("compare")
@@ -217,6 +231,10 @@ def print_choices(choices: dict[str, Any] | None) -> None:
                 f"development QWK {_f(c['dev_agreement'].get('qwk'))}"
             )
         typer.echo(f"kept config {choices['best_config']}")
+    if choices.get("dev_left_out"):
+        typer.echo(
+            f"{choices['dev_left_out']} development item(s) left out of the choice: not answered by every candidate"
+        )
 
 
 def print_comparison(c: dict[str, Any]) -> None:
@@ -224,8 +242,10 @@ def print_comparison(c: dict[str, Any]) -> None:
     for v, d in c["versions"].items():
         a = d["agreement"]
         rows.append([v, _f(a["exact"]), _f(a["kappa"]), _f(a["qwk"]), _ci(a["ci"]["qwk"]), _f(a["spearman"])])
+    left = (c.get("left_out") or {}).get("eval")
     table(
-        f"{c['method']}: {c['units']['eval']} evaluation items",
+        f"{c['method']}: {c['units']['eval']} evaluation items"
+        + (f" ({left} left out: not answered by every version)" if left else ""),
         ["version", "exact", "κ", "QWK", "QWK 95% CI", "Spearman"],
         rows,
     )

@@ -329,7 +329,8 @@ def run(
     retry_failed: bool = typer.Option(
         False,
         "--retry-failed",
-        help="Also retry jobs that failed on rate limits, transient errors or an oversize reply.",
+        help="Also retry jobs that failed on rate limits, transient errors, an oversize reply or a "
+        "prompt over the server's context window (after raising it).",
     ),
     batch: bool = typer.Option(
         False,
@@ -432,14 +433,16 @@ def retry_parse_failures(
 def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JSON) -> None:
     """Jobs done, failed and pending; calls made and money spent; clause verdicts answered by checkers."""
     from judgepanel.analysis.checkers import checker_use
+    from judgepanel.analysis.pace import campaign_pace, rate_number
     from judgepanel.store import campaigns as store
 
     engine = state(ctx).engine()
     st = store.campaign_status(engine, name)
     sim = simulated(engine, [name])
     use = checker_use(engine, name)
+    pace = campaign_pace(engine, name, st.pending)
     if json_:
-        emit_json({**st.as_dict(), **use.as_dict(), "simulated": sim})
+        emit_json({**st.as_dict(), **use.as_dict(), "progress": pace.as_dict(), "simulated": sim})
         return
     typer.echo(
         f"campaign {name}{' (' + SIMULATED_WORD + ')' if sim else ''}: {st.status}; {st.done}/{st.jobs} done, {st.failed} failed, {st.pending} pending; "
@@ -452,6 +455,13 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
             f"cost unknown for {', '.join(unpriced)}: give price_in=…&price_out=… (USD per million "
             "tokens) in the judge spec, and price_cache_read=…&price_cache_write=… where calls used "
             "the prompt cache at a rate nobody gave"
+        )
+    if pace.active:
+        eta = "unknown" if pace.eta_s is None else f"{pace.eta_s:.0f} s"
+        latency = "" if pace.mean_latency_s is None else f", mean latency {pace.mean_latency_s:.1f} s"
+        typer.echo(
+            f"progress: active (a lease is live); {rate_number(pace.calls_per_s)} calls/s over the last "
+            f"{pace.window_s:.0f} s{latency}; ETA {eta}"
         )
     if st.max_cost_usd is not None:
         held = f", {_usd(st.reserved_usd)} reserved by runs in progress" if st.reserved_usd else ""

@@ -454,6 +454,12 @@ def heldout_cmd(
         "comma-separated from " + ", ".join(PREDICTION_MODELS) + "; add mace for a MACE baseline",
     ),
     folds: int = typer.Option(1, "--folds", help="K random train/test splits (1: the first N units train)."),
+    split_by: str = typer.Option(
+        "items",
+        "--split-by",
+        help="items: units train or test; group: whole articles (item groups) do, so test units "
+        "come from articles no training unit does (--train then sets the share of articles).",
+    ),
     bootstrap: int = typer.Option(1000, "--bootstrap", help="Replicates for the CIs of accuracy − cluster."),
     seed: int = typer.Option(0, "--seed"),
     exclude_duplicates: str | None = EXCLUDE,
@@ -462,11 +468,17 @@ def heldout_cmd(
     """Leave-one-rater-out: predict each rater's test labels from everyone else."""
     import numpy as np
 
+    from judgepanel.cli.heldout_render import ceiling_words, render_ceilings, render_registered
     from judgepanel.metrics.heldout import METHODS as HELDOUT_METHODS
+    from judgepanel.metrics.heldout_splits import SPLIT_DESIGNS
     from judgepanel.metrics.prediction import JUDGE_GAIN, choose_methods, heldout_battery
+    from judgepanel.metrics.registered import group_ceilings, registered_comparisons
     from judgepanel.metrics.summary import heldout_report
+    from judgepanel.store.matrices import unit_groups
     from judgepanel.store.pair_scores import pair_dimension_differences, pair_score_differences
 
+    if split_by not in SPLIT_DESIGNS:
+        raise BadInput(f"--split-by must be one of {', '.join(SPLIT_DESIGNS)}, got {split_by!r}")
     if clusters < 1:
         raise BadInput(f"--clusters must be at least 1, got {clusters}")
     if folds < 1:
@@ -480,6 +492,9 @@ def heldout_cmd(
     m = sel.matrix
     n_train = _split(m.n_units, train, "--train")
     chosen = choose_methods(m, requested, have_scores=pairs is not None)
+    keys = unit_groups(state(ctx).engine(), m)
+    if split_by == "group" and len({k for k in keys if k is not None}) < 2:
+        raise BadInput(f"--split-by group needs items in at least two groups; {_where(sel, pairs)} has fewer")
     diffs = (
         pair_score_differences(state(ctx).engine(), pairs, m)
         if pairs is not None
@@ -502,7 +517,12 @@ def heldout_cmd(
         seed=seed,
         dimension_differences=dims,
         mace_baseline="mace" in requested,
+        split_by=split_by,
+        unit_groups=keys,
     )
+    bands = group_ceilings(m)
+    ceilings = {g: (b.as_dict() if (b := bands.get(g)) is not None else None) for g in battery.groups}
+    registered = registered_comparisons(battery, m, n_bootstrap=bootstrap, seed=seed).as_dict()
     names = m.rater_names
     out: dict[str, Any] = {
         **battery.as_dict(),
@@ -533,6 +553,8 @@ def heldout_cmd(
         "judge_campaigns": _judge_campaigns(ctx, m),
         "seed": seed,
         "excluded_items": sel.excluded_items,
+        "ceiling": ceilings,
+        "registered": registered,
     }
     if json_:
         emit_json(out)
@@ -549,9 +571,11 @@ def heldout_cmd(
         console.print(f"cluster {i} (κ on the first {n_train} units): {', '.join(c)}")
     bd = out["methods"]
     split = out["folds"]["split"] + (f", mean of {folds} folds" if folds > 1 else "")
+    render_ceilings(ceilings)
     for g in battery.groups:
         table(
-            f"group {g}: accuracy by method ({split}); Δ = accuracy − cluster, 95% CI: {battery.ci_method}",
+            f"group {g}: accuracy by method ({split}); Δ = accuracy − cluster, 95% CI: {battery.ci_method}; "
+            + ceiling_words(ceilings.get(g)),
             ["method", "accuracy", "Δ", "CI", "log loss", "ECE"],
             [
                 [
@@ -575,6 +599,7 @@ def heldout_cmd(
                 for g, v in by_group.items()
             ],
         )
+    render_registered(registered, ceilings)
 
 
 @app.command("summary")

@@ -25,6 +25,7 @@ def prevalence(
     """The judge's raw pass rate and the rate corrected for its errors on human-labelled items."""
     from judgepanel.analysis.outcomes import pass_fail
     from judgepanel.metrics.prevalence import corrected_prevalence
+    from judgepanel.runner.logprob_scores import logprob_withheld
 
     engine = state(ctx).engine()
     pf = pass_fail(
@@ -37,6 +38,11 @@ def prevalence(
         dimension=dimension,
     )
     est = corrected_prevalence(pf.human, pf.judge_labelled, pf.judge_unlabelled, n_boot=bootstrap, seed=seed)
+    # a `scoring=logprobs` judge passes on its expectation; where that was withheld (below the
+    # probability-mass floor, no logprobs) the argmax stands, and the share is reported (issue 30 §4)
+    withheld = logprob_withheld(
+        engine, campaign, judges=[pf.judge], dimension=pf.dimension, condition=pf.condition
+    ).get(pf.judge)
     out = {
         **est.as_dict(),
         # issue 19 §3: `judge` = the short name, `spec` = the full spec (`--judge` takes either)
@@ -47,6 +53,7 @@ def prevalence(
         "threshold": pf.threshold,
         "human_group": pf.human_group,
         "score_source": pf.score_source,
+        "logprob_withheld": None if withheld is None else {pf.name: withheld.as_dict()},
         "simulated": simulated(engine, [campaign]),
     }
     if json_:
@@ -54,6 +61,8 @@ def prevalence(
         return
     if est.warning:
         warn(est.warning)
+    if withheld is not None and (line := withheld.words(pf.name)):
+        warn(line)
     d = est.as_dict()
 
     def f(x: float | None) -> str:

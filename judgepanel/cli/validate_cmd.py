@@ -72,9 +72,16 @@ def _labels(
     }
 
 
-def _warn(warnings: list[str]) -> None:
+def _warn(warnings: list[str], source: dict[str, Any] | None = None) -> None:
     for w in warnings:
         warn(w)
+    withheld = (source or {}).get("logprob_withheld") or {}
+    if withheld:
+        from judgepanel.runner.logprob_scores import withheld_words
+
+        for name, coverage in withheld.items():
+            if line := withheld_words(name, coverage):
+                warn(line)
 
 
 def _fmt(v: float | None) -> str:
@@ -201,7 +208,7 @@ def alt_test(
         f"ω = {_fmt(res.omega)} ({res.rejected}/{res.tested}), ρ = {_fmt(res.rho)} → "
         f"{'PASSED' if res.passed else 'FAILED'}"
     )
-    _warn(list(res.warnings))
+    _warn(list(res.warnings), out.source)
 
 
 @app.command("rank")
@@ -264,3 +271,4 @@ def rank(
             for j in res.judges
         ],
     )
+    _warn([], out.source)

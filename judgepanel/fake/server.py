@@ -19,7 +19,8 @@ connections, no framework) that answers
   `POST /_fake/batch?seconds=S&expire=0|1&lost_creates=N` changes the batch behaviour;
   `POST /_fake/answers` with a JSON list of `{"when": TEXT, "text": REPLY}` tells it what to answer:
   a chat request whose final user message contains `when` (first rule that matches) gets `text` as
-  its reply, as prose (no structured object), instead of the sim brain's answer; `[]` clears the rules.
+  its reply, as prose (no structured object), instead of the sim brain's answer; `[]` clears the rules;
+  `POST /_fake/context?tokens=N` sets the context window (`--context`; `judgepanel.fake.llamacpp`).
 
 A chat request that is another tool's grader prompt (Inspect AI's model-graded scorers, promptfoo's
 `llm-rubric`) is answered in that grader's format, from the sim brain's score (`judgepanel.fake.graders`).
@@ -123,6 +124,7 @@ from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
 from judgepanel.fake.faults import HOSTILE, rewrite
 from judgepanel.fake.graders import grader_reply
+from judgepanel.fake.llamacpp import context_refusal
 from judgepanel.fake.logprobs import fake_logprobs
 from judgepanel.simjudge import (
     SIM_FINGERPRINT,
@@ -321,6 +323,7 @@ class FakeServer:
         batch_seconds: float = 1.0,
         batch_expire: bool = False,
         batch_lost_creates: int = 0,
+        context_tokens: int = 0,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -364,6 +367,7 @@ class FakeServer:
         self.batch_lost_creates = batch_lost_creates  # create the next N batches, then reset
         self.batch_api = FakeBatches(self)
         self.answers: list[tuple[str, str]] = []  # (when, text): scripted replies, see `_scripted`
+        self.context_tokens = context_tokens  # a local server's context per slot (`fake.llamacpp`); 0: none
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -632,6 +636,9 @@ class FakeServer:
 
         if fault is not None and fault not in _AFTER_ANSWER:
             return await self._fault_reply(wire, fault, headers, reader, knobs)
+        refused = context_refusal(wire, payload, int(knobs.get("context", self.context_tokens)))
+        if refused is not None:
+            return _Reply(400, refused)
         if wire == "openai":
             reply = self._openai(payload, model, knobs)
         else:
@@ -981,6 +988,9 @@ class FakeServer:
             limit = int(parse_qs(parts.query).get("limit", ["0"])[0] or 0)
             rows = [r.__dict__ for r in self.recent(limit or None)]
             return _Reply(200, json.dumps(rows).encode())
+        if parts.path == "/_fake/context" and method == "POST":
+            self.context_tokens = int(parse_qs(parts.query).get("tokens", ["0"])[0] or 0)
+            return _Reply(200, json.dumps({"context_tokens": self.context_tokens}).encode())
         if parts.path == "/_fake/reset" and method == "POST":
             self.reset()
             return _Reply(200, b'{"reset": true}')
@@ -1271,6 +1281,10 @@ class FakeServerProcess:
         with urllib.request.urlopen(req, timeout=10) as resp:
             resp.read()
 
+    def set_context(self, tokens: int) -> None:
+        """The server's context window per request (0: none), as `--context` sets it."""
+        self._get(f"/_fake/context?tokens={int(tokens)}", method="POST")
+
     def stop(self) -> None:
         if self._proc is not None:
             self._proc.terminate()
@@ -1358,6 +1372,9 @@ def _parser(prog: str = "python -m judgepanel.fake.server") -> argparse.Argument
     p.add_argument("--batch-seconds", type=float, default=1.0, help="a batch ends this long after creation")
     p.add_argument("--batch-expire", action="store_true", help="batches end expired, half unanswered")
     p.add_argument("--batch-lost-creates", type=int, default=0, help="lose the reply of the next N creates")
+    p.add_argument(
+        "--context", type=int, default=0, help="refuse prompts over N tokens as llama.cpp does (0: no limit)"
+    )
     for knob in _SIM_KNOBS:
         p.add_argument(f"--{knob.replace('_', '-')}", type=float, default=None, help=f"sim brain {knob}")
     return p
@@ -1404,6 +1421,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> None:
             batch_seconds=args.batch_seconds,
             batch_expire=args.batch_expire,
             batch_lost_creates=args.batch_lost_creates,
+            context_tokens=args.context,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -79,7 +79,7 @@ the test rows and check that every coefficient stays identical).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,7 +87,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from judgepanel.errors import BadInput
+from judgepanel.metrics.group_ci import cr1_difference_se, group_interval, uses_t
 from judgepanel.metrics.heldout import HeldoutResult
+from judgepanel.metrics.heldout_splits import INNER_FOLDS, group_codes, inner_folds, inner_group_folds, splits
 from judgepanel.metrics.logistic import MultinomialFit, fit_multinomial, fit_multinomial_many
 from judgepanel.metrics.matrix import RatingMatrix, is_machine
 from judgepanel.metrics.model_classes import tune_and_predict
@@ -112,7 +114,6 @@ DEFAULT_MODELS: tuple[str, ...] = tuple(  # "all": the inner-CV families are ask
     m for m in MODELS if m.split("-", 1)[0] not in INNER_CV
 )
 C_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
-INNER_FOLDS = 5
 JUDGE_GAIN = 0.01
 ALL_METHODS: tuple[str, ...] = (*BASELINES, *MODELS)
 EPS = 1e-15
@@ -247,16 +248,6 @@ class Fold:
     chosen_model: dict[str, list[str | None]] = field(default_factory=dict)
 
 
-def inner_folds(n_train: int, seed: int, k: int = INNER_FOLDS) -> IntArray:
-    """Inner-fold number (0 … k−1) of each training unit: a seeded permutation cut into k
-    near-equal parts (scikit-learn's ``KFold(k, shuffle=True)`` layout, own random stream)."""
-    order = np.random.default_rng([seed, 2]).permutation(n_train)
-    fold = np.empty(n_train, dtype=np.int64)
-    for f, part in enumerate(np.array_split(order, k)):
-        fold[part] = f
-    return fold
-
-
 def choose_c(
     design: FloatArray,
     labels: IntArray,
@@ -307,6 +298,7 @@ def _fold(
     seed: int,
     c: float,
     with_mace: bool = False,
+    train_groups: IntArray | None = None,
 ) -> Fold:
     from judgepanel.metrics.truth import mace
 
@@ -353,7 +345,8 @@ def _fold(
     if any(mt.startswith("select-") for mt in methods):
         families.add("dims")
     blocks = {f: _blocks(cp, dp, k, f, dd) for f in families}
-    inner = inner_folds(train, seed)
+    # the penalty's inner CV keeps whole articles together when the split does (heldout_splits)
+    inner = inner_folds(train, seed) if train_groups is None else inner_group_folds(train_groups, seed)
 
     def design_for(family: str, channel: str) -> FloatArray:
         """One design per target rater (n_r × n × p) from the channel's other raters."""
@@ -472,7 +465,7 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def nadeau_bengio(
-    deltas: ArrayLike, n_train: int, n_test: int, *, level: float = 0.95
+    deltas: ArrayLike, n_train: float, n_test: float, *, level: float = 0.95
 ) -> tuple[float, float, float]:
     """Nadeau & Bengio's corrected resampled t interval for the mean of per-split differences
     ``deltas`` (K random train/test splits of one sample): ``δ̄ ± t_{(1+level)/2, K−1} ·
@@ -507,15 +500,39 @@ class HeldoutBattery:
     seed: int
     random_folds: bool
     rater_names: tuple[str, ...] = ()
+    split_by: str = "items"  # or "group": whole articles train or test (metrics.heldout_splits)
+    unit_groups: IntArray | None = None  # group code of every unit of the matrix (None: unknown)
 
     @property
     def ci_method(self) -> str:
         if self.random_folds and len(self.folds) > 1:
-            return f"nadeau-bengio corrected resampled t over {len(self.folds)} splits"
+            of = " of articles" if self.split_by == "group" else ""
+            return f"nadeau-bengio corrected resampled t over {len(self.folds)} splits{of}"
+        if self.split_by == "group":
+            n_te = self.test_groups[0] if self.test_groups else 0
+            if n_te < 2:
+                return f"no interval: {n_te} test article"
+            if uses_t(n_te):
+                return f"t({n_te - 1}) with the CR1 cluster-robust SE over {n_te} test articles"
+            return "paired bootstrap over test articles (percentile)"
         return "paired bootstrap over test units (percentile)"
+
+    @property
+    def test_groups(self) -> tuple[int, ...]:
+        """The number of groups among each split's test units (empty when groups are unknown)."""
+        if self.unit_groups is None:
+            return ()
+        return tuple(int(np.unique(self.unit_groups[f.test]).size) for f in self.folds)
 
     def accuracy(self, method: str, group: str) -> float:
         return float(np.mean([s.accuracy for s in self.scores[method][group]]))
+
+    def _split_words(self) -> str:
+        if self.split_by == "group":
+            if self.random_folds:
+                return "random permutations of articles (whole articles train or test)"
+            return "articles in order: the first ones train (whole articles train or test)"
+        return "random permutations" if self.random_folds else f"first {self.train} units train"
 
     def as_dict(self) -> dict[str, Any]:
         methods: dict[str, Any] = {}
@@ -565,10 +582,14 @@ class HeldoutBattery:
             "test": self.test,
             "ci_method": self.ci_method,
             "judges_add": self.judges_add,
+            "split_by": self.split_by,
             "folds": {
                 "k": len(self.folds),
-                "split": "random permutations" if self.random_folds else f"first {self.train} units train",
+                "split": self._split_words(),
                 "accuracy": spread,
+                "train_units": [int(f.train.size) for f in self.folds],
+                "test_units": [int(f.test.size) for f in self.folds],
+                "test_groups": list(self.test_groups) or None,
             },
             "bootstrap": {
                 "n": self.n_bootstrap,
@@ -603,10 +624,15 @@ def heldout_battery(
     c: float = 1.0,
     dimension_differences: FloatArray | None = None,
     mace_baseline: bool = False,
+    split_by: str = "items",
+    unit_groups: Sequence[Hashable | None] | None = None,
 ) -> HeldoutBattery:
     """Every requested model method and the baselines on ``folds`` train/test splits of
     ``matrix`` (a pair matrix; ``score_differences`` units × raters, NaN where none;
-    ``dimension_differences`` units × raters × dimensions for the ``dims-*`` methods)."""
+    ``dimension_differences`` units × raters × dimensions for the ``dims-*`` methods).
+    ``split_by`` ``group`` splits whole groups (``unit_groups``: one key per unit, e.g. the
+    article) instead of units (:mod:`~judgepanel.metrics.heldout_splits`); the share of groups
+    that train is ``train / n_units``."""
     if not 0 < train < matrix.n_units:
         raise ValueError(f"the training split must leave test units: 0 < {train} < {matrix.n_units}")
     if folds < 1:
@@ -626,8 +652,15 @@ def heldout_battery(
         )
     codes, k = _matrix_codes(matrix)
     n = matrix.n_units
-    rng = np.random.default_rng(seed)
-    perms = [np.arange(n)] if folds == 1 else [rng.permutation(n) for _ in range(folds)]
+    unit_codes = None
+    if unit_groups is not None:
+        if len(unit_groups) != n:
+            raise ValueError(f"{len(unit_groups)} group keys for {n} units")
+        unit_codes, _ = group_codes(unit_groups)
+    elif split_by == "group":
+        raise ValueError("splitting by group needs unit_groups")
+    drawn = splits(n, train, folds, seed, split_by=split_by, codes=unit_codes)
+    by_group = split_by == "group"
     done = [
         _fold(
             matrix,
@@ -635,16 +668,18 @@ def heldout_battery(
             diffs,
             dims,
             k,
-            p.astype(np.int64),
-            train,
+            sp.order,
+            sp.train,
             methods,
             n_clusters,
             seed,
             c,
             mace_baseline,
+            unit_codes[sp.order[: sp.train]] if by_group and unit_codes is not None else None,
         )
-        for p in perms
+        for sp in drawn
     ]
+    n_train = float(np.mean([sp.train for sp in drawn]))
     groups_of = [g or "(none)" for g in matrix.rater_groups]
     names = [*dict.fromkeys(groups_of)]
     groups = (*names, *(["all"] if names != ["all"] else []))
@@ -662,8 +697,19 @@ def heldout_battery(
                 per_unit[mt][g].append((cu, nu))
     boot = np.random.default_rng([seed, 1])
     weights = []
+    test_codes: list[IntArray] = []
     for f in done:
         n_te = f.test.size
+        if by_group and unit_codes is not None:
+            # whole test articles resampled: their units share one bootstrap count
+            _, local = np.unique(unit_codes[f.test], return_inverse=True)
+            g_te = int(local.max(initial=-1)) + 1
+            idx = boot.integers(0, g_te, size=(n_bootstrap, g_te))
+            counts = np.zeros((n_bootstrap, g_te))
+            np.add.at(counts, (np.repeat(np.arange(n_bootstrap), g_te), idx.ravel()), 1.0)
+            weights.append(counts[:, local])
+            test_codes.append(local.astype(np.int64))
+            continue
         idx = boot.integers(0, n_te, size=(n_bootstrap, n_te))
         w = np.zeros((n_bootstrap, n_te))
         np.add.at(w, (np.repeat(np.arange(n_bootstrap), n_te), idx.ravel()), 1.0)
@@ -696,7 +742,16 @@ def heldout_battery(
         )
         boot_ci = (point, lo, hi)
         if random_folds and len(done) > 1:
-            return nadeau_bengio(deltas, train, n - train), boot_ci
+            return nadeau_bengio(deltas, n_train, n - n_train), boot_ci
+        if test_codes and uses_t(int(test_codes[0].max(initial=-1)) + 1):
+            # one split by article with few test articles: t(G-1) with the CR1 SE (metrics.group_ci)
+            ca, nu = per_unit[a][g][0]
+            cb, _ = per_unit[b][g][0]
+            tc = test_codes[0]
+            sums = [np.bincount(tc, weights=x, minlength=int(tc.max()) + 1) for x in (ca, nu, cb)]
+            se = cr1_difference_se(sums[0], sums[1], sums[2], sums[1])
+            ci = group_interval(point, len(sums[1]), se=se)
+            return (point, ci.lo, ci.hi), boot_ci
         return boot_ci, boot_ci
 
     delta: dict[str, dict[str, tuple[float, float, float]]] = {mt: {} for mt in order}
@@ -724,8 +779,8 @@ def heldout_battery(
     return HeldoutBattery(
         methods=order,
         groups=groups,
-        train=train,
-        test=n - train,
+        train=round(n_train),  # the mean over splits when whole articles are split
+        test=n - round(n_train),
         folds=tuple(done),
         scores=scores,
         delta=delta,
@@ -735,6 +790,8 @@ def heldout_battery(
         seed=seed,
         random_folds=random_folds,
         rater_names=tuple(matrix.rater_names),
+        split_by=split_by,
+        unit_groups=unit_codes,
     )
 
 

@@ -29,7 +29,9 @@ the editor campaign and rendered again, identically, when a run resumes.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -313,8 +315,60 @@ def over_limit(proposal: Mapping[str, Any]) -> str | None:
     return None
 
 
+# shorter is no instructions ("N/A", "New.", "..."): at least two words and ten characters
+MIN_INSTRUCTIONS_WORDS = 2
+MIN_INSTRUCTIONS_CHARS = 10
+# a clause needs two words of letters or digits, or ten characters: a real 0.5B editor "rewrote"
+# four clauses as ", and" and "," (issue 34), which became rubric versions
+MIN_CLAUSE_WORDS = 2
+MIN_CLAUSE_CHARS = 10
+_WORD = re.compile(r"\w+")
+_PLACEHOLDER = re.compile(r'"<([^">]+)>"')
+
+
+def _folded(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+@functools.cache
+def placeholders() -> frozenset[str]:
+    """The placeholders of the editor templates' answer formats (`"<the rewritten clause>"`, …),
+    folded to their letters and digits: a reply that repeats one has not answered."""
+    folder = resource_dir("prompts")
+    found: set[str] = set()
+    for name in (REWRITE_TEMPLATE, SPLIT_TEMPLATE, ALIGN_TEMPLATE):
+        text = (folder / f"{name}.j2").read_text(encoding="utf-8")
+        found |= {_folded(m) for m in _PLACEHOLDER.findall(text)}
+    return frozenset(f for f in found if f)
+
+
+def unusable(proposal: Mapping[str, Any]) -> str | None:
+    """Why a proposal is no answer although it has the right shape, or None: a text that repeats
+    the answer format's placeholder (a small model copying the format: "The revised instructions,
+    plain text"), a clause or instructions too short to be any (", and")."""
+    texts = [proposal[k] for k in ("instructions", "clause") if k in proposal]
+    texts += list(proposal.get("clauses", ()))
+    for text in texts:
+        if _folded(text) in placeholders():
+            return f"the reply repeats the answer format's placeholder ({text!r}) instead of answering"
+    for text in [proposal[k] for k in ("clause",) if k in proposal] + list(proposal.get("clauses", ())):
+        if len(_WORD.findall(text)) < MIN_CLAUSE_WORDS and len(text) < MIN_CLAUSE_CHARS:
+            return (
+                f"the reply's clause {text!r} is too short to be a clause (at least {MIN_CLAUSE_WORDS} "
+                f"words or {MIN_CLAUSE_CHARS} characters)"
+            )
+    if "instructions" in proposal:
+        text = str(proposal["instructions"])
+        if len(text.split()) < MIN_INSTRUCTIONS_WORDS or len(text) < MIN_INSTRUCTIONS_CHARS:
+            return (
+                f"the reply's instructions ({text!r}) are too short to be instructions (at least "
+                f"{MIN_INSTRUCTIONS_WORDS} words and {MIN_INSTRUCTIONS_CHARS} characters)"
+            )
+    return None
+
+
 def _checked(got: dict[str, Any], method: str) -> EditorReply:
-    why = over_limit(got)
+    why = over_limit(got) or unusable(got)
     return EditorReply(False, method, None, why) if why else EditorReply(True, method, got)
 
 

@@ -8,6 +8,7 @@ object in order writes its reasons before committing to a verdict.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
@@ -72,3 +73,28 @@ def clauses_schema(clause_ids: Sequence[str]) -> dict[str, Any]:
         "required": ["rationale", "clauses"],
         "additionalProperties": False,
     }
+
+
+def shortest_answer(schema: Any) -> Any:
+    """The smallest instance of `schema` (the kinds above): every required key, empty strings, the
+    first enum value, `false`, `minItems` shortest items. What no cap below its size can hold."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: shortest_answer(props.get(k)) for k in schema.get("required") or ()}
+    if kind == "array":
+        return [shortest_answer(schema.get("items")) for _ in range(int(schema.get("minItems") or 0))]
+    return {"string": "", "integer": 0, "number": 0, "boolean": False}.get(str(kind))
+
+
+def shortest_answer_tokens(schema: Any) -> int:
+    """A lower bound of the output tokens the shortest answer in `schema`'s format takes: its
+    compact JSON at 4 characters a token (a BPE tokenizer splits JSON punctuation finer than that,
+    so the true count is higher; a cap below this bound cannot hold any answer)."""
+    text = json.dumps(shortest_answer(schema), separators=(",", ":"))
+    return max(1, -(-len(text) // 4))

@@ -6,6 +6,7 @@
     408, 409, 5xx incl. 500 502 503 504 529           → Transient (retry_after too, when announced)
     timeouts, connection errors and resets            → Transient (status None)
     a 200 whose body is not JSON or lacks its fields  → Transient (status 200, raw body kept)
+    400 / 413 refusing a prompt over the context window → ContextTooLong (a Fatal; `context_limit`)
     400 401 403 404 413 422 and every other 4xx       → Fatal
     anything else the SDK raises (bad configuration)  → Fatal
 
@@ -34,6 +35,7 @@ from typing import Any
 from judgepanel.errors import Fatal, ProviderError, RateLimited, TimedOut, Transient
 from judgepanel.providers import unmask
 from judgepanel.providers.base import ChatResult
+from judgepanel.providers.context_limit import context_refusal
 from judgepanel.providers.key_names import PROVIDER_KEY_ENVS, user_key_envs
 
 _QUOTA = re.compile(
@@ -333,7 +335,7 @@ def classify_status(
         return RateLimited(message, status=status, retry_after=retry_after, raw_body=body)
     if status >= 500 or status in (408, 409):
         return Transient(message, status=status, retry_after=retry_after, raw_body=body)
-    return Fatal(message, status=status, raw_body=body)
+    return context_refusal(status, body, message) or Fatal(message, status=status, raw_body=body)
 
 
 def malformed(

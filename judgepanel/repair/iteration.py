@@ -37,8 +37,17 @@ from judgepanel.rubrics import RubricDoc
 from judgepanel.runner import RunOptions, create, run
 from judgepanel.runner.budget import check_prices, price_for
 from judgepanel.runner.executor import ProviderFactory, RunSummary
+from judgepanel.runner.failures import describe_failures
+from judgepanel.runner.failures import unanswered as unanswered_calls
 from judgepanel.store import repair as store
-from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_failures, editor_proposals
+from judgepanel.store.editor import (
+    EditorJudge,
+    FailedCall,
+    create_editor_campaign,
+    editor_failed_calls,
+    editor_failures,
+    editor_proposals,
+)
 from judgepanel.store.repair import STEPS, IterationRecord
 from judgepanel.store.rubrics import add_rubric, get_rubric
 
@@ -154,6 +163,7 @@ def _run(ctx: _Ctx, campaign: str) -> RunSummary:
         provider_factory=ctx.factory,
         reask_parse_failures=ctx.retry_failed,
         reask_truncated=ctx.retry_failed,
+        reask_fatal=ctx.retry_failed,  # a refusal, re-asked after the user changed what caused it
     )
     ctx.say(
         f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
@@ -449,22 +459,24 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
             for c in sorted(sets)
         }
         proposals: dict[str, dict[str, Any]] = {}
-        failures: dict[str, str] = {}
+        failures: dict[str, FailedCall] = {}
         if tasks:
             create_editor_campaign(
                 engine, rec.campaigns["editor"], _editor_record(inp.editor), tasks, dataset=inp.dataset
             )
             _run(ctx, rec.campaigns["editor"])
             proposals = editor_proposals(engine, rec.campaigns["editor"])
-            failures = editor_failures(engine, rec.campaigns["editor"])
+            failures = editor_failed_calls(engine, rec.campaigns["editor"])
         unanswered = [c for c in sorted(tasks) if c not in proposals]
         if unanswered:
-            # a failed editor call is not "no edit": the step stays undone, the calls are re-asked
-            why = f": {failures[unanswered[0]]}" if unanswered[0] in failures else ""  # e.g. over a bound
+            # a failed editor call is not "no edit": the step stays undone, the calls are re-asked;
+            # each cause says what can help it (a context refusal needs a larger window first)
+            causes = describe_failures(
+                unanswered_calls(unanswered, failures), f"judgepanel repair run {name} --retry-failed"
+            )
             raise RepairIncomplete(
-                f"the editor gave no usable rewrite for {len(unanswered)} of {len(tasks)} clauses "
-                f"({', '.join(unanswered[:5])}{', …' if len(unanswered) > 5 else ''}{why}); the rewrite step "
-                f"is not done: run `judgepanel repair run {name} --retry-failed` to ask again"
+                f"the editor gave no usable rewrite for {len(unanswered)} of {len(tasks)} clauses: "
+                f"{causes}. The rewrite step is not done"
             )
         rewrites: dict[str, Any] = {}
         for c in sorted(sets):

@@ -95,7 +95,10 @@ def create(
     named = [split_judge_name(j) for j in judges]
     judges = [j for _, j in named]
     specs = [parse_spec(j) for j in judges]
-    # a cap that `run` could not enforce is refused now, before anything is stored
+    # a cap that `run` could not enforce is refused now, before anything is stored (its value is
+    # checked first, in the spec's own words, so a campaign file's bad value names its line)
+    if max_cost is not None and not max_cost > 0:
+        raise BadInput(f"max_cost must be a positive number of USD, got {max_cost}")
     check_prices(max_cost, {s.name: price_for(s) for s in specs})
     spec = CampaignSpec(
         name=name,
@@ -527,6 +530,7 @@ def run(
     provider_factory: ProviderFactory | None = None,
     reask_parse_failures: bool = False,
     reask_truncated: bool = False,
+    reask_fatal: bool = False,
     on_start: Callable[[Runner], None] | None = None,
 ) -> RunSummary:
     """Run what is not yet done, in a fresh event loop (see `Runner` for the details)."""
@@ -539,6 +543,7 @@ def run(
             provider_factory=provider_factory,
             reask_parse_failures=reask_parse_failures,
             reask_truncated=reask_truncated,
+            reask_fatal=reask_fatal,
         )
         if on_start is not None:
             on_start(runner)

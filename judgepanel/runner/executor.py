@@ -47,8 +47,8 @@ import contextlib
 import gc
 import random
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -59,12 +59,14 @@ from tenacity.wait import wait_exponential_jitter
 from judgepanel.errors import (
     EXIT_INTERRUPTED,
     BadInput,
+    ContextTooLong,
     Fatal,
     ProviderError,
     RateLimited,
     TimedOut,
     Transient,
 )
+from judgepanel.protocol.schemas import shortest_answer_tokens
 from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
 from judgepanel.providers.errors import configured_secrets, redact, redact_result
 from judgepanel.providers.replies import clean_body, clean_result, clean_text
@@ -81,6 +83,7 @@ from judgepanel.runner.budget import (
 )
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.dbwait import is_outage, patient
+from judgepanel.runner.failures import context_advice
 from judgepanel.runner.inflight import InFlight
 from judgepanel.runner.limits import JudgeLimiter, SharedBucket
 from judgepanel.runner.prepare import (
@@ -116,10 +119,12 @@ from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
 from judgepanel.store.editor import editor_tasks
 
 # what `--retry-failed` puts back: failures that another try may cure (an `oversize` reply is not
-# retried by itself, as the same question tends to get the same huge answer, paid again)
-RETRY_FAILED = ("rate_limit", "transient", "oversize")
+# retried by itself, as the same question tends to get the same huge answer, paid again; a
+# `context` refusal is cured by raising the server's context, after which the user asks again)
+RETRY_FAILED = ("rate_limit", "transient", "oversize", "context")
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
+RECENT_CALLS = 400  # calls kept for the progress line's rate and latency (`analysis.pace`)
 UNREADABLE_STOP = 20  # a run whose first this-many answers all fail to parse stops (module docstring)
 
 
@@ -272,6 +277,10 @@ class RunStats:
     started: float = field(default_factory=time.monotonic)
     done_at_start: int = 0
     committed: int = 0
+    # (monotonic time a call ended, its latency in s) of the newest calls, and the calls the run
+    # may have in flight: what `analysis.pace` reads for the rate, the ETA and the window
+    recent: deque[tuple[float, float | None]] = field(default_factory=lambda: deque(maxlen=RECENT_CALLS))
+    concurrency: int = 0
 
     @property
     def elapsed(self) -> float:
@@ -491,17 +500,38 @@ def unpriced_advice(n: int) -> str:
     )
 
 
-def truncation_advice(cut: int) -> str:
+def truncation_advice(cut: int, too_small: Mapping[tuple[str, int], int] | None = None) -> str:
     """What to do about replies cut at the output cap. A small model looping inside its rationale
-    hits any cap, and a larger one only makes each failure slower and dearer."""
+    hits any cap, and a larger one only makes each failure slower and dearer — unless the cap is
+    too small for any answer in the requested format (`too_small`: (judge, cap) -> the tokens the
+    shortest answer takes, `protocol.schemas.shortest_answer_tokens`); then the cap is the fault
+    and lowering it cannot help."""
     replies = "reply was" if cut == 1 else "replies were"
-    return (
+    head = (
         f"{cut} {replies} cut at the output cap (finish_reason length / max_tokens) and stored as "
-        "failures of kind 'truncated'. A larger max_tokens= rarely helps a model that rambles or "
+        "failures of kind 'truncated'. "
+    )
+    tail = (
+        "`campaign retry-parse-failures` does not re-ask truncated jobs (each re-ask pays for the "
+        "whole cap again) unless given --truncated"
+    )
+    if too_small:
+        caps = "; ".join(
+            f"{judge}: max_tokens={cap} cannot hold even the shortest answer in the requested format "
+            f"(about {need} tokens with an empty rationale)"
+            for (judge, cap), need in sorted(too_small.items())
+        )
+        room = max(too_small.values())
+        return (
+            f"{head}{caps}. Raise max_tokens= to at least {room} plus room for the rationale "
+            f"(a sentence or two: {room + 64}-{room + 256}), as a new judge spec; a smaller cap "
+            f"cannot help. {tail}"
+        )
+    return (
+        f"{head}A larger max_tokens= rarely helps a model that rambles or "
         "loops (each failure only gets slower and dearer): lower the cap (max_tokens=), ask for a "
         "shorter rationale (a --template that asks for one or two sentences), or lower the "
-        "temperature (temperature=0), as a new judge spec. `campaign retry-parse-failures` does not "
-        "re-ask truncated jobs (each re-ask pays for the whole cap again) unless given --truncated"
+        f"temperature (temperature=0), as a new judge spec. {tail}"
     )
 
 
@@ -539,6 +569,7 @@ class Runner:
         provider_factory: ProviderFactory | None = None,
         reask_parse_failures: bool = False,
         reask_truncated: bool = False,
+        reask_fatal: bool = False,
     ) -> None:
         self.engine = engine
         self.name = campaign
@@ -547,6 +578,8 @@ class Runner:
         self.factory = provider_factory or _default_factory
         self.reask = reask_parse_failures
         self.reask_truncated = reask_truncated
+        self.reask_fatal = reask_fatal  # the user re-asks refusals on purpose, after changing something
+        self._too_long: dict[str, tuple[int | None, int | None]] = {}  # judge -> (longest prompt, window)
         self.owner = store.lease_owner_id()
         self.stats = RunStats()
         self._stopping = asyncio.Event()
@@ -558,6 +591,7 @@ class Runner:
         self._answered = 0  # replies received this run (not from the cache) …
         self._readable = 0  # … and how many of them parsed
         self._first_unreadable: str | None = None  # the first that did not, described
+        self._cap_too_small: dict[tuple[str, int], int] = {}  # (judge, cap) -> shortest answer's tokens
         self._redact_keys: dict[int, tuple[str, ...]] = {}
         self._background_loops: list[asyncio.Task[None]] = []
         self.gate = UnitGate(None, (), 0.0)  # whole units under a cap (`runner.units`), set in `run`
@@ -722,9 +756,12 @@ class Runner:
             if self.reask:
                 classes = ("parse", "truncated") if self.reask_truncated else ("parse",)
                 await self._db(store.requeue, self.engine, cid, classes)
+            if self.reask_fatal:
+                await self._db(store.requeue, self.engine, cid, ("fatal",))
             await self._db(store.reclaim_dead_leases, self.engine, cid)
             counts = await self._db(store.job_counts, self.engine, cid)
             self.stats.total = sum(counts.values())
+            self.stats.concurrency = sum(j.workers for j in judges.values())
             self.stats.done_at_start = counts["done"]
             self.stats.done = counts["done"]
             self.stats.failed = counts["failed"]
@@ -867,7 +904,13 @@ class Runner:
             warnings = [unpriced_advice(self.stats.charged_reserved), *warnings]
         cut = self.stats.parse_failures.get("truncated", 0)
         if cut:
-            warnings = [truncation_advice(cut), *warnings]
+            warnings = [truncation_advice(cut, self._cap_too_small), *warnings]
+        n = self.stats.errors.get("context", 0)
+        if n:
+            warnings = [
+                context_advice(n, self._too_long, f"campaign run {self.name} --retry-failed"),
+                *warnings,
+            ]
         return warnings
 
     async def _stop_feeders(self, feeders: list[asyncio.Task[None]]) -> None:
@@ -1028,19 +1071,24 @@ class Runner:
             return base + random.uniform(0, 0.1 * base + 0.01)
         return float(self._expo(cast(RetryCallState, _AttemptNumber(attempt_number))))
 
-    async def _reserve(self, amount: float) -> bool:
+    async def _reserve(self, estimate: Callable[[], float]) -> float | None:
         """Reserve budget for one call under the campaign's cap (see `runner.budget`): from this
         run's hold, grown in the database when short; waiting while this run's calls in flight or
-        replies not yet stored hold reservations (they usually cost far less than reserved); False,
-        and the run stops, when the call does not fit with nothing of this run's outstanding."""
+        replies not yet stored hold reservations (they usually cost far less than reserved); None,
+        and the run stops, when the call does not fit with nothing of this run's outstanding.
+        The amount is estimated again after each wait: the replies that settled meanwhile make the
+        output allowance better, and a call that waited from the run's start must not keep the
+        pessimistic first estimate (made before any reply was seen) to the end. Returns the
+        amount reserved."""
+        amount = estimate()
         while not self.budget.take(amount):
             if self.stopping:
-                return False
+                return None
             settled = self._settled  # set when a reservation of this run settles or is released
             outstanding = self.budget.unreleased
             async with self._growing:
                 if self.budget.take(amount):
-                    return True
+                    return amount
                 need = self.budget.shortfall(amount)
                 granted = await self._db(
                     budget_store.reserve,
@@ -1056,9 +1104,10 @@ class Runner:
                 continue
             if not outstanding and not self.budget.unreleased:
                 self._stop("budget")
-                return False
+                return None
             await settled.wait()  # returns at once if something was released meanwhile
-        return True
+            amount = estimate()
+        return amount
 
     def _wake_budget(self) -> None:
         settled, self._settled = self._settled, asyncio.Event()
@@ -1084,9 +1133,12 @@ class Runner:
 
     async def _run_claimed(self, j: _Judge, p: Prepared) -> None:
         job = p.job
-        reserve = self.budget.estimate(j.price, p.prompt_chars, p.max_output, _reply_kind(p))
-        if not await self._reserve(reserve):
+        reserved = await self._reserve(
+            lambda: self.budget.estimate(j.price, p.prompt_chars, p.max_output, _reply_kind(p))
+        )
+        if reserved is None:
             return
+        reserve = reserved
         state: dict[str, Any] = {
             "attempt": job.attempts,
             "verdict": None,
@@ -1221,7 +1273,13 @@ class Runner:
             j.limiter.on_rate_limited(exc.retry_after)
         elif isinstance(exc, TimedOut):
             j.limiter.on_timeout(j.timeout)
+        elif isinstance(exc, ContextTooLong):
+            longest, window = self._too_long.get(j.spec.name, (None, None))
+            if exc.request_tokens is not None and (longest is None or exc.request_tokens > longest):
+                longest = exc.request_tokens
+            self._too_long[j.spec.name] = (longest, exc.limit_tokens or window)
         self.stats.calls += 1
+        self.stats.recent.append((time.monotonic(), clock.since_sent_ms() / 1000))
         self.stats.errors[exc.error_class] += 1
         # what the provider raised is redacted already; a provider bug's message may not be
         keys = self._keys(j)
@@ -1271,10 +1329,15 @@ class Runner:
         if r.cache_read_tokens or r.cache_write_tokens:
             self._cache_priced.add(j.spec.name)
         self.stats.calls += 1
+        self.stats.recent.append((time.monotonic(), None if r.latency_ms is None else r.latency_ms / 1000))
         verdict, error = judged_reply(p, self.ctx, r)
         if error is not None:
             self.stats.errors["parse"] += 1
             self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
+            if verdict.failure_kind == "truncated" and p.max_output is not None:
+                need = shortest_answer_tokens(p.prompt.schema)
+                if p.max_output < need:
+                    self._cap_too_small[(j.spec.name, p.max_output)] = need
         self._count_answer(j, p, r, error)
         state["verdict"], state["error"], state["cost"] = verdict, error, cost
         # one row built once (not built, then copied twice with `replace`): this runs for every call

@@ -38,6 +38,8 @@ from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow, learnt_
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from judgepanel.protocol.logprobs import LogprobScore
+
 # Output caps sent when the judge spec names no `max_tokens`: room for a rationale and the JSON
 # verdict, and per clause for its id, verdict and a sentence; without a cap a local server
 # generates until the timeout. `sim` generates nothing, so it gets none (its answers stay as they were).
@@ -412,16 +414,23 @@ def with_logprob_score(
     spec = ctx.judges.get(prep.job.judge)
     if spec is None or spec.params.get("scoring") != "logprobs":
         return verdict
-    from judgepanel.protocol.logprobs import logprob_score
-
-    allowed = {str(v): float(v) for v in score_levels(prep.prompt)}
-    got = logprob_score(
-        raw_body,
-        allowed,
-        verdict=verdict.value_presented,
-        quoted=prep.prompt.quoted,
-        pattern=prep.prompt.answer_pattern,
-    )
+    got = read_logprobs(prep.prompt, raw_body, verdict.value_presented)
     if got.expectation is None:
         return verdict
     return replace(verdict, score=float(got.expectation))
+
+
+def read_logprobs(
+    prompt: Prompt, raw_body: str, verdict: str | None, allowed: Mapping[str, float] | None = None
+) -> LogprobScore:
+    """The score distribution of a stored reply, read as the runner reads it: on the scale the
+    prompt's reply schema allows, at the answer its verdict pattern finds, with the texts it
+    quotes not read as the judge's. One code path for the run (`with_logprob_score`) and for
+    reading stored replies again (`runner.logprob_scores`, issue 30 §4). ``allowed`` overrides the
+    scale."""
+    from judgepanel.protocol.logprobs import logprob_score
+
+    scale = {str(v): float(v) for v in score_levels(prompt)} if allowed is None else allowed
+    return logprob_score(
+        raw_body, scale, verdict=verdict, quoted=prompt.quoted, pattern=prompt.answer_pattern
+    )

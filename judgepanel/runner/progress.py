@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
 from collections.abc import AsyncIterator
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from judgepanel.analysis.pace import pace, rate_number
 from judgepanel.runner.executor import RunStats
 
 
@@ -24,15 +26,27 @@ def render(stats: RunStats) -> Text:
     width = 28
     filled = int(width * finished / total)
     elapsed = max(stats.elapsed, 1e-9)
-    rate = stats.calls / elapsed
+    rate: float | None = stats.calls / elapsed
     done_now = finished - stats.done_at_start
     remaining = stats.total - finished
     eta = remaining * elapsed / done_now if done_now > 0 else None
+    if stats.recent:
+        # the calls' own times: a window that scales with their latency, the ETA from latency and
+        # concurrency (`analysis.pace`, as the viewer and `campaign status` compute it)
+        p = pace(
+            stats.recent,
+            time.monotonic(),
+            remaining,
+            live_leases=max(stats.in_flight, 1),  # the run is alive: between two calls too
+            concurrency=stats.concurrency or None,
+            started=stats.started,
+        )
+        rate, eta = p.calls_per_s, p.eta_s
     line = Text()
     line.append("[" + "#" * filled + "-" * (width - filled) + "] ", style="cyan")
     line.append(f"{finished}/{stats.total} jobs ", style="bold")
     line.append(f"({stats.done} done, {stats.failed} failed)  ")
-    line.append(f"{rate:.1f} calls/s  in flight {stats.in_flight}  ")
+    line.append(f"{rate_number(rate)} calls/s  in flight {stats.in_flight}  ")
     if stats.cached:
         line.append(f"cached {stats.cached}  ")
     if stats.errors:

@@ -139,6 +139,33 @@ def finish_step(engine: Engine, name: str, step: str, **fields: Any) -> Alignmen
         return _record(s, a)
 
 
+def reopen_steps(engine: Engine, name: str, steps: Sequence[str]) -> AlignmentRecord:
+    """Mark `steps` pending again (`align run --retry-failed`: their campaigns' failed jobs are
+    re-asked and what the steps produced is computed again); the comparison goes with `compare`."""
+    with session_scope(engine) as s:
+        a = _by_name(s, name)
+        a.steps = {**a.steps, **dict.fromkeys(steps, "pending")}
+        if "compare" in steps:
+            a.comparison = None
+        a.updated_at = utcnow()
+        s.flush()
+        return _record(s, a)
+
+
+def failed_jobs(engine: Engine, campaigns: Sequence[str]) -> dict[str, dict[str, int]]:
+    """campaign -> {error class: failed jobs}, for the named campaigns that have any."""
+    out: dict[str, dict[str, int]] = {}
+    with session_scope(engine) as s:
+        for camp, cls, n in s.execute(
+            select(Campaign.name, Job.error_class, func.count())
+            .join(Job, Job.campaign_id == Campaign.id)
+            .where(Campaign.name.in_(list(campaigns)), Job.status == "failed")
+            .group_by(Campaign.name, Job.error_class)
+        ):
+            out.setdefault(str(camp), {})[str(cls or "unknown")] = int(n)
+    return out
+
+
 def item_texts(
     engine: Engine, dataset: str, external_ids: Sequence[str]
 ) -> dict[str, tuple[str | None, str]]:

@@ -40,6 +40,9 @@ QU, UN, MB, SL, EV = (
     at.annotation_event,
 )
 _CANDIDATES = 16  # seats tried per round when others take them first
+# ids are INTEGER columns (32 bits on PostgreSQL): a larger number names no seat, and binding it
+# would fail in the driver (SQLite: beyond 64 bits) or the server (PostgreSQL: beyond 32)
+_MAX_ID = 2**31 - 1
 
 
 class Conflict(JudgepanelError):
@@ -470,6 +473,8 @@ class SlotView:
 def slot_view(engine: Engine, m: Member, slot_id: int) -> SlotView:
     """A seat the member holds (reserved or done), with the unit's texts; NotFound otherwise."""
     item = base.item
+    if not 0 < slot_id <= _MAX_ID:
+        raise NotFound(f"no item {slot_id} of yours in this queue")
     with engine.connect() as conn:
         s = conn.execute(
             select(SL).where(SL.c.id == slot_id, SL.c.queue_id == m.queue.id, SL.c.member_id == m.id)
@@ -584,13 +589,24 @@ def submit(
         raise BadInput("a skip needs a reason")
     if any(t is not None and len(t) > 5000 for t in (comment, skip_reason)):
         raise BadInput("a comment or skip reason may hold at most 5000 characters")
+    if any(t is not None and not _storable(t) for t in (comment, skip_reason)):
+        raise BadInput("a comment or skip reason may not hold a NUL character or a lone surrogate")
     with engine.begin() as conn:
         q = conn.execute(select(QU).where(QU.c.id == m.queue.id)).one()
         m = Member(m.id, m.name, m.annotator_id, q)
         if q.status != "open":
             raise Conflict(f"queue {q.name!r} is closed: no more labels")
         text = None if skipping else check_value(q, value)
-        s = conn.execute(select(SL).where(SL.c.id == slot_id, SL.c.queue_id == q.id)).one_or_none()
+        # the seat's row locked until this transaction ends (PostgreSQL; SQLite writes one at a
+        # time anyway): a second submit of the same seat at once waits, then sees it done and is
+        # a double submit or an edit, instead of inserting the same label row again
+        s = (
+            None
+            if not 0 < slot_id <= _MAX_ID
+            else conn.execute(
+                select(SL).where(SL.c.id == slot_id, SL.c.queue_id == q.id).with_for_update()
+            ).one_or_none()
+        )
         if s is None:
             raise NotFound(f"no item {slot_id} in queue {q.name!r}")
         if s.member_id != m.id:
@@ -661,6 +677,18 @@ def submit(
             select(func.count()).where(SL.c.unit_id == s.unit_id, SL.c.state != "done")
         )
         return Recorded("label" if first else "edit", progress(conn, m), bool(completed))
+
+
+def _storable(text: str) -> bool:
+    """Text both backends store as given: PostgreSQL refuses NUL in text, and no driver encodes a
+    lone surrogate (which JSON's `\\udXXX` escapes can carry)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _write_label(conn: Connection, q: Any, m: Member, unit: Any, value: str, comment: str | None) -> None:

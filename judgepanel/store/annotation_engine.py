@@ -9,7 +9,11 @@ itself, not by our code being careful.
   without its reader role (`store.readonly`).
 - SQLite: each connection gets an authorizer that allows reading, transactions, savepoints and
   functions, INSERT into the insertable tables and UPDATE of the listed columns, and denies the
-  rest (DELETE, DDL, ATTACH, PRAGMA writes, any other table or column).
+  rest (DELETE, DDL, ATTACH, PRAGMA writes, any other table or column). One delete passes no
+  authorizer: the row an `INSERT OR REPLACE` removes to make room, which would rewrite a label
+  whole or a history row. So before the authorizer is set, each connection turns on
+  `recursive_triggers` (with which REPLACE fires delete triggers) and gets a TEMP trigger on each
+  insertable table that aborts any delete.
 
 Every other page stays on `store.readonly.read_only_engine`.
 """
@@ -69,12 +73,27 @@ def sqlite_authorizer(
     return authorize
 
 
-def annotation_engine(url: str, *, role: str = ANNOTATOR_ROLE) -> Engine:
-    """An engine for the annotators' writes (module docstring); fails here when refused."""
-    engine = make_engine(url, create=False)
+def annotation_engine(
+    url: str, *, role: str = ANNOTATOR_ROLE, pool_size: int | None = None, pool_timeout: float | None = None
+) -> Engine:
+    """An engine for the annotators' writes (module docstring); fails here when refused.
+    `pool_size` connections at most (no overflow), each waited for at most `pool_timeout` seconds
+    (`sqlalchemy.exc.TimeoutError`), as `store.readonly.read_only_engine` takes them."""
+    pool: dict[str, Any] = {}
+    if pool_size is not None:
+        pool.update(pool_size=pool_size, max_overflow=0)
+    if pool_timeout is not None:
+        pool["pool_timeout"] = pool_timeout
+    engine = make_engine(url, create=False, pool=pool)
     if is_sqlite(engine):
 
         def _restrict(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.execute("PRAGMA recursive_triggers = ON")
+            for table in (t for t, (ins, _) in WRITABLE.items() if ins):
+                dbapi_conn.execute(
+                    f"CREATE TEMP TRIGGER IF NOT EXISTS jp_no_delete_{table} BEFORE DELETE ON main.{table} "
+                    "BEGIN SELECT RAISE(ABORT, 'the annotators'' engine deletes nothing'); END"
+                )
             dbapi_conn.set_authorizer(sqlite_authorizer())
 
         # after store.engine's own connect listener (WAL, foreign keys, busy timeout) has run;

@@ -132,6 +132,46 @@ def editor_proposals(engine: Engine, campaign: str) -> dict[str, dict[str, Any]]
         return out
 
 
+@dataclass(frozen=True)
+class FailedCall:
+    """The last attempt of a job left without an accepted reply, as stored (keys redacted)."""
+
+    error_class: str | None  # the job's: rate_limit, transient, fatal, context, oversize, parse, truncated
+    http_status: int | None
+    message: str  # the last attempt's error message, or "no reply (STATUS)"
+    raw_body: str | None = None
+
+
+def editor_failed_calls(engine: Engine, campaign: str) -> dict[str, FailedCall]:
+    """task key -> its last attempt, for tasks without an accepted reply (`editor_failures` with
+    the error class, status and body beside the message, so causes can be told apart)."""
+    with session_scope(engine) as s:
+        cid = s.scalar(select(Campaign.id).where(Campaign.name == campaign))
+        if cid is None:
+            return {}
+        out: dict[str, FailedCall] = {}
+        for key, status, job_class, resp_class, http, message, body in s.execute(
+            select(
+                Job.dimension,
+                Job.status,
+                Job.error_class,
+                Response.error_class,
+                Response.http_status,
+                Response.error_message,
+                Response.raw_body,
+            )
+            .outerjoin(Request, Request.job_id == Job.id)
+            .outerjoin(Response, Response.request_id == Request.id)
+            .where(Job.campaign_id == cid, Job.status != "done")
+            .order_by(Job.id, Request.attempt)
+        ):
+            if key is not None:
+                cls = job_class or resp_class
+                keep = body if cls in ("context", "fatal") else None  # a refusal's body, not a reply's
+                out[key] = FailedCall(cls, http, message or f"no reply ({status})", keep)
+        return out
+
+
 def editor_failures(engine: Engine, campaign: str) -> dict[str, str]:
     """task key -> the error of its last attempt, for tasks without an accepted reply."""
     with session_scope(engine) as s:

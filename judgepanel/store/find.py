@@ -29,6 +29,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import (
+    BigInteger,
     Engine,
     Float,
     and_,
@@ -351,7 +352,10 @@ def search_page(
     if backwards:
         up, ids_up = not up, not ids_up
     if cursor is not None:
-        id_beyond = Verdict.id > cursor if ids_up else Verdict.id < cursor
+        # bound as BIGINT: a cursor may be any 64-bit number, and PostgreSQL's INTEGER ids would
+        # refuse one beyond 32 bits as "out of range" instead of finding no row there
+        at_id = literal(cursor, BigInteger)
+        id_beyond = Verdict.id > at_id if ids_up else Verdict.id < at_id
         if key is None:
             q = q.where(id_beyond)
         else:
@@ -379,7 +383,7 @@ def _key_of(engine: Engine, info: dict[str, Any], s: VerdictSearch, verdict_id: 
         .select_from(Verdict)
         .join(Job, Job.id == Verdict.job_id)
         .outerjoin(Response, Response.request_id == Verdict.request_id)
-        .where(Verdict.id == verdict_id, Job.campaign_id == info["id"])
+        .where(Verdict.id == literal(verdict_id, BigInteger), Job.campaign_id == info["id"])
     )
     with engine.connect() as conn:
         got = conn.execute(q).first()

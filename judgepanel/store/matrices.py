@@ -347,3 +347,29 @@ def select_matrix(engine: Engine, request: MatrixRequest) -> SelectedMatrix:
     if request.categories is not None:
         matrix = with_categories(matrix, request.categories)
     return SelectedMatrix(matrix, dataset, None if excluded is None else len(excluded))
+
+
+def unit_groups(engine: Engine, matrix: RatingMatrix) -> list[str | None]:
+    """The group key (an item's ``group_key``, e.g. the SummEval article) of every row of
+    ``matrix``: a pair's is its items' shared key (both keys, joined, when they differ); None
+    where an item has none."""
+    ids = list(matrix.unit_ids)
+    with engine.connect() as s:
+        if matrix.kind == "pair":
+            pairs = {
+                p: (a, b)
+                for p, a, b in s.execute(
+                    select(Pair.id, Pair.item_a_id, Pair.item_b_id).where(Pair.id.in_(ids))
+                )
+            }
+            items = {i for ab in pairs.values() for i in ab}
+        else:
+            items = set(ids)
+        keys = dict(s.execute(select(Item.id, Item.group_key).where(Item.id.in_(items))).all())
+    if matrix.kind != "pair":
+        return [keys.get(u) for u in ids]
+    out: list[str | None] = []
+    for u in ids:
+        a, b = (keys.get(i) for i in pairs[u])
+        out.append(a if a == b else "|".join(sorted(str(x) for x in (a, b))))
+    return out

@@ -71,9 +71,16 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def _host_name(host: str) -> str:
+    """The name in a Host header without its port; the header as it is when anything but a port
+    follows the name (`127.0.0.1:80@evil.example` names no loopback host)."""
     if host.startswith("["):  # [::1]:8765
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        name, _, rest = host[1:].partition("]")
+    elif host.count(":") == 1:
+        name, rest = host.split(":")
+        rest = ":" + rest
+    else:
+        return host
+    return name if rest == "" or (rest[:1] == ":" and rest[1:].isdigit() and rest[1:].isascii()) else host
 
 
 # what may stay unencoded in a path segment (RFC 3986 pchar); `\\`, `?`, `#`, spaces and anything
@@ -86,6 +93,13 @@ def _local_path(path: str) -> str:
     is another site to a browser) and percent-encoded (a header holds Latin-1 only, and a
     browser reads `/\\host` as `//host`)."""
     return "/" + urllib.parse.quote(path.lstrip("/\\"), safe=_PATH_SAFE)
+
+
+def has_nul(scope: Scope) -> bool:
+    """Whether the address carries a NUL character (`%00`), in its path or its query: PostgreSQL
+    refuses NUL in any text, so a name or filter holding one could only fail in the database."""
+    query = scope.get("query_string", b"")
+    return "\x00" in scope.get("path", "") or b"\x00" in query or b"%00" in query
 
 
 class Gate:
@@ -107,6 +121,9 @@ class Gate:
             and _host_name(headers.get("host", "")) not in self.allowed_hosts
         ):
             await self._plain(send, 403, "judgepanel view answers only on its loopback address")
+            return
+        if has_nul(scope):
+            await self._plain(send, 400, "the address holds a NUL character (%00)")
             return
         from_query = False
         if self.token is not None:
@@ -205,8 +222,17 @@ def _jinja() -> Any:
         s = round(s)
         return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
+    from judgepanel.analysis.pace import rate_number
+
     env.globals.update(
-        fmt=fmt, ci=ci, pval=pval, usd=usd, duration=duration, word_diff=word_diff, version=_version()
+        fmt=fmt,
+        ci=ci,
+        pval=pval,
+        usd=usd,
+        duration=duration,
+        word_diff=word_diff,
+        version=_version(),
+        rate=rate_number,
     )
     env.filters["q"] = lambda s: urllib.parse.quote(str(s), safe="")
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str, ensure_ascii=False)

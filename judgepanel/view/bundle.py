@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import urllib.parse
 from dataclasses import dataclass
@@ -123,7 +124,13 @@ class _Writer:
         html = head + "</head>" + body
         path = self.folder / where
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(html, encoding="utf-8")
+        try:
+            # "x": a new file only; never replaces a file, nor writes through a symlink, that
+            # appeared in the folder after it was found empty
+            with open(path, "x", encoding="utf-8") as out:
+                out.write(html)
+        except FileExistsError:
+            raise BadInput(f"--bundle {self.folder}: {where} appeared while writing (not replaced)") from None
         self.pages += 1
 
 
@@ -134,14 +141,19 @@ def _json_script(element_id: str, value: Any) -> str:
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
+def _check_empty(folder: Path) -> None:
+    """`folder` must be new or an empty folder (a dangling symlink is neither: it is a name taken)."""
+    if os.path.lexists(folder) and (not folder.is_dir() or any(folder.iterdir())):
+        raise BadInput(f"--bundle {folder}: not an empty folder (nothing written)")
+
+
 def write_bundle(
     engine: Engine, folder: Path, campaigns: list[str] | None = None, *, db_label: str = "", n_boot: int = 200
 ) -> BundleResult:
     """Write the static copy into `folder` (new or empty; refused otherwise, nothing written)."""
     from judgepanel.view.app import _jinja, campaign_plots
 
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise BadInput(f"--bundle {folder}: not an empty folder (nothing written)")
+    _check_empty(folder)
     listing = data.campaigns(engine, data.Tracker())
     known = [c["name"] for c in listing["campaigns"]]
     chosen = list(dict.fromkeys(campaigns or known))
@@ -218,6 +230,7 @@ def write_bundle(
             case = data.case(engine, name, unit)
             pages.append((base + f"cases/{unit}.html", render("case.html.j2", case, state="")))
     writer = _Writer(folder, names)
+    _check_empty(folder)  # again: computing the pages took a while
     folder.mkdir(parents=True, exist_ok=True)
     for where, html in pages:
         writer.write(where, html)

@@ -13,11 +13,12 @@ import math
 import threading
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
 
+from judgepanel.analysis.pace import campaign_pace, stored_paces
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.store import browse
 from judgepanel.store.campaigns import campaign_judge_names
@@ -27,7 +28,9 @@ from judgepanel.store.sources import imported_source_text
 from judgepanel.view.stats import StatsCache
 from judgepanel.view.table import PAGE_SIZES, VerdictQuery, neighbours, parse_verdict_query, verdicts
 
-RATE_WINDOW_S = 30.0  # calls/s is measured over the last this many seconds
+# row ids are INTEGER columns (32 bits on PostgreSQL): a larger case or request number in an
+# address names no row, and binding it fails in the driver or the server instead (a 500)
+MAX_ROW_ID = 2**31 - 1
 __all__ = ["PAGE_SIZES", "Tracker", "VerdictQuery", "parse_verdict_query", "verdicts"]
 
 
@@ -77,38 +80,13 @@ class Tracker:
             return births
 
 
-def _progress(
-    rows: list[dict[str, Any]], recent: list[tuple[int, datetime]], now: datetime
-) -> dict[str, dict[str, Any]]:
-    """Per campaign: calls/s over the last RATE_WINDOW_S seconds and the ETA of what is pending."""
-    since = now - timedelta(seconds=RATE_WINDOW_S)
-    times: dict[int, list[datetime]] = defaultdict(list)
-    for cid, t in recent:
-        if t is not None and t >= since:
-            times[cid].append(t)
-    out = {}
-    for r in rows:
-        ts = times.get(r["_id"], [])
-        rate = 0.0
-        if ts:
-            span = max((now - min(ts)).total_seconds(), 1.0)
-            rate = len(ts) / span
-        pending = r["pending"]
-        active = bool(ts) and (now - max(ts)).total_seconds() < 10.0
-        out[r["name"]] = {
-            "calls_per_s": round(rate, 2),
-            "eta_s": round(pending / rate, 1) if rate > 0 and pending else None,
-            "active": active,
-        }
-    return out
-
-
 def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     """`campaign list --json` (`campaigns`: name, dataset, protocol, judges, jobs, done, failed,
     pending, status, created_at), each row with `cost_usd`, `max_cost_usd`, `simulated`,
-    `failed_by_class`, `progress` {`calls_per_s`, `eta_s`, `active`} and `part_of` (`kind`
-    repair or align, `name`, `role`; None for a campaign of its own); `groups`: each iteration's
-    or alignment's campaigns."""
+    `failed_by_class`, `progress` {`calls_per_s`, `eta_s`, `active`, `window_s`,
+    `mean_latency_s`, `concurrency`} (`analysis.pace`; a figure that cannot be known yet is null)
+    and `part_of` (`kind` repair or align, `name`, `role`; None for a campaign of its own);
+    `groups`: each iteration's or alignment's campaigns."""
     from judgepanel.store.campaigns import list_campaigns
 
     births = tracker.update(engine)
@@ -117,10 +95,12 @@ def campaigns(engine: Engine, tracker: Tracker) -> dict[str, Any]:
     failed: dict[int, dict[str, int]] = defaultdict(dict)
     for cid, cls, n in browse.failed_jobs_by_class(engine):
         failed[cid][cls or "unknown"] = n
-    recent = browse.recent_calls(engine)
     for r in rows:
         r["_id"] = ids[r["name"]]
-    progress = _progress(rows, recent, utcnow())
+    # rate over a window that scales with the judges' latency, ETA from latency and concurrency,
+    # "active" from live leases: `analysis.pace`, as `campaign status` computes it
+    paces = stored_paces(engine, {r["_id"]: r["pending"] for r in rows})
+    progress = {r["name"]: paces[r["_id"]].as_dict() for r in rows}
     parts = browse.sub_campaigns(engine)
     specs = {r["name"]: r for r in rows}
     out = []
@@ -173,6 +153,11 @@ def campaign(
     entry, hit = cache.campaign(engine, name, n_boot, lambda: _campaign(engine, name, n_boot, svg=True))
     out = dict(entry.value)
     out["computed"] = {**out["computed"], "cached": hit, "seconds": round(entry.seconds, 3)}
+    # what changes with the clock alone (a lease expiring, the rate's window) is never cached
+    from judgepanel.store.campaigns.readers import campaign_state
+
+    out["status"], pending = campaign_state(engine, name)
+    out["progress"] = campaign_pace(engine, name, pending).as_dict()
     return out
 
 
@@ -183,6 +168,7 @@ def _campaign(engine: Engine, name: str, n_boot: int, *, svg: bool = False) -> d
 
     info = browse.campaign_row(engine, name)
     st = {**campaign_status(engine, name).as_dict(), **checker_use(engine, name).as_dict()}
+    st["progress"] = campaign_pace(engine, name, st["pending"]).as_dict()
     names = campaign_judge_names(engine, name)
     failures = [
         {**f, "judge_name": names.get(f["judge"], f["judge"])} for f in browse.failure_examples(engine, name)
@@ -346,7 +332,7 @@ def case(
     from judgepanel.store.identity import unit_identities
     from judgepanel.store.simulated import simulated_campaigns
 
-    rec = browse.case_record(engine, name, unit)
+    rec = browse.case_record(engine, name, unit) if 0 < unit <= MAX_ROW_ID else None
     if rec is None:
         raise NotFound(f"campaign {name!r} has no case {unit}")
     names = campaign_judge_names(engine, name)
@@ -407,7 +393,7 @@ def raw(engine: Engine, name: str, request_id: int) -> dict[str, Any]:
     """The request as sent (`messages`, `params`, `output_schema`) and the reply as received."""
     from judgepanel.simjudge import SIM_FINGERPRINT
 
-    r = browse.raw_attempt(engine, name, request_id)
+    r = browse.raw_attempt(engine, name, request_id) if 0 < request_id <= MAX_ROW_ID else None
     if r is None:
         raise NotFound(f"campaign {name!r} has no request {request_id}")
     sim = r.system_fingerprint == SIM_FINGERPRINT or str(r.model_returned or "").startswith("sim/")

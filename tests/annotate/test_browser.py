@@ -260,3 +260,58 @@ def test_the_owner_page_is_inert_with_hostile_names(chromium: Any, server: Serve
     assert xss.NAME in chromium.find_element("id", "annotators").text
     chromium.get(f"{server.url}/annotate")
     _inert(chromium)
+
+
+def test_every_stored_text_is_inert_on_both_pages(
+    chromium: Any, server: Server, db: str, tmp_path: Any
+) -> None:
+    """Beyond the items and instructions: a hostile queue name, group, scale, rubric clause,
+    annotator name, comment and skip reason, on the annotator's page (first view, and the earlier
+    item shown again with its comment) and on the owner's pages."""
+    import urllib.parse
+
+    import httpx
+    import yaml
+
+    from judgepanel.resources import resource_dir
+
+    doc = yaml.safe_load((resource_dir("rubrics") / "helpfulness.yaml").read_text())
+    doc["dimensions"]["helpfulness"]["clauses"][0]["text"] = xss.TEXT
+    evil = tmp_path / "evil.yaml"
+    evil.write_text(yaml.safe_dump(doc))
+    assert cli("rubric", "add", str(evil), "--name", "evil", db=db).code == 0
+    (tmp_path / "how.txt").write_text(xss.TEXT)
+    queue, person = xss.NAME + "q", "<img src=x onerror=window.__xss=2>"
+    r = cli(
+        "annotate", "create", queue, "--dataset", "se", "--dimension", "helpfulness", "--rubric", "evil",
+        "--items", "3", "--per-item", "1", "--instructions", str(tmp_path / "how.txt"), "--group", xss.NAME,
+        "--scale", "<svg/onload=__xss=1>,'\"><b>x</b>", db=db,
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    token = invite(db, queue, person)
+    api = f"{server.url}/api/annotate/{urllib.parse.quote(queue, safe='')}"
+    h = {"Authorization": f"Bearer {token}"}
+    first = httpx.get(f"{api}/next", headers=h).json()
+    sent = {
+        "slot": first["slot"],
+        "value": "<svg/onload=__xss=1>",
+        "csrf": first["csrf"],
+        "comment": xss.TEXT[:4000],
+    }
+    assert httpx.post(f"{api}/label", json=sent, headers=h).status_code == 200
+    second = httpx.get(f"{api}/next", headers=h).json()
+    skip = {"slot": second["slot"], "csrf": second["csrf"], "skip_reason": xss.TEXT[:4000]}
+    assert httpx.post(f"{api}/label", json=skip, headers=h).status_code == 200
+    s = open_link(chromium, server.url, urllib.parse.quote(queue, safe=""), token)
+    assert s["item"] is not None and not s["message"], s
+    assert xss.TEXT in _by_id(chromium, "instructions").text and xss.TEXT in _by_id(chromium, "clauses").text
+    assert _by_id(chromium, "queue-name").text == queue and _by_id(chromium, "annotator-name").text == person
+    _inert(chromium)
+    press(chromium, "p")  # the earlier item, with its hostile comment in the box
+    _wait(chromium, lambda st: st["item"] == first["item"]["id"])
+    assert _by_id(chromium, "comment").get_attribute("value") == xss.TEXT[:4000]
+    _inert(chromium)
+    for page in (f"/annotate/{urllib.parse.quote(queue, safe='')}", "/annotate"):
+        chromium.get(server.url + page)
+        assert queue in chromium.find_element("tag name", "main").text
+        _inert(chromium)

@@ -37,6 +37,8 @@ BASE = ["annotate", "create"]
         (["q", "--dataset", "se", "--items", "3", "--order", "disagreement"], "two stored judges"),
         (["q", "--dataset", "se", "--items", "3", "--rubric", "summeval"], "no rubric named"),
         (["a/b", "--dataset", "se", "--items", "3"], "without '/'"),
+        ([".", "--dataset", "se", "--items", "3"], "its link would lead elsewhere"),
+        (["..", "--dataset", "se", "--items", "3"], "its link would lead elsewhere"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(

@@ -32,6 +32,15 @@ FORBIDDEN = [
     "UPDATE annotator SET kind = 'llm'",
     "DROP TABLE verdict",
     "CREATE TABLE t (x integer)",
+    # an upsert that changes a column it may not update, on either backend
+    "INSERT INTO label (id, item_id, annotator_id, dimension) SELECT id, item_id, annotator_id, dimension "
+    "FROM label WHERE true ON CONFLICT (id) DO UPDATE SET dimension = 'moved'",
+    # SQLite's REPLACE deletes the row in its way without asking the authorizer: it rewrote any
+    # label whole (item, annotator, dimension) and any history row (PostgreSQL: not its syntax)
+    "INSERT OR REPLACE INTO label (id, item_id, annotator_id, dimension, value_text) "
+    "SELECT id, item_id, annotator_id, 'moved', value_text FROM label",
+    "REPLACE INTO annotation_event (id, queue_id, unit_id, member_id, kind, created_at) "
+    "SELECT id, queue_id, unit_id, member_id, 'skip', created_at FROM annotation_event",
 ]
 
 
@@ -62,6 +71,11 @@ def test_the_writing_engine_writes_labels_and_nothing_else(sample: tuple[str, En
         with owner.connect() as c:  # nothing of it happened
             assert c.execute(text("SELECT count(*) FROM dataset WHERE name = 'hijacked'")).scalar() == 0
             assert c.execute(text("SELECT count(*) FROM annotation_member")).scalar() == 1
+            assert c.execute(text("SELECT count(*) FROM label WHERE dimension = 'moved'")).scalar() == 0
+            assert c.execute(text("SELECT kind FROM annotation_event ORDER BY id")).scalars().all() == [
+                "label",
+                "edit",
+            ]
             assert (
                 c.execute(
                     text(

@@ -196,3 +196,44 @@ def test_select_method_through_the_cli_names_each_raters_choice(db: str) -> None
     for picks in chosen.values():
         assert len(picks) == 1 and picks[0].split(" ")[0] in {"l2", "enet", "ordinal", "additive"}
     assert 0.0 <= out["methods"]["select-joint"]["accuracy"]["expert"] <= 1.0
+
+
+def test_split_by_group_holds_out_whole_articles_with_the_ceiling_and_registered_comparisons(db: str) -> None:
+    """Issue 30 §5: `--split-by group` (three articles: two train, one tests), the ceiling band per
+    group and the registered comparisons in the JSON; one test article is too few for a verdict."""
+    out = cli(
+        "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all", "--split-by", "group",
+        "--method", "scores-humans,scores-joint,scores-judges", "--bootstrap", "50", "--json", db=db,
+    ).json()  # fmt: skip
+    assert out["split_by"] == "group" and "whole articles" in out["folds"]["split"]
+    assert out["folds"]["test_groups"] == [1]
+    assert out["folds"]["train_units"][0] + out["folds"]["test_units"][0] == 84
+    assert out["ci_method"] == "no interval: 1 test article"
+    expert = out["ceiling"]["expert"]
+    assert expert["method"] == "lp-identification-bounds" and expert["n_raters"] == 3
+    assert expert["observed_agreement"] <= expert["low"] <= expert["high"] <= 1
+    assert out["ceiling"]["crowd"]["n_raters"] == 5 and out["ceiling"]["all"] is None
+    reg = out["registered"]
+    assert (reg["model"], reg["judges_only"], reg["humans_only"]) == (
+        "scores-joint",
+        "scores-judges",
+        "scores-humans",
+    )
+    assert reg["margin"] == -0.02 and reg["ece_max"] == 0.05 and reg["log_loss_gain"] == 0.02
+    e = reg["groups"]["expert"]
+    assert set(e) == {"accuracy", "model_vs_peers", "judges_vs_second_rater", "calibration", "missing"}
+    assert e["accuracy"]["model"] == out["methods"]["scores-joint"]["accuracy"]["expert"]
+    assert e["model_vs_peers"]["verdict"] == "too few groups"
+    assert e["calibration"]["verdict"] == "too few groups"
+    text = cli(
+        "metrics", "heldout", "--pairs", "p", "--train", "60", "--with-judges", "all", "--split-by", "group",
+        "--method", "scores-humans,scores-joint,scores-judges", "--bootstrap", "20", db=db,
+    )  # fmt: skip
+    assert text.code == 0
+    assert "group expert: registered comparisons" in text.stdout and "ceiling band [" in text.stdout
+
+
+def test_split_by_refuses_an_unknown_design(db: str) -> None:
+    r = cli("metrics", "heldout", "--pairs", "p", "--split-by", "pairs", db=db)
+    assert r.code == 2 and "--split-by must be one of items, group" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -93,6 +93,9 @@ def test_a_hostile_price_file_is_one_line(
     db: str, files: Path, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("JUDGEPANEL_PRICES", path.format(files=files))
-    assert cli(*CREATE.split(), db=db).code == 0
-    err = _one_line_error(cli("campaign", "plan", "c", db=db))
+    # `campaign create` reads the price file now (it stores the plan's cost figures and checks a
+    # cap against the prices, issue 28 §5), so the hostile file is refused there, storing nothing
+    before = _fingerprint(db)
+    err = _one_line_error(cli(*CREATE.split(), db=db))
     assert "price file" in err, err
+    assert _fingerprint(db) == before

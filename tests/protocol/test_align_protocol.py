@@ -4,6 +4,7 @@ and the instructions editor request, its parsing and its simulated answer."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from judgepanel.protocol.align import (
     WorkedExample,
 )
 from judgepanel.protocol.custom import context_for, render_custom, validate
-from judgepanel.protocol.editor import parse_editor, render_editor, task_from_dict
+from judgepanel.protocol.editor import REWRITE, SPLIT, parse_editor, render_editor, task_from_dict
 from judgepanel.protocol.templates import UnitText
 from judgepanel.simjudge import LENIENT, STRICT, last_tag, simulate
 
@@ -89,7 +90,7 @@ def test_editor_request_round_trips_and_is_strict() -> None:
 def test_editor_reply_parsing_and_bounds() -> None:
     ok = parse_editor(ALIGN, None, {"reason": "r", "instructions": " Be strict. "})
     assert ok.ok and ok.proposal == {"reason": "r", "instructions": "Be strict."}
-    tail = parse_editor(ALIGN, 'thinking… {"reason": "r", "instructions": "New."}', None)
+    tail = parse_editor(ALIGN, 'thinking… {"reason": "r", "instructions": "New rules."}', None)
     assert tail.ok and tail.method == "json_tail"
     bad = parse_editor(ALIGN, '{"reason": "r", "clause": "x"}', None)
     assert not bad.ok and "'instructions'" in (bad.error or "")
@@ -108,3 +109,38 @@ def test_simulated_editor_follows_the_humans_and_says_so(judge: float, human: fl
     same = render_editor(_task(3, 3))
     kept = simulate("editor", same.messages, schema_name=same.schema_name, structured=True).structured
     assert kept is not None and kept["instructions"] == "Judge the coherence."
+
+
+@pytest.mark.parametrize(
+    ("schema", "reply", "why"),
+    [
+        (ALIGN, {"reason": "r", "instructions": "The revised instructions, plain text"}, "placeholder"),
+        (ALIGN, {"reason": "r", "instructions": "<the revised instructions, plain text>"}, "placeholder"),
+        (ALIGN, {"reason": "r", "instructions": "N/A"}, "too short"),
+        (ALIGN, {"reason": "r", "instructions": "Rate."}, "too short"),
+        (REWRITE, {"reason": "r", "clause": "The rewritten clause."}, "placeholder"),
+        (SPLIT, {"reason": "r", "clauses": ["<clause>", "A real clause."]}, "placeholder"),
+    ],
+)
+def test_a_reply_that_repeats_the_answer_format_is_unusable(
+    schema: str, reply: dict[str, Any], why: str
+) -> None:
+    # issue 34: a real 0.5B editor answered the answer format's own wording, scored as a revision
+    for structured, text in ((reply, None), (None, "Here: " + json.dumps(reply))):
+        got = parse_editor(schema, text, structured)
+        assert not got.ok and got.proposal is None and why in (got.error or "")
+    fine = parse_editor(ALIGN, None, {"reason": "r", "instructions": "Be strict about repeated facts."})
+    assert fine.ok
+
+
+@pytest.mark.parametrize("clause", [", and", ",", "x", "ok."])
+def test_a_rewritten_clause_too_short_to_be_one_is_unusable(clause: str) -> None:
+    # issue 34, seen with the real 0.5B editor: four clauses "rewritten" as ", and" and "," were
+    # accepted and became two rubric versions
+    reply = {"reason": "The clause was ambiguous because it mentions", "clause": clause}
+    for structured, text in ((reply, None), (None, json.dumps(reply))):
+        got = parse_editor(REWRITE, text, structured)
+        assert not got.ok and "too short to be a clause" in (got.error or "")
+    split = parse_editor(SPLIT, None, {"reason": "r", "clauses": ["A real clause.", clause]})
+    assert not split.ok
+    assert parse_editor(REWRITE, None, {"reason": "r", "clause": "No repetition."}).ok

@@ -116,9 +116,9 @@ def test_an_80000_character_rewrite_is_a_failed_step_not_a_version(
     [
         (REWRITE, {"reason": "r", "clause": "x" * MAX_CLAUSE_CHARS}, True),
         (REWRITE, {"reason": "r", "clause": "x" * (MAX_CLAUSE_CHARS + 1)}, False),
-        (SPLIT, {"reason": "r", "clauses": ["c"] * MAX_CLAUSES}, True),
-        (SPLIT, {"reason": "r", "clauses": ["c"] * (MAX_CLAUSES + 1)}, False),
-        (SPLIT, {"reason": "r", "clauses": ["c", "y" * (MAX_CLAUSE_CHARS + 1)]}, False),
+        (SPLIT, {"reason": "r", "clauses": ["A clause."] * MAX_CLAUSES}, True),
+        (SPLIT, {"reason": "r", "clauses": ["A clause."] * (MAX_CLAUSES + 1)}, False),
+        (SPLIT, {"reason": "r", "clauses": ["A clause.", "y" * (MAX_CLAUSE_CHARS + 1)]}, False),
     ],
 )
 def test_bounds_at_the_edge(schema: str, reply: dict[str, object], ok: bool) -> None:

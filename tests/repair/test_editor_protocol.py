@@ -61,8 +61,8 @@ def test_parse_editor_replies() -> None:
     )
     assert not parse_editor(REWRITE, '{"reason": "x", "clause": ""}', None).ok
     assert not parse_editor(REWRITE, "I cannot help with that.", None).ok
-    split = parse_editor(SPLIT, '{"reason": "r", "clauses": ["a", 3, "b"]}', None)
-    assert split.ok and split.proposal == {"reason": "r", "clauses": ["a", "b"]}
+    split = parse_editor(SPLIT, '{"reason": "r", "clauses": ["Clause a.", 3, "Clause b."]}', None)
+    assert split.ok and split.proposal == {"reason": "r", "clauses": ["Clause a.", "Clause b."]}
 
 
 @pytest.mark.parametrize("structured", [True, False])

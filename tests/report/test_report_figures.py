@@ -8,6 +8,10 @@ with humans, pairwise in both orders). The new code must give the same figures a
 the demo's latencies are timed by the clock when the demo runs, so they are checked against a
 direct read of the stored responses instead. The bulk campaigns are also read from PostgreSQL
 (server-side cursor).
+
+One figure was changed on purpose since: the demo campaigns' `cached` count per judge (0 → 4),
+when identical requests inside one run began to be asked once and answered from the store
+(issue 28 §2); every statistic stayed as it was.
 """
 
 from __future__ import annotations

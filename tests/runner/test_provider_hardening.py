@@ -193,7 +193,10 @@ def test_a_different_model_behind_the_same_base_url_is_not_answered_from_the_cac
         before = chat_calls(server)
         api.create(eng, name, dataset=DATASET, protocol="pointwise", judges=judges)
         summary, _ = run_within(eng, name, 120, options)
-        assert summary.done == 4 and summary.warnings == ()
+        # unpriced local judges: the one warning is the advice that would make the spend known
+        # (issue 28 §5); nothing was dropped or refused
+        assert summary.done == 4
+        assert [w for w in summary.warnings if not w.startswith("spent unknown: no price known")] == []
         calls.append((chat_calls(server) - before, summary.cached))
     # the second model is asked (4 calls); the first model's answers serve its second campaign
     assert calls == [(4, 0), (4, 0), (0, 4)]

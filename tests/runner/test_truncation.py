@@ -53,3 +53,27 @@ def test_truncated_replies_get_useful_advice_and_are_not_re_asked_by_default(
     )
     assert forced["calls"] >= truncated and _chat(fake) - before == forced["calls"]
     eng.dispose()
+
+
+def test_a_cap_that_cannot_hold_any_answer_is_named_and_lowering_it_is_not_advised(
+    sqlite_url: str, fake: FakeServerProcess, keys_env: dict[str, str]
+) -> None:
+    # issue 34: `max_tokens=6` cannot hold even `{"rationale":"","score":1}`; "lower the cap" was
+    # the advice, which cannot help
+    eng: Engine = make_engine(sqlite_url)
+    upgrade(eng)
+    load_tiny(eng, n_groups=1, per_group=2)
+    tiny = f"openai:tiny!length?base_url={fake.url}/v1&max_tokens=6"
+    roomy = f"openai:roomy!length?base_url={fake.url}/v1&max_tokens=300"
+    assert cli(*create_argv("six", tiny), db=sqlite_url).code == 0
+    summary = cli("campaign", "run", "six", "--json", db=sqlite_url).json(code=3)
+    advice = next(w for w in summary["warnings"] if "cut at the output cap" in w)
+    assert "max_tokens=6 cannot hold even the shortest answer" in advice
+    assert "about 7 tokens" in advice and "at least 7" in advice
+    assert "lower the cap" not in advice and "rarely helps" not in advice
+    # a cap that can hold an answer keeps the advice for a rambling model
+    assert cli(*create_argv("roomy", roomy), db=sqlite_url).code == 0
+    other = cli("campaign", "run", "roomy", "--json", db=sqlite_url).json(code=3)
+    advice = next(w for w in other["warnings"] if "cut at the output cap" in w)
+    assert "lower the cap" in advice and "cannot hold" not in advice
+    eng.dispose()

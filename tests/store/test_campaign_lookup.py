@@ -14,7 +14,7 @@ from judgepanel.errors import NotFound
 from judgepanel.runner import campaign as api
 from judgepanel.store.conditions import load_condition_rows
 from judgepanel.store.export import campaign_ids
-from judgepanel.store.logprob_scores import campaign_logprob_scores
+from judgepanel.store.logprob_scores import pointwise_replies
 from judgepanel.store.repair import clause_verdict_rows
 from judgepanel.store.report import campaign_facts, campaign_verdicts
 from judgepanel.store.validation import read_campaign_panel
@@ -28,7 +28,8 @@ def _panel(engine: Engine, name: str) -> Any:
 
 LOOKUPS: dict[str, Callable[[Engine, str], Any]] = {
     "export.campaign_ids": campaign_ids,
-    "logprob_scores.campaign_logprob_scores": campaign_logprob_scores,
+    # the reader behind runner.logprob_scores (issue 30 §4 moved the reading itself there)
+    "logprob_scores.pointwise_replies": pointwise_replies,
     "repair.clause_verdict_rows": clause_verdict_rows,
     "report.campaign_facts": campaign_facts,
     "report.campaign_verdicts": campaign_verdicts,

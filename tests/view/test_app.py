@@ -282,6 +282,16 @@ def test_without_a_token_only_loopback_host_names_are_answered(demo_url: str) ->
     for host in ("127.0.0.1:8765", "localhost:8765", "[::1]:8765"):
         with TestClient(create_app(eng), base_url=f"http://{host}") as c:
             assert c.get("/api/campaigns").status_code == 200, host
+    # a port that is no port: the name before it is not what the header names
+    with TestClient(create_app(eng), base_url="http://127.0.0.1:8765") as c:
+        for host in (
+            "127.0.0.1:80@evil.example",
+            "[::1]@evil.example",
+            "[::1]:1x",
+            "localhost:",
+            "127.0.0.1:-1",
+        ):
+            assert c.get("/api/campaigns", headers={"Host": host}).status_code == 403, host
     eng.dispose()
 
 

@@ -122,3 +122,60 @@ class _NoDatabase:
 
     def __getattr__(self, name: str) -> object:
         raise AssertionError(f"the gate touched the database ({name})")
+
+
+@pytest.fixture
+def one_campaign(db_url: str) -> Iterator[TestClient]:
+    """The viewer over a database (each backend) with the SummEval sample and one empty campaign."""
+    from sqlalchemy import text
+
+    from judgepanel.store.engine import make_engine
+    from tests.helpers import load_summeval_sample
+
+    load_summeval_sample(db_url)
+    owner = make_engine(db_url)
+    with owner.begin() as c:
+        c.execute(
+            text(
+                "INSERT INTO campaign (name, dataset_id, protocol, repeats, status, spec, created_at) "
+                "SELECT 'c', id, 'pointwise', 1, 'done', '{}', CURRENT_TIMESTAMP FROM dataset WHERE name = 'se'"
+            )
+        )
+    owner.dispose()
+    eng = read_only_engine(db_url)
+    with TestClient(create_app(eng), base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        yield client
+    eng.dispose()
+
+
+def test_nul_in_an_address_and_ids_beyond_the_columns_are_4xx(one_campaign: TestClient) -> None:
+    """On PostgreSQL a NUL anywhere in a name or filter (it refuses NUL in text) and a cursor
+    beyond its 32-bit INTEGER ids answered 500; on both backends so did a case or request number
+    beyond 64 bits."""
+    paths = [
+        "/campaigns/%00",
+        "/api/campaigns/%00/verdicts",
+        "/rubrics/%00",
+        "/repair/%00",
+        "/align/%00",
+        "/annotate/%00",
+        "/api/annotate/x%00y",
+        "/campaigns/c/verdicts?judge=%00",
+        "/api/campaigns/c/verdicts?dimension=a%00",
+        "/api/campaigns/c/verdicts?condition=%00",
+        "/compare?a=%00&b=c",
+        "/campaigns/c/cases/99999999999999999999",
+        f"/api/campaigns/c/cases/{2**31}",
+        "/campaigns/c/requests/99999999999999999999",
+        f"/api/campaigns/c/requests/{2**31}",
+    ]
+    answers = {p: one_campaign.get(p).status_code for p in paths}
+    assert {p: s for p, s in answers.items() if not 400 <= s < 500} == {}
+    for query in (
+        "after=9223372036854775807",
+        "after=-9223372036854775808&sort=score",
+        "before=2147483648&sort=latency&desc=1",
+        "before=-2147483649",
+    ):
+        r = one_campaign.get(f"/api/campaigns/c/verdicts?{query}")
+        assert r.status_code == 200 and r.json()["rows"] == [], (query, r.text[:200])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, Row, Select, and_, case, func, select
@@ -27,6 +28,7 @@ from judgepanel.store.tables import (
     Request,
     Response,
     Verdict,
+    utcnow,
 )
 
 if TYPE_CHECKING:
@@ -38,6 +40,53 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- status and listing
 
 
+def run_state(stored: str, running_jobs: int, live_leases: int) -> str:
+    """What a campaign's stored status means now. A run that was killed (SIGKILL, a lost machine)
+    never writes its end: its status stays `running` while its jobs hold leases that nobody renews.
+    So `running` is only said while some lease is live; once every lease has expired the run is
+    `interrupted` (a later `campaign run` or worker takes the jobs over), and `running` with no job
+    leased at all is `stopped`. Leases of jobs waiting in provider batches do not expire while the
+    batch is open."""
+    if stored != "running":
+        return stored
+    if not running_jobs:
+        return "stopped"
+    return "running" if live_leases else "interrupted"
+
+
+def campaign_state(engine: Engine, name: str) -> tuple[str, int]:
+    """(status, pending jobs) as `campaign_status` says them, read alone: what changes with the
+    clock while the stored rows do not (a lease expiring), for pages that cache the rest."""
+    with engine.connect() as s:
+        c = _campaign(s, name)
+        counts: Counter[str] = Counter(
+            {
+                str(k): int(n)
+                for k, n in s.execute(
+                    select(Job.status, func.count()).where(Job.campaign_id == c.id).group_by(Job.status)
+                )
+            }
+        )
+        jobs = sum(counts.values())
+        status = "done" if jobs and counts["done"] == jobs else c.status
+        status = run_state(status, counts["running"], _live_leases(s, c.id).get(c.id, 0))
+        return status, counts["pending"] + counts["running"]
+
+
+def live_leases(engine: Engine) -> dict[int, int]:
+    """campaign id -> its jobs held under a live lease right now (`analysis.pace`: "active")."""
+    with engine.connect() as s:
+        return _live_leases(s)
+
+
+def _live_leases(s: Connection, campaign_id: int | None = None) -> dict[int, int]:
+    """campaign id -> its running jobs whose lease has not expired (batch leases included)."""
+    q = select(Job.campaign_id, func.count()).where(Job.status == "running", Job.lease_expires > utcnow())
+    if campaign_id is not None:
+        q = q.where(Job.campaign_id == campaign_id)
+    return {int(c): int(n) for c, n in s.execute(q.group_by(Job.campaign_id))}
+
+
 def _campaign(s: Connection, name: str) -> Row[Any]:
     """The campaign's row (`planning.campaign_by_name` without the ORM)."""
     c = s.execute(select(Campaign).where(Campaign.name == name)).one_or_none()
@@ -45,6 +94,30 @@ def _campaign(s: Connection, name: str) -> Row[Any]:
         known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.name)).all()) or "none"
         raise NotFound(f"no campaign named {name!r} (known: {known})")
     return c
+
+
+def recent_call_latencies(engine: Engine, *, limit: int = 2_000) -> list[tuple[int, datetime, float | None]]:
+    """(campaign id, created_at, latency in ms) of the newest `limit` responses that were calls
+    (not answered from the store's cache), newest first: what `analysis.pace` reads."""
+    with engine.connect() as conn:
+        return [
+            (int(c), t, None if ms is None else float(ms))
+            for c, t, ms in conn.execute(
+                select(Job.campaign_id, Response.created_at, Response.latency_ms)
+                .select_from(Response)
+                .join(Request, Request.id == Response.request_id)
+                .join(Job, Job.id == Request.job_id)
+                .where(Response.cached_from.is_(None))
+                .order_by(Response.id.desc())
+                .limit(limit)
+            )
+        ]
+
+
+def campaign_row_id(engine: Engine, name: str) -> int:
+    """The campaign's id, read on the Core tables (read commands load no ORM)."""
+    with engine.connect() as s:
+        return int(_campaign(s, name).id)
 
 
 @dataclass(frozen=True)
@@ -304,8 +377,7 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
         jobs = sum(counts.values())
         pending = counts["pending"] + counts["running"]
         status = "done" if jobs and counts["done"] == jobs else c.status
-        if status == "running" and not counts["running"]:
-            status = "stopped"
+        status = run_state(status, counts["running"], _live_leases(s, c.id).get(c.id, 0))
         return CampaignStatus(
             c.name,
             jobs,
@@ -487,6 +559,7 @@ def list_campaigns(engine: Engine) -> list[dict[str, Any]]:
         ):
             judges[cid].append(jname)
         datasets = dict(s.execute(select(Dataset.id, Dataset.name)).all())
+        live = _live_leases(s)
         out = []
         for c in camps:
             n = counts[c.id]
@@ -502,7 +575,9 @@ def list_campaigns(engine: Engine) -> list[dict[str, Any]]:
                     "done": n["done"],
                     "failed": n["failed"],
                     "pending": n["pending"] + n["running"],
-                    "status": "done" if n and n["done"] == sum(n.values()) else c.status,
+                    "status": "done"
+                    if n and n["done"] == sum(n.values())
+                    else run_state(c.status, n["running"], live.get(c.id, 0)),
                     "created_at": c.created_at.isoformat(timespec="seconds"),
                 }
             )

@@ -19,6 +19,12 @@
     if (cell && cell.textContent !== String(text)) { cell.textContent = String(text); }
   }
 
+  // analysis.pace.rate_number: two significant digits below 1/s, so a slow judge never reads 0.0
+  function rate(x) {
+    if (x === null || x === undefined) { return "\u2014"; }
+    return x >= 1 ? Number(x).toFixed(1) : String(Number(Number(x).toPrecision(2)));
+  }
+
   function render(data) {
     var table = document.getElementById("campaigns");
     if (!table) { return; }
@@ -35,7 +41,7 @@
       setText(row, "jobs", (c.done + c.failed) + "/" + c.jobs);
       var bar = row.querySelector('[data-field="progress"]');
       if (bar) { bar.max = c.jobs || 1; bar.value = c.done + c.failed; }
-      setText(row, "calls_per_s", Number(c.progress.calls_per_s).toFixed(1));
+      setText(row, "calls_per_s", rate(c.progress.calls_per_s));
       setText(row, "eta", duration(c.progress.eta_s));
       var kinds = Object.keys(c.failed_by_class).sort().map(function (k) { return k + " " + c.failed_by_class[k]; });
       setText(row, "failed_by_class", kinds.length ? kinds.join(", ") : "\u2014");
