@@ -321,3 +321,98 @@ def test_a_pairwise_queues_updated_state_equals_a_recompute_from_scratch(sample:
     store.submit(eng, b, first["slot"], value="T" if first["value"] != "T" else "A")
     check()
     assert cache.reads == 1 and cache.updates == 2
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_randomized_label_edit_delete_sequences_keep_the_state_equal_to_a_recompute(
+    db_url: str, tmp_path: Path, seed: int
+) -> None:
+    """Random sequences of what changes a queue's panel — labels, skips, edits, another queue's
+    labels and edits of a shared annotator, deleted label rows (alone, or with a row inserted in
+    the same transaction, so the row count is unchanged), a new judge — on both backends: after
+    every step the kept and updated certification state equals one computed from a panel read from
+    scratch, and the incremental path was taken (not a fresh read every time)."""
+    from judgepanel.store import annotation_read as read
+
+    eng, _truth = _synthetic(db_url, tmp_path)
+    make_queue(eng, dataset="syn", dimension="q", items=N_ITEMS, per_item=2, scale="1-3", scorer="accuracy",
+               epsilon=0.2)  # fmt: skip
+    make_queue(
+        eng, name="q2", dataset="syn", dimension="q", items=N_ITEMS, per_item=1, scale="1-3", group="q"
+    )
+    members = [member(eng, "q", f"h{k}")[0] for k in range(3)]
+    other = member(eng, "q2", "h0")[0]  # the same annotator as h0, in another queue
+    rng = random.Random(seed)
+    cache = certify._cache_of(eng)
+    judges = 0
+
+    def label(m: store.Member) -> None:
+        s = store.next_slot(eng, m)
+        if s is None:
+            return
+        if rng.random() < 0.15:
+            store.submit(eng, m, s, skip_reason="unclear")
+        else:
+            store.submit(eng, m, s, value=rng.choice([1, 2, 3]))
+
+    def edit(m: store.Member) -> None:
+        mine = [d for d in store.my_slots(eng, m) if d["value"] is not None]
+        if mine:
+            d = rng.choice(mine)
+            store.submit(eng, m, d["slot"], value=int(d["value"]) % 3 + 1)
+
+    def delete(reinsert: bool) -> None:
+        with eng.begin() as c:
+            rows = c.execute(text("SELECT id, item_id, annotator_id FROM label ORDER BY id")).all()
+            lid, item, aid = rng.choice(rows)
+            c.execute(text("DELETE FROM label WHERE id = :i"), {"i": lid})
+            if reinsert:  # another row of the same annotator and item: the count stays as it was
+                v = rng.choice([1, 2, 3])
+                c.execute(
+                    text("INSERT INTO label (item_id, annotator_id, dimension, value_num, value_text) "
+                         "VALUES (:it, :a, 'q', :v, :t)"),
+                    {"it": item, "a": aid, "v": v, "t": str(v)},
+                )  # fmt: skip
+
+    def new_judge() -> None:
+        nonlocal judges
+        judges += 1
+        with eng.begin() as c:
+            c.execute(text("INSERT INTO annotator (dataset_id, name, kind, \"group\") "
+                           f"SELECT id, 'late{judges}', 'llm', 'judges' FROM dataset WHERE name = 'syn'"))  # fmt: skip
+            c.execute(text("INSERT INTO label (item_id, annotator_id, dimension, value_num, value_text) "
+                           "SELECT i.id, a.id, 'q', 1 + (i.id + :s) % 3, CAST(1 + (i.id + :s) % 3 AS TEXT) "
+                           "FROM item i, annotator a WHERE a.name = :n"),
+                      {"s": rng.randrange(3), "n": f"late{judges}"})  # fmt: skip
+
+    def check() -> None:
+        for n_boot, only in ((10, False), (0, True)):
+            cached = certify.certification(eng, "q", n_boot=n_boot, decision_only=only)
+            scratch = certify.certification(
+                eng, "q", n_boot=n_boot, decision_only=only, panel=read.queue_panel(eng, "q")
+            )
+            _same(cached, scratch)
+
+    try:
+        for m in members:  # enough complete units for the tests to run
+            for _ in range(12):
+                label(m)
+        check()
+        steps = ["label"] * 8 + ["edit"] * 3 + ["other"] * 2 + ["delete", "swap", "judge"]
+        for _ in range(30):
+            step = rng.choice(steps)
+            if step == "label":
+                for _ in range(rng.randint(1, 3)):
+                    label(rng.choice(members))
+            elif step == "edit":
+                edit(rng.choice(members))
+            elif step == "other":
+                label(other) if rng.random() < 0.5 else edit(other)
+            elif step in ("delete", "swap"):
+                delete(reinsert=step == "swap")
+            else:
+                new_judge()
+            check()
+        assert cache.updates > 0  # the incremental path was exercised
+    finally:
+        eng.dispose()
