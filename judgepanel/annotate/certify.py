@@ -309,7 +309,7 @@ def _completion_order(panel: read.QueuePanel, units: list[int]) -> Any:
         return np.zeros(0, dtype=np.int64)
     done = np.fromiter(panel.completed.keys(), dtype=np.int64, count=len(panel.completed))
     times = list(panel.completed.values())
-    if all(isinstance(t, str) for t in times):
+    if set(map(type, times)) == {str}:
         by = np.lexsort((done, np.array(times)))
     else:
         by = np.asarray(sorted(range(len(times)), key=lambda k: (times[k], done[k])), dtype=np.int64)

@@ -171,6 +171,9 @@ class QueuePanel:
     humans: dict[str, dict[int, Value]]
     judges: dict[str, dict[int, Value]]
     unit_kind: str  # item | pair
+    # the item (pair) id of each unit, as `units`: a queue's units never change, so
+    # `panel_update` maps label rows to units from here instead of reading the units again
+    refs: tuple[int, ...] = ()
 
 
 def _number(text: str | None) -> float | None:
@@ -294,7 +297,8 @@ def queue_panel_keyed(engine: Engine, name: str) -> tuple[QueuePanel, PanelKey]:
                 humans[str(members[aid])][unit_of[int(pid)]] = str(value)
             kind = "pair"
         judges = _read_judges(conn, q, unit_of, key)
-    panel = QueuePanel(tuple(int(u) for u, _, _ in units), completed, humans, judges, kind)
+    refs = tuple(int(i) for _, i, _ in units) if kind == "item" else tuple(int(p) for _, _, p in units)
+    panel = QueuePanel(tuple(int(u) for u, _, _ in units), completed, humans, judges, kind, refs)
     return panel, key
 
 
@@ -382,16 +386,9 @@ def panel_update(
         added = added.where(table.c.id > key.labels[0], table.c.annotator_id.in_(ours or [-1]))
         if now.labels[1] != key.labels[1] + int(conn.scalar(added) or 0):
             return None  # a row of the panel's annotators was deleted: its value may sit in the panel
-        if pointwise:
-            unit_of = {
-                int(i): int(u)
-                for u, i in conn.execute(select(UN.c.id, UN.c.item_id).where(UN.c.queue_id == q.id))
-            }
-        else:
-            unit_of = {
-                int(p): int(u)
-                for u, p in conn.execute(select(UN.c.id, UN.c.pair_id).where(UN.c.queue_id == q.id))
-            }
+        if len(panel.refs) != len(panel.units):
+            return None  # a panel made without its units' items or pairs
+        unit_of = dict(zip(panel.refs, panel.units, strict=True))
         humans = dict(panel.humans)
         judges = dict(panel.judges) if now.judges == key.judges else None
         changed: dict[int, dict[int, Value]] = {}
@@ -449,7 +446,7 @@ def panel_update(
             judges = _read_judges(conn, q, unit_of, now)
         else:
             judges = {n: v for n, v in judges.items() if v}
-    return QueuePanel(panel.units, completed, humans, judges, panel.unit_kind), now
+    return QueuePanel(panel.units, completed, humans, judges, panel.unit_kind, panel.refs), now
 
 
 def _campaign_rows(conn: Any, q: Any, protocol: str) -> Sequence[Any]:
