@@ -342,6 +342,8 @@ def search_page(
     if s.sort not in SORTS:
         raise BadInput(f"sort must be one of {', '.join(SORTS)}, got {s.sort!r}")
     info = browse.campaign_row(engine, campaign)
+    if s.sort != "id" and not search_terms(s.q) and s.filter == browse.VerdictFilter():
+        return _kept_page(engine, info, s, after=after, before=before, limit=limit)
     q, key = _base(engine, info, s)
     backwards = before is not None
     cursor = before if backwards else after
@@ -372,6 +374,40 @@ def search_page(
     if backwards:
         out.reverse()
     return out, len(rows) > limit
+
+
+def _kept_page(
+    engine: Engine,
+    info: dict[str, Any],
+    s: VerdictSearch,
+    *,
+    after: int | None,
+    before: int | None,
+    limit: int,
+) -> tuple[list[FoundRow], bool]:
+    """A page of the whole campaign's sorted list from its kept order (`store.find_order`: every
+    verdict's key read once per change of the stored results, by the same expression the SQL path
+    orders by), its rows read by primary key: no sort of the campaign per page."""
+    from judgepanel.store import find_order
+
+    value = _sort_value(s.sort, info["protocol"])
+    key = func.coalesce(value, literal(_LAST if not s.descending else -_LAST, Float))
+    listed = (
+        select(Verdict.id, key)
+        .select_from(Verdict)
+        .join(Job, Job.id == Verdict.job_id)
+        .join(Judge, Judge.id == Job.judge_id)
+        .outerjoin(Response, Response.request_id == Verdict.request_id)
+        .where(Job.campaign_id == info["id"])
+    )
+    order = find_order.kept_order(engine, (info["id"], s.sort, s.descending), listed, s.descending)
+    ids, more = order.page(after=after, before=before, limit=limit)
+    if not ids:
+        return [], more
+    q, _ = _base(engine, info, VerdictSearch(sort="id"))
+    with engine.connect() as conn:
+        rows = {int(r[0]): r for r in conn.execute(q.where(Verdict.id.in_(ids)))}
+    return [_found(rows[i]) for i in ids if i in rows], more
 
 
 def _key_of(engine: Engine, info: dict[str, Any], s: VerdictSearch, verdict_id: int) -> float | None:
