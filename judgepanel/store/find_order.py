@@ -13,8 +13,8 @@ direction change cost a full scan. The order is the same for every page of the l
 computed once and kept.
 
 Staleness: an order is used only while `fingerprint.database_key` (newest ids and row counts of
-every results table, the newest job change, the newest campaign) and the newest annotation event
-(a queue's label edited in place) are what they were when it was read; any new, deleted or edited
+every results table, the newest job change, the newest campaign, the newest annotation event: a
+queue's label edited in place) is what it was when it was read; any new, deleted or edited
 verdict, response or label therefore reads it again. A campaign deleted and made again is a new
 campaign row (its own key). At most `SIZE` orders are kept (least recently used dropped).
 """
@@ -28,9 +28,8 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine
 
-from judgepanel.store.annotation_tables import annotation_event
 from judgepanel.store.fingerprint import database_key
 
 
@@ -100,10 +99,8 @@ def _orders_of(engine: Engine) -> _Orders:
 
 
 def changes_key(engine: Engine) -> tuple[Any, ...]:
-    """What an order is trusted under: `database_key` and the newest annotation event."""
-    with engine.connect() as conn:
-        events = conn.execute(select(func.max(annotation_event.c.id))).scalar()
-    return (*database_key(engine), str(events))
+    """What an order is trusted under: `database_key` (with the newest annotation event)."""
+    return database_key(engine)
 
 
 def reads(engine: Engine) -> int:
