@@ -11,7 +11,6 @@ check on loopback). Both halves get the viewer's security headers and Content-Se
 from __future__ import annotations
 
 import re
-import socket
 import sys
 from typing import Any
 
@@ -24,7 +23,6 @@ from judgepanel.annotate.owner import owner_routes
 from judgepanel.errors import BadInput
 from judgepanel.view.app import (
     BUSY_RETRY_AFTER_S,
-    LOOPBACK_HOSTS,
     POOL_SIZE,
     POOL_TIMEOUT_S,
     SECURITY_HEADERS,
@@ -32,6 +30,7 @@ from judgepanel.view.app import (
     _host_name,
     has_nul,
 )
+from judgepanel.view.listen import LOOPBACK_HOSTS, host_names, is_loopback, listen
 
 _ANNOTATOR_PATH = re.compile(
     r"^/(a/[^/]+/?$|api/annotate/[^/]+/(next|meta|mine|label|slot/\d+)$|annotate-static/)"
@@ -92,17 +91,6 @@ def create_serve_app(
     return app
 
 
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def serve(db_url: str, *, host: str, port: int, token: str | None) -> None:
     """Bind, print the address, serve until interrupted (as `judgepanel view` does)."""
     import uvicorn
@@ -115,29 +103,22 @@ def serve(db_url: str, *, host: str, port: int, token: str | None) -> None:
         raise BadInput(f"--port must be between 0 and 65535, got {port}")
     if token is not None and len(token) < 16:
         raise BadInput("--token must be at least 16 characters")
-    if not _loopback(host) and not token:
+    if not is_loopback(host) and not token:
         raise BadInput(f"--host {host} is reachable from other machines: give --token for the owner's pages")
     write = annotation_engine(db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
     read = read_only_engine(db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as exc:
-        sock.close()
+        sock, url = listen(host, port)
+    except BadInput:
         write.dispose()
         read.dispose()
-        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.listen(128)
-    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
-    url = f"http://{shown}:{sock.getsockname()[1]}/"
+        raise
     print(url + ("  (owner token required)" if token else ""), flush=True)
     app = create_serve_app(
         write,
         read,
         token=token,
-        allowed_hosts=LOOPBACK_HOSTS if _loopback(host) else None,
+        allowed_hosts=host_names(host),
         db_label=display_url(db_url),
     )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))

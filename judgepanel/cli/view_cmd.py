@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 from pathlib import Path
 
@@ -37,15 +36,6 @@ def _bundle(ctx: typer.Context, folder: Path, campaigns: list[str], json_: bool)
         )
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def view(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; any but loopback needs --token."),
@@ -76,10 +66,10 @@ def view(
         raise BadInput(
             "--token must be at least 16 characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
         )
-    if not _loopback(host) and not token:
-        raise BadInput(f"--host {host} is reachable from other machines: give --token (or {TOKEN_ENV})")
-    import socket
+    from judgepanel.view.listen import host_names, is_loopback, listen
 
+    if not is_loopback(host) and not token:
+        raise BadInput(f"--host {host} is reachable from other machines: give --token (or {TOKEN_ENV})")
     import uvicorn
 
     from judgepanel.store.engine import display_url
@@ -90,20 +80,9 @@ def view(
     st.engine()  # the database must exist at this schema revision (one clear line otherwise)
     st.close()
     engine = read_only_engine(st.db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as exc:
-        sock.close()
-        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.listen(128)  # connections wait in the backlog from now on, before the server starts
-    bound = sock.getsockname()[1]
-    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
-    url = f"http://{shown}:{bound}/"
+    sock, url = listen(host, port)
     print(url + ("  (token required)" if token else ""), flush=True)
-    app = create_app(engine, token=token, db_label=display_url(st.db_url))
+    app = create_app(engine, token=token, allowed_hosts=host_names(host), db_label=display_url(st.db_url))
     if open_:
         import webbrowser
 

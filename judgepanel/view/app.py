@@ -7,7 +7,7 @@ Safety, in the order a request meets it (`Gate`):
   static files and the API included, must present it — `Authorization: Bearer T`, the cookie the
   viewer sets, or `?token=T` once (answered by a redirect that sets the cookie and drops the token
   from the address); each presented value is compared in constant time (`hmac.compare_digest`);
-- **host**: without a token the viewer answers only `Host: 127.0.0.1 / localhost / [::1]`, so a
+- **host**: without a token the viewer answers only `Host: 127.0.0.1 / localhost / [::1]` or the loopback address it was bound to, so a
   web page elsewhere cannot reach it through DNS rebinding;
 - **read only**: only GET and HEAD routes exist (anything else is 405), and the engine is the
   read-only one of `store.readonly.read_only_engine` (SQLite `mode=ro`; PostgreSQL READ ONLY
@@ -41,6 +41,7 @@ from starlette.staticfiles import StaticFiles
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.view import data, table
+from judgepanel.view.listen import LOOPBACK_HOSTS
 from judgepanel.view.stats import StatsCache
 
 HERE = Path(__file__).resolve().parent
@@ -50,7 +51,6 @@ BUSY_RETRY_AFTER_S = 2  # a 503's Retry-After when no database connection is fre
 # most this long before the request is answered 503 (not the 30 s SQLAlchemy waits by default)
 POOL_SIZE = 10
 POOL_TIMEOUT_S = 5.0
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CSP = (
     "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self' data:; "
     "style-src 'self' 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
