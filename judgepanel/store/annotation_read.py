@@ -205,14 +205,16 @@ class PanelKey:
     newest verdict id and job change: verdicts are only ever inserted, or deleted with their
     campaign), the newest id of the label table the humans write (`label`, or `pair_label` for
     pairs) and how many rows of it the panel's annotators have (a deleted row changes it), and
-    the newest `annotation_event` of any queue (a label edited in place always comes with one,
-    also in another queue sharing the annotator). Read by indexes and primary keys."""
+    the newest `annotation_event` of any queue and how many there are (a label edited in place
+    always comes with one, also in another queue sharing the annotator; the count catches an
+    event committed after a later-numbered one). Read by indexes and primary keys, and the
+    events' count (a scan of the table's smallest b-tree)."""
 
     queue: tuple[Any, ...]
     members: tuple[tuple[int, int, str], ...]
     judges: tuple[Any, ...]
     labels: tuple[int, int]
-    events: int
+    events: tuple[int, int]  # the newest event id and how many events there are
 
 
 def panel_key(conn: Any, q: Any) -> PanelKey:
@@ -252,6 +254,7 @@ def panel_key(conn: Any, q: Any) -> PanelKey:
             .where(table.c.annotator_id.in_(ours or [-1]))
             .scalar_subquery(),
             select(func.max(EV.c.id)).scalar_subquery(),
+            select(func.count()).select_from(EV).scalar_subquery(),
         )
     ).one()
     return PanelKey(
@@ -259,7 +262,7 @@ def panel_key(conn: Any, q: Any) -> PanelKey:
         members=members,
         judges=(llms, campaigns, int(row[0] or 0), str(row[1])),
         labels=(int(row[2] or 0), int(row[3] or 0)),
-        events=int(row[4] or 0),
+        events=(int(row[4] or 0), int(row[5] or 0)),
     )
 
 
@@ -375,7 +378,12 @@ def panel_update(
             return panel, now
         if now.queue != key.queue or now.members != key.members:
             return None
-        if now.labels[0] - key.labels[0] > _INCREMENT_ROWS or now.events - key.events > _INCREMENT_ROWS:
+        if now.labels[0] - key.labels[0] > _INCREMENT_ROWS or now.events[0] - key.events[0] > _INCREMENT_ROWS:
+            return None
+        # an event whose id is below the newest one read (on PostgreSQL a transaction may commit
+        # after a later-numbered one) would be missed by `id > newest`: the count shows it
+        newer = select(func.count()).select_from(EV).where(EV.c.id > key.events[0])
+        if now.events[1] != key.events[1] + int(conn.scalar(newer) or 0):
             return None
         pointwise = q.kind == "pointwise"
         table = base.label if pointwise else base.pair_label
@@ -416,7 +424,7 @@ def panel_update(
             select(EV.c.queue_id, EV.c.unit_id, EV.c.kind, MB.c.annotator_id, UN.c.item_id, UN.c.pair_id)
             .join(MB, MB.c.id == EV.c.member_id)
             .join(UN, UN.c.id == EV.c.unit_id)
-            .where(EV.c.id > key.events)
+            .where(EV.c.id > key.events[0])
         ):
             if qid == q.id and kind == "label":
                 finished.add(int(unit))

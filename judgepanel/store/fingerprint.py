@@ -129,7 +129,11 @@ def database_key(engine: Engine) -> tuple[Any, ...]:
     parts.append(select(func.max(Job.updated_at)).scalar_subquery())  # ix_job_updated_at
     # a campaign created (again: even with an old id and the same counts) is the newest one
     parts.append(select(func.max(Campaign.created_at)).scalar_subquery())
-    parts.append(select(func.max(EV.c.id)).scalar_subquery())  # a queue's label edited in place
+    # a queue's label edited in place (the count: an event committed after a later-numbered one)
+    parts += [
+        select(func.max(EV.c.id)).scalar_subquery(),
+        select(func.count()).select_from(EV).scalar_subquery(),
+    ]
     with engine.connect() as conn:
         row = conn.execute(select(*parts)).one()
     return tuple(str(v) for v in row)

@@ -416,3 +416,52 @@ def test_randomized_label_edit_delete_sequences_keep_the_state_equal_to_a_recomp
         assert cache.updates > 0  # the incremental path was exercised
     finally:
         eng.dispose()
+
+
+def test_an_edit_committed_after_a_later_numbered_event_is_not_missed(db_url: str, tmp_path: Path) -> None:
+    """On PostgreSQL two writers may commit out of id order: an edit's event numbered below the
+    newest event the kept panel was read under. The panel's key counts the events, so the edit is
+    read (a fresh read); by newest id alone the kept state stayed the old one."""
+    from judgepanel.store import annotation_read as read
+
+    eng, _truth = _synthetic(db_url, tmp_path)
+    try:
+        make_queue(
+            eng, dataset="syn", dimension="q", items=N_ITEMS, per_item=2, scale="1-3", scorer="accuracy"
+        )
+        members = [member(eng, "q", f"h{k}")[0] for k in range(2)]
+        for m in members:
+            for _ in range(20):
+                s = store.next_slot(eng, m)
+                assert s is not None
+                store.submit(eng, m, s, value=1)
+        with eng.begin() as c:  # a later-numbered event, committed first: ids below it stay free
+            c.execute(
+                text("INSERT INTO annotation_event (id, queue_id, unit_id, slot_id, member_id, kind, value, created_at) "
+                     "SELECT max(id) + 10, queue_id, unit_id, slot_id, member_id, 'label', '1', created_at "
+                     "FROM annotation_event GROUP BY queue_id, unit_id, slot_id, member_id, created_at "
+                     "ORDER BY max(id) DESC LIMIT 1")
+            )  # fmt: skip
+        kept = certify.certification(eng, "q", n_boot=10)
+        mine = store.my_slots(eng, members[0])
+        with eng.begin() as c:  # the edit: its label row changed in place, its event numbered lower
+            row = c.execute(
+                text("SELECT u.item_id, s.unit_id, s.id FROM annotation_slot s JOIN annotation_unit u "
+                     "ON u.id = s.unit_id WHERE s.id = :s"), {"s": mine[0]["slot"]}
+            ).one()  # fmt: skip
+            c.execute(
+                text(
+                    "UPDATE label SET value_num = 3, value_text = '3' WHERE item_id = :i AND annotator_id = :a"
+                ),
+                {"i": row[0], "a": members[0].annotator_id},
+            )
+            c.execute(
+                text("INSERT INTO annotation_event (id, queue_id, unit_id, slot_id, member_id, kind, value, created_at) "
+                     "SELECT max(id) - 5, :q, :u, :s, :m, 'edit', '3', CURRENT_TIMESTAMP FROM annotation_event"),
+                {"q": members[0].queue.id, "u": row[1], "s": row[2], "m": members[0].id},
+            )  # fmt: skip
+        scratch = certify.certification(eng, "q", n_boot=10, panel=read.queue_panel(eng, "q"))
+        assert scratch != kept  # the edit moves the figures
+        _same(certify.certification(eng, "q", n_boot=10), scratch)
+    finally:
+        eng.dispose()
