@@ -75,7 +75,7 @@ def _run(*server_args: str, batch: bool = False) -> dict[str, Any]:
     from judgepanel.fake.server import FakeServerProcess
     from judgepanel.runner import campaign as api
     from judgepanel.runner.batch import BatchOptions, BatchRunner
-    from judgepanel.runner.executor import RunOptions
+    from judgepanel.runner.options import RunOptions
     from judgepanel.store import campaigns as store
 
     with FakeServerProcess("--seed", "5", *server_args) as fake:

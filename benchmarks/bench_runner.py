@@ -151,7 +151,7 @@ async def _bare(
 
 def _runner(engine: Any, concurrency: int, rpm: float | None = None) -> Measured:
     from judgepanel.runner import campaign as api
-    from judgepanel.runner.executor import RunOptions
+    from judgepanel.runner.options import RunOptions
 
     t0, c0 = time.perf_counter(), time.process_time()
     summary = api.run(engine, "bench", RunOptions(concurrency=concurrency, rpm=rpm, no_cache=True))

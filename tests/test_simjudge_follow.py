@@ -14,15 +14,10 @@ from scipy.stats import spearmanr
 
 from judgepanel.protocol import UnitText, render_pairwise, render_pointwise
 from judgepanel.rubrics import bundled_rubric
-from judgepanel.simjudge import (
-    PAIRWISE,
-    POINTWISE,
-    WEIGHTS,
-    Guidance,
-    quality,
-    read_guidance,
-    simulate,
-)
+from judgepanel.simjudge import simulate
+from judgepanel.simjudge.following import Guidance, read_guidance
+from judgepanel.simjudge.reply import PAIRWISE, POINTWISE
+from judgepanel.simjudge.scoring import WEIGHTS, quality
 from tests.simjudge_prompts import reply_digests, sample_units
 
 RUBRIC = bundled_rubric("summeval")

@@ -13,7 +13,7 @@ from judgepanel.cli.render import SIMULATED_WORD, emit_json, err_console, simula
 from judgepanel.errors import BadInput, Interrupted
 
 if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
-    from judgepanel.runner.executor import RunOptions
+    from judgepanel.runner.options import RunOptions
 
 
 app = typer.Typer(help="Plan, estimate, run and follow judge campaigns.", no_args_is_help=True)
@@ -215,11 +215,11 @@ def _options(
     max_attempts: int,
     retry_failed: bool,
 ) -> RunOptions:
-    from judgepanel.runner.executor import RunOptions
+    from judgepanel.runner.options import RunOptions
 
     if max_attempts < 1:
         raise BadInput(f"--max-attempts must be at least 1, got {max_attempts}")
-    from judgepanel.runner.executor import RetryPolicy
+    from judgepanel.runner.options import RetryPolicy
 
     return RunOptions(
         concurrency=concurrency,

@@ -41,7 +41,7 @@ def worker(
 
     Exit 0 when every job of its campaigns has a verdict; 3 when jobs are left failed; 130 on
     Ctrl-C or SIGTERM (leases are handed back); 2 on bad input (or a second worker on SQLite)."""
-    from judgepanel.runner.executor import RetryPolicy, RunOptions
+    from judgepanel.runner.options import RetryPolicy, RunOptions
     from judgepanel.runner.worker import Worker, single_worker_on_sqlite
 
     if max_attempts < 1:

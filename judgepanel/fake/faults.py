@@ -3,8 +3,9 @@ hostile or broken server sends, each one an attack that once got through.
 
 Fault names hold no `x` (the model-suffix reader takes `NAMExN` as "the first N attempts").
 
-Boundary: `fake.server` chooses the fault (by header, model suffix or rate) and builds the real
-answer; this module only rewrites that answer (`rewrite`). It holds no state and does no I/O.
+Boundary: `fake.injection` chooses the fault (by header, model suffix or rate), `fake.formats`
+builds the real answer; this module only rewrites that answer (`rewrite`). It holds no state and
+does no I/O.
 
 * `gzipgzip` — the real answer padded to `huge` bytes (a JSON object with a `padding` member in
   front), then gzip-compressed twice and sent as `content-encoding: gzip, gzip`: about a kilobyte

@@ -30,7 +30,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from judgepanel.simjudge import POINTWISE, SimReply, content_text, count_tokens, simulate
+from judgepanel.simjudge import simulate
+from judgepanel.simjudge.reading import content_text
+from judgepanel.simjudge.reply import POINTWISE, SimReply, count_tokens
 
 _SCALE = re.compile(r"on a scale from (\d+) \(worst\) to (\d+) \(best\)")
 _INSPECT_ASK = re.compile(r"GRADE: \$(LETTER|NUMBER)")

@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from judgepanel.simjudge import content_text
+from judgepanel.simjudge.reading import content_text
 
 
 def prompt_tokens(payload: Mapping[str, Any]) -> int:

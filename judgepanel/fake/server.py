@@ -91,82 +91,49 @@ Run it as a process (the first stdout line is its URL), as `judgepanel fake-serv
 
 or in-process: `with FakeServer(latency=0.1) as fake: fake.url`, or `async with FakeServer() as fake`.
 The OpenAI base_url is `fake.url + "/v1"`, the Anthropic one `fake.url`.
+
+Boundary: this module reads requests, routes them and keeps what it saw (and runs the server, in a
+thread or as a process); the replies are built by its bases, `fake.formats` (the wire formats) and
+`fake.injection` (the injected faults), and written by `fake.http` (the transport).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
-import dataclasses
 import hashlib
 import json
-import math
 import os
 import random
 import re
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
-import zlib
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NoReturn
 from urllib.parse import parse_qs, urlsplit
 
 from judgepanel.fake.batch import FakeBatches, LostReply
 from judgepanel.fake.cache import DEFAULT_TTL, PromptCache
 from judgepanel.fake.faults import HOSTILE, rewrite
-from judgepanel.fake.graders import grader_reply
+from judgepanel.fake.formats import _SIM_KNOBS, WireFormats
+from judgepanel.fake.http import _drip, _encode, _endless, _gzip_bomb, _huge, _NoReply, _Reply, _reset
+from judgepanel.fake.injection import (
+    _AFTER_ANSWER,
+    FAULTS,
+    FaultInjection,
+    _caller_key,
+    _cut_at_length,
+    _echo,
+    _malformed,
+)
 from judgepanel.fake.llamacpp import context_refusal
-from judgepanel.fake.logprobs import fake_logprobs
-from judgepanel.simjudge import (
-    SIM_FINGERPRINT,
-    SimReply,
-    content_text,
-    count_tokens,
-    final_user_text,
-    simulate,
-)
 
-FAULTS = (
-    "429",
-    "429s",
-    "quota",
-    "500",
-    "502",
-    "503",
-    "504",
-    "529",
-    "400",
-    "401",
-    "403",
-    "404",
-    "422",
-    "hang",
-    "reset",
-    "truncated",
-    "html",
-    "html502",
-    "missing",
-    "429far",
-    "429inf",
-    "drip",
-    "length",
-    "echo",
-    "huge",
-    "endless",
-    "echoforms",
-    "echo401",
-    "gzipbomb",
-    *HOSTILE,
-)
 # Newsroom words for the synthetic articles and summaries that tests and benchmarks send here: the
 # sim brain scores a summary by its word overlap with the article.
 SAMPLE_WORDS = (
@@ -193,58 +160,6 @@ SAMPLE_WORDS = (
     "season",
     "forecast",
 )
-_SIM_KNOBS = ("position_bias", "noise", "prose_rate", "parse_error_rate", "editor_sprawl")
-_SAMPLING = ("temperature", "top_p", "top_k", "seed", "max_tokens", "max_completion_tokens")
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    402: "Payment Required",
-    403: "Forbidden",
-    404: "Not Found",
-    422: "Unprocessable Entity",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-    529: "Overloaded",
-}
-_OPENAI_ERRORS = {
-    400: ("invalid_request_error", None, "Invalid request (injected by the fake server)."),
-    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
-    403: ("permission_error", None, "You are not allowed to use this model."),
-    404: (
-        "invalid_request_error",
-        "model_not_found",
-        "The model does not exist or you do not have access to it.",
-    ),
-    422: ("invalid_request_error", None, "Unprocessable request."),
-    429: ("requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again later."),
-    500: ("server_error", None, "The server had an error while processing your request."),
-    502: ("server_error", None, "Bad gateway."),
-    503: ("server_error", None, "The engine is currently overloaded, please try again later."),
-    504: ("server_error", None, "Gateway timeout."),
-    529: ("server_error", None, "Overloaded."),
-}
-_ANTHROPIC_ERRORS = {
-    400: ("invalid_request_error", "Invalid request (injected by the fake server)."),
-    401: ("authentication_error", "invalid x-api-key"),
-    402: ("billing_error", "Your credit balance is too low to access the Anthropic API."),
-    403: ("permission_error", "Your API key does not have permission to use the specified resource."),
-    404: ("not_found_error", "The requested resource could not be found."),
-    422: ("invalid_request_error", "Unprocessable request."),
-    429: ("rate_limit_error", "Number of requests has exceeded your rate limit."),
-    500: ("api_error", "Internal server error."),
-    502: ("api_error", "Bad gateway."),
-    503: ("api_error", "Service unavailable."),
-    504: ("api_error", "Gateway timeout."),
-    529: ("overloaded_error", "Overloaded"),
-}
-_HTML = (
-    b"<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center>"
-    b"<hr><center>nginx</center></body></html>"
-)
 
 
 @dataclass
@@ -260,22 +175,6 @@ class RequestRecord:
     body: str
     arrived: float
     seconds: float = 0.0
-
-
-@dataclass
-class _Reply:
-    status: int
-    body: bytes
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    content_type: str = "application/json"
-    drip: float = 0.0  # seconds between body bytes (0: all at once)
-    pad: int = 0  # `huge`: the body is padded to this many bytes
-    endless: bool = False  # `endless`: a chunked body that never ends
-    gzip: bool = False  # `gzipbomb`: the padded body gzip-compressed, chunked
-
-
-class _NoReply(Exception):
-    """Raised to leave a request unanswered (hang, reset)."""
 
 
 def _parse_model(raw: str) -> tuple[str, list[str], dict[str, float]]:
@@ -295,7 +194,7 @@ def _parse_model(raw: str) -> tuple[str, list[str], dict[str, float]]:
     return name, faults, knobs
 
 
-class FakeServer:
+class FakeServer(FaultInjection, WireFormats):
     """The fake provider server. See the module docstring for behaviour and controls."""
 
     def __init__(
@@ -561,16 +460,6 @@ class FakeServer:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, ConnectionError):
             return None
 
-    def _bill(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> None:
-        self.billed["replies"] += 1
-        self.billed["input_tokens"] += input_tokens
-        self.billed["output_tokens"] += output_tokens
-        self.billed["cached_tokens"] += cached_tokens
-
-    def next_id(self) -> str:
-        self._counter += 1
-        return f"{self.port:x}{self._counter:08x}"
-
     async def _dispatch(
         self,
         method: str,
@@ -695,280 +584,6 @@ class FakeServer:
             return reply.status, rewrite(fault, wire, reply.body, "", self.huge)[0]
         return reply.status, reply.body
 
-    def _choose_fault(
-        self, headers: Mapping[str, str], model_faults: Sequence[str], digest: bytes, attempt: int
-    ) -> str | None:
-        forced = headers.get("x-fake-fault")
-        if forced:
-            return forced if forced in FAULTS else None
-        draw = random.Random(int.from_bytes(digest, "big") ^ (attempt * 0x9E3779B97F4A7C15)).random
-        for token in model_faults:
-            name, at, prob = token.partition("@")
-            name, x, times = name.partition("x")
-            if name not in FAULTS:
-                continue
-            if at:
-                try:
-                    if draw() < float(prob):
-                        return name
-                except ValueError:
-                    continue
-            elif x:
-                if times.isdigit() and attempt < int(times):
-                    return name
-            else:
-                return name
-        if self.faults:
-            u = draw()
-            acc = 0.0
-            for name, rate in self.faults.items():
-                acc += rate
-                if u < acc:
-                    return name
-        return None
-
-    def _take_token(self) -> float | None:
-        """None if the request may pass the RPM limit, else seconds until the next token."""
-        if not self.rpm or self.burst is None:
-            return None
-        now = time.monotonic()
-        rate = self.rpm / 60.0
-        self._tokens = min(self.burst, self._tokens + (now - self._refilled) * rate)
-        self._refilled = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return None
-        return (1.0 - self._tokens) / rate
-
-    def _rate_limited(self, wire: str, wait: float) -> _Reply:
-        reply = self._error(wire, 429, "Rate limit reached for requests per minute (fake server RPM limit).")
-        reply.headers += [
-            ("retry-after", str(max(1, math.ceil(wait)))),
-            ("retry-after-ms", str(max(1, math.ceil(wait * 1000)))),
-            ("x-ratelimit-limit-requests", str(int(self.rpm or 0))),
-            ("x-ratelimit-remaining-requests", "0"),
-            ("x-ratelimit-reset-requests", f"{wait:.3f}s"),
-        ]
-        return reply
-
-    async def _fault_reply(
-        self,
-        wire: str,
-        fault: str,
-        headers: Mapping[str, str],
-        reader: asyncio.StreamReader,
-        knobs: Mapping[str, float],
-    ) -> _Reply:
-        if fault == "hang":
-            # Answer nothing until the client gives up (closes the connection) or `hang` passes.
-            with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
-                await asyncio.wait_for(reader.read(1), self.hang)
-            raise _NoReply("hang")
-        if fault == "reset":
-            raise _NoReply("reset")
-        if fault == "echo401":
-            forms = key_forms(_caller_key(headers))
-            return self._error(wire, 401, f"bad key {forms[0]} / {forms[-1]} ({' '.join(forms[1:-1])})")
-        if fault == "html502":
-            return _Reply(502, _HTML, content_type="text/html")
-        if fault in ("429far", "429inf"):
-            reply = self._error(wire, 429, None)
-            if fault == "429far":
-                reply.headers.append(("retry-after", "Fri, 31 Dec 2099 23:59:59 GMT"))
-            else:
-                reply.headers += [("retry-after-ms", "inf"), ("retry-after", "86400")]
-            return reply
-        if fault == "quota":
-            if wire == "openai":
-                body = {
-                    "error": {
-                        "message": "You exceeded your current quota, please check your plan and billing details.",
-                        "type": "insufficient_quota",
-                        "param": None,
-                        "code": "insufficient_quota",
-                    }
-                }
-                return _Reply(429, json.dumps(body).encode())
-            return self._error(wire, 402, _ANTHROPIC_ERRORS[402][1])
-        status = int(fault.rstrip("s"))
-        reply = self._error(wire, status, None)
-        if status == 429:
-            wait = knobs.get("retry_after", self.retry_after)
-            if "x-fake-retry-after" in headers:
-                with contextlib.suppress(ValueError):
-                    wait = float(headers["x-fake-retry-after"])
-            reply.headers.append(("retry-after", str(max(0, math.ceil(wait)))))
-            if fault == "429":
-                reply.headers.append(("retry-after-ms", str(round(wait * 1000))))
-        return reply
-
-    def _error(self, wire: str, status: int, message: str | None, *, param: str | None = None) -> _Reply:
-        if wire == "openai":
-            kind, code, default = _OPENAI_ERRORS.get(status, ("server_error", None, "Error."))
-            body: dict[str, Any] = {
-                "error": {"message": message or default, "type": kind, "param": param, "code": code}
-            }
-            headers = [("x-request-id", f"req_{self.next_id()}")]
-        else:
-            kind, default = _ANTHROPIC_ERRORS.get(status, ("api_error", "Error."))
-            body = {"type": "error", "error": {"type": kind, "message": message or default}}
-            headers = [("request-id", f"req_{self.next_id()}")]
-        return _Reply(status, json.dumps(body).encode(), headers)
-
-    def _brain_params(self, payload: Mapping[str, Any], knobs: Mapping[str, float]) -> dict[str, Any]:
-        params: dict[str, Any] = {k: payload[k] for k in _SAMPLING if k in payload}
-        params.update(self.sim)
-        params.update({k: v for k, v in knobs.items() if k in _SIM_KNOBS})
-        return params
-
-    def _openai(self, payload: dict[str, Any], model: str, knobs: Mapping[str, float]) -> _Reply:
-        messages = payload.get("messages")
-        if not payload.get("model") or not isinstance(messages, list) or not messages:
-            return self._error("openai", 400, "'model' and a non-empty 'messages' list are required.")
-        for name in self.refuse:
-            if name in payload:
-                return self._error(
-                    "openai",
-                    400,
-                    f"Unsupported parameter: '{name}' is not supported by this server.",
-                    param=name,
-                )
-        fmt = payload.get("response_format") or {}
-        structured = isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object")
-        schema_name = (fmt.get("json_schema") or {}).get("name") if isinstance(fmt, dict) else None
-        normalized = [
-            {"role": str(m.get("role")), "content": content_text(m.get("content"))}
-            for m in messages
-            if isinstance(m, dict)
-        ]
-        params = self._brain_params(payload, knobs)
-        reply = simulate(model, normalized, schema_name=schema_name, params=params, structured=structured)
-        reply = self._scripted(normalized, grader_reply(model, normalized, params, reply))
-        ident = self.next_id()
-        cached = self.prompt_cache.openai(payload, model).read if self.prompt_cache is not None else 0
-        self._bill(reply.input_tokens, reply.output_tokens, min(cached, reply.input_tokens))
-        body = {
-            "id": f"chatcmpl-fake{ident}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": self.served_model or f"sim/{model}",
-            "system_fingerprint": SIM_FINGERPRINT,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": reply.text, "refusal": None},
-                    "logprobs": (
-                        fake_logprobs(reply.text, top_logprobs=int(payload.get("top_logprobs") or 0))
-                        if payload.get("logprobs") is True
-                        else None
-                    ),
-                    "finish_reason": reply.finish_reason,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": reply.input_tokens,
-                "completion_tokens": reply.output_tokens,
-                "total_tokens": reply.input_tokens + reply.output_tokens,
-                "prompt_tokens_details": {
-                    "cached_tokens": min(cached, reply.input_tokens),
-                    "audio_tokens": 0,
-                },
-            },
-        }
-        return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), [("x-request-id", f"req_{ident}")])
-
-    def _anthropic(
-        self, payload: dict[str, Any], model: str, knobs: Mapping[str, float], version: str
-    ) -> _Reply:
-        messages = payload.get("messages")
-        if not payload.get("model") or not isinstance(messages, list) or not messages:
-            return self._error("anthropic", 400, "messages: field required")
-        if not isinstance(payload.get("max_tokens"), int):
-            return self._error("anthropic", 400, "max_tokens: field required")
-        if version >= "2026-10-21":
-            for name in ("temperature", "top_p", "top_k"):
-                if name in payload:
-                    return self._error("anthropic", 400, f"{name}: Extra inputs are not permitted")
-        normalized: list[dict[str, str]] = []
-        system = payload.get("system")
-        if system:
-            normalized.append({"role": "system", "content": content_text(system)})
-        normalized += [
-            {"role": str(m.get("role")), "content": content_text(m.get("content"))}
-            for m in messages
-            if isinstance(m, dict)
-        ]
-        choice = payload.get("tool_choice") or {}
-        tools = payload.get("tools") or []
-        tool_name: str | None = None
-        if isinstance(choice, dict) and tools:
-            if choice.get("type") == "tool":
-                tool_name = str(choice.get("name"))
-            elif choice.get("type") == "any":
-                tool_name = str(tools[0].get("name"))
-        params = self._brain_params(payload, knobs)
-        reply = simulate(
-            model, normalized, schema_name=tool_name, params=params, structured=tool_name is not None
-        )
-        reply = self._scripted(normalized, grader_reply(model, normalized, params, reply))
-        ident = self.next_id()
-        usage = self.prompt_cache.anthropic(payload, model) if self.prompt_cache is not None else None
-        read = min(usage.read, reply.input_tokens) if usage else 0
-        written = min(usage.written, reply.input_tokens - read) if usage else 0
-        self._bill(reply.input_tokens, reply.output_tokens, read)
-        content: list[dict[str, Any]]
-        if tool_name is not None and reply.structured is not None:
-            content = [
-                {"type": "tool_use", "id": f"toolu_fake{ident}", "name": tool_name, "input": reply.structured}
-            ]
-            stop = "tool_use"
-        else:
-            content = [{"type": "text", "text": reply.text}]
-            stop = "end_turn" if reply.finish_reason == "stop" else "max_tokens"
-        body = {
-            "id": f"msg_fake{ident}",
-            "type": "message",
-            "role": "assistant",
-            "model": self.served_model or f"sim/{model}",
-            "content": content,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": reply.input_tokens - read - written,
-                "cache_creation_input_tokens": written,
-                "cache_read_input_tokens": read,
-                "output_tokens": reply.output_tokens,
-            },
-        }
-        return _Reply(200, json.dumps(body, ensure_ascii=False).encode(), [("request-id", f"req_{ident}")])
-
-    def _models(self, headers: Mapping[str, str]) -> _Reply:
-        ids = [self.served_model or "sim"]
-        if "anthropic-version" in headers:
-            data = [
-                {"type": "model", "id": i, "display_name": i, "created_at": "2026-01-01T00:00:00Z"}
-                for i in ids
-            ]
-            body: dict[str, Any] = {"data": data, "has_more": False, "first_id": ids[0], "last_id": ids[-1]}
-        else:
-            body = {
-                "object": "list",
-                "data": [{"id": i, "object": "model", "created": 0, "owned_by": "fake"} for i in ids],
-            }
-        return _Reply(200, json.dumps(body).encode())
-
-    def _scripted(self, messages: Sequence[Mapping[str, Any]], reply: SimReply) -> SimReply:
-        """The reply a test scripted for this request (`/_fake/answers`), else the brain's."""
-        if not self.answers:
-            return reply
-        text = final_user_text(messages)
-        for when, scripted in self.answers:
-            if when in text:
-                return dataclasses.replace(
-                    reply, text=scripted, structured=None, style="prose", output_tokens=count_tokens(scripted)
-                )
-        return reply
-
     def _set_answers(self, body: bytes) -> _Reply:
         try:
             rules = json.loads(body or b"[]")
@@ -1006,223 +621,6 @@ class FakeServer:
                 200, json.dumps({"seconds": self.batch_seconds, "expire": self.batch_expire}).encode()
             )
         return _Reply(404, b'{"error": {"message": "unknown control path"}}')
-
-
-_AFTER_ANSWER = (
-    "truncated",
-    "missing",
-    "html",
-    "drip",
-    "length",
-    "echo",
-    "echoforms",
-    "huge",
-    "endless",
-    "gzipbomb",
-    *HOSTILE,
-)  # faults applied to a real answer
-
-
-def _cut_at_length(wire: str, reply: _Reply) -> _Reply:
-    """The answer as a model stopped by its output cap sends it: a third of the text, marked."""
-    payload = json.loads(reply.body)
-    if wire == "openai":
-        choice = payload["choices"][0]
-        text = choice["message"]["content"]
-        choice["message"]["content"] = text[: max(1, len(text) // 3)]
-        choice["finish_reason"] = "length"
-    else:
-        text = (
-            json.dumps(payload["content"][0].get("input"))
-            if payload["content"][0]["type"] == "tool_use"
-            else payload["content"][0]["text"]
-        )
-        payload["content"] = [{"type": "text", "text": text[: max(1, len(text) // 3)]}]
-        payload["stop_reason"] = "max_tokens"
-    return _Reply(200, json.dumps(payload, ensure_ascii=False).encode(), reply.headers)
-
-
-async def _drip(writer: asyncio.StreamWriter, data: bytes, reply: _Reply) -> None:
-    """Send the head at once, then the body one byte every `reply.drip` seconds: every read the
-    client makes is answered quickly, so only a deadline on the whole call stops it."""
-    split = len(data) - len(reply.body)
-    writer.write(data[:split])
-    await writer.drain()
-    for i in range(split, len(data)):
-        await asyncio.sleep(reply.drip)
-        writer.write(data[i : i + 1])
-        await writer.drain()
-
-
-_BLOCK = 1 << 16
-
-
-async def _huge(writer: asyncio.StreamWriter, reply: _Reply, keep_alive: bool) -> bool:
-    """The real answer as a JSON object with a `padding` member in front, `reply.pad` bytes in all,
-    written 64 KB at a time (the server never holds it whole); False when the client hung up."""
-    head_field = b'{"padding":"'
-    rest = b'",' + reply.body[1:]
-    n = max(0, reply.pad - len(head_field) - len(rest))
-    total = len(head_field) + n + len(rest)
-    head = _encode(_Reply(reply.status, b"", reply.headers, reply.content_type), keep_alive, "")
-    head = head.replace(b"content-length: 0\r\n", f"content-length: {total}\r\n".encode())
-    block = b"x" * _BLOCK
-    try:
-        writer.write(head + head_field)
-        while n > 0:
-            writer.write(block[: min(n, _BLOCK)])
-            n -= min(n, _BLOCK)
-            await writer.drain()
-        writer.write(rest)
-        await writer.drain()
-    except (ConnectionError, OSError):
-        return False
-    return keep_alive
-
-
-async def _gzip_bomb(writer: asyncio.StreamWriter, reply: _Reply) -> bool:
-    """`_huge`'s body gzip-compressed as it is produced, sent chunked with content-encoding gzip:
-    small on the wire, `reply.pad` bytes once decoded."""
-    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
-    head = (
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
-        b"transfer-encoding: chunked\r\nconnection: close\r\nserver: judgepanel-fakeserver\r\n\r\n"
-    )
-
-    def chunk(data: bytes) -> bytes:
-        return f"{len(data):x}\r\n".encode() + data + b"\r\n" if data else b""
-
-    rest = b'",' + reply.body[1:]
-    n = max(0, reply.pad - len(rest) - 12)
-    block = b"x" * _BLOCK
-    try:
-        writer.write(head + chunk(packer.compress(b'{"padding":"')))
-        while n > 0:
-            if writer.is_closing():
-                return False
-            writer.write(chunk(packer.compress(block[: min(n, _BLOCK)])))
-            n -= min(n, _BLOCK)
-            await writer.drain()
-            await asyncio.sleep(0)  # the compressed pieces are small: drain alone would not yield
-        writer.write(chunk(packer.compress(rest) + packer.flush()) + b"0\r\n\r\n")
-        await writer.drain()
-    except (ConnectionError, OSError):
-        return False
-    return False  # connection: close
-
-
-async def _endless(writer: asyncio.StreamWriter) -> bool:
-    """A 200 whose chunked body never ends; stops only when the client hangs up."""
-    head = (
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n"
-        b"connection: close\r\nserver: judgepanel-fakeserver\r\n\r\n"
-    )
-    chunk = f"{_BLOCK:x}\r\n".encode() + b" " * _BLOCK + b"\r\n"
-    try:
-        writer.write(head + b'5\r\n{"a":\r\n')
-        while True:
-            writer.write(chunk)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        return False
-
-
-def _malformed(fault: str, reply: _Reply) -> _Reply:
-    if fault == "truncated":
-        return _Reply(200, reply.body[: len(reply.body) // 2], reply.headers)
-    if fault == "html":
-        return _Reply(200, _HTML, reply.headers, content_type="text/html")
-    payload = json.loads(reply.body)
-    payload.pop("choices", None)
-    payload.pop("content", None)
-    return _Reply(200, json.dumps(payload).encode(), reply.headers)
-
-
-def _caller_key(headers: Mapping[str, str]) -> str:
-    auth = headers.get("authorization", "")
-    return (
-        auth.split(" ", 1)[1].strip() if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
-    )
-
-
-def key_forms(key: str) -> list[str]:
-    """`key` in the reversible forms a hostile or buggy server may send it back in."""
-    raw = key.encode()
-    half = len(key) // 2
-    return [
-        base64.b64encode(raw).decode(),
-        base64.urlsafe_b64encode(raw).decode().rstrip("="),
-        raw.hex(),
-        raw.hex().upper(),
-        key[::-1],
-        key.upper(),
-        key.lower(),
-        key.replace("-", "_"),
-        f"{key[:half]} {key[half:]}",
-        f"{key[:half]}\n{key[half:]}",
-        f"{key[:half]}.{key[half:]}",
-        "/".join(key[i : i + 8] for i in range(0, len(key), 8)),
-        f"{key[:half]}...{key[half:]}",
-    ]
-
-
-def _echo(reply: _Reply, key: str, *, forms: bool = False) -> _Reply:
-    """The reply with `key` planted in every free-text field a client stores (with `forms`: in
-    every form of `key_forms`, and `model` carrying the base64 one)."""
-    planted = " | ".join(key_forms(key)) if forms else key
-    in_model = key_forms(key)[0] if forms else key
-
-    def plant(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {
-                k: (f"{planted} {v}" if k == "rationale" and isinstance(v, str) else plant(v))
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [plant(v) for v in value]
-        return value
-
-    def text(content: str) -> str:
-        try:
-            obj = json.loads(content)
-        except ValueError:
-            obj = None
-        return json.dumps(plant(obj)) if isinstance(obj, dict) else f"{planted}\n{content}"
-
-    payload = json.loads(reply.body)
-    payload["model"] = f"{payload.get('model')}+{in_model}"
-    if "system_fingerprint" in payload:
-        payload["system_fingerprint"] = in_model
-    for choice in payload.get("choices") or []:
-        message = choice.get("message") or {}
-        if isinstance(message.get("content"), str):
-            message["content"] = text(message["content"])
-    for block in payload.get("content") or []:
-        if block.get("type") == "text":
-            block["text"] = text(block["text"])
-        elif block.get("type") == "tool_use":
-            block["input"] = plant(block["input"])
-    return _Reply(200, json.dumps(payload, ensure_ascii=False).encode(), reply.headers)
-
-
-def _encode(reply: _Reply, keep_alive: bool, ident: str) -> bytes:
-    head = [
-        f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Error')}",
-        f"content-type: {reply.content_type}",
-        f"content-length: {len(reply.body)}",
-        f"connection: {'keep-alive' if keep_alive else 'close'}",
-        "server: judgepanel-fakeserver",
-    ]
-    head += [f"{k}: {v}" for k, v in reply.headers]
-    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body
-
-
-def _reset(writer: asyncio.StreamWriter) -> None:
-    """Close with a TCP RST (SO_LINGER 0), as a crashed proxy would."""
-    sock = writer.get_extra_info("socket")
-    with contextlib.suppress(OSError, AttributeError):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    writer.transport.abort()
 
 
 # ---- as a separate process ------------------------------------------------------------------

@@ -9,7 +9,7 @@ broken server sends (issue 29) then cannot make a writer batch impossible to com
   NUL in text: both become U+FFFD, in every string of the reply;
 * a token count is an integer in [0, `MAX_COUNT`] (the columns are 32-bit on PostgreSQL), else it
   is unknown (None) — and so is the reply's cost, which the runner then charges at the call's
-  reservation (`runner.executor`);
+  reservation (`runner.calling`);
 * the short columns (`model_returned`, `system_fingerprint`, `finish_reason`) are cut to their
   width, and no body over the judge's `max_reply_bytes` is stored: such a body is replaced by its
   size and sha256, as an `oversize` failure is (batch result files are not read through the

@@ -13,7 +13,8 @@ from typing import Any
 
 from judgepanel.errors import TimedOut, Transient
 from judgepanel.providers.base import ChatRequest, ChatResult
-from judgepanel.simjudge import SIM_FINGERPRINT, SimSettings, request_seed, simulate
+from judgepanel.simjudge import SIM_FINGERPRINT, simulate
+from judgepanel.simjudge.reply import SimSettings, request_seed
 
 __all__ = ["SIM_FINGERPRINT", "SimProvider"]
 

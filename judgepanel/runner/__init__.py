@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from judgepanel.protocol.plan import CampaignSpec, job_key, plan_jobs
     from judgepanel.runner.campaign import Estimate, create, estimate, run
-    from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunStats, RunSummary
+    from judgepanel.runner.executor import Runner, RunSummary
+    from judgepanel.runner.options import RetryPolicy, RunOptions, RunStats
 
 # Imported on first use: `import judgepanel.runner.bias` (or `.plan`) must not pull in the
 # executor, the SDKs and the template engine (start-up time, and no import cycle with the store).
 _HOME = {
     **dict.fromkeys(("Estimate", "create", "estimate", "run"), "campaign"),
-    **dict.fromkeys(("RetryPolicy", "Runner", "RunOptions", "RunStats", "RunSummary"), "executor"),
+    **dict.fromkeys(("Runner", "RunSummary"), "executor"),
+    **dict.fromkeys(("RetryPolicy", "RunOptions", "RunStats"), "options"),
     **dict.fromkeys(("CampaignSpec", "job_key", "plan_jobs"), "plan"),
 }
 

@@ -54,23 +54,22 @@ from judgepanel.providers.replies import clean_body, clean_result, clean_text
 from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.checkers import clause_plan
-from judgepanel.runner.executor import (
-    RETRY_FAILED,
-    _reply_kind,
-    answered_row,
-    cached_answer,
-    failed_class,
-    judged_reply,
-    prepare_leased,
-    run_exit_code,
-    sent_row,
-)
+from judgepanel.runner.executor import RETRY_FAILED, run_exit_code
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
     assume_learnt_refusals,
     context_options,
     prepare,
+)
+from judgepanel.runner.rows import (
+    _reply_kind,
+    answered_row,
+    cached_answer,
+    failed_class,
+    judged_reply,
+    prepare_leased,
+    sent_row,
 )
 from judgepanel.runner.served import served_models
 from judgepanel.store import budget as budget_store

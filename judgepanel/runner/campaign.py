@@ -33,7 +33,8 @@ from judgepanel.runner.budget import Price, check_prices, estimate_tokens, price
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.conditions_check import SamePrompts
-from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary
+from judgepanel.runner.executor import ProviderFactory, Runner, RunSummary
+from judgepanel.runner.options import RunOptions
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,

@@ -4,7 +4,8 @@ job out.
 Per judge: a feeder leases jobs in chunks (rendering prompts and looking up the cache in a worker
 thread), a fixed pool of worker coroutines (size = the judge's concurrency) takes them, and a
 `JudgeLimiter` paces calls (adaptive concurrency, RPM/TPM, Retry-After gate). One `Writer` commits
-everything in batches. Retries live here and only here, in `_run_job` (tenacity's back-off, looped by hand):
+everything in batches. Retries live in `runner.calling` and only there, in `_run_job` (tenacity's
+back-off, looped by hand):
 
     RateLimited (429, quota per minute)   wait Retry-After / retry-after-ms when the provider sent
                                            one (+ up to 10 % jitter), never longer than
@@ -38,6 +39,11 @@ HTTP pool, every byte of the body), not each read, so a server that drips a byte
 keep a call alive. It starts when the request leaves for the server (`providers.base.CallClock`):
 time spent waiting for the judge's limiter, or inside the provider behind an OpenAI-compatible
 judge's probing first call, is not part of it and is stored apart as `queued_ms`.
+
+Boundary: this module loads a campaign, leases and feeds jobs, runs and stops the whole run and
+sums it up (`RunSummary`); the workers' calls are `runner.calling` (`Runner`'s base class), the
+rows they write `runner.rows`, the options and live counters `runner.options`, the collector
+settings during a run `runner.collector`.
 """
 
 from __future__ import annotations
@@ -45,60 +51,44 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import random
 import time
-from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Engine
-from tenacity import RetryCallState
 from tenacity.wait import wait_exponential_jitter
 
 from judgepanel.errors import (
     EXIT_INTERRUPTED,
-    BadInput,
-    ContextTooLong,
-    Fatal,
-    ProviderError,
-    RateLimited,
-    TimedOut,
-    Transient,
 )
-from judgepanel.protocol.schemas import shortest_answer_tokens
-from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
-from judgepanel.providers.errors import configured_secrets, redact, redact_result
-from judgepanel.providers.replies import clean_body, clean_result, clean_text
+from judgepanel.providers.base import ChatResult, Provider
 from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
 from judgepanel.rubrics import RubricDoc
 from judgepanel.runner.budget import (
-    SLICE_CALLS,
     Budget,
-    Price,
     assumed_rates_note,
     check_prices,
     price_for,
     unknown_price_advice,
 )
+from judgepanel.runner.calling import Calls, _Judge
 from judgepanel.runner.checkers import clause_plan
+from judgepanel.runner.collector import RelaxedCollector, freeze_heap
 from judgepanel.runner.dbwait import is_outage, patient
 from judgepanel.runner.failures import context_advice
 from judgepanel.runner.inflight import InFlight
 from judgepanel.runner.limits import JudgeLimiter, SharedBucket
+from judgepanel.runner.options import RunOptions, RunStats
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
-    as_sent,
     assume_learnt_refusals,
     context_options,
     max_output,
-    prepare,
-    read,
     template_drift,
-    verdict_from,
-    with_logprob_score,
 )
+from judgepanel.runner.rows import cached_answer, prepare_leased
 from judgepanel.runner.served import PROBE_SECONDS, served_models
 from judgepanel.runner.units import UnitGate
 from judgepanel.runner.writer import Writer
@@ -106,13 +96,11 @@ from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
 from judgepanel.store import liveness
 from judgepanel.store.campaigns import (
-    AttemptRow,
     Batch,
     BatchResult,
     CacheHit,
     JobOutcome,
     LeasedJob,
-    VerdictRow,
 )
 from judgepanel.store.campaigns.leases import unit_jobs
 from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
@@ -122,75 +110,7 @@ from judgepanel.store.editor import editor_tasks
 # retried by itself, as the same question tends to get the same huge answer, paid again; a
 # `context` refusal is cured by raising the server's context, after which the user asks again)
 RETRY_FAILED = ("rate_limit", "transient", "oversize", "context")
-TRUNCATED_REASONS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
-RECENT_CALLS = 400  # calls kept for the progress line's rate and latency (`analysis.pace`)
-UNREADABLE_STOP = 20  # a run whose first this-many answers all fail to parse stops (module docstring)
-
-
-def freeze_heap() -> bool:
-    """Move every object alive now (the SDKs, SQLAlchemy, the compiled templates: the process's
-    whole heap once a run is set up) out of the cyclic garbage collector's reach until
-    `gc.unfreeze()`; True when this call froze it. Every full collection during the run then walks
-    only what the run allocated instead of some 300,000 objects that cannot become garbage while it
-    runs: at zero latency that was about 5 % of the runner's CPU (one full collection per ~2,000
-    calls, 0.15–0.2 s each). Nothing is kept alive: objects freed by their reference count go as
-    before, and the run unfreezes when it ends. A heap already frozen (by the caller, or by another
-    run in this process) is left to whoever froze it."""
-    if gc.get_freeze_count():
-        return False
-    gc.freeze()
-    return True
-
-
-# the youngest generation's collection threshold while a run works (CPython's default is 700)
-RUN_GC_THRESHOLD = 10_000
-
-
-class RelaxedCollector:
-    """Collect the youngest generation every `RUN_GC_THRESHOLD` net allocations instead of every
-    700 while a run works (`start` … `stop`). At zero latency the SDKs, their HTTP stack and the
-    runner allocate thousands of container objects a call, and the default threshold made about
-    150 young collections and 13 middle ones per 2,000 calls, 0.10–0.12 CPU ms a call in all
-    (measured with `gc.callbacks`); at 10,000 they cost 0.03–0.04 ms. Cyclic garbage lives a
-    little longer (a few MB at most); nothing else changes.
-
-    A caller's higher threshold is left alone, and a collector switched off (threshold 0) stays
-    off. Someone lowering the threshold while the run works (the CLI restores CPython's default
-    after its start-up, `cli._collect_after_start_up`, which may fall inside a run) is noted and
-    raised again after that collection; when the run stops, the threshold is the one it would
-    have been without the run."""
-
-    def __init__(self) -> None:
-        self._restore: tuple[int, int, int] | None = None
-        self._active = False
-
-    def start(self) -> None:
-        now = gc.get_threshold()
-        if now[0] == 0:
-            return
-        self._active = True
-        if now[0] < RUN_GC_THRESHOLD:
-            self._restore = now
-            gc.set_threshold(RUN_GC_THRESHOLD, now[1], now[2])
-        gc.callbacks.append(self._keep)
-
-    def _keep(self, phase: str, info: dict[str, int]) -> None:
-        if phase != "stop" or not self._active:
-            return
-        now = gc.get_threshold()
-        if 0 < now[0] < RUN_GC_THRESHOLD:  # lowered by someone else meanwhile: theirs after the run
-            self._restore = now
-            gc.set_threshold(RUN_GC_THRESHOLD, now[1], now[2])
-
-    def stop(self) -> None:
-        if not self._active:
-            return
-        self._active = False  # the callback stays inert even if a collection holds it right now
-        with contextlib.suppress(ValueError):
-            gc.callbacks.remove(self._keep)
-        if self._restore is not None and gc.get_threshold()[0] == RUN_GC_THRESHOLD:
-            gc.set_threshold(*self._restore)
 
 
 def run_exit_code(status: str, done: int, jobs: int) -> int:
@@ -199,92 +119,6 @@ def run_exit_code(status: str, done: int, jobs: int) -> int:
     if status == "interrupted":
         return EXIT_INTERRUPTED
     return 0 if done == jobs else EXIT_INCOMPLETE
-
-
-class _Abandoned(Exception):
-    """A job given back unfinished (stop requested during its back-off)."""
-
-
-@dataclass(frozen=True)
-class _AttemptNumber:
-    """What tenacity's wait strategies read of a `RetryCallState`."""
-
-    attempt_number: int
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_attempts: int = 6
-    initial_wait: float = 1.0  # seconds, first exponential back-off step
-    max_wait: float = 60.0
-    jitter: float = 1.0
-    max_retry_after: float = 300.0  # never sleep (or pause a judge) longer than this on a server's word
-    timeout_retries: int = 1  # a job whose call timed out is retried at most this often for timeouts
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    concurrency: int = 16  # per judge, unless the judge spec says `concurrency=`
-    rpm: float | None = None  # per judge, unless the spec says `rpm=`
-    tpm: float | None = None
-    max_cost: float | None = None  # USD: sets the campaign's cap on its total spend (kept for later runs)
-    no_cache: bool = False
-    timeout: float = 120.0  # per call, unless the spec says `timeout=`
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    retry_failed: bool = False  # put jobs that failed rate_limit/transient/oversize back first
-    batch_size: int = 500
-    flush_ms: float = 100.0
-    lease_seconds: float = 120.0
-    lease_chunk: int | None = None  # jobs leased at a time per judge (default: 4 × concurrency, ≥ 128)
-    shared_limits: bool = False  # RPM/TPM budgets shared with other workers through the database
-    # stop when the first this-many answers of the run all fail to parse (None: never)
-    unreadable_stop: int | None = UNREADABLE_STOP
-
-    def validate(self) -> None:
-        if self.lease_seconds <= 0:
-            raise BadInput(f"--lease-seconds must be positive, got {self.lease_seconds}")
-        self._validate()
-
-    def _validate(self) -> None:
-        if self.concurrency < 1:
-            raise BadInput(f"--concurrency must be at least 1, got {self.concurrency}")
-        for name, v in (("--rpm", self.rpm), ("--tpm", self.tpm)):
-            if v is not None and v <= 0:
-                raise BadInput(f"{name} must be positive, got {v}")
-        if self.timeout <= 0:
-            raise BadInput(f"--timeout must be positive, got {self.timeout}")
-        if self.unreadable_stop is not None and self.unreadable_stop < 1:
-            raise BadInput(f"unreadable_stop must be at least 1 (or None), got {self.unreadable_stop}")
-
-
-@dataclass
-class RunStats:
-    """Live counters, read by the progress display."""
-
-    total: int = 0
-    done: int = 0
-    failed: int = 0
-    calls: int = 0
-    cached: int = 0
-    in_flight: int = 0
-    errors: Counter[str] = field(default_factory=Counter)
-    parse_failures: Counter[str] = field(default_factory=Counter)  # by failure kind, this run
-    spent: float = 0.0
-    spent_unknown: bool = False
-    # replies that did not say what they cost (no usage, counts out of range or contradicting
-    # each other), charged at their reservation instead: "unknown" never counts as free
-    charged_reserved: int = 0
-    started: float = field(default_factory=time.monotonic)
-    done_at_start: int = 0
-    committed: int = 0
-    # (monotonic time a call ended, its latency in s) of the newest calls, and the calls the run
-    # may have in flight: what `analysis.pace` reads for the rate, the ETA and the window
-    recent: deque[tuple[float, float | None]] = field(default_factory=lambda: deque(maxlen=RECENT_CALLS))
-    concurrency: int = 0
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
 
 
 @dataclass(frozen=True)
@@ -352,20 +186,6 @@ class RunSummary:
         }
 
 
-@dataclass
-class _Judge:
-    id: int
-    spec: JudgeSpec
-    provider: Provider
-    limiter: JudgeLimiter
-    price: Price | None
-    timeout: float
-    workers: int
-    queue: asyncio.Queue[Prepared | None] = field(default_factory=asyncio.Queue)
-    need: asyncio.Event = field(default_factory=asyncio.Event)
-    reply_cap: int | None = None  # no body longer than this is stored (`max_reply_bytes`)
-
-
 ProviderFactory = Callable[[JudgeSpec, int], Provider]
 
 
@@ -373,121 +193,6 @@ def _default_factory(spec: JudgeSpec, connections: int) -> Provider:
     from judgepanel.providers.registry import make_provider
 
     return make_provider(spec, max_connections=max(16, connections))
-
-
-def _reply_kind(p: Prepared) -> tuple[str, str]:
-    """Whose replies to which prompt a call's output length is predicted from."""
-    return (p.job.judge, p.prompt.template_name)
-
-
-def sent_row(p: Prepared, attempt: int, *, ok: bool, **reply: Any) -> AttemptRow:
-    """An attempt row: the request as sent, with what came back given as `reply` (`AttemptRow`
-    fields; `answer_fields` for a provider's reply), or `replace`d in by the caller."""
-    return AttemptRow(
-        p.job.id,
-        attempt,
-        p.request_hash,
-        p.prompt.template_name,
-        p.prompt.template_hash,
-        p.request.messages,
-        p.request.params,
-        ok=ok,
-        output_schema=p.request.schema if p.request.params.get("structured", True) else None,
-        **reply,
-    )
-
-
-def prepare_leased(
-    engine: Engine, ctx: CampaignContext, leased: list[LeasedJob]
-) -> tuple[list[Prepared], list[tuple[LeasedJob, str]]]:
-    """Render leased jobs (a job asked again carries its last parse error, to re-ask with); the
-    ones that cannot be rendered come back apart, with the reason."""
-    reask = store.last_parse_errors(engine, [x.id for x in leased if x.attempts > 0])
-    preps: list[Prepared] = []
-    bad: list[tuple[LeasedJob, str]] = []
-    for job in leased:
-        try:
-            preps.append(prepare(job, ctx, reask_error=reask.get(job.id)))
-        except BadInput as exc:
-            bad.append((job, str(exc)))
-    return preps, bad
-
-
-def answered_row(
-    row: AttemptRow, r: ChatResult, *, cost: float | None, error: str | None, latency_ms: float | None
-) -> AttemptRow:
-    """`row` (as sent) with a provider's reply: what it said, its tokens and cost, and the parse
-    error of its verdict (None when it was read)."""
-    return replace(row, **answer_fields(r, cost=cost, error=error, latency_ms=latency_ms))
-
-
-def answer_fields(
-    r: ChatResult, *, cost: float | None, error: str | None, latency_ms: float | None
-) -> dict[str, Any]:
-    """The `AttemptRow` fields of a provider's reply (see `answered_row`)."""
-    return {
-        "error_class": "parse" if error is not None else None,
-        "http_status": r.http_status,
-        "error_message": error,
-        "raw_body": r.raw_body,
-        "text": r.text,
-        "model_returned": r.model_returned,
-        "system_fingerprint": r.system_fingerprint,
-        "input_tokens": r.input_tokens,
-        "output_tokens": r.output_tokens,
-        "latency_ms": latency_ms,
-        "cost_usd": cost,
-        "finish_reason": r.finish_reason,
-        "cache_read_tokens": r.cache_read_tokens,
-        "cache_write_tokens": r.cache_write_tokens,
-    }
-
-
-def cached_answer(p: Prepared, hit: CacheHit, ctx: CampaignContext) -> tuple[AttemptRow, JobOutcome]:
-    """A job answered from the store's request cache: its attempt row (cost 0, `cached_from` the
-    original response) and its `done` outcome."""
-    job = p.job
-    attempt = job.attempts + 1
-    row = replace(
-        sent_row(p, attempt, ok=True),
-        http_status=None,
-        text=hit.text,
-        model_returned=hit.model_returned,
-        system_fingerprint=hit.system_fingerprint,
-        input_tokens=hit.input_tokens,
-        output_tokens=hit.output_tokens,
-        latency_ms=0.0,
-        cost_usd=0.0,
-        cached_from=hit.response_id,
-        finish_reason=hit.finish_reason,
-    )
-    v = hit.verdict
-    clauses = [(k, met, why) for k, met, why in hit.clause_keys]
-    verdict = verdict_from(job, ctx, v.parse_method, v.value_presented, v.score, v.rationale, clauses)
-    return row, JobOutcome(job.id, "done", attempt, None, verdict)
-
-
-def failed_class(verdict: VerdictRow | None) -> str:
-    """The job's error class for a reply that was read but held no verdict: `truncated` when it
-    was cut at the output cap (re-asking it costs the whole cap again, and a rambling model
-    rambles again: `retry-parse-failures` leaves these unless told `--truncated`), else `parse`."""
-    return "truncated" if verdict is not None and verdict.failure_kind == "truncated" else "parse"
-
-
-def judged_reply(p: Prepared, ctx: CampaignContext, r: ChatResult) -> tuple[VerdictRow, str | None]:
-    """The verdict read from a reply and the parse error (None when it parsed). A failure is
-    classified from what the provider said, not from the text: a reply cut at the output cap
-    (`finish_reason` length / max_tokens) is `truncated` — not re-asked by default, and not cured by
-    a larger cap when the model loops inside its rationale —; a partial clause reply keeps its own
-    kind, `missing_clauses`."""
-    verdict, error = read(p, ctx, r.text, r.structured)
-    verdict = with_logprob_score(p, ctx, r.raw_body, verdict)
-    if error is None:
-        return verdict, None
-    kind = "truncated" if r.finish_reason in TRUNCATED_REASONS else (verdict.failure_kind or "unreadable")
-    if kind == "truncated":
-        error = f"truncated at the output cap (finish_reason {r.finish_reason}): {error}"
-    return replace(verdict, failure_kind=kind), error
 
 
 def unpriced_advice(n: int) -> str:
@@ -559,7 +264,7 @@ def _share_limits(engine: Engine, limiter: JudgeLimiter, judge: str, rpm: Any, t
             limiter.shared_tokens = bucket
 
 
-class Runner:
+class Runner(Calls):
     def __init__(
         self,
         engine: Engine,
@@ -1040,306 +745,3 @@ class Runner:
         self.writer.outcome(outcome)
         self.stats.cached += 1
         self.stats.done += 1
-
-    # ------------------------------------------------------------ working
-
-    async def _work(self, j: _Judge) -> None:
-        while True:
-            if j.queue.qsize() < self._low_water(j):
-                j.need.set()
-            p = await j.queue.get()
-            if p is None or self.stopping:
-                return
-            await self._run_job(j, p)
-
-    async def _sleep(self, seconds: float) -> None:
-        """The sleep between attempts: a back-off that a stop request cuts short (the job is handed back)."""
-        if self.stopping:
-            raise _Abandoned
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
-        if self.stopping:
-            raise _Abandoned
-
-    def _backoff(self, exc: BaseException | None, attempt_number: int) -> float:
-        """The wait before the next attempt after attempt `attempt_number` (1, 2, …) raised `exc`:
-        the server's Retry-After (capped, + up to 10 % jitter) when it sent one, else exponential
-        back-off with jitter (tenacity's `wait_exponential_jitter`)."""
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None and retry_after >= 0:  # NaN fails this test: back off instead
-            base = min(float(retry_after), self.opts.retry.max_retry_after)
-            return base + random.uniform(0, 0.1 * base + 0.01)
-        return float(self._expo(cast(RetryCallState, _AttemptNumber(attempt_number))))
-
-    async def _reserve(self, estimate: Callable[[], float]) -> float | None:
-        """Reserve budget for one call under the campaign's cap (see `runner.budget`): from this
-        run's hold, grown in the database when short; waiting while this run's calls in flight or
-        replies not yet stored hold reservations (they usually cost far less than reserved); None,
-        and the run stops, when the call does not fit with nothing of this run's outstanding.
-        The amount is estimated again after each wait: the replies that settled meanwhile make the
-        output allowance better, and a call that waited from the run's start must not keep the
-        pessimistic first estimate (made before any reply was seen) to the end. Returns the
-        amount reserved."""
-        amount = estimate()
-        while not self.budget.take(amount):
-            if self.stopping:
-                return None
-            settled = self._settled  # set when a reservation of this run settles or is released
-            outstanding = self.budget.unreleased
-            async with self._growing:
-                if self.budget.take(amount):
-                    return amount
-                need = self.budget.shortfall(amount)
-                granted = await self._db(
-                    budget_store.reserve,
-                    self.engine,
-                    self.cid,
-                    self.owner,
-                    need,
-                    (SLICE_CALLS - 1) * amount,
-                    self.opts.lease_seconds,
-                )
-            if granted:
-                self.budget.granted(granted)
-                continue
-            if not outstanding and not self.budget.unreleased:
-                self._stop("budget")
-                return None
-            await settled.wait()  # returns at once if something was released meanwhile
-            amount = estimate()
-        return amount
-
-    def _wake_budget(self) -> None:
-        settled, self._settled = self._settled, asyncio.Event()
-        settled.set()
-
-    def _settle(self, reserved: float, actual: float | None) -> None:
-        self.budget.settle(actual)
-        self.gate.wake()
-        if self.budget.max_cost is not None:
-            self.writer.release(self.cid, reserved)  # with the reply, whose real cost then counts
-        self._wake_budget()
-
-    async def _run_job(self, j: _Judge, p: Prepared) -> None:
-        self._working += 1
-        try:
-            await self._run_claimed(j, p)
-        finally:
-            self._working -= 1
-            self.gate.finished(p.job.id)
-            claimed = self.inflight.done(p)
-            if claimed is not None:  # dropped in the commit that stores the answer
-                self.writer.unclaim(claimed)
-
-    async def _run_claimed(self, j: _Judge, p: Prepared) -> None:
-        job = p.job
-        reserved = await self._reserve(
-            lambda: self.budget.estimate(j.price, p.prompt_chars, p.max_output, _reply_kind(p))
-        )
-        if reserved is None:
-            return
-        reserve = reserved
-        state: dict[str, Any] = {
-            "attempt": job.attempts,
-            "verdict": None,
-            "error": None,
-            "cost": None,
-            "timeouts": 0,
-            "reserved": reserve,
-        }
-
-        def retryable(exc: BaseException) -> bool:
-            if isinstance(exc, TimedOut):
-                return bool(state["timeouts"] <= self.opts.retry.timeout_retries)
-            return isinstance(exc, RateLimited | Transient)
-
-        try:
-            # tenacity's policy (retry if `retryable`, stop after `max_attempts`, re-raise the last
-            # error, wait `_backoff`), looped by hand: building an `AsyncRetrying` per job and its
-            # per-attempt bookkeeping cost more CPU than the rest of the job's own work
-            n = 0
-            while True:
-                n += 1
-                try:
-                    await self._call(j, p, state)
-                    break
-                except Exception as exc:
-                    if n >= self.opts.retry.max_attempts or not retryable(exc):
-                        raise
-                    delay = self._backoff(exc, n)
-                await self._sleep(delay)
-        except _Abandoned:
-            self._settle(reserve, None)
-            return
-        except ProviderError as exc:
-            self._settle(reserve, None)
-            self.writer.outcome(JobOutcome(job.id, "failed", state["attempt"], exc.error_class))
-            self.stats.failed += 1
-            return
-        self._settle(reserve, state["cost"])
-        verdict = state["verdict"]
-        if state["error"] is None:
-            self.writer.outcome(JobOutcome(job.id, "done", state["attempt"], None, verdict))
-            self.stats.done += 1
-        else:
-            self.writer.outcome(
-                JobOutcome(job.id, "failed", state["attempt"], failed_class(verdict), verdict)
-            )
-            self.stats.failed += 1
-
-    async def _call(self, j: _Judge, p: Prepared, state: dict[str, Any]) -> None:
-        if self.stopping and state["attempt"] > p.job.attempts:
-            raise _Abandoned  # a retry after stop was requested: hand the job back
-        tokens = 0
-        if j.limiter.tokens is not None:
-            tokens = p.prompt_chars // 4 + (p.max_output or 512)
-        await j.limiter.acquire(tokens)
-        if self.stopping:
-            j.limiter.release()
-            raise _Abandoned  # stop came while this call waited for its turn: it never started
-        state["attempt"] += 1
-        n = state["attempt"]
-        self.stats.in_flight += 1
-        clock = CallClock()
-        try:
-            try:
-                result = await self._timed_call(j, p, clock)
-            except TimeoutError:
-                raise TimedOut(
-                    f"{j.spec.provider}: no complete answer within {j.timeout:g} s (per-attempt deadline)"
-                ) from None
-        except ProviderError as exc:
-            if isinstance(exc, TimedOut):
-                state["timeouts"] += 1
-            self._failed_attempt(j, self._as_sent(j, p), n, exc, clock)
-            raise
-        except (asyncio.CancelledError, _Abandoned):
-            raise
-        except Exception as exc:  # a provider bug must not be retried forever, nor lost
-            fatal = Fatal(f"{type(exc).__name__}: {exc}")
-            self._failed_attempt(j, self._as_sent(j, p), n, fatal, clock)
-            raise fatal from exc
-        finally:
-            self.stats.in_flight -= 1
-            j.limiter.release()
-        self._succeeded(j, self._as_sent(j, p), n, result, tokens, state, clock.queued_ms)
-
-    async def _timed_call(self, j: _Judge, p: Prepared, clock: CallClock) -> ChatResult:
-        """One provider call under the per-attempt deadline, which runs from the moment the request
-        leaves (`CallClock.sent`): while the call waits inside the provider (behind an
-        OpenAI-compatible judge's probing first call) the deadline is paused."""
-        loop = asyncio.get_running_loop()
-        async with asyncio.timeout(j.timeout) as deadline:
-
-            def move(when: float | None) -> None:
-                with contextlib.suppress(RuntimeError):  # the deadline has already fired
-                    deadline.reschedule(when)
-
-            clock.bind(on_waiting=lambda: move(None), on_sent=lambda: move(loop.time() + j.timeout))
-            token = CURRENT_CLOCK.set(clock)
-            try:
-                result = await j.provider.complete(p.request, timeout=j.timeout)
-                return redact_result(clean_result(result, j.reply_cap), self._keys(j))
-            finally:
-                CURRENT_CLOCK.reset(token)
-
-    def _keys(self, j: _Judge) -> tuple[str, ...]:
-        """Every configured key and this judge's own (read once per run: the environment does not
-        change under a running campaign), to redact replies and errors against."""
-        keys = self._redact_keys.get(j.id)
-        if keys is None:
-            keys = self._redact_keys[j.id] = (*configured_secrets(), *getattr(j.provider, "secrets", ()))
-        return keys
-
-    def _as_sent(self, j: _Judge, p: Prepared) -> Prepared:
-        """`p` as its judge's provider sent it: without what the server refused. What a probe learns
-        is remembered for the requests prepared from now on and, in the campaign's spec, for later
-        runs (so their requests hash as sent from the start, and the cache answers them)."""
-        learnt: frozenset[str] | None = getattr(j.provider, "refused", None)
-        if not learnt:
-            return p
-        judge = p.job.judge
-        if learnt != self.ctx.refused.get(judge, frozenset()):
-            self.ctx = replace(self.ctx, refused={**self.ctx.refused, judge: learnt})
-            self._background.append(
-                asyncio.create_task(
-                    self._db(store.remember_refusals, self.engine, self.name, judge, sorted(learnt))
-                )
-            )
-        return as_sent(p, self.ctx, learnt)
-
-    def _failed_attempt(self, j: _Judge, p: Prepared, n: int, exc: ProviderError, clock: CallClock) -> None:
-        if isinstance(exc, RateLimited):
-            j.limiter.on_rate_limited(exc.retry_after)
-        elif isinstance(exc, TimedOut):
-            j.limiter.on_timeout(j.timeout)
-        elif isinstance(exc, ContextTooLong):
-            longest, window = self._too_long.get(j.spec.name, (None, None))
-            if exc.request_tokens is not None and (longest is None or exc.request_tokens > longest):
-                longest = exc.request_tokens
-            self._too_long[j.spec.name] = (longest, exc.limit_tokens or window)
-        self.stats.calls += 1
-        self.stats.recent.append((time.monotonic(), clock.since_sent_ms() / 1000))
-        self.stats.errors[exc.error_class] += 1
-        # what the provider raised is redacted already; a provider bug's message may not be
-        keys = self._keys(j)
-        self.writer.attempt(
-            replace(
-                sent_row(p, n, ok=False),
-                error_class=exc.error_class,
-                http_status=exc.status,
-                error_message=clean_text(redact(str(exc), keys)[:2000]),
-                raw_body=clean_body(
-                    None if exc.raw_body is None else redact(exc.raw_body, keys), j.reply_cap
-                ),
-                latency_ms=clock.since_sent_ms(),
-                queued_ms=clock.queued_ms,
-            )
-        )
-
-    def _succeeded(
-        self,
-        j: _Judge,
-        p: Prepared,
-        n: int,
-        r: ChatResult,
-        tokens_reserved: int,
-        state: dict[str, Any],
-        queued_ms: float | None = None,
-    ) -> None:
-        real_tokens = (r.input_tokens or 0) + (r.output_tokens or 0)
-        j.limiter.on_success(real_tokens - tokens_reserved if tokens_reserved and real_tokens else 0.0)
-        self.budget.observe_input(p.prompt_chars, r.input_tokens)
-        self.budget.observe_output(_reply_kind(p), r.output_tokens)
-        cost = None
-        if j.price is not None and r.input_tokens is not None and r.output_tokens is not None:
-            cost = j.price.call_cost(
-                r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens
-            )
-        if cost is None and j.price is not None:
-            # the reply did not say what it cost (or said it unusably, or in tokens of a rate the
-            # price lacks): it is charged what was reserved for it, the most the call was allowed
-            # to cost, never 0
-            cost = float(state["reserved"])
-            self.stats.charged_reserved += 1
-        if cost is not None:
-            self.stats.spent += cost
-        elif j.price is None or r.cache_read_tokens or r.cache_write_tokens:
-            self.stats.spent_unknown = True
-        if r.cache_read_tokens or r.cache_write_tokens:
-            self._cache_priced.add(j.spec.name)
-        self.stats.calls += 1
-        self.stats.recent.append((time.monotonic(), None if r.latency_ms is None else r.latency_ms / 1000))
-        verdict, error = judged_reply(p, self.ctx, r)
-        if error is not None:
-            self.stats.errors["parse"] += 1
-            self.stats.parse_failures[verdict.failure_kind or "unreadable"] += 1
-            if verdict.failure_kind == "truncated" and p.max_output is not None:
-                need = shortest_answer_tokens(p.prompt.schema)
-                if p.max_output < need:
-                    self._cap_too_small[(j.spec.name, p.max_output)] = need
-        self._count_answer(j, p, r, error)
-        state["verdict"], state["error"], state["cost"] = verdict, error, cost
-        # one row built once (not built, then copied twice with `replace`): this runs for every call
-        answer = answer_fields(r, cost=cost, error=error, latency_ms=r.latency_ms)
-        self.writer.attempt(sent_row(p, n, ok=True, queued_ms=queued_ms, **answer))

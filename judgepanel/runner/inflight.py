@@ -17,7 +17,7 @@ itself and is asked.
 - `--no-cache` asks every job, so it claims nothing and parks nothing.
 
 Boundary: the runner's bookkeeping of claims and parked jobs; the SQL is in `store.claims`, the
-calls and the answering from the cache stay in `runner.executor`.
+calls and the answering from the cache stay in `runner.executor` / `runner.calling`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from rich.live import Live
 from rich.text import Text
 
 from judgepanel.analysis.pace import pace, rate_number
-from judgepanel.runner.executor import RunStats
+from judgepanel.runner.options import RunStats
 
 
 def render(stats: RunStats) -> Text:

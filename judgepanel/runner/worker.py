@@ -27,7 +27,8 @@ from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.runner.dbwait import patient
-from judgepanel.runner.executor import ProviderFactory, Runner, RunOptions, RunSummary, run_exit_code
+from judgepanel.runner.executor import ProviderFactory, Runner, RunSummary, run_exit_code
+from judgepanel.runner.options import RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.budget import budget_state
 

@@ -23,7 +23,7 @@ from judgepanel.datasets.records import AnnotatorRecord, LabelRecord, ParsedData
 from judgepanel.providers.spec import derive_judge_names, parse_spec
 from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RunOptions
+from judgepanel.runner.options import RunOptions
 from judgepanel.store import migrate
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed

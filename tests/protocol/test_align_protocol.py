@@ -19,7 +19,9 @@ from judgepanel.protocol.align import (
 from judgepanel.protocol.custom import context_for, render_custom, validate
 from judgepanel.protocol.editor import REWRITE, SPLIT, parse_editor, render_editor, task_from_dict
 from judgepanel.protocol.templates import UnitText
-from judgepanel.simjudge import LENIENT, STRICT, last_tag, simulate
+from judgepanel.simjudge import simulate
+from judgepanel.simjudge.editor import LENIENT, STRICT
+from judgepanel.simjudge.reading import last_tag
 
 
 def _render(t: JudgeTemplate, candidate: str, source: str) -> str:

@@ -14,7 +14,8 @@ from judgepanel.protocol.schemas import pointwise_schema
 from judgepanel.protocol.templates import POINTWISE_TEMPLATES, SCALED_POINTWISE_TEMPLATES, pointwise_scale
 from judgepanel.rubrics import SCALE, RubricDoc, bundled_rubric
 from judgepanel.runner.prepare import score_levels
-from judgepanel.simjudge import prompt_scale, simulate
+from judgepanel.simjudge import simulate
+from judgepanel.simjudge.reading import prompt_scale
 
 USR = bundled_rubric("usr")
 SUMMEVAL = bundled_rubric("summeval")

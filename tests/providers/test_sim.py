@@ -7,17 +7,10 @@ import pytest
 
 from judgepanel.errors import Transient
 from judgepanel.providers import ChatRequest, make_provider, parse_spec
-from judgepanel.simjudge import (
-    CLAUSES,
-    PAIRWISE,
-    POINTWISE,
-    SIM_FINGERPRINT,
-    infer_kind,
-    last_tag,
-    quality,
-    read_layout,
-    simulate,
-)
+from judgepanel.simjudge import SIM_FINGERPRINT, simulate
+from judgepanel.simjudge.reading import infer_kind, last_tag, read_layout
+from judgepanel.simjudge.reply import CLAUSES, PAIRWISE, POINTWISE
+from judgepanel.simjudge.scoring import quality
 
 SOURCE = (
     "The city council approved a new budget on Monday that raises spending on public transport by ten "

@@ -159,7 +159,7 @@ def test_logprob_scores(llm: LocalModel, summeval_db: str) -> None:
     )
     assert made.code == 0, made.stderr
     _run(db, "r-logprob")
-    from judgepanel.store.logprob_scores import campaign_logprob_scores
+    from judgepanel.runner.logprob_scores import campaign_logprob_scores
 
     eng = make_engine(db)
     try:

@@ -19,7 +19,9 @@ from judgepanel.protocol.editor import (
 from judgepanel.protocol.templates import template_hash
 from judgepanel.repair.tasks import split_task
 from judgepanel.rubrics import bundled_rubric
-from judgepanel.simjudge import _clause_feature, quality, simulate
+from judgepanel.simjudge import simulate
+from judgepanel.simjudge.scoring import quality
+from judgepanel.simjudge.verdicts import _clause_feature
 from tests.helpers import cli
 from tests.repair.conftest import PANEL_SIM, prepare_db, run_args
 

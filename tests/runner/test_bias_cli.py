@@ -9,7 +9,7 @@ from sqlalchemy import Engine, select
 from judgepanel.metrics.bias import position_bias
 from judgepanel.protocol.pairs import as_label, combine_orders
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RunOptions
+from judgepanel.runner.options import RunOptions
 from judgepanel.store.matrices import pair_matrix
 from judgepanel.store.models import Job, Judge, Verdict
 from tests.helpers import cli

@@ -13,7 +13,8 @@ from sqlalchemy import Engine, func, select
 from judgepanel.errors import Fatal, ProviderError, RateLimited, Transient
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunSummary
+from judgepanel.runner.executor import Runner, RunSummary
+from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Job, Request, Response, Verdict

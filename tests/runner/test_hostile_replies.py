@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RunOptions
+from judgepanel.runner.options import RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade

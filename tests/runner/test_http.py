@@ -12,7 +12,7 @@ from judgepanel.fake.server import FakeServerProcess
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner import campaign as api
 from judgepanel.runner.bias import campaign_bias
-from judgepanel.runner.executor import RetryPolicy, RunOptions
+from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade

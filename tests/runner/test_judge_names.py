@@ -21,7 +21,7 @@ from judgepanel.providers.spec import (
     stored_judge_names,
 )
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RunOptions
+from judgepanel.runner.options import RunOptions
 from judgepanel.store.engine import make_engine
 from judgepanel.store.matrices import pair_matrix
 from judgepanel.store.migrate import upgrade

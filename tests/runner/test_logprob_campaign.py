@@ -139,7 +139,7 @@ def test_the_stored_replies_are_read_again_as_the_run_read_them(
     (E 4.94 against 5.03); both now render the prompt and call the same reader."""
     from judgepanel.datasets.records import ItemRecord, ParsedDataset
     from judgepanel.runner import campaign as api
-    from judgepanel.runner.executor import RunOptions
+    from judgepanel.runner.options import RunOptions
     from judgepanel.store.imports import import_parsed
     from judgepanel.store.migrate import upgrade
     from judgepanel.store.models import Verdict

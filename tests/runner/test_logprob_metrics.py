@@ -20,7 +20,7 @@ from judgepanel.metrics.validation import loo_rule
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RunOptions
+from judgepanel.runner.options import RunOptions
 from judgepanel.store import migrate
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed

@@ -18,8 +18,8 @@ from judgepanel.datasets.records import AnnotatorRecord, LabelRecord, ParsedData
 from judgepanel.protocol.logprobs import LOW_MASS
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RunOptions
 from judgepanel.runner.logprob_scores import campaign_logprob_scores, withheld_by_judge
+from judgepanel.runner.options import RunOptions
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed
 from judgepanel.store.migrate import upgrade

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from judgepanel.runner.executor import RunStats
+from judgepanel.runner.options import RunStats
 from judgepanel.runner.progress import enabled, render
 
 

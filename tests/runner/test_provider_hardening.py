@@ -17,7 +17,8 @@ from judgepanel.errors import BadInput
 from judgepanel.fake.server import FakeServer
 from judgepanel.providers.spec import parse_spec
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions, RunSummary
+from judgepanel.runner.executor import Runner, RunSummary
+from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.runner.prepare import default_max_tokens
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade

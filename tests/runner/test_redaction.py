@@ -14,7 +14,8 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.engine import make_url
 
-from judgepanel.fake.server import FakeServerProcess, key_forms
+from judgepanel.fake.injection import key_forms
+from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Response, Verdict

@@ -13,7 +13,8 @@ from sqlalchemy import Engine
 from judgepanel.errors import RateLimited, Transient
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RetryPolicy, Runner, RunOptions
+from judgepanel.runner.executor import Runner
+from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.store.migrate import upgrade
 from tests.runner.conftest import DATASET, ScriptedProvider, load_tiny, reply
 
@@ -69,7 +70,7 @@ def test_a_run_collects_young_objects_less_often_and_restores_the_thresholds(sql
     """While a run works the youngest generation is collected every RUN_GC_THRESHOLD allocations
     (the default 700 cost 0.10-0.12 CPU ms a call at zero latency); afterwards the thresholds are
     the caller's again, and a caller's own higher threshold is left alone."""
-    from judgepanel.runner.executor import RUN_GC_THRESHOLD
+    from judgepanel.runner.collector import RUN_GC_THRESHOLD
 
     before = gc.get_threshold()
     seen: list[tuple[int, int, int]] = []
@@ -110,7 +111,7 @@ def test_a_threshold_lowered_during_a_run_is_raised_again_and_is_the_one_left_af
     """The CLI puts CPython's default back after its start-up (`cli._collect_after_start_up`), at
     its first collection, which may fall inside a run: the run raises it again after that
     collection, and leaves the lowered value when it ends."""
-    from judgepanel.runner.executor import RUN_GC_THRESHOLD
+    from judgepanel.runner.collector import RUN_GC_THRESHOLD
 
     before = gc.get_threshold()
     seen: list[tuple[int, int, int]] = []
@@ -161,8 +162,8 @@ def test_an_answered_attempt_row_built_once_is_the_row_built_and_copied(sqlite_e
     from dataclasses import replace
 
     from judgepanel.providers.spec import parse_spec
-    from judgepanel.runner.executor import answer_fields, answered_row, prepare_leased, sent_row
     from judgepanel.runner.prepare import CampaignContext
+    from judgepanel.runner.rows import answer_fields, answered_row, prepare_leased, sent_row
     from judgepanel.store import campaigns as store
 
     js = parse_spec("sim:x")

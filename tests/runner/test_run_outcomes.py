@@ -17,7 +17,7 @@ from judgepanel.protocol.schemas import clauses_schema, pairwise_schema
 from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import RetryPolicy, RunOptions
+from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade

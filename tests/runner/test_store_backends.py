@@ -8,7 +8,8 @@ import asyncio
 from sqlalchemy import Engine, func, select
 
 from judgepanel.runner import campaign as api
-from judgepanel.runner.executor import Runner, RunOptions, RunSummary
+from judgepanel.runner.executor import Runner, RunSummary
+from judgepanel.runner.options import RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.models import Request, Response, Verdict
 from tests.runner.conftest import DATASET, PAIRS, load_tiny

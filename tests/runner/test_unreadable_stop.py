@@ -13,7 +13,7 @@ from sqlalchemy import Engine, func, select
 
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.runner.campaign import run
-from judgepanel.runner.executor import UNREADABLE_STOP, RunOptions
+from judgepanel.runner.options import UNREADABLE_STOP, RunOptions
 from judgepanel.runner.worker import work
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
