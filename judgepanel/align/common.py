@@ -3,8 +3,7 @@ campaign to the end, and reading a pointwise campaign's scores against the human
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -12,12 +11,11 @@ from sqlalchemy import Engine
 
 from judgepanel.align.choose import DevItem
 from judgepanel.analysis.conditions import ConditionData, load_condition_data
-from judgepanel.errors import BadInput, JudgepanelError
+from judgepanel.errors import BadInput
 from judgepanel.metrics.conditions import STATISTICS, item_tables, table_statistics
 from judgepanel.metrics.names import RESAMPLE_MODES
 from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name
-from judgepanel.runner import RunOptions, run
-from judgepanel.runner.executor import ProviderFactory, RunSummary
+from judgepanel.runner.study import StudyIncomplete, StudyKind
 from judgepanel.store.align import AlignmentRecord
 
 METHODS = ("fewshot", "instructions", "grid")
@@ -36,10 +34,8 @@ def spec_name(judge: str) -> str:
     return parse_spec(split_judge_name(judge)[1]).name
 
 
-class AlignIncomplete(JudgepanelError):
+class AlignIncomplete(StudyIncomplete):
     """A step's campaign did not finish (budget, interruption): run the same command to resume."""
-
-    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -133,46 +129,13 @@ class AlignInputs:
 RECORDED = ("sample", "instructions0")
 
 
-def say_nothing(_m: str) -> None:
-    return None
-
-
-@dataclass(frozen=True)
-class StepContext:
-    engine: Engine
-    options: RunOptions
-    factory: ProviderFactory | None
-    say: Callable[[str], None] = field(default=say_nothing)
-    # `align run --retry-failed`: re-ask the failed calls of the campaigns this run's steps drive
-    # (unreadable, truncated, out of retries, refused — the user asks again on purpose)
-    retry_failed: bool = False
-
-
-def run_to_end(ctx: StepContext, campaign: str) -> RunSummary:
-    """Run the campaign until no job is pending. Failed judge jobs do not stop a step: its figures
-    use the items every version answered (`answered`, `restrict`) and `align run` ends with exit 3
-    (`judge_failures`); a pending job (budget, interruption) does."""
-    summary = run(
-        ctx.engine,
-        campaign,
-        ctx.options,
-        provider_factory=ctx.factory,
-        reask_parse_failures=ctx.retry_failed,
-        reask_truncated=ctx.retry_failed,
-        reask_fatal=ctx.retry_failed,
-    )
-    ctx.say(
-        f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
-    )
-    if summary.pending:
-        why = (
-            f"at its cap of {summary.max_cost_usd or 0.0:g} USD (the campaign's total across runs); "
-            "run the same align command with a larger --max-cost to resume"
-            if summary.status == "budget"
-            else f"({summary.status}); run the same align command again to resume"
-        )
-        raise AlignIncomplete(f"campaign {campaign} stopped with {summary.pending} jobs pending {why}")
-    return summary
+# A step runs its campaigns to the end (`run_campaign`): a pending job (budget, interruption) stops
+# the step; failed judge jobs do not — the step's figures use the items every version answered
+# (`answered`, `restrict`) and `align run` ends with exit 3 (`judge_failures`). With
+# `align run --retry-failed` the context re-asks the failed calls of the campaigns this run's steps
+# drive (unreadable, truncated, out of retries, refused).
+ALIGNMENTS = StudyKind("alignment", "align", AlignIncomplete)
+step_context = ALIGNMENTS.context
 
 
 def inputs_of(rec: AlignmentRecord) -> AlignInputs:
@@ -279,12 +242,7 @@ def agreement_of(data: ConditionData) -> dict[str, float | None]:
     return out
 
 
-def need_steps(rec: AlignmentRecord, *steps: str) -> None:
-    for s in steps:
-        if rec.steps[s] != "done":
-            raise BadInput(
-                f"alignment {rec.name!r}: step {s!r} is not done yet (run `judgepanel align run {rec.name}`)"
-            )
+need_steps = ALIGNMENTS.need
 
 
 def is_simulated(engine: Engine, rec: AlignmentRecord) -> bool:

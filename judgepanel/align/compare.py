@@ -32,14 +32,13 @@ from sqlalchemy import Engine
 
 from judgepanel.align.common import (
     AlignIncomplete,
-    StepContext,
     inputs_of,
     judge_names,
     need_steps,
     on_common_items,
-    run_to_end,
     spec_name,
     split_data,
+    step_context,
 )
 from judgepanel.analysis.conditions import ConditionData
 from judgepanel.errors import BadInput
@@ -56,6 +55,7 @@ from judgepanel.metrics.validation import alt_test
 from judgepanel.protocol.align import JudgeTemplate, rubric_instructions
 from judgepanel.runner import RunOptions, create
 from judgepanel.runner.executor import ProviderFactory
+from judgepanel.runner.study import StudyContext, run_campaign
 from judgepanel.store import align as store
 from judgepanel.store import repair as repair_store
 from judgepanel.store.align import AlignmentRecord
@@ -152,7 +152,7 @@ def _alt(d: ConditionData, epsilon: float) -> dict[str, Any]:
 
 
 def _repair_campaigns(
-    ctx: StepContext, rec: AlignmentRecord, iteration: str, eval_items: set[str]
+    ctx: StudyContext, rec: AlignmentRecord, iteration: str, eval_items: set[str]
 ) -> dict[str, str]:
     inp = inputs_of(rec)
     it = repair_store.get_iteration(ctx.engine, iteration)
@@ -196,7 +196,7 @@ def _repair_campaigns(
             items=tuple(rec.inputs["sample"]["eval"]["items"]),
             templates={"pointwise": template.custom()},
         )
-        run_to_end(ctx, camp)
+        run_campaign(ctx, camp)
         out[f"repair_{v}"] = camp
     return out
 
@@ -242,7 +242,7 @@ def compare(
         return rec.comparison
     need_steps(rec, "evaluate")
     inp = inputs_of(rec)
-    ctx = StepContext(engine, options or RunOptions(), provider_factory)
+    ctx = step_context(engine, options or RunOptions(), provider_factory)
     versions = {"original": rec.campaigns["eval-original"], "aligned": rec.campaigns["eval-aligned"]}
     eval_items = set(rec.inputs["sample"]["eval"]["items"])
     if repair is not None:

@@ -50,7 +50,6 @@ from judgepanel.align.common import (
     RECORDED,
     AlignIncomplete,
     AlignInputs,
-    StepContext,
     agreement_of,
     dev_items,
     inputs_of,
@@ -58,11 +57,10 @@ from judgepanel.align.common import (
     judge_names,
     need_steps,
     on_common_items,
-    run_to_end,
     sample_items,
-    say_nothing,
     spec_name,
     split_data,
+    step_context,
 )
 from judgepanel.analysis.conditions import ConditionData
 from judgepanel.errors import BadInput, NotFound
@@ -74,14 +72,13 @@ from judgepanel.protocol.align import (
     WorkedExample,
     default_instructions,
 )
-from judgepanel.providers.spec import OPERATIONAL_KEYS, parse_spec
-from judgepanel.repair.iteration import check_budget
 from judgepanel.repair.sample import spread_sample
 from judgepanel.rubrics import Dimension
 from judgepanel.runner import RunOptions, create
 from judgepanel.runner.executor import ProviderFactory
 from judgepanel.runner.failures import describe_failures
 from judgepanel.runner.failures import unanswered as unanswered_calls
+from judgepanel.runner.study import Step, Study, StudyContext, check_budget, run_campaign, say_nothing
 from judgepanel.store import align as store
 from judgepanel.store.align import STEPS, AlignmentRecord
 from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_failed_calls, editor_proposals
@@ -188,7 +185,7 @@ def start(engine: Engine, name: str, inputs: AlignInputs) -> AlignmentRecord:
 
 
 def _judge_campaign(
-    ctx: StepContext, rec: AlignmentRecord, camp: str, judge: str, template: JudgeTemplate, label: str
+    ctx: StudyContext, rec: AlignmentRecord, camp: str, judge: str, template: JudgeTemplate, label: str
 ) -> None:
     inp = inputs_of(rec)
     create(
@@ -203,13 +200,13 @@ def _judge_campaign(
         items=sample_items(rec, label),
         templates={"pointwise": template.custom()},
     )
-    run_to_end(ctx, camp)
+    run_campaign(ctx, camp)
 
 
 # ---------------------------------------------------------------- steps
 
 
-def dev_step(ctx: StepContext, rec: AlignmentRecord) -> AlignmentRecord:
+def dev_step(ctx: StudyContext, rec: AlignmentRecord) -> AlignmentRecord:
     if rec.steps["dev"] == "done":
         return rec
     _judge_campaign(ctx, rec, rec.campaigns["dev-original"], inputs_of(rec).judge, _original(rec), "dev")
@@ -220,13 +217,7 @@ def _original(rec: AlignmentRecord) -> JudgeTemplate:
     return JudgeTemplate(rec.inputs["instructions0"])
 
 
-def _editor_record(spec: str) -> EditorJudge:
-    js = parse_spec(spec)
-    params = {k: v for k, v in js.params.items() if k not in OPERATIONAL_KEYS}
-    return EditorJudge(js.name, js.provider, js.model, params, spec.strip())
-
-
-def _fewshot(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
+def _fewshot(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
     inp = inputs_of(rec)
     data = split_data(ctx.engine, rec, rec.campaigns["dev-original"])
     dev = dev_items(data)
@@ -278,10 +269,10 @@ def _disagreements(
     return tuple(out)
 
 
-def _instructions(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
+def _instructions(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
     inp = inputs_of(rec)
     assert inp.editor is not None
-    editor = _editor_record(inp.editor)
+    editor = EditorJudge.from_spec(inp.editor)
     current = _original(rec)
     camp = rec.campaigns["dev-original"]
     data = split_data(ctx.engine, rec, camp)
@@ -311,7 +302,7 @@ def _instructions(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
         key = f"align:r{r}"
         create_editor_campaign(ctx.engine, ecamp, editor, {key: task.as_dict()}, dataset=inp.dataset)
         campaigns[f"editor-r{r}"] = ecamp
-        run_to_end(ctx, ecamp)
+        run_campaign(ctx, ecamp)
         proposal = editor_proposals(ctx.engine, ecamp).get(key)
         if proposal is None:
             # a failed editor call is not "no revision": the step stays undone, the call is
@@ -371,7 +362,7 @@ def _instructions(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
     }
 
 
-def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
+def _grid(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
     inp = inputs_of(rec)
     texts = list(dict.fromkeys([rec.inputs["instructions0"], *inp.grid_instructions]))
     names = judge_names(list(dict.fromkeys([inp.judge, *inp.grid_judges])))
@@ -421,7 +412,7 @@ def _grid(ctx: StepContext, rec: AlignmentRecord) -> dict[str, Any]:
     }
 
 
-def align_step(ctx: StepContext, name: str) -> AlignmentRecord:
+def align_step(ctx: StudyContext, name: str) -> AlignmentRecord:
     rec = store.get_alignment(ctx.engine, name)
     if rec.steps["align"] == "done":
         return rec
@@ -454,7 +445,7 @@ def align_step(ctx: StepContext, name: str) -> AlignmentRecord:
     )
 
 
-def evaluate_step(ctx: StepContext, name: str) -> AlignmentRecord:
+def evaluate_step(ctx: StudyContext, name: str) -> AlignmentRecord:
     rec = store.get_alignment(ctx.engine, name)
     if rec.steps["evaluate"] == "done":
         return rec
@@ -479,20 +470,47 @@ def evaluate_step(ctx: StepContext, name: str) -> AlignmentRecord:
     return store.finish_step(ctx.engine, name, "evaluate", campaigns=campaigns)
 
 
-def _reopen_failed(engine: Engine, rec: AlignmentRecord) -> AlignmentRecord:
-    """The steps `--retry-failed` can still re-ask the failed judge jobs of, marked pending."""
-    failed = judge_failures(engine, rec)
-    steps: list[str] = []
-    if (
-        rec.steps["dev"] == "done"
-        and rec.steps["align"] != "done"
-        and rec.campaigns["dev-original"] in failed
-    ):
-        steps.append("dev")
+# ---------------------------------------------------------------- the study
+
+
+def _failed(ctx: StudyContext, rec: AlignmentRecord) -> set[str]:
+    return set(judge_failures(ctx.engine, rec))
+
+
+def _reopen_dev(ctx: StudyContext, rec: AlignmentRecord) -> bool:
+    """The development campaign's failed judge jobs are asked again only while the choice is not
+    made: a choice made on the items every candidate answered stands."""
+    return rec.steps["align"] != "done" and rec.campaigns["dev-original"] in _failed(ctx, rec)
+
+
+def _reopen_evaluation(ctx: StudyContext, rec: AlignmentRecord) -> bool:
+    """Failed judge jobs of the evaluation campaigns are asked again, and the comparison computed
+    again from them."""
     evals = {rec.campaigns["eval-original"], rec.campaigns["eval-aligned"]}
-    if rec.steps["evaluate"] == "done" and evals & set(failed):
-        steps += ["evaluate", "compare"]
-    return store.reopen_steps(engine, rec.name, steps) if steps else rec
+    return rec.steps["evaluate"] == "done" and bool(evals & _failed(ctx, rec))
+
+
+def _dev(ctx: StudyContext, name: str) -> object:
+    return dev_step(ctx, store.get_alignment(ctx.engine, name))
+
+
+def _compare(ctx: StudyContext, name: str) -> object:
+    from judgepanel.align.compare import compare
+
+    return compare(ctx.engine, name)
+
+
+ALIGNMENT: Study[AlignmentRecord] = Study(
+    steps=(
+        Step("dev", _dev, _reopen_dev),
+        Step("align", align_step),
+        Step("evaluate", evaluate_step, _reopen_evaluation),
+        Step("compare", _compare, _reopen_evaluation),
+    ),
+    load=store.get_alignment,
+    reopen=store.reopen_steps,
+)
+assert ALIGNMENT.names == STEPS
 
 
 def run_alignment(
@@ -512,37 +530,19 @@ def run_alignment(
     the choice is not made yet and of the evaluation campaigns (whose comparison is then computed
     again). Judge jobs that failed inside a choice already made stay as they are: the choice was
     made on the items every candidate answered and stands."""
-    if stop_after is not None and stop_after not in STEPS:
-        raise BadInput(f"--stop-after must be one of {', '.join(STEPS)}, got {stop_after!r}")
+    ALIGNMENT.check_stop_after(stop_after)
     if inputs is not None:
         inputs.validate()
         check_budget(
             options, [inputs.judge, *inputs.grid_judges, *([inputs.editor] if inputs.editor else [])]
         )
-        rec = start(engine, name, inputs)
+        start(engine, name, inputs)
     else:
-        rec = store.get_alignment(engine, name)
-        have = inputs_of(rec)
+        have = inputs_of(store.get_alignment(engine, name))
         check_budget(options, [have.judge, *have.grid_judges, *([have.editor] if have.editor else [])])
     opts = options or RunOptions()
     if retry_failed:
         opts = replace(opts, retry_failed=True)
-        rec = _reopen_failed(engine, rec)
-    ctx = StepContext(engine, opts, provider_factory, say, retry_failed)
-    from judgepanel.align.compare import compare
-
-    for step in STEPS:
-        if rec.steps[step] != "done":
-            say(f"step {step}")
-            if step == "dev":
-                dev_step(ctx, rec)
-            elif step == "align":
-                align_step(ctx, name)
-            elif step == "evaluate":
-                evaluate_step(ctx, name)
-            else:
-                compare(engine, name)
-            rec = store.get_alignment(engine, name)
-        if step == stop_after:
-            break
-    return rec
+    return ALIGNMENT.run(
+        step_context(engine, opts, provider_factory, say, retry_failed), name, stop_after=stop_after
+    )

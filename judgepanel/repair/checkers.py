@@ -47,19 +47,16 @@ from judgepanel.protocol.editor import CheckerTask
 from judgepanel.repair.iteration import (
     RepairIncomplete,
     _clause_order,
-    _Ctx,
-    _editor_record,
     _inputs,
     _need,
-    _run,
-    _say_nothing,
-    check_budget,
+    repair_context,
 )
 from judgepanel.runner import RunOptions
 from judgepanel.runner.executor import ProviderFactory
+from judgepanel.runner.study import check_budget, run_campaign
 from judgepanel.store import repair as store
 from judgepanel.store.checkers import CheckerRow, iteration_checkers, iterations_with_checkers, store_checkers
-from judgepanel.store.editor import create_editor_campaign, editor_proposals
+from judgepanel.store.editor import EditorJudge, create_editor_campaign, editor_proposals
 
 DEFAULT_THRESHOLD = 0.9
 UNUSABLE = "unusable"
@@ -176,13 +173,13 @@ def propose_checkers(
     opts = options or RunOptions()
     if retry_failed:
         opts = replace(opts, retry_failed=True)
-    ctx = _Ctx(engine, opts, provider_factory, _say_nothing, retry_failed)
+    ctx = repair_context(engine, opts, provider_factory, retry_failed=retry_failed)
     doc, ids, _dims = _clause_order(engine, rec)
     text_of = {c.id: c.text for c in doc.clauses}
     tasks = {f"checker:{c}": CheckerTask(c, text_of[c]).as_dict() for c in ids}
     camp = checker_campaign(name)
-    create_editor_campaign(engine, camp, _editor_record(inp.editor), tasks, dataset=inp.dataset)
-    _run(ctx, camp)
+    create_editor_campaign(engine, camp, EditorJudge.from_spec(inp.editor), tasks, dataset=inp.dataset)
+    run_campaign(ctx, camp)
     proposals = editor_proposals(engine, camp)
     unanswered = [k.split(":", 1)[1] for k in sorted(tasks) if k not in proposals]
     if unanswered:

@@ -34,11 +34,20 @@ from judgepanel.repair.sample import spread_sample
 from judgepanel.repair.select import ClauseVerdicts, select_clauses
 from judgepanel.repair.tasks import rewrite_task, split_task
 from judgepanel.rubrics import RubricDoc
-from judgepanel.runner import RunOptions, create, run
-from judgepanel.runner.budget import check_prices, price_for
-from judgepanel.runner.executor import ProviderFactory, RunSummary
+from judgepanel.runner import RunOptions, create
+from judgepanel.runner.executor import ProviderFactory
 from judgepanel.runner.failures import describe_failures
 from judgepanel.runner.failures import unanswered as unanswered_calls
+from judgepanel.runner.study import (
+    Step,
+    Study,
+    StudyContext,
+    StudyIncomplete,
+    StudyKind,
+    check_budget,
+    run_campaign,
+    say_nothing,
+)
 from judgepanel.store import repair as store
 from judgepanel.store.editor import (
     EditorJudge,
@@ -65,10 +74,8 @@ __all__ = [
 ]
 
 
-class RepairIncomplete(JudgepanelError):
+class RepairIncomplete(StudyIncomplete):
     """A step's campaign did not finish (budget, interruption): run the step again to resume."""
-
-    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -133,54 +140,10 @@ def campaign_names(name: str) -> dict[str, str]:
     return {k: f"{name}-{k}" for k in ("dev", "editor", "original", "contested", "control")}
 
 
-def _say_nothing(_m: str) -> None:
-    return None
-
-
-@dataclass(frozen=True)
-class _Ctx:
-    engine: Engine
-    options: RunOptions
-    factory: ProviderFactory | None
-    say: Callable[[str], None]
-    retry_failed: bool = False  # re-ask failed calls (parse failures, exhausted retries)
-
-
-def check_budget(options: RunOptions | None, specs: Sequence[str]) -> None:
-    """`--max-cost` needs every model's price; refused before anything is written or called."""
-    if options is not None and options.max_cost is not None:
-        parsed = [parse_spec(split_judge_name(j)[1]) for j in specs]
-        check_prices(options.max_cost, {js.name: price_for(js) for js in parsed})
-
-
-def _run(ctx: _Ctx, campaign: str) -> RunSummary:
-    # `--retry-failed` is the user asking again on purpose: an editor reply cut at its output cap
-    # (class `truncated`) is re-asked too, which a plain re-run never does
-    summary = run(
-        ctx.engine,
-        campaign,
-        ctx.options,
-        provider_factory=ctx.factory,
-        reask_parse_failures=ctx.retry_failed,
-        reask_truncated=ctx.retry_failed,
-        reask_fatal=ctx.retry_failed,  # a refusal, re-asked after the user changed what caused it
-    )
-    ctx.say(
-        f"campaign {campaign}: {summary.done}/{summary.jobs} done, {summary.calls} calls, {summary.cached} cached"
-    )
-    if summary.pending:
-        if summary.status == "budget":
-            # the cap is the campaign's total (issue 17): the same command under the same cap buys nothing
-            raise RepairIncomplete(
-                f"campaign {campaign} stopped with {summary.pending} jobs pending at its cap of "
-                f"{summary.max_cost_usd or 0.0:g} USD (max_cost, the campaign's total across runs); "
-                "run the same repair command with a larger --max-cost to resume"
-            )
-        raise RepairIncomplete(
-            f"campaign {campaign} stopped with {summary.pending} jobs pending ({summary.status}); "
-            "run the same repair command again to resume"
-        )
-    return summary
+# `retry_failed` re-asks failed calls (parse failures, truncated replies, exhausted retries,
+# refusals); `rubric split` and `repair checkers` run their editor campaigns in the same context
+REPAIRS = StudyKind("iteration", "repair", RepairIncomplete)
+repair_context = REPAIRS.context
 
 
 def _compared(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -330,18 +293,10 @@ def _items(rec: IterationRecord, label: str) -> tuple[tuple[str, ...], int | Non
     return (), rec.inputs.get("limit")
 
 
-def _need(rec: IterationRecord, *steps: str) -> None:
-    for s in steps:
-        if rec.steps[s] != "done":
-            raise BadInput(
-                f"iteration {rec.name!r}: step {s!r} is not done yet (run `judgepanel repair run {rec.name}`)"
-            )
+_need = REPAIRS.need
 
 
-# ---------------------------------------------------------------- steps
-
-
-def dev(ctx: _Ctx, rec: IterationRecord) -> IterationRecord:
+def dev(ctx: StudyContext, rec: IterationRecord) -> IterationRecord:
     if rec.steps["dev"] == "done":
         return rec
     inp = _inputs(rec)
@@ -360,7 +315,7 @@ def dev(ctx: _Ctx, rec: IterationRecord) -> IterationRecord:
         limit=limit,
         items=items,
     )
-    _run(ctx, camp)
+    run_campaign(ctx, camp)
     return store.finish_step(ctx.engine, rec.name, "dev")
 
 
@@ -424,15 +379,7 @@ def _with_texts(doc: RubricDoc, texts: dict[str, str]) -> RubricDoc:
     return RubricDoc.from_dict(body, origin="edited rubric")
 
 
-def _editor_record(spec: str) -> EditorJudge:
-    from judgepanel.providers.spec import OPERATIONAL_KEYS
-
-    js = parse_spec(spec)
-    params = {k: v for k, v in js.params.items() if k not in OPERATIONAL_KEYS}
-    return EditorJudge(js.name, js.provider, js.model, params, spec.strip())
-
-
-def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
+def rewrite_step(ctx: StudyContext, name: str) -> dict[str, Any]:
     engine = ctx.engine
     rec = store.get_iteration(engine, name)
     if rec.steps["rewrite"] != "done":
@@ -462,9 +409,9 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
         failures: dict[str, FailedCall] = {}
         if tasks:
             create_editor_campaign(
-                engine, rec.campaigns["editor"], _editor_record(inp.editor), tasks, dataset=inp.dataset
+                engine, rec.campaigns["editor"], EditorJudge.from_spec(inp.editor), tasks, dataset=inp.dataset
             )
-            _run(ctx, rec.campaigns["editor"])
+            run_campaign(ctx, rec.campaigns["editor"])
             proposals = editor_proposals(engine, rec.campaigns["editor"])
             failures = editor_failed_calls(engine, rec.campaigns["editor"])
         unanswered = [c for c in sorted(tasks) if c not in proposals]
@@ -496,7 +443,7 @@ def rewrite_step(ctx: _Ctx, name: str) -> dict[str, Any]:
             name,
             contested=contested,
             control=control,
-            editor=_editor_record(inp.editor).name,
+            editor=EditorJudge.from_spec(inp.editor).name,
             rewrites=rewrites,
         )
     return {
@@ -526,10 +473,10 @@ def rewrite(
     opts = options or RunOptions()
     if retry_failed:
         opts = replace(opts, retry_failed=True)
-    return rewrite_step(_Ctx(engine, opts, provider_factory, _say_nothing, retry_failed), name)
+    return rewrite_step(repair_context(engine, opts, provider_factory, say_nothing, retry_failed), name)
 
 
-def evaluate_step(ctx: _Ctx, name: str, criterion: str | None = None) -> IterationRecord:
+def evaluate_step(ctx: StudyContext, name: str, criterion: str | None = None) -> IterationRecord:
     engine = ctx.engine
     rec = store.get_iteration(engine, name)
     if criterion is not None:
@@ -566,7 +513,7 @@ def evaluate_step(ctx: _Ctx, name: str, criterion: str | None = None) -> Iterati
             limit=limit,
             items=items,
         )
-        _run(ctx, camp)
+        run_campaign(ctx, camp)
     return store.finish_step(engine, name, "evaluate", campaigns=campaigns)
 
 
@@ -580,7 +527,7 @@ def evaluate(
 ) -> IterationRecord:
     check_budget(options, store.get_iteration(engine, name).inputs["judges"])
     return evaluate_step(
-        _Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), name, criterion
+        repair_context(engine, options or RunOptions(), provider_factory, say_nothing), name, criterion
     )
 
 
@@ -738,20 +685,19 @@ def run_iteration(
     criterion: str | None = None,
     stop_after: str | None = None,
     provider_factory: ProviderFactory | None = None,
-    say: Callable[[str], None] = _say_nothing,
+    say: Callable[[str], None] = say_nothing,
     retry_failed: bool = False,
-    warn: Callable[[str], None] = _say_nothing,
+    warn: Callable[[str], None] = say_nothing,
 ) -> IterationRecord:
     """Start (or resume) an iteration and run its steps up to `stop_after` (all by default).
     `retry_failed` re-asks the failed calls of the step's campaign (an editor whose reply was
     truncated or unreadable, judges whose retries ran out). A chained iteration that its stopping
     rule stopped runs no further step."""
-    if stop_after is not None and stop_after not in STEPS:
-        raise BadInput(f"--stop-after must be one of {', '.join(STEPS)}, got {stop_after!r}")
+    REPAIR.check_stop_after(stop_after)
     if inputs is not None:
         inputs.validate()
         check_budget(options, [*inputs.judges, inputs.editor])
-        rec = start(engine, name, inputs, criterion=criterion)
+        start(engine, name, inputs, criterion=criterion)
         warning = isolation_warning(
             editor_shares_family_with(inputs.editor, inputs.judges), given_judge_names(inputs.judges)
         )
@@ -761,31 +707,47 @@ def run_iteration(
         rec = store.get_iteration(engine, name)
         check_budget(options, [*rec.inputs["judges"], rec.inputs["editor"]])
     if inputs is None and criterion is not None:
-        rec = store.declare_criterion(engine, name, parse_criterion(criterion).text)
+        store.declare_criterion(engine, name, parse_criterion(criterion).text)
     opts = options or RunOptions()
     if retry_failed:
         opts = replace(opts, retry_failed=True)
-    ctx = _Ctx(engine, opts, provider_factory, say, retry_failed)
-    for step in STEPS:
-        if rec.steps[step] == "stopped":
-            say(f"stopped: {(rec.selection or {}).get('stopped')}")
-            break
-        if rec.steps[step] != "done":
-            say(f"step {step}")
-            if step == "dev":
-                rec = dev(ctx, rec)
-            elif step == "select":
-                select(engine, name)
-            elif step == "rewrite":
-                rewrite_step(ctx, name)
-            elif step == "evaluate":
-                evaluate_step(ctx, name)
-            else:
-                compare(engine, name)
-            rec = store.get_iteration(engine, name)
-        if step == stop_after:
-            break
-    return rec
+    return REPAIR.run(
+        repair_context(engine, opts, provider_factory, say, retry_failed), name, stop_after=stop_after
+    )
+
+
+def _dev(ctx: StudyContext, name: str) -> object:
+    return dev(ctx, store.get_iteration(ctx.engine, name))
+
+
+def _select(ctx: StudyContext, name: str) -> object:
+    return select(ctx.engine, name)
+
+
+def _compare(ctx: StudyContext, name: str) -> object:
+    return compare(ctx.engine, name)
+
+
+def _stopped(rec: IterationRecord) -> str | None:
+    """Why the chain's stopping rule stopped the iteration (kept with its selection)."""
+    reason = (rec.selection or {}).get("stopped")
+    return None if reason is None else str(reason)
+
+
+# A study step runs its campaign and records its result; a chained iteration whose stopping rule
+# fired (in `select`) has its remaining steps `stopped` and runs no further step.
+REPAIR: Study[IterationRecord] = Study(
+    steps=(
+        Step("dev", _dev),
+        Step("select", _select),
+        Step("rewrite", rewrite_step),
+        Step("evaluate", evaluate_step),
+        Step("compare", _compare),
+    ),
+    load=store.get_iteration,
+    stopped_reason=_stopped,
+)
+assert REPAIR.names == STEPS
 
 
 # ---------------------------------------------------------------- rubric split
@@ -806,14 +768,14 @@ def split_rubric(
     stored = get_rubric(engine, ref)
     doc = stored.doc
     dims = [doc.dimension(d) for d in dimensions] if dimensions else list(doc.dimensions)
-    record = _editor_record(editor)
+    record = EditorJudge.from_spec(editor)
     tasks = {f"split:{d.name}": split_task(d).as_dict() for d in dims}
     digest = hashlib.sha256(json.dumps([record.name, sorted(tasks)], sort_keys=True).encode()).hexdigest()[
         :10
     ]
     camp = f"rubric-split-{stored.ref}-{digest}"
     create_editor_campaign(engine, camp, record, tasks)
-    _run(_Ctx(engine, options or RunOptions(), provider_factory, _say_nothing), camp)
+    run_campaign(repair_context(engine, options or RunOptions(), provider_factory, say_nothing), camp)
     proposals = editor_proposals(engine, camp)
     if not proposals:  # nothing to store: say why instead of "created": false
         failures = editor_failures(engine, camp)

@@ -517,10 +517,12 @@ class Runner(Calls):
                     loop.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await loop
-            await self._db(store.release_leases, self.engine, self.owner)
-            await self._db(self.inflight.release_all)
-            await self._db(budget_store.drop_hold, self.engine, cid, self.owner)
-            await asyncio.to_thread(self.presence.drop, self.owner)
+            try:
+                await self._db(store.release_leases, self.engine, self.owner)
+                await self._db(self.inflight.release_all)
+                await self._db(budget_store.drop_hold, self.engine, cid, self.owner)
+            finally:  # the liveness connection is closed even when the database is gone
+                await asyncio.to_thread(self.presence.drop, self.owner)
             for j in judges.values():
                 with contextlib.suppress(Exception):
                     await j.provider.aclose()

@@ -59,7 +59,8 @@ class InFlight:
             return set()
         held = set(self.held)  # a snapshot: the event loop changes the set
         wanted = {p.request_hash for p in preps if p.request_hash not in hits} - held
-        return claims.claim(self.engine, self.owner, wanted, lease_seconds=self.lease_seconds)
+        got, _answered = self._claim_unanswered(wanted)
+        return got  # a hash answered meanwhile is not claimed: its jobs park and the resolver answers them
 
     # ------------------------------------------------------------ on the event loop
 
@@ -139,9 +140,23 @@ class InFlight:
 
     def _look(self, hashes: list[str]) -> tuple[dict[str, CacheHit], set[str]]:
         hits = store.cache_lookup(self.engine, hashes)
-        rest = [h for h in hashes if h not in hits]
-        got = claims.claim(self.engine, self.owner, rest, lease_seconds=self.lease_seconds) if rest else set()
-        return hits, got
+        got, answered = self._claim_unanswered([h for h in hashes if h not in hits])
+        return {**hits, **answered}, got
+
+    def _claim_unanswered(self, hashes: Collection[str]) -> tuple[set[str], dict[str, CacheHit]]:
+        """Claim `hashes`, then look in the cache again for those claimed: a twin's answer may have
+        been committed (and its claim dropped with it) between the caller's cache lookup and this
+        claim, which then met no claim. Those are released and returned as answers, so a request
+        is never asked twice (seen under load: 7 requests at the server for 6 distinct ones)."""
+        got = (
+            claims.claim(self.engine, self.owner, hashes, lease_seconds=self.lease_seconds)
+            if hashes
+            else set()
+        )
+        answered = store.cache_lookup(self.engine, got) if got else {}
+        if answered:
+            claims.release(self.engine, self.owner, answered)
+        return got - answered.keys(), answered
 
     def release_all(self) -> None:
         """The run ends: drop every claim it still holds (its parked jobs stay pending)."""

@@ -3,7 +3,8 @@
 An alignment row is written when the alignment starts (inputs, the campaigns it will use) and
 updated once per finished step, in one transaction with what the step produced (the choices and
 templates; the comparison), so a step is either recorded with its result or not at all. The calls
-themselves are jobs of ordinary campaigns, stored by the runner.
+themselves are jobs of ordinary campaigns, stored by the runner. The step states are kept as every
+study keeps them (`store/study.py`); this module adds the alignment's own columns and reads.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from typing import Any
 from sqlalchemy import Engine, case, func, select
 from sqlalchemy.orm import Session
 
-from judgepanel.errors import BadInput, NotFound
+from judgepanel.errors import BadInput
+from judgepanel.store import study
 from judgepanel.store.engine import session_scope
-from judgepanel.store.models import Alignment, Campaign, Dataset, Item, Job, Request, Response, utcnow
+from judgepanel.store.models import Alignment, Campaign, Item, Job, Request, Response
 from judgepanel.store.queries import dataset_by_name
 
 STEPS = ("dev", "align", "evaluate", "compare")
@@ -49,13 +51,12 @@ class AlignmentRecord:
 
 
 def _record(s: Session, a: Alignment) -> AlignmentRecord:
-    ds = s.get(Dataset, a.dataset_id)
     return AlignmentRecord(
         a.name,
-        ds.name if ds is not None else "?",
+        study.dataset_name(s, a.dataset_id),
         a.method,
         dict(a.inputs),
-        {k: str(a.steps.get(k, "pending")) for k in STEPS},
+        study.step_states(a, STEPS),
         dict(a.campaigns),
         a.choices,
         a.templates,
@@ -64,11 +65,7 @@ def _record(s: Session, a: Alignment) -> AlignmentRecord:
 
 
 def _by_name(s: Session, name: str) -> Alignment:
-    a = s.scalar(select(Alignment).where(Alignment.name == name))
-    if a is None:
-        known = ", ".join(s.scalars(select(Alignment.name).order_by(Alignment.name))) or "none"
-        raise NotFound(f"no alignment named {name!r} (known: {known})")
-    return a
+    return study.by_name(s, Alignment, name, "alignment")
 
 
 def start_alignment(
@@ -82,20 +79,15 @@ def start_alignment(
 ) -> AlignmentRecord:
     """Create the alignment, or find it when started before with the same inputs."""
     with session_scope(engine) as s:
-        a = s.scalar(select(Alignment).where(Alignment.name == name))
+        a = study.same_start(s, Alignment, name, inputs, noun="alignment", command="align")
         if a is not None:
-            if dict(a.inputs) != dict(inputs):
-                raise BadInput(
-                    f"alignment {name!r} exists with other inputs; resume it with `judgepanel align run {name}` "
-                    "alone, or choose another name"
-                )
             return _record(s, a)
         a = Alignment(
             name=name,
             dataset_id=dataset_by_name(s, dataset).id,
             method=method,
             inputs=dict(inputs),
-            steps=dict.fromkeys(STEPS, "pending"),
+            steps=study.pending_steps(STEPS),
             campaigns=dict(campaigns),
         )
         s.add(a)
@@ -129,12 +121,7 @@ def finish_step(engine: Engine, name: str, step: str, **fields: Any) -> Alignmen
         raise BadInput(f"unknown alignment step {step!r}")
     with session_scope(engine) as s:
         a = _by_name(s, name)
-        for k, v in fields.items():
-            if k == "campaigns":
-                v = {**a.campaigns, **v}
-            setattr(a, k, v)
-        a.steps = {**a.steps, step: "done"}
-        a.updated_at = utcnow()
+        study.mark_done(a, step, fields)
         s.flush()
         return _record(s, a)
 
@@ -144,10 +131,9 @@ def reopen_steps(engine: Engine, name: str, steps: Sequence[str]) -> AlignmentRe
     re-asked and what the steps produced is computed again); the comparison goes with `compare`."""
     with session_scope(engine) as s:
         a = _by_name(s, name)
-        a.steps = {**a.steps, **dict.fromkeys(steps, "pending")}
+        study.mark_pending(a, steps)
         if "compare" in steps:
             a.comparison = None
-        a.updated_at = utcnow()
         s.flush()
         return _record(s, a)
 

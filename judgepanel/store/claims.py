@@ -144,10 +144,16 @@ def renew(engine: Engine, owner: str, *, lease_seconds: float) -> None:
         )
 
 
+def release(engine: Engine, owner: str, hashes: Collection[str]) -> None:
+    """Drop `owner`'s claims on `hashes` (claimed for a request that turned out to be answered)."""
+    with engine.begin() as conn:
+        release_in(conn, owner, hashes)
+
+
 def release_owner(engine: Engine, owner: str) -> None:
     """Everything `owner` still claims (a run ending, stopped or not)."""
     with engine.begin() as conn:
         conn.execute(delete(request_claim).where(request_claim.c.owner == owner))
 
 
-__all__ = ["claim", "holders", "release_in", "release_owner", "renew"]
+__all__ = ["claim", "holders", "release", "release_in", "release_owner", "renew"]

@@ -3,7 +3,8 @@
 An iteration row is written when the iteration starts (inputs, criterion if declared, control
 seed, original rubric version) and updated once per finished step, in the same transaction as
 what the step produced (the selection; the two edited rubric versions; the comparison), so a step
-is either recorded with its result or not at all.
+is either recorded with its result or not at all. The step states are kept as every study keeps
+them (`store/study.py`); this module adds the iteration's own columns and the reads its steps need.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from judgepanel.errors import BadInput, NotFound
+from judgepanel.errors import BadInput
 from judgepanel.rubrics import RubricDoc
+from judgepanel.store import study
 from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     Annotator,
     Clause,
     ClauseVerdict,
-    Dataset,
     Item,
     Job,
     Judge,
@@ -80,7 +81,7 @@ def _ref(s: Session, rv_id: int | None) -> str | None:
 
 
 def _record(s: Session, it: RepairIteration) -> IterationRecord:
-    ds_name = dataset_name(s, it.dataset_id)
+    ds_name = study.dataset_name(s, it.dataset_id)
     ids = {
         "original": it.original_version_id,
         "contested": it.contested_version_id,
@@ -91,7 +92,7 @@ def _record(s: Session, it: RepairIteration) -> IterationRecord:
         ds_name,
         dict(it.inputs),
         it.criterion,
-        {k: str(it.steps.get(k, "pending")) for k in STEPS},
+        study.step_states(it, STEPS),
         dict(it.campaigns),
         {k: _ref(s, v) for k, v in ids.items()},
         ids,
@@ -102,17 +103,8 @@ def _record(s: Session, it: RepairIteration) -> IterationRecord:
     )
 
 
-def dataset_name(s: Session, dataset_id: int) -> str:
-    ds = s.get(Dataset, dataset_id)
-    return ds.name if ds is not None else "?"
-
-
 def _by_name(s: Session, name: str) -> RepairIteration:
-    it = s.scalar(select(RepairIteration).where(RepairIteration.name == name))
-    if it is None:
-        known = ", ".join(s.scalars(select(RepairIteration.name).order_by(RepairIteration.name))) or "none"
-        raise NotFound(f"no repair iteration named {name!r} (known: {known})")
-    return it
+    return study.by_name(s, RepairIteration, name, "repair iteration")
 
 
 def start_iteration(
@@ -128,13 +120,8 @@ def start_iteration(
 ) -> IterationRecord:
     """Create the iteration, or find it when started before with the same inputs."""
     with session_scope(engine) as s:
-        it = s.scalar(select(RepairIteration).where(RepairIteration.name == name))
+        it = study.same_start(s, RepairIteration, name, inputs, noun="repair iteration", command="repair")
         if it is not None:
-            if dict(it.inputs) != dict(inputs):
-                raise BadInput(
-                    f"repair iteration {name!r} exists with other inputs; resume it with `judgepanel repair run {name}` "
-                    "alone, or choose another name"
-                )
             if criterion is not None and it.criterion is not None and criterion != it.criterion:
                 raise BadInput(
                     f"iteration {name!r} declared the criterion {it.criterion!r}; it cannot change"
@@ -150,7 +137,7 @@ def start_iteration(
             inputs=dict(inputs),
             criterion=criterion,
             criterion_at=utcnow() if criterion is not None else None,
-            steps=dict.fromkeys(STEPS, "pending"),
+            steps=study.pending_steps(STEPS),
             campaigns=dict(campaigns),
             original_version_id=rv.id,
             control_seed=control_seed,
@@ -199,13 +186,11 @@ def declare_criterion(engine: Engine, name: str, criterion: str) -> IterationRec
 
 
 def finish_step(engine: Engine, name: str, step: str, **fields: Any) -> IterationRecord:
-    """Mark `step` done and store what it produced (selection=…, comparison=…)."""
+    """Mark `step` done and store what it produced (selection=…, comparison=…; `campaigns` adds to
+    the iteration's)."""
     with session_scope(engine) as s:
         it = _by_name(s, name)
-        for k, v in fields.items():
-            setattr(it, k, v)
-        it.steps = {**it.steps, step: "done"}
-        it.updated_at = utcnow()
+        study.mark_done(it, step, fields)
         return _record(s, it)
 
 
@@ -214,9 +199,8 @@ def stop_iteration(engine: Engine, name: str, reason: str) -> IterationRecord:
     with the selection."""
     with session_scope(engine) as s:
         it = _by_name(s, name)
-        it.steps = {k: (v if v == "done" else "stopped") for k, v in it.steps.items()}
+        study.mark_stopped(it)
         it.selection = {**(it.selection or {}), "stopped": reason}
-        it.updated_at = utcnow()
         return _record(s, it)
 
 
@@ -241,9 +225,7 @@ def store_rewrites(
             _rubric, rv, _created = _add(s, doc, "editor", note, parent=parent, editor=editor)
             ids[label] = rv.id
         it.contested_version_id, it.control_version_id = ids["contested"], ids["control"]
-        it.rewrites = dict(rewrites)
-        it.steps = {**it.steps, "rewrite": "done"}
-        it.updated_at = utcnow()
+        study.mark_done(it, "rewrite", {"rewrites": dict(rewrites)})
         s.flush()
         return _record(s, it)
 

@@ -203,3 +203,35 @@ def test_a_killed_claimant_does_not_block_its_twins(db_url: str, hanging: FakeSe
     assert _paid(eng) == (2, 2)  # the killed run stored nothing; the twin asked and stored both
     assert _claims(eng) == 0
     eng.dispose()
+
+
+def test_a_twin_answered_between_the_cache_lookup_and_the_claim_is_not_asked_again(
+    db_url: str, slow: FakeServerProcess
+) -> None:
+    """The race a loaded machine showed (7 requests at the server for 6): run B looks in the cache
+    (miss), run A commits its answer and drops its claim in that transaction, B's claim then meets
+    no claim. B must find the answer after claiming, not ask again. Replayed here step by step:
+    the stored answer exists, the caller's lookup (``hits``) predates it."""
+    from types import SimpleNamespace
+
+    from judgepanel.runner.inflight import InFlight
+    from judgepanel.store.campaigns.results import cache_lookup
+
+    eng = _migrated(db_url)
+    assert cli(*create_argv("answered", _judge(slow)), db=db_url).code == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "judgepanel", "--db", db_url, "campaign", "run", "answered"],
+        capture_output=True, env={**os.environ, **FAKE_KEYS}, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    with eng.connect() as c:
+        hashes = sorted(c.scalars(select(Request.request_hash).distinct()))
+    assert hashes and set(cache_lookup(eng, hashes)) == set(hashes)
+    jobs = [SimpleNamespace(request_hash=h) for h in hashes]
+    late = InFlight(eng, "late-run", lease_seconds=60, enabled=True)
+    assert late.claim(jobs, hits={}) == set()  # the feeder's path: every one is answered already
+    hits, got = late._look(hashes)  # the resolver's path
+    assert got == set() and set(hits) == set(hashes)
+    with eng.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM request_claim")).scalar_one() == 0
+    eng.dispose()
