@@ -12,7 +12,9 @@
 2. A queue of 10⁵ labels (`UNITS_OWNER` items × 3 annotators, all complete) with two imported
    judges: the median time of the certification state (`annotate.certify.certification`: reading
    the panel, the advantages, the anytime tests with their bounds, the fixed-sample reference, α
-   with 200 bootstrap resamples) and of the whole owner status; reference: reading the panel alone.
+   with 200 bootstrap resamples) from scratch (a fresh engine, so nothing kept), after one new
+   label (the kept panel brought up to date, everything recomputed on it), and unchanged (the kept
+   result); the whole owner status from scratch; reference: reading the panel alone.
 
 Targets: ≤ 50 ms per request, ≤ 1 s for the recomputation. Run: `python -m benchmarks annotate`.
 """
@@ -178,7 +180,10 @@ def requests_at_a_million(folder: Path) -> None:
 
 
 def owner_at_a_hundred_thousand(folder: Path) -> None:
+    from sqlalchemy import text
+
     from judgepanel.annotate import certify
+    from judgepanel.store import annotation as store
     from judgepanel.store import annotation_read as read
     from judgepanel.store.engine import make_engine
 
@@ -187,13 +192,45 @@ def owner_at_a_hundred_thousand(folder: Path) -> None:
     raw = sqlite3.connect(folder / "owner.db")
     queue_labels = raw.execute("SELECT count(*) FROM annotation_event").fetchone()[0]
     raw.close()
+
+    def scratch() -> None:  # a fresh engine: nothing kept, the panel read and everything computed
+        fresh = make_engine(url)
+        certify.certification(fresh, "q")
+        fresh.dispose()
+
     panel = _medians(lambda: read.queue_panel(eng, "q"), 5)
-    cert = _medians(lambda: certify.certification(eng, "q"), 5)
-    whole = _medians(lambda: certify.status(eng, "q"), 5)
+    cert = _medians(scratch, 5)
+    whole = _medians(lambda: certify.status(make_engine(url), "q"), 5)
     state = certify.certification(eng, "q")
+    kept = _medians(lambda: certify.certification(eng, "q"), 5)
+    # one new label each time (an edit of m0's, as labels keep arriving while the owner watches)
+    with eng.connect() as c:
+        m_id, a_id = c.execute(text("SELECT id, annotator_id FROM annotation_member WHERE name = 'm0'")).one()
+        slots = [
+            r[0]
+            for r in c.execute(
+                text("SELECT id FROM annotation_slot WHERE member_id = :m LIMIT 5"), {"m": m_id}
+            )
+        ]
+    m0 = store.Member(int(m_id), "m0", int(a_id), store.queue(eng, "q"))
+    edits = iter(range(100))
+
+    def after_a_label() -> None:
+        k = next(edits)
+        store.submit(eng, m0, slots[k % len(slots)], value=k % 5 + 1, comment=f"edit {k}")
+        t, c = time.perf_counter(), time.process_time()
+        certify.certification(eng, "q")
+        timed.append((time.perf_counter() - t, time.process_time() - c))
+
+    timed: list[tuple[float, float]] = []
+    for _ in range(5):
+        after_a_label()
+    updated = statistics.median(w for w, _ in timed), statistics.median(c for _, c in timed)
     print(f"{queue_labels:,} queue labels, {len(state['judges'])} judges ({_load()}), wall / CPU seconds: "
-          f"certification state {cert[0]:.2f} / {cert[1]:.2f}, whole owner status {whole[0]:.2f} / {whole[1]:.2f}, "
-          f"reading the panel alone {panel[0]:.2f} / {panel[1]:.2f} ({cert[1] / panel[1]:.1f}× its CPU)")  # fmt: skip
+          f"certification state from scratch {cert[0]:.2f} / {cert[1]:.2f}, after one new label "
+          f"{updated[0]:.3f} / {updated[1]:.3f}, unchanged {kept[0]:.4f} / {kept[1]:.4f}; whole owner status from "
+          f"scratch {whole[0]:.2f} / {whole[1]:.2f}; reading the panel alone {panel[0]:.2f} / {panel[1]:.2f} "
+          f"(from scratch {cert[1] / panel[1]:.1f}x its CPU, after a label {updated[1] / panel[1]:.2f}x)")  # fmt: skip
     eng.dispose()
 
 

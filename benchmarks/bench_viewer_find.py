@@ -4,7 +4,8 @@ table's search and sort.
 A pointwise campaign of N verdicts (`benchmarks.bulk`, 5 judges, 3 human scores per item;
 `JP_BENCH_FIND_N`, default 10⁵) with a rationale of three words from a 2,000-word vocabulary on
 every verdict; `JP_BENCH_FIND_DB=sqlite|postgresql` for one backend (PostgreSQL when
-`JUDGEPANEL_TEST_PG_URL` is set). Requests go through the whole ASGI stack over the read-only
+`JUDGEPANEL_TEST_PG_URL` is set; `JP_BENCH_FIND_SQLITE_FILE=PATH` builds the SQLite database
+there once and measures it again on later runs). Requests go through the whole ASGI stack over the read-only
 engine; median of `REPEATS`. Reported:
 
 - `/api/campaigns/bench` cold (the first request computes the figures: agreement with 200
@@ -12,7 +13,10 @@ engine; median of `REPEATS`. Reported:
 - the first page of `?q=` for a common word (in ~0.15 % of the rationales), a rare one (~0.005 %)
   and a word in no rationale, and the reference measured in the same run: the same rare-word
   page by a LIKE scan (the fallback without the full-text index); ratio LIKE / index;
-- the first page sorted by latency, descending, and by disagreement with the humans.
+- the first page sorted by latency, descending, and by disagreement with the humans: the first
+  request (which reads the campaign's order, `store.find_order`), later ones and a page deep in
+  the list; reference in the same run: the same first page as one SQL top-N sort over the
+  campaign (what every sorted page cost before the order was kept); ratio top-N / kept.
 
 Run: `python -m benchmarks viewer_find`.
 """
@@ -21,12 +25,14 @@ from __future__ import annotations
 
 import os
 import random
+import tempfile
 import time
+import uuid
 from collections.abc import Callable
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 
-from benchmarks.backends import median_seconds, on_each_backend, print_server_times
+from benchmarks.backends import median_seconds, print_server_times
 from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_FIND_N", "100000"))
@@ -36,6 +42,16 @@ VOCABULARY = [f"w{k:04d}" for k in range(2000)]
 
 def _median(fn: Callable[[], object]) -> float:
     return median_seconds(fn, REPEATS)
+
+
+def _once(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def _load() -> str:
+    return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _rationales(url: str) -> None:
@@ -55,21 +71,27 @@ def _rationales(url: str) -> None:
     eng.dispose()
 
 
-def report(label: str, url: str) -> None:
+def report(label: str, url: str, reuse: bool = False) -> None:
     from starlette.testclient import TestClient
 
-    from judgepanel.store import find
+    from judgepanel.store import browse, find
     from judgepanel.store.readonly import read_only_engine
     from judgepanel.view.app import create_app
 
     t = time.perf_counter()
-    stored = build(url, N, judges=5, humans=3)
-    _rationales(url)
-    print(
-        f"[{label}] built {stored:,} verdicts with rationales in {time.perf_counter() - t:.1f} s", flush=True
-    )
+    if reuse:
+        print(f"[{label}] the database built by an earlier run ({url})", flush=True)
+    else:
+        stored = build(url, N, judges=5, humans=3)
+        _rationales(url)
+        print(
+            f"[{label}] built {stored:,} verdicts with rationales in {time.perf_counter() - t:.1f} s",
+            flush=True,
+        )
     eng = read_only_engine(url)
     rare = f"v{N // 2}"  # one verdict's own word
+    with eng.connect() as conn:
+        deep = int(conn.execute(text("SELECT max(id) FROM verdict")).scalar() or 0) // 2
     with TestClient(create_app(eng), base_url="http://127.0.0.1") as c:
 
         def get(path: str) -> None:
@@ -86,8 +108,17 @@ def report(label: str, url: str) -> None:
             "search, common word": _median(lambda: get("/api/campaigns/bench/verdicts?q=w0007")),
             "search, one verdict's word": _median(lambda: get(f"/api/campaigns/bench/verdicts?q={rare}")),
             "search, no match": _median(lambda: get("/api/campaigns/bench/verdicts?q=nothinglikethis")),
+            "sort by latency, first request": _once(
+                lambda: get("/api/campaigns/bench/verdicts?sort=latency&desc=1")
+            ),
             "sort by latency, desc": _median(
                 lambda: get("/api/campaigns/bench/verdicts?sort=latency&desc=1")
+            ),
+            "sort by latency, a deep page": _median(
+                lambda: get(f"/api/campaigns/bench/verdicts?sort=latency&desc=1&after={deep}")
+            ),
+            "sort by disagreement, first": _once(
+                lambda: get("/api/campaigns/bench/verdicts?sort=disagreement&desc=1")
             ),
             "sort by disagreement": _median(
                 lambda: get("/api/campaigns/bench/verdicts?sort=disagreement&desc=1")
@@ -105,6 +136,16 @@ def report(label: str, url: str) -> None:
             ).all()
         )
         indexed = _median(lambda: find.search_page(eng, "bench", find.VerdictSearch(q=rare), limit=50))
+    # reference for the sorts: the page as one SQL top-N sort over the campaign (what each sorted
+    # page cost before the kept order), beside the kept order's page
+    info = browse.campaign_row(eng, "bench")
+    sorted_sql, key = find._base(eng, info, find.VerdictSearch(sort="latency", descending=True))
+    sorted_sql = sorted_sql.order_by(key.desc(), text("1")).limit(51)
+    with eng.connect() as conn:
+        top_n = _median(lambda: conn.execute(sorted_sql).all())
+    kept = _median(
+        lambda: find.search_page(eng, "bench", find.VerdictSearch(sort="latency", descending=True), limit=50)
+    )
     eng.dispose()
     print_server_times(label, rows, 30)
     print(
@@ -112,10 +153,33 @@ def report(label: str, url: str) -> None:
         f"(reference, rationales only) -> LIKE / index = {like / indexed:.1f}x",
         flush=True,
     )
+    print(
+        f"[{label}] sorted by latency: kept order {kept * 1000:.1f} ms vs an SQL top-N sort {top_n * 1000:.1f} ms "
+        f"(reference) -> top-N / kept = {top_n / kept:.1f}x ({_load()})",
+        flush=True,
+    )
 
 
 def main() -> None:
-    on_each_backend("JP_BENCH_FIND_DB", "find.db", lambda label, url, _tmp: report(label, url))
+    backends = os.environ.get("JP_BENCH_FIND_DB", "sqlite,postgresql").split(",")
+    keep = os.environ.get("JP_BENCH_FIND_SQLITE_FILE")  # build it once, then measure it again
+    if "sqlite" in backends and keep:
+        report("sqlite", f"sqlite:///{keep}", reuse=os.path.exists(keep))
+    elif "sqlite" in backends:
+        with tempfile.TemporaryDirectory() as tmp:
+            report("sqlite", f"sqlite:///{tmp}/find.db")
+    pg = os.environ.get("JUDGEPANEL_TEST_PG_URL")
+    if pg and "postgresql" in backends:
+        name = f"jp_bench_{uuid.uuid4().hex[:12]}"
+        admin = create_engine(make_url(pg).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+        try:
+            report("postgresql", make_url(pg).set(database=name).render_as_string(hide_password=False))
+        finally:
+            with admin.connect() as c:
+                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
 
 
 if __name__ == "__main__":

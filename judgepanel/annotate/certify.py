@@ -16,8 +16,12 @@ humans no longer changes. The fixed-sample alt-test uses every unit with two or 
 
 from __future__ import annotations
 
+import copy
 import math
 import statistics
+import threading
+import weakref
+from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 
@@ -84,11 +88,13 @@ def _numeric(panel: read.QueuePanel) -> bool:
     return all(type(v) is float for v in _distinct(panel))
 
 
-def _alpha(h: Any, level: str, n_boot: int, seed: int) -> dict[str, Any]:
+def _alpha(h: Any, level: str, n_boot: int, seed: int, draws: Any = None) -> dict[str, Any]:
     """Krippendorff's α among the humans with a unit-bootstrap percentile interval; value None
-    when undefined (no unit with two labels, or a single value among them)."""
-    from judgepanel.metrics.agreement import krippendorff_alpha
-    from judgepanel.metrics.bootstrap import bootstrap_ci
+    when undefined (no unit with two labels, or a single value among them). `draws`: the resample
+    counts `metrics.bootstrap.count_matrix(units, n_boot, seed)` gives (the very draws
+    `bootstrap_ci` makes), kept by the caller between recomputations."""
+    from judgepanel.metrics.agreement import krippendorff_alpha, unit_statistic
+    from judgepanel.metrics.bootstrap import bootstrap_ci, interval
 
     pairable = int(((~np.isnan(h)).sum(axis=1) >= 2).sum()) if h.size else 0
     out: dict[str, Any] = {"metric": "alpha", "level": level, "value": None, "ci": None, "n_units": pairable}
@@ -99,7 +105,17 @@ def _alpha(h: Any, level: str, n_boot: int, seed: int) -> dict[str, Any]:
         return out
     out["value"] = value
     if pairable >= 2 and n_boot > 0:
-        ci = bootstrap_ci("alpha", h, level=level, n_boot=n_boot, seed=seed)
+        if draws is None:
+            ci = bootstrap_ci("alpha", h, level=level, n_boot=n_boot, seed=seed)
+        else:  # bootstrap_ci's percentile interval from the same draws, without drawing them again
+            stat = unit_statistic("alpha", h, None, level)
+            reps = np.concatenate(
+                [
+                    stat.finish(draws[b : b + 64].astype(np.float64) @ stat.contributions)
+                    for b in range(0, n_boot, 64)
+                ]
+            )
+            ci = interval(reps, stat.value(), confidence=0.95, method="percentile")
         if math.isfinite(ci.lo) and math.isfinite(ci.hi):
             out["ci"] = [ci.lo, ci.hi]
     return out
@@ -125,12 +141,20 @@ def certification(
 ) -> dict[str, Any]:
     """The agreement and certification part of the status (see the module docstring);
     `decision_only`: each judge's state alone (what --stop-when-decided needs), no intervals,
-    planner figures or fixed-sample reference."""
+    planner figures or fixed-sample reference. Without `panel`, the panel and the result come
+    from the per-engine cache (`_Cache`): a result is reused only while the panel's key is the
+    one it was computed under, and a panel is brought up to date by reading what changed."""
+    if panel is not None:
+        return _certification(store.queue(engine, name), panel, n_boot, decision_only, None)
+    return _cache_of(engine).certification(engine, name, n_boot, decision_only)
+
+
+def _certification(
+    q: Any, panel: read.QueuePanel, n_boot: int, decision_only: bool, draws: Any
+) -> dict[str, Any]:
     from judgepanel.metrics.sequential import advantages, certification_state, sequential_alt_test
     from judgepanel.metrics.validation import alt_test, make_scorer
 
-    q = store.queue(engine, name)
-    panel = panel or read.queue_panel(engine, name)
     humans = sorted(n for n, d in panel.humans.items() if d)
     judges = sorted(panel.judges)
     numeric = _numeric(panel)
@@ -140,7 +164,7 @@ def certification(
     level = "interval" if numeric and q.kind == "pointwise" else "nominal"
     out: dict[str, Any] = {
         "humans": humans,
-        "agreement": None if decision_only else _alpha(h, level, n_boot, 0),
+        "agreement": None if decision_only else _alpha(h, level, n_boot, 0, draws),
         "judges": {},
         "epsilon": q.epsilon,
         "q": q.q,
@@ -150,10 +174,7 @@ def certification(
     if not judges:
         out["note"] = "no stored judge has labelled these units: nothing to certify"
     scorer = make_scorer(scorer_name, texts)
-    done = sorted((t, u) for u, t in panel.completed.items())
-    complete = [u for _, u in done]
-    row = {u: r for r, u in enumerate(units)}
-    order = np.array([row[u] for u in complete], dtype=np.int64)
+    order = _completion_order(panel, units)
     for c, judge in enumerate(judges):
         entry: dict[str, Any] = (
             {} if decision_only else {"alpha_with_humans": _judge_alpha(h, j[:, [c]], level)}
@@ -192,6 +213,109 @@ def certification(
     states = [e.get("state") for e in out["judges"].values()]
     out["decided"] = bool(states) and all(s in ("certified", "fails") for s in states)
     return out
+
+
+class _Queue:
+    """A queue's cached state: the panel and the key it stands at, the results computed on it, the
+    bootstrap draws (they depend only on the number of units, n_boot and the seed)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.panel: read.QueuePanel | None = None
+        self.key: read.PanelKey | None = None
+        self.results: dict[tuple[int, bool], dict[str, Any]] = {}
+        self.draws: dict[tuple[int, int], Any] = {}
+
+
+class _Cache:
+    """Per engine: queue name -> `_Queue`, the `SIZE` most recently used. Counters for tests and
+    the benchmark: `reads` (whole panels read), `updates` (panels brought up to date from what
+    changed), `computations` (results computed)."""
+
+    SIZE = 8
+    DRAWS_CELLS = 16_000_000  # keep the bootstrap counts (one byte each) up to this many
+
+    def __init__(self) -> None:
+        self.queues: OrderedDict[str, _Queue] = OrderedDict()
+        self.lock = threading.Lock()
+        self.reads = self.updates = self.computations = 0
+
+    def _queue(self, name: str) -> _Queue:
+        with self.lock:
+            entry = self.queues.get(name)
+            if entry is None:
+                entry = self.queues[name] = _Queue()
+            self.queues.move_to_end(name)
+            while len(self.queues) > self.SIZE:
+                self.queues.popitem(last=False)
+            return entry
+
+    def certification(self, engine: Engine, name: str, n_boot: int, decision_only: bool) -> dict[str, Any]:
+        entry = self._queue(name)
+        with entry.lock:
+            fresh = None
+            if entry.panel is not None and entry.key is not None:
+                fresh = read.panel_update(engine, name, entry.panel, entry.key)
+                if fresh is not None and fresh[1] != entry.key:
+                    self.updates += 1
+            if fresh is None:
+                fresh = read.queue_panel_keyed(engine, name)
+                self.reads += 1
+            if fresh[1] != entry.key:
+                entry.results = {}
+            entry.panel, entry.key = fresh
+            got = entry.results.get((n_boot, decision_only))
+            if got is None:
+                q = store.queue(engine, name)
+                got = _certification(q, entry.panel, n_boot, decision_only, self._draws(entry, n_boot))
+                entry.results[(n_boot, decision_only)] = got
+                self.computations += 1
+            return copy.deepcopy(got)
+
+    def _draws(self, entry: _Queue, n_boot: int) -> Any:
+        from judgepanel.metrics.bootstrap import count_matrix
+
+        assert entry.panel is not None
+        units = len(entry.panel.units)
+        if n_boot <= 0 or units * n_boot > self.DRAWS_CELLS:
+            return None
+        got = entry.draws.get((units, n_boot))
+        if got is None:
+            counts = count_matrix(units, n_boot, 0)
+            if counts.size and counts.max() > 255:  # a unit drawn 256 times: never at these sizes
+                return None
+            got = counts.astype(np.uint8)
+            entry.draws = {(units, n_boot): got}  # one size kept: the queue's
+        return got
+
+
+_CACHES: weakref.WeakKeyDictionary[Engine, _Cache] = weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
+def _cache_of(engine: Engine) -> _Cache:
+    with _CACHES_LOCK:
+        cache = _CACHES.get(engine)
+        if cache is None:
+            cache = _CACHES[engine] = _Cache()
+        return cache
+
+
+def _completion_order(panel: read.QueuePanel, units: list[int]) -> Any:
+    """Rows (into `units`) of the complete units in the order they were completed: sorted by
+    (time, unit id) as pairs sort. SQLite's driver returns the times as ISO texts, sorted here in
+    one numpy sort; other drivers' datetimes are sorted as pairs."""
+    if not panel.completed:
+        return np.zeros(0, dtype=np.int64)
+    done = np.fromiter(panel.completed.keys(), dtype=np.int64, count=len(panel.completed))
+    times = list(panel.completed.values())
+    if set(map(type, times)) == {str}:
+        by = np.lexsort((done, np.array(times)))
+    else:
+        by = np.asarray(sorted(range(len(times)), key=lambda k: (times[k], done[k])), dtype=np.int64)
+    ids = np.asarray(units, dtype=np.int64)
+    where = np.argsort(ids, kind="stable")
+    return np.asarray(where[np.searchsorted(ids, done[by], sorter=where)], dtype=np.int64)
 
 
 def _message(state: str, epsilon: float, certified_at: float | None, needed: int | None) -> str:

@@ -171,6 +171,9 @@ class QueuePanel:
     humans: dict[str, dict[int, Value]]
     judges: dict[str, dict[int, Value]]
     unit_kind: str  # item | pair
+    # the item (pair) id of each unit, as `units`: a queue's units never change, so
+    # `panel_update` maps label rows to units from here instead of reading the units again
+    refs: tuple[int, ...] = ()
 
 
 def _number(text: str | None) -> float | None:
@@ -194,56 +197,96 @@ def _fetch(conn: Any, stmt: Any) -> list[tuple[Any, ...]]:
         cur.close()
 
 
+@dataclass(frozen=True)
+class PanelKey:
+    """What a queue's panel was read from, as a key a cache can trust (`panel_key`): the queue
+    (id, creation time: a queue deleted and made again is another), its members, what the judges'
+    labels come from (the dataset's llm annotators, the campaigns that may judge its units, the
+    newest verdict id and job change: verdicts are only ever inserted, or deleted with their
+    campaign), the newest id of the label table the humans write (`label`, or `pair_label` for
+    pairs) and how many rows of it the panel's annotators have (a deleted row changes it), and
+    the newest `annotation_event` of any queue and how many there are (a label edited in place
+    always comes with one, also in another queue sharing the annotator; the count catches an
+    event committed after a later-numbered one). Read by indexes and primary keys, and the
+    events' count (a scan of the table's smallest b-tree)."""
+
+    queue: tuple[Any, ...]
+    members: tuple[tuple[int, int, str], ...]
+    judges: tuple[Any, ...]
+    labels: tuple[int, int]
+    events: tuple[int, int]  # the newest event id and how many events there are
+
+
+def panel_key(conn: Any, q: Any) -> PanelKey:
+    ann, c = base.annotator, base.campaign
+    members = tuple(
+        (int(i), int(a), str(n))
+        for i, a, n in conn.execute(
+            select(MB.c.id, MB.c.annotator_id, MB.c.name).where(MB.c.queue_id == q.id).order_by(MB.c.id)
+        )
+    )
+    llms = tuple(
+        (int(i), str(n))
+        for i, n in conn.execute(
+            select(ann.c.id, ann.c.name)
+            .where(ann.c.dataset_id == q.dataset_id, ann.c.kind == "llm")
+            .order_by(ann.c.id)
+        )
+    )
+    protocol = "pointwise" if q.kind == "pointwise" else "pairwise"
+    campaigns = tuple(
+        (int(i), str(n), str(t))
+        for i, n, t in conn.execute(
+            select(c.c.id, c.c.name, c.c.created_at)
+            .where(c.c.dataset_id == q.dataset_id, c.c.protocol == protocol)
+            .order_by(c.c.id)
+        )
+    )
+    table = base.label if q.kind == "pointwise" else base.pair_label
+    ours = [a for _, a, _ in members] + ([a for a, _ in llms] if q.kind == "pointwise" else [])
+    row = conn.execute(
+        select(
+            select(func.max(base.verdict.c.id)).scalar_subquery(),
+            select(func.max(base.job.c.updated_at)).scalar_subquery(),
+            select(func.max(table.c.id)).scalar_subquery(),
+            select(func.count())
+            .select_from(table)
+            .where(table.c.annotator_id.in_(ours or [-1]))
+            .scalar_subquery(),
+            select(func.max(EV.c.id)).scalar_subquery(),
+            select(func.count()).select_from(EV).scalar_subquery(),
+        )
+    ).one()
+    return PanelKey(
+        queue=(int(q.id), str(q.created_at), int(q.dataset_id), str(q.kind), str(q.dimension), q.pair_set_id),
+        members=members,
+        judges=(llms, campaigns, int(row[0] or 0), str(row[1])),
+        labels=(int(row[2] or 0), int(row[3] or 0)),
+        events=(int(row[4] or 0), int(row[5] or 0)),
+    )
+
+
 def queue_panel(engine: Engine, name: str) -> QueuePanel:
+    return queue_panel_keyed(engine, name)[0]
+
+
+def queue_panel_keyed(engine: Engine, name: str) -> tuple[QueuePanel, PanelKey]:
+    """The panel and the key it was read under. The key is read first: whatever is written while
+    the panel is read is then newer than the key, so `panel_update` reads it again (setting a
+    value to what is stored is idempotent) and never misses it."""
     with engine.connect() as conn:
         q = queue_row(conn, name)
+        key = panel_key(conn, q)
         units = _fetch(
             conn,
             select(UN.c.id, UN.c.item_id, UN.c.pair_id).where(UN.c.queue_id == q.id).order_by(UN.c.position),
         )
-        done_n = func.sum(case((SL.c.state == "done", 1), else_=0))
-        completed = {
-            int(u): t
-            for u, n, d, t in _fetch(
-                conn,
-                select(SL.c.unit_id, func.count(), done_n, func.max(SL.c.done_at))
-                .where(SL.c.queue_id == q.id)
-                .group_by(SL.c.unit_id),
-            )
-            if n == d
-        }
-        ann = base.annotator
-        members = dict(conn.execute(select(MB.c.annotator_id, MB.c.name).where(MB.c.queue_id == q.id)).all())
-        humans: dict[str, dict[int, Value]] = {str(n): {} for n in members.values()}
-        judges: dict[str, dict[int, Value]] = {}
+        completed = _completion(conn, q, None)
+        members = {a: n for _, a, n in key.members}
+        humans: dict[str, dict[int, Value]] = {n: {} for n in members.values()}
         if q.kind == "pointwise":
             unit_of = {int(i): int(u) for u, i, _ in units}
-            lb = base.label
-            llms = dict(
-                conn.execute(
-                    select(ann.c.id, ann.c.name).where(ann.c.dataset_id == q.dataset_id, ann.c.kind == "llm")
-                ).all()
-            )
-            who = {
-                **{a: ("judge", str(n)) for a, n in llms.items()},
-                **{a: ("human", str(n)) for a, n in members.items()},
-            }
-            rows = _fetch(
-                conn,
-                select(lb.c.item_id, lb.c.annotator_id, lb.c.value_num, lb.c.value_text)
-                .join(UN, UN.c.item_id == lb.c.item_id)
-                .where(
-                    UN.c.queue_id == q.id,
-                    lb.c.dimension == q.dimension,
-                    lb.c.annotator_id.in_(list(who) or [-1]),
-                ),
-            )
-            target = {
-                a: (judges.setdefault(n, {}) if k == "judge" else humans[n]) for a, (k, n) in who.items()
-            }
-            for item, aid, num, txt in rows:
-                target[aid][unit_of[item]] = float(num) if num is not None else str(txt)
-            _campaign_scores(conn, q, unit_of, judges)
+            _read_labels(conn, q, unit_of, {a: humans[n] for a, n in members.items()})
             kind = "item"
         else:
             unit_of = {int(p): int(u) for u, _, p in units}
@@ -255,10 +298,163 @@ def queue_panel(engine: Engine, name: str) -> QueuePanel:
                 .where(UN.c.queue_id == q.id, pl.c.annotator_id.in_(list(members) or [-1])),
             ):
                 humans[str(members[aid])][unit_of[int(pid)]] = str(value)
-            _campaign_pairs(conn, q, unit_of, judges)
             kind = "pair"
-    judges = {name: labels for name, labels in judges.items() if labels}  # judges of these units only
-    return QueuePanel(tuple(int(u) for u, _, _ in units), completed, humans, judges, kind)
+        judges = _read_judges(conn, q, unit_of, key)
+    refs = tuple(int(i) for _, i, _ in units) if kind == "item" else tuple(int(p) for _, _, p in units)
+    panel = QueuePanel(tuple(int(u) for u, _, _ in units), completed, humans, judges, kind, refs)
+    return panel, key
+
+
+def _completion(conn: Any, q: Any, units: Sequence[int] | None) -> dict[int, Any]:
+    """unit -> when its last seat was done, for the complete units (of `units`, or every one)."""
+    done_n = func.sum(case((SL.c.state == "done", 1), else_=0))
+    where = [SL.c.queue_id == q.id]
+    if units is not None:
+        where.append(SL.c.unit_id.in_(list(units)))
+    return {
+        int(u): t
+        for u, n, d, t in _fetch(
+            conn,
+            select(SL.c.unit_id, func.count(), done_n, func.max(SL.c.done_at))
+            .where(*where)
+            .group_by(SL.c.unit_id),
+        )
+        if n == d
+    }
+
+
+def _read_labels(
+    conn: Any,
+    q: Any,
+    unit_of: dict[int, int],
+    target: dict[int, dict[int, Value]],
+    items: Sequence[int] | None = None,
+) -> None:
+    """The `label` rows of the annotators of `target` (annotator id -> unit -> value) on the queue's
+    dimension and units (of `items` only, if given). One query per annotator, by its index: the
+    rows of the queue's few annotators, not a probe per unit and annotator."""
+    lb = base.label
+    for aid, values in target.items():
+        where = [lb.c.annotator_id == aid, lb.c.dimension == q.dimension]
+        if items is not None:
+            where.append(lb.c.item_id.in_(list(items)))
+        rows = _fetch(conn, select(lb.c.item_id, lb.c.value_num, lb.c.value_text).where(*where))
+        get = unit_of.get
+        for item, num, txt in rows:
+            u = get(item)
+            if u is not None:
+                values[u] = float(num) if num is not None else str(txt)
+
+
+def _read_judges(conn: Any, q: Any, unit_of: dict[int, int], key: PanelKey) -> dict[str, dict[int, Value]]:
+    """The stored judges' labels of the units: imported llm annotators (pointwise) and campaigns."""
+    judges: dict[str, dict[int, Value]] = {}
+    if q.kind == "pointwise":
+        llms = dict(key.judges[0])
+        _read_labels(conn, q, unit_of, {a: judges.setdefault(n, {}) for a, n in llms.items()})
+        _campaign_scores(conn, q, unit_of, judges)
+    else:
+        _campaign_pairs(conn, q, unit_of, judges)
+    return {name: labels for name, labels in judges.items() if labels}  # judges of these units only
+
+
+_INCREMENT_ROWS = 20_000  # more new rows than this: read the panel again instead
+
+
+def panel_update(
+    engine: Engine, name: str, panel: QueuePanel, key: PanelKey
+) -> tuple[QueuePanel, PanelKey] | None:
+    """The panel brought from `key` to what is stored now by reading only what changed since: new
+    label rows (by id), the labels named by new events (edits update a row in place; they may
+    come from another queue sharing an annotator) and the completion of the queue's units those
+    events touched; the judges again only when their part of the key moved. None when only a
+    fresh read is safe: another queue, other members, a label row deleted (the count is not the
+    old one plus the new rows), or too much new to be worth it. Unchanged parts are shared with
+    `panel`, changed ones copied."""
+    with engine.connect() as conn:
+        q = queue_row(conn, name)
+        now = panel_key(conn, q)
+        if now == key:
+            return panel, now
+        if now.queue != key.queue or now.members != key.members:
+            return None
+        if now.labels[0] - key.labels[0] > _INCREMENT_ROWS or now.events[0] - key.events[0] > _INCREMENT_ROWS:
+            return None
+        # an event whose id is below the newest one read (on PostgreSQL a transaction may commit
+        # after a later-numbered one) would be missed by `id > newest`: the count shows it
+        newer = select(func.count()).select_from(EV).where(EV.c.id > key.events[0])
+        if now.events[1] != key.events[1] + int(conn.scalar(newer) or 0):
+            return None
+        pointwise = q.kind == "pointwise"
+        table = base.label if pointwise else base.pair_label
+        members = {a: n for _, a, n in now.members}
+        llms = dict(now.judges[0]) if pointwise else {}
+        ours = [*members, *llms]
+        added = select(func.count()).select_from(table)
+        added = added.where(table.c.id > key.labels[0], table.c.annotator_id.in_(ours or [-1]))
+        if now.labels[1] != key.labels[1] + int(conn.scalar(added) or 0):
+            return None  # a row of the panel's annotators was deleted: its value may sit in the panel
+        if len(panel.refs) != len(panel.units):
+            return None  # a panel made without its units' items or pairs
+        unit_of = dict(zip(panel.refs, panel.units, strict=True))
+        humans = dict(panel.humans)
+        judges = dict(panel.judges) if now.judges == key.judges else None
+        changed: dict[int, dict[int, Value]] = {}
+
+        def values_of(aid: int) -> dict[int, Value] | None:
+            if aid not in changed:
+                if aid in members:
+                    changed[aid] = humans[members[aid]] = dict(humans[members[aid]])
+                elif aid in llms and judges is not None:
+                    changed[aid] = judges[llms[aid]] = dict(judges.get(llms[aid], {}))
+                else:
+                    return None
+            return changed[aid]
+
+        # which (annotator, item or pair) to read again: rows inserted since, rows events name
+        touched: dict[int, set[int]] = defaultdict(set)
+        for ref, aid in conn.execute(
+            select(table.c.item_id if pointwise else table.c.pair_id, table.c.annotator_id).where(
+                table.c.id > key.labels[0], table.c.annotator_id.in_(ours or [-1])
+            )
+        ):
+            touched[int(aid)].add(int(ref))
+        finished: set[int] = set()
+        for qid, unit, kind, aid, item, pair in conn.execute(
+            select(EV.c.queue_id, EV.c.unit_id, EV.c.kind, MB.c.annotator_id, UN.c.item_id, UN.c.pair_id)
+            .join(MB, MB.c.id == EV.c.member_id)
+            .join(UN, UN.c.id == EV.c.unit_id)
+            .where(EV.c.id > key.events[0])
+        ):
+            if qid == q.id and kind == "label":
+                finished.add(int(unit))
+            ref = item if pointwise else pair
+            if kind != "skip" and int(aid) in members and ref is not None:
+                touched[int(aid)].add(int(ref))
+        for aid, refs in touched.items():
+            target = values_of(aid)
+            if target is None:
+                continue
+            if pointwise:
+                _read_labels(conn, q, unit_of, {aid: target}, sorted(refs))
+            else:
+                pl = base.pair_label
+                for pid, value in conn.execute(
+                    select(pl.c.pair_id, pl.c.value).where(
+                        pl.c.annotator_id == aid, pl.c.pair_id.in_(sorted(refs))
+                    )
+                ):
+                    u = unit_of.get(int(pid))
+                    if u is not None:
+                        target[u] = str(value)
+        completed = panel.completed
+        if finished:
+            completed = {**completed, **_completion(conn, q, sorted(finished))}
+        if judges is None:
+            judges = _read_judges(conn, q, unit_of, now)
+        else:
+            judges = {n: v for n, v in judges.items() if v}
+    return QueuePanel(panel.units, completed, humans, judges, panel.unit_kind, panel.refs), now
 
 
 def _campaign_rows(conn: Any, q: Any, protocol: str) -> Sequence[Any]:

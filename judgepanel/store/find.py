@@ -42,6 +42,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    union_all,
 )
 from sqlalchemy.orm import aliased
 
@@ -154,29 +155,52 @@ def _matching_items(mode: str, term: str, k: int) -> Any:
     return select(Item.id).where(_item_text_like(term))
 
 
-def _rationale_matches(mode: str, term: str, k: int) -> Any:
+def _rationale_ids(mode: str, term: str, k: int) -> Any:
+    """A SELECT of the ids of verdicts whose rationale holds `term`."""
     if mode == "fts5":
-        return Verdict.id.in_(
+        return (
             select(literal_column("rowid"))
             .select_from(text("verdict_fts"))
             .where(text(f"verdict_fts MATCH :r{k}").bindparams(**{f"r{k}": f'"{term}"*'}))
         )
     if mode == "postgresql":
-        return text(
-            f"to_tsvector('simple', coalesce(verdict.rationale, '')) @@ to_tsquery('simple', :r{k})"
-        ).bindparams(**{f"r{k}": f"{term}:*"})
-    return func.lower(func.coalesce(Verdict.rationale, "")).like(_like(term), escape="\\")
-
-
-def _term_matches(mode: str, term: str, k: int, judge_ids: list[int]) -> Any:
-    items = _matching_items(mode, term, k)
-    pairs = select(Pair.id).where(or_(Pair.item_a_id.in_(items), Pair.item_b_id.in_(items)))
-    return or_(
-        _rationale_matches(mode, term, k),
-        Job.item_id.in_(items),
-        Job.pair_id.in_(pairs),
-        Job.judge_id.in_(judge_ids) if judge_ids else false(),
+        return select(Verdict.id).where(
+            text(
+                f"to_tsvector('simple', coalesce(verdict.rationale, '')) @@ to_tsquery('simple', :r{k})"
+            ).bindparams(**{f"r{k}": f"{term}:*"})
+        )
+    return select(Verdict.id).where(
+        func.lower(func.coalesce(Verdict.rationale, "")).like(_like(term), escape="\\")
     )
+
+
+def _term_matches(
+    mode: str, term: str, k: int, judge_ids: list[int], info: dict[str, Any], sqlite: bool
+) -> Any:
+    """`verdict.id IN (…)` of the verdicts one term finds: by their rationale (the full-text
+    index), their item's or pair's texts (the item index, then the campaign's jobs of those items
+    or pairs by `ix_job_item` / `ix_job_pair`) or their judge's name (`ix_job_judge`). The
+    database starts from these ids, the few a word finds, instead of walking the campaign's
+    verdicts and testing each one (at 10⁶ verdicts a word in no rationale read all of them)."""
+    items = _matching_items(mode, term, k)
+    # on SQLite `+ 0` keeps the planner on the item, pair or judge index (a word's few jobs), not
+    # on the campaign's, whose every job it would walk
+    campaign = (Job.campaign_id + 0 if sqlite else Job.campaign_id) == info["id"]
+
+    def verdicts_where(where: Any) -> Any:
+        return select(Verdict.id).join(Job, Job.id == Verdict.job_id).where(where, campaign)
+
+    found = [_rationale_ids(mode, term, k)]
+    if info["protocol"] == "pairwise":
+        pairs = select(Pair.id).where(
+            Pair.pair_set_id == info["pair_set_id"], or_(Pair.item_a_id.in_(items), Pair.item_b_id.in_(items))
+        )
+        found.append(verdicts_where(Job.pair_id.in_(pairs)))
+    else:
+        found.append(verdicts_where(Job.item_id.in_(items)))
+    if judge_ids:
+        found.append(verdicts_where(Job.judge_id.in_(judge_ids)))
+    return Verdict.id.in_(union_all(*found))
 
 
 def _judges_named(engine: Engine, campaign_id: int, term: str) -> list[int]:
@@ -279,7 +303,8 @@ def _base(engine: Engine, info: dict[str, Any], s: VerdictSearch) -> tuple[Any, 
     if terms:
         mode = search_mode(engine)
         for k, term in enumerate(terms):
-            q = q.where(_term_matches(mode, term, k, _judges_named(engine, info["id"], term)))
+            judges = _judges_named(engine, info["id"], term)
+            q = q.where(_term_matches(mode, term, k, judges, info, engine.dialect.name == "sqlite"))
     if s.sort == "id":
         return q, None
     value = _sort_value(s.sort, info["protocol"])
@@ -301,6 +326,8 @@ def search_page(
     if s.sort not in SORTS:
         raise BadInput(f"sort must be one of {', '.join(SORTS)}, got {s.sort!r}")
     info = browse.campaign_row(engine, campaign)
+    if s.sort != "id" and not search_terms(s.q) and s.filter == browse.VerdictFilter():
+        return _kept_page(engine, info, s, after=after, before=before, limit=limit)
     q, key = _base(engine, info, s)
     backwards = before is not None
     cursor = before if backwards else after
@@ -331,6 +358,40 @@ def search_page(
     if backwards:
         out.reverse()
     return out, len(rows) > limit
+
+
+def _kept_page(
+    engine: Engine,
+    info: dict[str, Any],
+    s: VerdictSearch,
+    *,
+    after: int | None,
+    before: int | None,
+    limit: int,
+) -> tuple[list[FoundRow], bool]:
+    """A page of the whole campaign's sorted list from its kept order (`store.find_order`: every
+    verdict's key read once per change of the stored results, by the same expression the SQL path
+    orders by), its rows read by primary key: no sort of the campaign per page."""
+    from judgepanel.store import find_order
+
+    value = _sort_value(s.sort, info["protocol"])
+    key = func.coalesce(value, literal(_LAST if not s.descending else -_LAST, Float))
+    listed = (
+        select(Verdict.id, key)
+        .select_from(Verdict)
+        .join(Job, Job.id == Verdict.job_id)
+        .join(Judge, Judge.id == Job.judge_id)
+        .outerjoin(Response, Response.request_id == Verdict.request_id)
+        .where(Job.campaign_id == info["id"])
+    )
+    order = find_order.kept_order(engine, (info["id"], s.sort, s.descending), listed, s.descending)
+    ids, more = order.page(after=after, before=before, limit=limit)
+    if not ids:
+        return [], more
+    q, _ = _base(engine, info, VerdictSearch(sort="id"))
+    with engine.connect() as conn:
+        rows = {int(r[0]): r for r in conn.execute(q.where(Verdict.id.in_(ids)))}
+    return [_found(rows[i]) for i in ids if i in rows], more
 
 
 def _key_of(engine: Engine, info: dict[str, Any], s: VerdictSearch, verdict_id: int) -> float | None:

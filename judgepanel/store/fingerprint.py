@@ -11,6 +11,8 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select
 
+from judgepanel.store.annotation_tables import annotation_event as EV
+from judgepanel.store.annotation_tables import annotation_queue as QU
 from judgepanel.store.campaigns import campaign_by_name
 from judgepanel.store.models import (
     Annotator,
@@ -30,7 +32,7 @@ from judgepanel.store.models import (
 class ResultsKey:
     """The campaign (id, name, creation time), its verdicts, its calls (responses), its jobs'
     statuses and the human labels on its units (how many, the newest id, the sum of ids: a delete
-    and an insert cannot cancel out)."""
+    and an insert cannot cancel out; the newest annotation event: an edit in place)."""
 
     campaign_id: int
     campaign: str
@@ -39,6 +41,9 @@ class ResultsKey:
     labels: tuple[int, int, int]
     responses: tuple[int, int, int] = (0, 0, 0)
     jobs: tuple[tuple[str, int], ...] = ()
+    # the newest annotation event of a queue on the campaign's dataset: a queue's edit updates its
+    # label row in place (same id, same count), and always comes with an event
+    events: int = 0
 
     @property
     def n_verdicts(self) -> int:
@@ -94,15 +99,27 @@ def results_key(engine: Engine, name: str) -> ResultsKey:
                 )
             )
         )
+        events = conn.execute(
+            select(func.max(EV.c.id))
+            .join(QU, QU.c.id == EV.c.queue_id)
+            .where(QU.c.dataset_id == c.dataset_id)
+        ).scalar()
         created = c.created_at.isoformat() if c.created_at else ""
         return ResultsKey(
-            int(c.id), c.name, created, _triple(verdicts), _triple(labels), _triple(responses), jobs
+            int(c.id),
+            c.name,
+            created,
+            _triple(verdicts),
+            _triple(labels),
+            _triple(responses),
+            jobs,
+            int(events or 0),
         )
 
 
 def database_key(engine: Engine) -> tuple[Any, ...]:
     """A cheap key of the whole database's results (newest ids, row counts, the newest job
-    change): equal keys mean nothing a campaign page shows has changed anywhere, so a cached page
+    change, the newest annotation event): equal keys mean nothing a campaign page shows has changed anywhere, so a cached page
     needs no `results_key` (which reads the campaign's rows) to be trusted."""
     parts = [
         select(agg).select_from(m).scalar_subquery()
@@ -112,6 +129,11 @@ def database_key(engine: Engine) -> tuple[Any, ...]:
     parts.append(select(func.max(Job.updated_at)).scalar_subquery())  # ix_job_updated_at
     # a campaign created (again: even with an old id and the same counts) is the newest one
     parts.append(select(func.max(Campaign.created_at)).scalar_subquery())
+    # a queue's label edited in place (the count: an event committed after a later-numbered one)
+    parts += [
+        select(func.max(EV.c.id)).scalar_subquery(),
+        select(func.count()).select_from(EV).scalar_subquery(),
+    ]
     with engine.connect() as conn:
         row = conn.execute(select(*parts)).one()
     return tuple(str(v) for v in row)

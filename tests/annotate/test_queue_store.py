@@ -251,3 +251,29 @@ def test_pairwise_orders_are_stored_and_labels_mapped_back_to_canonical(sample: 
         )
     assert [v for _, v in values] == ["A" if o == "AB" else "B" for o, _ in values]
     assert sorted(pair_labels) == sorted(v for _, v in values)
+
+
+def test_progress_counts_the_queue_once_and_a_new_queue_again(sample: tuple[str, Engine]) -> None:
+    """An annotator's `total` (the queue's units, fixed when it is made) is counted at the first
+    request only: later requests read the member's own seats, not the whole queue. A queue deleted
+    and made again under the same name is counted afresh."""
+    from sqlalchemy import event
+
+    _, eng = sample
+    make_queue(eng, items=6)
+    alice, _ = member(eng, "q", "alice")
+    seen: list[str] = []
+    event.listen(eng, "before_cursor_execute", lambda c, cur, sql, *a: seen.append(sql))
+    with eng.connect() as c:
+        assert store.progress(c, alice) == {"done": 0, "total": 6}
+    assert any("FROM annotation_unit" in s for s in seen)
+    seen.clear()
+    slot = store.next_slot(eng, alice)
+    assert slot is not None
+    assert store.submit(eng, alice, slot, value=3).progress == {"done": 1, "total": 6}
+    assert not any("FROM annotation_unit" in s and "count" in s for s in seen)
+    store.delete_queue(eng, "q", force=True)
+    make_queue(eng, items=4)
+    alice, _ = member(eng, "q", "alice")
+    with eng.connect() as c:
+        assert store.progress(c, alice) == {"done": 0, "total": 4}

@@ -166,3 +166,31 @@ def test_advantages_agree_with_the_alt_test_per_human(scorer: object) -> None:
     perfect = advantages(np.column_stack([j, j, j]), j, scorer)  # type: ignore[arg-type]
     ok = ~np.isnan(perfect)
     assert ok.any() and (perfect[ok] == 0).all()  # a judge identical to every human: ties only
+
+
+@pytest.mark.parametrize(
+    "probs",
+    [[0.3, 0.4, 0.3], [0.45, 0.35, 0.2], [0.1, 0.3, 0.6], [0.5, 0.0, 0.5], [0.0, 0.6, 0.4], [1.0, 0.0, 0.0]],
+    ids=["balanced", "below", "above", "no-ties", "no-losses", "one-value"],
+)
+def test_a_long_stream_reads_its_maximum_at_the_hulls_vertices_exactly(
+    probs: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream of thousands of instances evaluates p at the extreme times of its count path only
+    (`_extreme_times`); every p-value, both directions, every bisection bound and the whole test
+    equal the same computed over every time, bit for bit (streams with two values lie in a plane
+    and one value on a ray: both handled)."""
+    from judgepanel.metrics import sequential
+
+    rng = np.random.default_rng(17)
+    streams = [rng.choice([-1.0, 0.0, 1.0], size=n, p=probs) for n in (5_000, 3_000, 300)]
+    fast = sequential._Path(streams[0])
+    assert fast.extreme is not None and fast.extreme.shape[1] < 600  # a few hundred vertices, not 5,000
+    hulled = sequential_alt_test(streams, epsilon=0.1, names=["a", "b", "c"])
+    monkeypatch.setattr(sequential, "_HULL_FROM", 10**9)
+    full = sequential._Path(streams[0])
+    assert full.extreme is not None and full.extreme.shape[1] == 5_000
+    for eps in np.linspace(-0.99, 0.99, 23):
+        for below in (True, False):
+            assert fast.p(float(eps), below=below) == full.p(float(eps), below=below)
+    assert sequential_alt_test(streams, epsilon=0.1, names=["a", "b", "c"]) == hulled

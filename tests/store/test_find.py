@@ -159,6 +159,80 @@ def test_sorts_and_keyset_pages_agree_with_python(loaded: Engine) -> None:
     assert _walk(loaded, VerdictSearch(descending=True)) == ids[::-1]
 
 
+def _sorted_ids(rows: list[dict[str, Any]], sort: str, desc: bool) -> list[int]:
+    def key(r: dict[str, Any]) -> float | None:
+        if sort == "disagreement":
+            return None if r["mean"] is None or r["score"] is None else abs(r["mean"] - r["score"])
+        return r[sort]  # type: ignore[no-any-return]
+
+    have = [r for r in rows if key(r) is not None]
+    ordered = sorted(have, key=lambda r: (-key(r) if desc else key(r), r["id"]))  # type: ignore[operator]
+    return [r["id"] for r in ordered] + [r["id"] for r in rows if key(r) is None]
+
+
+def test_a_kept_sort_order_is_read_again_after_any_change(loaded: Engine) -> None:
+    """The whole list's order is kept between pages (`store.find_order`) and read again after a
+    new label, a label edited in place by an annotation queue (its event), a deleted verdict and a
+    new response: each time the pages equal a Python sort of the rows as they are now."""
+    from judgepanel.annotate.queues import CreateOptions, create, invite
+    from judgepanel.store import annotation as ann
+    from judgepanel.store import find_order
+
+    checked = [("disagreement", True), ("latency", False), ("score", True)]
+
+    def agree() -> None:
+        rows = _rows(loaded)
+        for sort, desc in checked:
+            assert _walk(loaded, VerdictSearch(sort=sort, descending=desc), limit=40) == _sorted_ids(
+                rows, sort, desc
+            ), (sort, desc)
+
+    agree()
+    reads = find_order.reads(loaded)
+    agree()
+    assert find_order.reads(loaded) == reads  # unchanged: every page from the kept orders
+    with loaded.begin() as conn:  # a new human's label moves that item's disagreement
+        item = conn.execute(
+            text("SELECT j.item_id FROM verdict v JOIN job j ON j.id = v.job_id ORDER BY v.id LIMIT 1")
+        ).scalar_one()
+        conn.execute(text("INSERT INTO annotator (dataset_id, name, kind, \"group\") SELECT dataset_id, 'hx', "
+                          "'human', 'expert' FROM item WHERE id = :i"), {"i": item})  # fmt: skip
+        conn.execute(
+            text("INSERT INTO label (item_id, annotator_id, dimension, value_num, value_text) "
+                 "SELECT :i, id, 'coherence', 1, '1' FROM annotator WHERE name = 'hx'"), {"i": item}
+        )  # fmt: skip
+    agree()
+    assert find_order.reads(loaded) == reads + len(checked)
+    # a queue's annotator labels an item, then edits the label in place (the row keeps its id)
+    create(
+        loaded, CreateOptions(name="qq", dataset="d", dimension="coherence", items=4, per_item=1, scale="1-5")
+    )
+    token = invite(loaded, "qq", "ann", "http://127.0.0.1:1")["token"]
+    m = ann.member_by_token(loaded, "qq", ann.token_hash(token))
+    slot = ann.next_slot(loaded, m)
+    assert slot is not None
+    ann.submit(loaded, m, slot, value=1)
+    agree()
+    reads = find_order.reads(loaded)
+    ann.submit(loaded, m, slot, value=5)
+    agree()
+    assert find_order.reads(loaded) == reads + len(checked)
+    with loaded.begin() as conn:
+        first = conn.execute(text("SELECT min(id) FROM verdict")).scalar()
+        conn.execute(text("DELETE FROM verdict WHERE id = :i"), {"i": first})
+    agree()
+    with loaded.begin() as conn:  # a response replaced by a slower one: the count stays, the id moves
+        rid = conn.execute(text("SELECT min(request_id) FROM response WHERE latency_ms IS NOT NULL")).scalar()
+        conn.execute(text("DELETE FROM response WHERE request_id = :r"), {"r": rid})
+        conn.execute(
+            text(
+                "INSERT INTO response (request_id, ok, latency_ms, created_at) VALUES (:r, :ok, 1e9, CURRENT_TIMESTAMP)"
+            ),
+            {"r": rid, "ok": True},
+        )
+    agree()
+
+
 def test_the_index_follows_deletes_and_new_rows(loaded: Engine) -> None:
     rows = _rows(loaded)
     with loaded.begin() as conn:

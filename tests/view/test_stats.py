@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, text
 from starlette.testclient import TestClient
@@ -136,3 +137,46 @@ def test_repair_sub_campaigns_are_listed_under_their_iteration(demo_url: str) ->
     assert body.index(f'data-campaign="{PAIRWISE}"') < header
     assert all(body.index(f'data-campaign="{n}"') > header for n in camps.values())
     assert body.count('class="sub"') == len(camps)
+
+
+def test_a_queue_label_edited_in_place_is_never_a_stale_figure(demo_url: str, tmp_path: Path) -> None:
+    """An annotation queue's edit updates its `label` row in place (same id, same count) and adds
+    an `annotation_event`: the campaign page's key follows the event, so the figures are computed
+    again and the humans' distribution shows the new value."""
+    from judgepanel.annotate.queues import CreateOptions, create, invite
+    from judgepanel.store import annotation as ann
+    from judgepanel.store.engine import make_engine
+
+    url = copy_db(Path(demo_url.removeprefix("sqlite:///")), tmp_path, "edit.db")
+    ((dataset, dimension),) = _exec(
+        url,
+        "SELECT d.name, j.dimension FROM campaign c JOIN dataset d ON d.id = c.dataset_id "
+        "JOIN job j ON j.campaign_id = c.id WHERE c.name = :c LIMIT 1",
+        c=POINTWISE,
+    )
+    writer = make_engine(url)
+    create(
+        writer, CreateOptions(name="qq", dataset=str(dataset), dimension=str(dimension), items=3, per_item=1)
+    )
+    token = invite(writer, "qq", "ann", "http://127.0.0.1:1")["token"]
+    m = ann.member_by_token(writer, "qq", ann.token_hash(token))
+    slot = ann.next_slot(writer, m)
+    assert slot is not None
+    ann.submit(writer, m, slot, value=1)
+    eng = read_only_engine(url)
+
+    def humans(page: dict[str, Any]) -> dict[str, int]:
+        got = [d for d in page["distributions"] if d["kind"] == "human"]
+        assert len(got) == 1, page["distributions"]
+        return {k: int(v) for k, v in got[0]["counts"].items()}
+
+    with TestClient(create_app(eng, n_boot=20), base_url="http://127.0.0.1") as c:
+        first = c.get(f"/api/campaigns/{POINTWISE}").json()
+        assert c.get(f"/api/campaigns/{POINTWISE}").json()["computed"]["cached"] is True
+        ann.submit(writer, m, slot, value=5)  # the same label row, edited
+        edited = c.get(f"/api/campaigns/{POINTWISE}").json()
+        assert edited["computed"]["cached"] is False
+        before, after = humans(first), humans(edited)
+        assert after["1"] == before["1"] - 1 and after["5"] == before.get("5", 0) + 1
+    eng.dispose()
+    writer.dispose()

@@ -210,6 +210,9 @@ job = Table(
     Index("ix_job_judge", "judge_id"),
     # the viewer's cache key reads the newest change of any job (store.fingerprint)
     Index("ix_job_updated_at", "updated_at"),
+    # the viewer's search finds the jobs of the items (pairs) whose texts hold a word (store.find)
+    Index("ix_job_item", "item_id"),
+    Index("ix_job_pair", "pair_id"),
 )
 
 
