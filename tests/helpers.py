@@ -250,8 +250,11 @@ def _new_sqlite_file(db: str) -> Path | None:
 
 def shared_root(base: Path) -> Path:
     """The temporary folder every xdist worker of this run shares (each worker's base temp is a
-    folder under it), or the base temp itself without xdist."""
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    `popen-gwN` folder under it), or the base temp itself without xdist. Read from the folder, not
+    from PYTEST_XDIST_WORKER: a pytest a worker starts in a subprocess inherits that variable, and
+    its shared folder was then /tmp/pytest-of-USER itself, where a migrated database built by an
+    older checkout hours before was taken as this run's (a schema without 0014's indexes)."""
+    return base.parent if base.name.startswith("popen-gw") else base
 
 
 def copy_db(src: Path, folder: Path, name: str = "judgepanel.db") -> str:

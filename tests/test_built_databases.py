@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import inspect, text
 
 from judgepanel.store.engine import make_engine
@@ -83,3 +85,20 @@ def test_tiny_db_is_what_the_migrations_and_load_tiny_make(db_url: str, tmp_path
         got, want = _contents(db_url), _contents(by_hand)
     assert got == want
     assert len(got["item"][1]) == 6 and len(got["pair"][1]) == 4
+
+
+def test_the_shared_build_folder_is_this_runs_even_in_a_pytest_a_worker_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pytest run in a subprocess of an xdist worker inherits PYTEST_XDIST_WORKER; its base temp is
+    no worker folder, so its builds must stay under its own base temp, never in the folder above
+    (which is every earlier run's too)."""
+    from tests.helpers import shared_root
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    lone = tmp_path / "pytest-9"
+    assert shared_root(lone) == lone
+    worker = tmp_path / "pytest-9" / "popen-gw1"
+    assert shared_root(worker) == tmp_path / "pytest-9"
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert shared_root(worker) == tmp_path / "pytest-9" and shared_root(lone) == lone
