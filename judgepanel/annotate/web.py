@@ -41,18 +41,10 @@ class JSON(JSONResponse):
 
 @cache
 def templates() -> Any:
-    import jinja2
+    from judgepanel.report.render import template_environment
 
-    from judgepanel.report.render import fmt
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(HERE / "templates")),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.globals.update(fmt=fmt, static=STATIC_PATH)
+    env = template_environment(HERE / "templates")
+    env.globals.update(static=STATIC_PATH)
     return env
 
 

@@ -164,19 +164,28 @@ def _rendered(reports: list[CampaignReport], simulated: dict[str, bool]) -> list
     return out
 
 
-def _env(autoescape: bool) -> Any:
+def template_environment(
+    folder: Path, *, autoescape: bool = True, keep_trailing_newline: bool = False
+) -> Any:
+    """The Jinja environment every page judgepanel writes or serves is rendered with (the report,
+    the viewer, the annotation pages): templates from `folder`, an unknown name an error, block
+    tags leaving no blank lines, and the number formatters `fmt`, `ci` and `pval`."""
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        loader=jinja2.FileSystemLoader(str(folder)),
         autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
-        keep_trailing_newline=True,
+        keep_trailing_newline=keep_trailing_newline,
     )
     env.globals.update(fmt=fmt, ci=ci, pval=pval)
     return env
+
+
+def _env(autoescape: bool) -> Any:
+    return template_environment(TEMPLATES, autoescape=autoescape, keep_trailing_newline=True)
 
 
 def _md_cell(v: Any) -> str:

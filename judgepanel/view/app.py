@@ -202,18 +202,10 @@ def _version() -> str:
 
 
 def _jinja() -> Any:
-    import jinja2
-
     from judgepanel.report.iteration import word_diff
-    from judgepanel.report.render import ci, fmt, pval
+    from judgepanel.report.render import template_environment
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(HERE / "templates")),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = template_environment(HERE / "templates")
 
     def usd(v: float | None) -> str:
         return "unknown" if v is None else f"{v:.4f}"
@@ -227,9 +219,6 @@ def _jinja() -> Any:
     from judgepanel.analysis.pace import rate_number
 
     env.globals.update(
-        fmt=fmt,
-        ci=ci,
-        pval=pval,
         usd=usd,
         duration=duration,
         word_diff=word_diff,
