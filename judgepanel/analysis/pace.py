@@ -120,9 +120,9 @@ def stored_paces(engine: Engine, pending: Mapping[int, int]) -> dict[int, Pace]:
 
 def campaign_pace(engine: Engine, name: str, pending: int) -> Pace:
     """`stored_paces` of one campaign (`campaign status`)."""
-    from judgepanel.store.campaigns.readers import campaign_row_id
+    from judgepanel.store.campaigns import campaign_id
 
-    cid = campaign_row_id(engine, name)
+    cid = campaign_id(engine, name)
     return stored_paces(engine, {cid: pending})[cid]
 
 

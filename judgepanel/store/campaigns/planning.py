@@ -447,11 +447,6 @@ def campaign_spec(engine: Engine, name: str) -> tuple[CampaignSpec, int | None]:
         )
 
 
-def campaign_id(engine: Engine, name: str) -> int:
-    with session_scope(engine) as s:
-        return campaign_by_name(s, name).id
-
-
 def rubric_doc(engine: Engine, rubric_version_id: int) -> RubricDoc:
     """The rubric document a campaign was planned with (as stored, whatever the files say now)."""
     with session_scope(engine) as s:

@@ -114,7 +114,7 @@ def recent_call_latencies(engine: Engine, *, limit: int = 2_000) -> list[tuple[i
         ]
 
 
-def campaign_row_id(engine: Engine, name: str) -> int:
+def campaign_id(engine: Engine, name: str) -> int:
     """The campaign's id, read on the Core tables (read commands load no ORM)."""
     with engine.connect() as s:
         return int(_campaign(s, name).id)
