@@ -30,7 +30,7 @@ from judgepanel.view.app import (
     _host_name,
     has_nul,
 )
-from judgepanel.view.listen import LOOPBACK_HOSTS, host_names, is_loopback, listen
+from judgepanel.view.listen import LOOPBACK_HOSTS, check_address, host_names, listen
 
 _ANNOTATOR_PATH = re.compile(
     r"^/(a/[^/]+/?$|api/annotate/[^/]+/(next|meta|mine|label|slot/\d+)$|annotate-static/)"
@@ -99,12 +99,7 @@ def serve(db_url: str, *, host: str, port: int, token: str | None) -> None:
     from judgepanel.store.engine import display_url
     from judgepanel.store.readonly import read_only_engine
 
-    if not 0 <= port <= 65535:
-        raise BadInput(f"--port must be between 0 and 65535, got {port}")
-    if token is not None and len(token) < 16:
-        raise BadInput("--token must be at least 16 characters")
-    if not is_loopback(host) and not token:
-        raise BadInput(f"--host {host} is reachable from other machines: give --token for the owner's pages")
+    check_address(host, port, token, give_token="--token for the owner's pages")
     write = annotation_engine(db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
     read = read_only_engine(db_url, pool_size=POOL_SIZE, pool_timeout=POOL_TIMEOUT_S)
     try:

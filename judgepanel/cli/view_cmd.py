@@ -60,16 +60,9 @@ def view(
         return
     if campaign:
         raise BadInput("--campaign chooses what --bundle writes; the viewer shows every campaign")
-    if not 0 <= port <= 65535:
-        raise BadInput(f"--port must be between 0 and 65535, got {port}")
-    if token is not None and len(token) < 16:
-        raise BadInput(
-            "--token must be at least 16 characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
-        )
-    from judgepanel.view.listen import host_names, is_loopback, listen
+    from judgepanel.view.listen import check_address, host_names, listen
 
-    if not is_loopback(host) and not token:
-        raise BadInput(f"--host {host} is reachable from other machines: give --token (or {TOKEN_ENV})")
+    check_address(host, port, token, give_token=f"--token (or {TOKEN_ENV})")
     import uvicorn
 
     from judgepanel.store.engine import display_url

@@ -24,6 +24,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_address(host: str, port: int, token: str | None, *, give_token: str) -> None:
+    """One `BadInput` line for a port out of range, a token too short to guard anything, or an
+    address other machines can reach without a token (`give_token`: how to give one)."""
+    if not 0 <= port <= 65535:
+        raise BadInput(f"--port must be between 0 and 65535, got {port}")
+    if token is not None and len(token) < 16:
+        raise BadInput(
+            "--token must be at least 16 characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
+        )
+    if not is_loopback(host) and not token:
+        raise BadInput(f"--host {host} is reachable from other machines: give {give_token}")
+
+
 def host_names(host: str) -> frozenset[str] | None:
     """The Host names a server bound to `host` without a token answers: the usual loopback names
     and the address it was bound to (`--host 127.0.0.2` is reached as `Host: 127.0.0.2:PORT`, which
