@@ -20,7 +20,6 @@ import copy
 import math
 import statistics
 import threading
-import weakref
 from collections import OrderedDict
 from datetime import datetime
 from typing import Any
@@ -31,6 +30,7 @@ from sqlalchemy import Engine
 from judgepanel.errors import BadInput
 from judgepanel.store import annotation as store
 from judgepanel.store import annotation_read as read
+from judgepanel.store.engine import PerEngine
 from judgepanel.store.tables import utcnow
 
 N_BOOT = 200
@@ -289,16 +289,7 @@ class _Cache:
         return got
 
 
-_CACHES: weakref.WeakKeyDictionary[Engine, _Cache] = weakref.WeakKeyDictionary()
-_CACHES_LOCK = threading.Lock()
-
-
-def _cache_of(engine: Engine) -> _Cache:
-    with _CACHES_LOCK:
-        cache = _CACHES.get(engine)
-        if cache is None:
-            cache = _CACHES[engine] = _Cache()
-        return cache
+_cache_of = PerEngine(_Cache)
 
 
 def _completion_order(panel: read.QueuePanel, units: list[int]) -> Any:

@@ -7,10 +7,11 @@ psycopg 3 whatever driver they name.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import Engine, create_engine, event
@@ -27,6 +28,25 @@ BUSY_TIMEOUT_MS = 30_000
 # The URL as the user typed it (password masked), per engine: messages name that, not the driver
 # URL (`postgresql+psycopg://…`, `sqlite:///file:…?mode=ro&uri=true`) the engine was built from.
 _TYPED: WeakKeyDictionary[Engine, str] = WeakKeyDictionary()
+
+T = TypeVar("T")
+
+
+class PerEngine(Generic[T]):
+    """One `T` per engine, made on first use and gone with the engine: what a process keeps
+    between requests about one database (a cache keyed by what it read), never shared by two."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._of: WeakKeyDictionary[Engine, T] = WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __call__(self, engine: Engine) -> T:
+        with self._lock:
+            got = self._of.get(engine)
+            if got is None:
+                got = self._of[engine] = self._make()
+            return got
 
 
 def display_url(url: str) -> str:

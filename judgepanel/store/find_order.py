@@ -25,11 +25,11 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import numpy as np
 from sqlalchemy import Engine
 
+from judgepanel.store.engine import PerEngine
 from judgepanel.store.fingerprint import database_key
 
 
@@ -86,16 +86,7 @@ class _Orders:
         self.reads = 0  # orders read from the database (for tests and the benchmark)
 
 
-_ORDERS: WeakKeyDictionary[Engine, _Orders] = WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
-def _orders_of(engine: Engine) -> _Orders:
-    with _LOCK:
-        got = _ORDERS.get(engine)
-        if got is None:
-            got = _ORDERS[engine] = _Orders()
-        return got
+_orders_of = PerEngine(_Orders)
 
 
 def changes_key(engine: Engine) -> tuple[Any, ...]:
