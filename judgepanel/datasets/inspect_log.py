@@ -9,9 +9,11 @@ value is a dict gives one grade per key, the key as the dimension; any other val
 the dimension passed in (default ``""``).
 
 Streaming. The header comes from `read_eval_log(header_only=True)`. A `.eval` log's samples are
-read `BATCH` at a time with `read_eval_log_samples_by_id`, which parses the archive's directory
+read a batch at a time with `read_eval_log_samples_by_id`, which parses the archive's directory
 once per batch (its `read_eval_log_samples` opens the archive again for every sample, which made a
-3,000-sample log take 68 s here against 12 s by batches). A `.json` log's samples are read one at a
+3,000-sample log take 68 s here against 12 s by batches). That parse grows with the log (9 ms a
+call at 2,000 samples, 33 ms at 10⁴), so a batch is `BATCH` samples or a `BATCHES`-th of the log,
+whichever is more, up to `MAX_BATCH` (memory: at most that many samples held per reader). A `.json` log's samples are read one at a
 time from the file with ijson and validated as `inspect_ai.log.EvalSample` (Inspect reads a
 `.json` log whole to return any one sample), with no token longer than `records`' limit. Either
 way only the fields the import stores are validated (`UNREAD` lists what is skipped: the
@@ -62,6 +64,8 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
 BATCH = 500
+BATCHES = 40
+MAX_BATCH = 2_500
 # what a sample holds beyond the fields read here (id, epoch, input, target, output, scores,
 # metadata, error, limit): its transcript, above all, whose events were about half the CPU of
 # reading a sample and of resolving its attachments; Inspect's reader skips them unparsed
@@ -292,10 +296,13 @@ def _read_batch(path: Path, batch: Sequence[tuple[str | int, int]], found: _Coun
         raise _unreadable(path, exc) from exc
 
 
-def _batches(header: EvalLog, size: int) -> list[list[tuple[str | int, int]]]:
+def _batches(header: EvalLog, size: int | None) -> list[list[tuple[str | int, int]]]:
+    """The log's (id, epoch) pairs in batches of `size` (None: see the module docstring)."""
     ids = list(header.eval.dataset.sample_ids or [])
     epochs = range(1, (header.eval.config.epochs or 1) + 1)
     wanted = [(i, e) for i in ids for e in epochs]
+    if size is None:
+        size = max(BATCH, min(MAX_BATCH, -(-len(wanted) // BATCHES)))
     return [wanted[k : k + size] for k in range(0, len(wanted), size)]
 
 
@@ -380,7 +387,7 @@ def _eval_samples(
     graders: dict[str, Grader],
     dimension: str,
     readers: int,
-    batch: int,
+    batch: int | None,
 ) -> Iterator[GradedSample]:
     batches = _batches(header, batch)
     readers = min(readers, len(batches))
@@ -409,11 +416,10 @@ def read_inspect(
 ) -> GradedLog:
     """Read Inspect logs (each `.eval` or `.json`) into a `GradedLog`; their headers are read
     here, the samples as the stream is consumed. Nothing is written. `readers`: child processes
-    that read a `.eval` log of more than one `batch` (default `READERS`, at most the CPUs; 1: read
-    here)."""
+    that read a `.eval` log of more than one `batch` of samples (default `READERS`, at most the
+    CPUs; 1: read here; `batch` default: the module docstring)."""
     if readers is None:
         readers = min(READERS, os.cpu_count() or 1)
-    size = BATCH if batch is None else batch
     if not paths:
         raise BadInput("give at least one Inspect log")
     headers = [(p, _header(p)) for p in paths]
@@ -455,7 +461,7 @@ def read_inspect(
             expected = len(h.eval.dataset.sample_ids or []) * (h.eval.config.epochs or 1)
             read = 0
             if p.suffix == ".eval":
-                yield from _eval_samples(p, h, found, graders, dimension, readers, size)
+                yield from _eval_samples(p, h, found, graders, dimension, readers, batch)
                 continue
             for sample in _json_samples(p, found):
                 read += 1

@@ -116,3 +116,21 @@ def test_a_parallel_import_stores_what_a_serial_one_stores(
         ]
 
     assert rows(db_url) == rows(serial_db)
+
+
+def test_a_larger_log_is_read_in_larger_batches(
+    inspect_logs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch parses the archive's directory again, which grows with the log: a batch is a
+    `BATCHES`-th of the log when that is more than `BATCH`, up to `MAX_BATCH`."""
+    header = inspect_log._header(inspect_logs["graded"])  # 36 ids × 2 epochs
+    monkeypatch.setattr(inspect_log, "BATCH", 5)
+    monkeypatch.setattr(inspect_log, "BATCHES", 4)
+    assert [len(b) for b in inspect_log._batches(header, None)] == [18] * 4
+    monkeypatch.setattr(inspect_log, "MAX_BATCH", 10)
+    assert [len(b) for b in inspect_log._batches(header, None)] == [10] * 7 + [2]
+    monkeypatch.setattr(inspect_log, "BATCHES", 40)  # a 40th is 2: BATCH wins
+    batches = inspect_log._batches(header, None)
+    assert [len(b) for b in batches] == [5] * 14 + [2]
+    assert [x for b in batches for x in b] == [(i, e) for i in header.eval.dataset.sample_ids for e in (1, 2)]
+    assert [len(b) for b in inspect_log._batches(header, 7)] == [7] * 10 + [2]  # as asked
