@@ -36,10 +36,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPTFOO_NS = [int(n) for n in os.environ.get("JP_BENCH_PROMPTFOO_N", "100000").split(",") if n]
+# "short" (question/answer records), "article" (the article cut to 600 characters), or both
+PROMPTFOO_KINDS = os.environ.get("JP_BENCH_PROMPTFOO_KINDS", "article,short").split(",")
 INSPECT_NS = [int(n) for n in os.environ.get("JP_BENCH_INSPECT_N", "10000").split(",") if n]
 ROUNDS = int(os.environ.get("JP_BENCH_ROUNDS", "3"))
 KEEP = os.environ.get("JP_BENCH_KEEP")
-REFERENCE_MAX = 200_000  # json.load holds the whole file (≈ 4.5 GB at 10⁵ results here)
+REFERENCE_MAX = int(
+    os.environ.get("JP_BENCH_REFERENCE_MAX", "200000")
+)  # json.load holds the whole file (≈ 4.5 GB at 10⁵ results here)
 # VmHWM, this process image's own peak: ru_maxrss survives exec and starts at the parent's
 PEAK = "print(int([x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]) / 1024)"
 # CPU seconds of this process from the start (interpreter start-up and imports included) and of
@@ -103,22 +107,30 @@ def _load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def promptfoo_file(path: Path, n: int) -> Path:
-    """`n` copies of the kept file's first result, each under its own test id, streamed to disk."""
+SHORT_QUESTION = "Which city is the capital of Australia, and why was it chosen?"
+SHORT_ANSWER = "Canberra, a compromise between Sydney and Melbourne."
+
+
+def promptfoo_file(path: Path, n: int, short: bool = False) -> Path:
+    """`n` copies of the kept file's first result, each under its own test id, streamed to disk.
+    `short`: its vars replaced by a short question and answer (as most promptfoo suites are: a
+    record of about 7 KB, the rendered prompts and promptfoo's own fields around them), else the
+    article cut to 600 characters."""
     data = json.loads((REPO / "tests/data/promptfoo/results-0.121.20.json").read_text(encoding="utf-8"))
     one = data["results"]["results"][0]
-    article = one["vars"]["article"]
-    short = article[:600]
-
-    # the article also sits JSON-escaped inside the rendered grading prompts (a string of JSON)
-    escaped, escaped_short = (
-        json.dumps(article, ensure_ascii=False)[1:-1],
-        json.dumps(short, ensure_ascii=False)[1:-1],
-    )
+    swaps = [(one["vars"]["article"], SHORT_QUESTION if short else one["vars"]["article"][:600])]
+    if short:
+        swaps.append((one["vars"]["summary"], SHORT_ANSWER))
+    # each also sits JSON-escaped inside the rendered grading prompts (a string of JSON)
+    swaps += [
+        (json.dumps(a, ensure_ascii=False)[1:-1], json.dumps(b, ensure_ascii=False)[1:-1]) for a, b in swaps
+    ]
 
     def cut(v: object) -> object:
         if isinstance(v, str):
-            return v.replace(article, short).replace(escaped, escaped_short)
+            for a, b in swaps:
+                v = v.replace(a, b)
+            return v
         if isinstance(v, dict):
             return {k: cut(x) for k, x in v.items()}
         if isinstance(v, list):
@@ -201,37 +213,42 @@ def _inspect(folder: Path, n: int) -> None:
     )
 
 
+def _promptfoo(folder: Path, n: int, kind: str) -> None:
+    t = time.perf_counter()
+    path = promptfoo_file(folder / f"pf-{kind}-{n}.json", n, short=kind == "short")
+    size = path.stat().st_size / 1e6
+    made = time.perf_counter() - t
+    db = f"sqlite:///{folder}/pf-{kind}-{n}.db"
+    subprocess.run(
+        [sys.executable, "-m", "judgepanel", "--db", db, "db", "upgrade"], check=True, capture_output=True
+    )
+    secs, cpu, rss, _child = _run(
+        IMPORT, f"--db={db}", "data", "import-promptfoo", str(path), "--name", "bench", "--json"
+    )
+    print(
+        f"promptfoo {n:>9,} {kind} results ({size:,.0f} MB, made in {made:.1f} s): import {secs:6.1f} s "
+        f"(CPU {cpu:5.1f} s), peak {rss:5.0f} MB; {1e6 * cpu / n:,.0f} CPU µs a result, "
+        f"{cpu / size:.3f} CPU s a MB | {_load()}",
+        flush=True,
+    )
+    if n <= REFERENCE_MAX:
+        ref = _run(JSON_LOAD, str(path))
+        print(
+            f"          json.load of the same file: {ref[0]:6.1f} s (CPU {ref[1]:5.1f} s), peak "
+            f"{ref[2]:5.0f} MB | import / json.load (CPU) {cpu / ref[1]:.2f}x",
+            flush=True,
+        )
+    path.unlink()
+    Path(f"{folder}/pf-{kind}-{n}.db").unlink()
+
+
 def main() -> None:
     print(f"before: {_load()} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for n in PROMPTFOO_NS:
-            t = time.perf_counter()
-            path = promptfoo_file(folder / f"pf-{n}.json", n)
-            size = path.stat().st_size / 1e6
-            made = time.perf_counter() - t
-            db = f"sqlite:///{folder}/pf-{n}.db"
-            subprocess.run(
-                [sys.executable, "-m", "judgepanel", "--db", db, "db", "upgrade"],
-                check=True,
-                capture_output=True,
-            )
-            secs, cpu, rss, _child = _run(
-                IMPORT, f"--db={db}", "data", "import-promptfoo", str(path), "--name", "bench", "--json"
-            )
-            print(
-                f"promptfoo {n:>9,} results ({size:,.0f} MB, made in {made:.1f} s): import {secs:6.1f} s "
-                f"(CPU {cpu:5.1f} s), peak {rss:5.0f} MB, {n / cpu:,.0f} results per CPU s",
-                flush=True,
-            )
-            if n <= REFERENCE_MAX:
-                ref = _run(JSON_LOAD, str(path))
-                print(
-                    f"          json.load of the same file: {ref[0]:6.1f} s (CPU {ref[1]:5.1f} s), peak "
-                    f"{ref[2]:5.0f} MB | import / json.load (CPU) {cpu / ref[1]:.2f}x",
-                    flush=True,
-                )
-            path.unlink()
+        for kind in PROMPTFOO_KINDS:
+            for n in PROMPTFOO_NS:
+                _promptfoo(folder, n, kind)
         for n in INSPECT_NS:
             _inspect(Path(KEEP) if KEEP else folder, n)
     print(f"after: {_load()}")
