@@ -27,7 +27,7 @@ from sqlalchemy import Engine
 from judgepanel.errors import BadInput, JudgepanelError, NotFound
 from judgepanel.metrics.group_ci import TOO_FEW_GROUPS
 from judgepanel.metrics.names import RESAMPLE_MODES
-from judgepanel.providers.spec import given_judge_names, parse_spec, split_judge_name
+from judgepanel.providers.spec import editor_spec, given_judge_names, parse_spec, split_judge_name
 from judgepanel.repair.compare import DEFAULT_CRITERION, compare_versions, parse_criterion, verdicts
 from judgepanel.repair.isolation import editor_shares_family_with, isolation_warning
 from judgepanel.repair.sample import spread_sample
@@ -109,8 +109,9 @@ class RepairInputs:
             raise BadInput(f"--bootstrap must be at least 100, got {self.n_boot}")
         if self.resample is not None and self.resample not in RESAMPLE_MODES:
             raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {self.resample!r}")
-        for j in (*self.judges, self.editor):
+        for j in self.judges:
             parse_spec(split_judge_name(j)[1])  # a judge may be given as NAME=SPEC
+        editor_spec(self.editor)
         given_judge_names(self.judges)  # names unique within the panel
 
     def as_dict(self) -> dict[str, Any]:
