@@ -40,6 +40,7 @@ import hashlib
 import math
 import multiprocessing
 import os
+import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -317,7 +318,8 @@ def _child(
 ) -> None:
     """A child reader: batches `first`, `first + every`, … as (samples, calls, error), in order;
     it stops at its first error. The pipe blocks while the parent writes, so a child is at most
-    one batch ahead."""
+    one batch ahead. Ctrl-C is the parent's to handle (it ends its readers): a child ignores it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         for k in range(first, len(batches), every):
             tally = _Tally()

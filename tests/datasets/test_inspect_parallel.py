@@ -134,3 +134,19 @@ def test_a_larger_log_is_read_in_larger_batches(
     assert [len(b) for b in batches] == [5] * 14 + [2]
     assert [x for b in batches for x in b] == [(i, e) for i in header.eval.dataset.sample_ids for e in (1, 2)]
     assert [len(b) for b in inspect_log._batches(header, 7)] == [7] * 10 + [2]  # as asked
+
+
+def test_ctrl_c_is_left_to_the_parent(inspect_logs: dict[str, Path]) -> None:
+    """Ctrl-C reaches the whole process group: a reader must not die of it (printing its traceback
+    under the CLI's one line) but leave it to the parent, which ends its readers."""
+    import os
+    import signal
+
+    before = {p.pid for p in multiprocessing.active_children()}
+    log = inspect_log.read_inspect([inspect_logs["graded"]], "coherence", readers=2, batch=2)
+    first = next(log.samples)
+    readers = [p for p in multiprocessing.active_children() if p.pid not in before]
+    assert len(readers) == 2 and all(p.pid is not None for p in readers)
+    for p in readers:
+        os.kill(p.pid, signal.SIGINT)  # type: ignore[arg-type]
+    assert len([first, *log.samples]) == 72  # they read on
