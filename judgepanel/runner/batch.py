@@ -53,13 +53,11 @@ from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.replies import clean_body, clean_result, clean_text
 from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
-from judgepanel.runner.checkers import clause_plan
-from judgepanel.runner.executor import RETRY_FAILED, run_exit_code
+from judgepanel.runner.executor import RETRY_FAILED, progress_keys, run_exit_code
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
-    assume_learnt_refusals,
-    context_options,
+    load_context,
     prepare,
 )
 from judgepanel.runner.rows import (
@@ -76,7 +74,6 @@ from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
 from judgepanel.store.campaigns import Batch, JobOutcome, LeasedJob
 from judgepanel.store.campaigns import provider_batches as pb
-from judgepanel.store.editor import editor_tasks
 
 BatchProvider = OpenAIProvider | AnthropicProvider
 ENDED_OPENAI = frozenset({"completed", "expired", "cancelled", "failed"})
@@ -126,11 +123,7 @@ class BatchSummary:
         return {
             "campaign": self.campaign,
             "mode": "batch",
-            "status": self.status,
-            "jobs": self.jobs,
-            "done": self.done,
-            "failed": self.failed,
-            "pending": self.pending,
+            **progress_keys(self),
             "in_batches": self.in_batches,
             "submitted": self.submitted,
             "collected": self.collected,
@@ -219,22 +212,9 @@ class BatchRunner:
             if not isinstance(provider, OpenAIProvider | AnthropicProvider):
                 raise BadInput(f"judge {js.name}: its provider cannot submit batches")
             judges[rec.name] = _Judge(jid, js, provider, price_for(js))
-        rubric = store.rubric_doc(self.engine, rv_id) if rv_id is not None else None
-        tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
-        _plan = clause_plan(self.engine, self.name, rv_id, spec.protocol, custom=bool(spec.templates))
-        ctx = CampaignContext(
-            spec.protocol,
-            rubric,
-            _plan[0],
-            specs,
-            tasks=tasks,
-            # the batch bodies leave out what the servers refused in realtime runs, as the hashes do
-            refused=assume_learnt_refusals(
-                self.engine, {n: j.provider for n, j in judges.items()}, self.warnings
-            ),
-            checkers=_plan[1],
-            **context_options(spec),
-        )
+        # the batch bodies leave out what the servers refused in realtime runs, as the hashes do
+        providers = {n: j.provider for n, j in judges.items()}
+        ctx = load_context(self.engine, self.name, spec, rv_id, specs, providers, self.warnings)
         recorded = budget_store.budget_state(self.engine, cid).max_cost_usd
         self.cap = (
             self.opts.max_cost

@@ -33,7 +33,9 @@ from judgepanel.providers.base import ChatRequest
 from judgepanel.providers.spec import JudgeSpec
 from judgepanel.rubrics import LEVELS, RubricDoc
 from judgepanel.runner.cache import request_hash
-from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow, learnt_refusals
+from judgepanel.runner.checkers import clause_plan
+from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow, learnt_refusals, rubric_doc
+from judgepanel.store.editor import editor_tasks
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -109,6 +111,37 @@ def context_options(spec: CampaignSpec) -> dict[str, Any]:
         "turn": spec.turn,
         "reference_categories": frozenset(spec.reference_categories),
     }
+
+
+def load_context(
+    engine: Engine,
+    campaign: str,
+    spec: CampaignSpec,
+    rubric_version_id: int | None,
+    judges: Mapping[str, JudgeSpec],
+    providers: Mapping[str, object],
+    warnings: list[str],
+) -> CampaignContext:
+    """The context every job of `campaign` is rendered in, for realtime and batch runs alike: its
+    rubric, clause plan (and the clauses kept checkers answer), editor tasks, stored templates, and
+    the parameters each judge's server refused in earlier runs (handed to its provider in
+    `providers`, so the requests and their hashes leave them out; one warning each)."""
+    rubric = rubric_doc(engine, rubric_version_id) if rubric_version_id is not None else None
+    tasks = editor_tasks(engine, campaign) if spec.protocol == "editor" else {}
+    refused = assume_learnt_refusals(engine, providers, warnings)
+    clauses, checkers = clause_plan(
+        engine, campaign, rubric_version_id, spec.protocol, custom=bool(spec.templates)
+    )
+    return CampaignContext(
+        spec.protocol,
+        rubric,
+        clauses,
+        judges,
+        tasks=tasks,
+        refused=refused,
+        checkers=checkers,
+        **context_options(spec),
+    )
 
 
 def template_drift(campaign: str, stored: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -27,7 +27,7 @@ from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.runner.dbwait import patient
-from judgepanel.runner.executor import ProviderFactory, Runner, RunSummary, run_exit_code
+from judgepanel.runner.executor import ProviderFactory, Runner, RunSummary, progress_keys, run_exit_code
 from judgepanel.runner.options import RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.budget import budget_state
@@ -69,11 +69,7 @@ class WorkerSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "status": self.status,
-            "jobs": self.jobs,
-            "done": self.done,
-            "failed": self.failed,
-            "pending": self.pending,
+            **progress_keys(self),
             "calls": self.calls,
             "cached": self.cached,
             "errors": self.errors,
