@@ -12,6 +12,7 @@ import typer
 
 from judgepanel.cli.context import interrupt_on_signals, state
 from judgepanel.cli.option_group import option_group
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import SIMULATED_WORD, emit_json, err_console, simulated, table, warn
 from judgepanel.errors import BadInput, Interrupted
 
@@ -20,8 +21,6 @@ if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help
 
 
 app = typer.Typer(help="Plan, estimate, run and follow judge campaigns.", no_args_is_help=True)
-
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
 def _split(values: list[str] | None) -> list[str]:

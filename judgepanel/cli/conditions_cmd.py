@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import BOOTSTRAP, JSON, RESAMPLE
 from judgepanel.cli.render import SIMULATED_WORD, emit_json, simulated
 
 
@@ -30,14 +31,10 @@ def conditions(
         False, "--per-human", help="Compare with each human's rating instead of the group's rounded mean."
     ),
     cases: int = typer.Option(0, "--cases", help="List up to N disagreement cases per condition."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates."),
+    bootstrap: int = BOOTSTRAP,
     seed: int = typer.Option(0, "--seed"),
-    resample: str | None = typer.Option(
-        None,
-        "--resample",
-        help="What a replicate draws: groups (articles; the default where items share groups) or items.",
-    ),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    resample: str | None = RESAMPLE,
+    json_: bool = JSON,
 ) -> None:
     """Judge-vs-human agreement per prompt condition (none / criteria / rubric): exact, Cohen κ,
     quadratic-weighted κ and Spearman with item-bootstrap CIs, and paired differences against none."""

@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import console, emit_json, table, warn
 from judgepanel.errors import BadInput
 
@@ -14,7 +15,6 @@ app = typer.Typer(
     help="Leave-one-annotator-out tests of a judge against a human panel.", no_args_is_help=True
 )
 
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 DATASET = typer.Option(
     None,
     "--dataset",
