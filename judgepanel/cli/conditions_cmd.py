@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
-from judgepanel.cli.options import BOOTSTRAP, JSON, RESAMPLE
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import SIMULATED_WORD, emit_json, simulated
 
 
@@ -31,9 +31,13 @@ def conditions(
         False, "--per-human", help="Compare with each human's rating instead of the group's rounded mean."
     ),
     cases: int = typer.Option(0, "--cases", help="List up to N disagreement cases per condition."),
-    bootstrap: int = BOOTSTRAP,
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates."),
     seed: int = typer.Option(0, "--seed"),
-    resample: str | None = RESAMPLE,
+    resample: str | None = typer.Option(
+        None,
+        "--resample",
+        help="What a replicate draws: groups (articles; the default where items share groups) or items.",
+    ),
     json_: bool = JSON,
 ) -> None:
     """Judge-vs-human agreement per prompt condition (none / criteria / rubric): exact, Cohen κ,
