@@ -3,8 +3,8 @@
 `option_group(Group, OPTIONS, after=N)` adds the dataclass's fields, as the Typer options in
 `OPTIONS` (field name -> `typer.Option(…)`), to a command's signature after its first N
 parameters, and hands them to the command as one `Group` in the keyword `options`; so each command
-lists only its own options (`cli.selection` does the same for the rater selection, with its own
-placement rules).
+lists only its own options. `declared` is how such a wrapper tells Typer its parameters;
+`cli.selection` uses it for the rater selection, which has its own placement rules.
 """
 
 from __future__ import annotations
@@ -40,13 +40,19 @@ def option_group(
             given = group(**{n: kwargs.pop(n) for n in names})
             command(*args, **kwargs, options=given)
 
-        # Typer reads a command's options from `inspect.signature` and its type hints, and
-        # `cli.coercion` from the function `inspect.unwrap` finds: all three must say `params`
-        run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params], return_annotation=None
-        )
-        run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
-        del run.__wrapped__
-        return run
+        return declared(run, params)
 
     return decorate
+
+
+def declared(run: Callable[..., None], params: list[inspect.Parameter]) -> Callable[..., None]:
+    """`run` (a `functools.wraps` wrapper of a command) declared as taking `params`: Typer reads a
+    command's options from `inspect.signature` and its type hints, and `cli.coercion` from the
+    function `inspect.unwrap` finds, so all three must say `params` (every one keyword-only but the
+    context, which Typer passes by name)."""
+    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params], return_annotation=None
+    )
+    run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    del run.__wrapped__  # type: ignore[attr-defined]
+    return run
