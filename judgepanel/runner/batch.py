@@ -51,12 +51,13 @@ from judgepanel.providers.anthropic_provider import AnthropicProvider
 from judgepanel.providers.base import ChatResult
 from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.replies import clean_body, clean_result, clean_text
-from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
 from judgepanel.runner.executor import RETRY_FAILED, progress_keys, run_exit_code
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
+    campaign_judge_specs,
     load_context,
     prepare,
 )
@@ -164,6 +165,9 @@ def _default_factory(spec: JudgeSpec) -> Any:
     return make_provider(spec, max_connections=8)
 
 
+# A deliberate mirror (issue 31 §4): `BatchRunner` and `executor.Runner` are the two ways `campaign
+# run` runs a campaign, so they take the same constructor (engine, campaign, options, provider
+# factory) and set the same first attributes; their options, loops and summaries differ.
 class BatchRunner:
     def __init__(
         self,
@@ -195,23 +199,20 @@ class BatchRunner:
     def _load(self) -> tuple[int, CampaignContext, dict[str, _Judge]]:
         spec, rv_id = store.campaign_spec(self.engine, self.name)
         cid = store.campaign_id(self.engine, self.name)
-        raw = dict(zip(spec.judges, spec.judge_specs or spec.judges, strict=True))
-        specs: dict[str, JudgeSpec] = {}
+        found = campaign_judge_specs(self.engine, spec, cid)
+        specs = dict(found.values())
         judges: dict[str, _Judge] = {}
-        for rec in store.campaign_judges(self.engine, cid).values():
-            js = parse_spec(raw.get(rec.name, rec.name))
-            specs[rec.name] = js
+        for js in specs.values():
             if js.provider not in ("openai", "anthropic"):
                 raise BadInput(
                     f"judge {js.name}: provider {js.provider!r} has no batch API "
                     "(--batch needs openai: or anthropic: judges); run without --batch"
                 )
-        for jid, rec in store.campaign_judges(self.engine, cid).items():
-            js = specs[rec.name]
+        for jid, (name, js) in found.items():
             provider = self.factory(js)
             if not isinstance(provider, OpenAIProvider | AnthropicProvider):
                 raise BadInput(f"judge {js.name}: its provider cannot submit batches")
-            judges[rec.name] = _Judge(jid, js, provider, price_for(js))
+            judges[name] = _Judge(jid, js, provider, price_for(js))
         # the batch bodies leave out what the servers refused in realtime runs, as the hashes do
         providers = {n: j.provider for n, j in judges.items()}
         ctx = load_context(self.engine, self.name, spec, rv_id, specs, providers, self.warnings)

@@ -63,7 +63,7 @@ from judgepanel.errors import (
     EXIT_INTERRUPTED,
 )
 from judgepanel.providers.base import ChatResult, Provider
-from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 from judgepanel.runner.budget import (
     Budget,
     assumed_rates_note,
@@ -81,6 +81,7 @@ from judgepanel.runner.options import RunOptions, RunStats
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
+    campaign_judge_specs,
     load_context,
     max_output,
     template_drift,
@@ -357,12 +358,10 @@ class Runner(Calls):
     def _load(self) -> tuple[int, CampaignContext, dict[str, _Judge]]:
         spec, rv_id = store.campaign_spec(self.engine, self.name)
         cid = store.campaign_id(self.engine, self.name)
-        raw = dict(zip(spec.judges, spec.judge_specs or spec.judges, strict=True))
+        found = campaign_judge_specs(self.engine, spec, cid)
+        specs = dict(found.values())
         judges: dict[str, _Judge] = {}
-        specs: dict[str, JudgeSpec] = {}
-        for jid, rec in store.campaign_judges(self.engine, cid).items():
-            js = parse_spec(raw.get(rec.name, rec.name))
-            specs[rec.name] = js
+        for jid, (name, js) in found.items():
             conc = int(js.get("concurrency") or self.opts.concurrency)
             rpm = js.get("rpm") or self.opts.rpm
             tpm = js.get("tpm") or self.opts.tpm
@@ -375,7 +374,7 @@ class Runner(Calls):
             limiter.stop = self._stopping
             if self.opts.shared_limits:
                 _share_limits(self.engine, limiter, js.name, rpm, tpm)
-            judges[rec.name] = _Judge(
+            judges[name] = _Judge(
                 jid,
                 js,
                 self.factory(js, conc),

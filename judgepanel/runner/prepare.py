@@ -30,11 +30,18 @@ from judgepanel.protocol.parse import parse_reply
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
 from judgepanel.providers.base import ChatRequest
-from judgepanel.providers.spec import JudgeSpec
+from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import LEVELS, RubricDoc
 from judgepanel.runner.cache import request_hash
 from judgepanel.runner.checkers import clause_plan
-from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow, learnt_refusals, rubric_doc
+from judgepanel.store.campaigns import (
+    ClauseRow,
+    LeasedJob,
+    VerdictRow,
+    campaign_judges,
+    learnt_refusals,
+    rubric_doc,
+)
 from judgepanel.store.editor import editor_tasks
 
 if TYPE_CHECKING:
@@ -110,6 +117,17 @@ def context_options(spec: CampaignSpec) -> dict[str, Any]:
         "templates": stored_templates(spec.templates, spec.protocol),
         "turn": spec.turn,
         "reference_categories": frozenset(spec.reference_categories),
+    }
+
+
+def campaign_judge_specs(
+    engine: Engine, spec: CampaignSpec, campaign_id: int
+) -> dict[int, tuple[str, JudgeSpec]]:
+    """judge id -> (the judge's name in the campaign, the full spec it was created with, parsed)."""
+    full = dict(zip(spec.judges, spec.judge_specs or spec.judges, strict=True))
+    return {
+        jid: (rec.name, parse_spec(full.get(rec.name, rec.name)))
+        for jid, rec in campaign_judges(engine, campaign_id).items()
     }
 
 
