@@ -33,6 +33,16 @@ from judgepanel.store import campaigns as store
 from judgepanel.store.budget import budget_state
 
 
+class _Summed:
+    """A count of a `WorkerSummary` (jobs, done, …): its campaigns' counts of that name, summed."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, summary: WorkerSummary, owner: type | None = None) -> int:
+        return sum(c[self.key] for c in summary.campaigns.values())
+
+
 @dataclass(frozen=True)
 class WorkerSummary:
     status: str  # done | incomplete | interrupted
@@ -44,24 +54,10 @@ class WorkerSummary:
     elapsed_s: float
     warnings: tuple[str, ...] = ()
 
-    def _total(self, key: str) -> int:
-        return sum(c[key] for c in self.campaigns.values())
-
-    @property
-    def jobs(self) -> int:
-        return self._total("jobs")
-
-    @property
-    def done(self) -> int:
-        return self._total("done")
-
-    @property
-    def failed(self) -> int:
-        return self._total("failed")
-
-    @property
-    def pending(self) -> int:
-        return self._total("pending")
+    jobs = _Summed()
+    done = _Summed()
+    failed = _Summed()
+    pending = _Summed()
 
     @property
     def exit_code(self) -> int:
