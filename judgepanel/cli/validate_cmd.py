@@ -167,6 +167,8 @@ def alt_test(
     """The alternative annotator test (Calderon, Reichart & Dror, ACL 2025)."""
     from judgepanel.analysis.validation import alt_test_dataset
 
+    # a deliberate mirror (issue 31 §4): `rank` hands the alt-test's settings on the same way, as
+    # `analysis.validation`'s mirrored keywords take them
     out = alt_test_dataset(
         state(ctx).engine(),
         dataset,
@@ -237,6 +239,7 @@ def rank(
     """Rank judges by the same score, with bootstrap top-1 and pairwise order probabilities."""
     from judgepanel.analysis.validation import rank_dataset
 
+    # a deliberate mirror (issue 31 §4): the alt-test's settings handed on as `alt-test` does
     out = rank_dataset(
         state(ctx).engine(),
         dataset,
