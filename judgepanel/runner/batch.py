@@ -98,6 +98,9 @@ class BatchOptions:
             raise BadInput(f"--batch-size must be at least 1, got {self.max_jobs}")
 
 
+# A deliberate mirror (issue 31 §4): `BatchSummary`, `executor.RunSummary` and `worker.WorkerSummary`
+# end alike (warnings, the exit code of the CLI contract, `as_dict` opening with the shared
+# `progress_keys`), because `cli.campaign_cmd.end_of_run` reads all three the same way.
 @dataclass(frozen=True)
 class BatchSummary:
     campaign: str
