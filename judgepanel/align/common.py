@@ -13,7 +13,7 @@ from judgepanel.align.choose import DevItem
 from judgepanel.analysis.conditions import ConditionData, load_condition_data
 from judgepanel.errors import BadInput
 from judgepanel.metrics.conditions import STATISTICS, item_tables, table_statistics
-from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name
+from judgepanel.providers.spec import editor_spec, panel_names, parse_spec, split_judge_name
 from judgepanel.runner.study import StudyIncomplete, StudyKind, check_sampling
 from judgepanel.store.align import AlignmentRecord
 
@@ -82,8 +82,10 @@ class AlignInputs:
                 "--method grid needs at least one --grid-judge SPEC or --grid-instructions FILE "
                 "beside the original judge"
             )
-        for j in (self.judge, *self.grid_judges, *([self.editor] if self.editor else [])):
+        for j in (self.judge, *self.grid_judges):
             spec_name(j)
+        if self.editor:
+            editor_spec(self.editor)
         for t in self.grid_instructions:
             if not t.strip():
                 raise BadInput("--grid-instructions: an instructions file is empty")

@@ -360,6 +360,18 @@ def split_judge_name(text: str) -> tuple[str | None, str]:
     return check_judge_name(m.group(1)), m.group(2).strip()
 
 
+def editor_spec(text: str) -> JudgeSpec:
+    """An editor's spec (`--editor`), parsed; `BadInput` for `NAME=SPEC`: an editor is not a panel
+    judge with a short name (its campaigns show its spec), so the name would be silently dropped."""
+    name, spec = split_judge_name(text)
+    if name is not None:
+        raise BadInput(
+            f"--editor takes a spec (provider:model?params), not NAME=SPEC: the editor is shown by its "
+            f"spec; give --editor {spec!r}"
+        )
+    return parse_spec(spec)
+
+
 def panel_names(specs: Sequence[str], given: Sequence[str | None]) -> list[str]:
     """The names of a campaign's judges (`specs` canonical, in order): a given name, else the derived
     one (`derive_judge_names`; the full spec when that equals a name given to another judge).

@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, JudgepanelError, NotFound
 from judgepanel.metrics.group_ci import TOO_FEW_GROUPS
-from judgepanel.providers.spec import given_judge_names, parse_spec, split_judge_name
+from judgepanel.providers.spec import editor_spec, given_judge_names, parse_spec, split_judge_name
 from judgepanel.repair.compare import DEFAULT_CRITERION, compare_versions, parse_criterion, verdicts
 from judgepanel.repair.isolation import editor_shares_family_with, isolation_warning
 from judgepanel.repair.sample import spread_sample
@@ -105,8 +105,9 @@ class RepairInputs:
                 "--dev-split and --eval-split must differ: evaluation never sees a development item"
             )
         check_sampling(self.limit, self.n_boot, self.resample)
-        for j in (*self.judges, self.editor):
+        for j in self.judges:
             parse_spec(split_judge_name(j)[1])  # a judge may be given as NAME=SPEC
+        editor_spec(self.editor)
         given_judge_names(self.judges)  # names unique within the panel
 
     def as_dict(self) -> dict[str, Any]:

@@ -192,6 +192,9 @@ class BatchRunner:
         self._started = time.monotonic()
         self.cap: float | None = None  # the campaign's cap on its total spend
         self._budget_stopped = False  # a batch's jobs no longer fitted under the cap
+        # twins of a request an open batch asks (issue 28 §2): held under this run's lease, not
+        # submitted, and answered from the store once that batch is collected
+        self._twins: list[Prepared] = []
 
     def interrupt(self) -> None:
         """Stop polling (what was submitted stays open at the provider and in the database)."""
@@ -272,6 +275,7 @@ class BatchRunner:
                         break
                     await self._submit(j, leased)
             await self._poll()
+            await self._answer_twins()
         finally:
             await asyncio.to_thread(store.release_leases, self.engine, self.owner)
             await asyncio.to_thread(budget_store.drop_hold, self.engine, cid, self.owner)
@@ -348,6 +352,7 @@ class BatchRunner:
             self.stats.cached += 1
         if len(local):
             await asyncio.to_thread(store.write_batch, self.engine, local, self.owner)
+        todo = await self._hold_twins(todo)
         if not todo:
             return
         hold = 0.0
@@ -380,6 +385,51 @@ class BatchRunner:
             for b in await asyncio.to_thread(pb.open_batches, self.engine, self.cid):
                 if b.pk == pk:
                     await self._reconcile(b)
+
+    async def _hold_twins(self, todo: list[Prepared]) -> list[Prepared]:
+        """`todo` less the twins: a job whose request an open batch (this run's or any other's)
+        already asks, or an earlier job of `todo` asks, is held, not submitted (`_answer_twins`)."""
+        if self.opts.no_cache or not todo:
+            return todo
+        asked = await asyncio.to_thread(
+            pb.hashes_in_open_batches, self.engine, [p.request_hash for p in todo]
+        )
+        send: list[Prepared] = []
+        for p in todo:
+            if p.request_hash in asked:
+                self._twins.append(p)
+            else:
+                asked.add(p.request_hash)
+                send.append(p)
+        return send
+
+    async def _answer_twins(self) -> None:
+        """Answer the held twins from the store (their request's batch was collected); those whose
+        batch is still open or failed go back to `pending` for a later run."""
+        twins, self._twins = self._twins, []
+        if not twins:
+            return
+        hits = await asyncio.to_thread(store.cache_lookup, self.engine, [p.request_hash for p in twins])
+        local = Batch()
+        waiting: list[int] = []
+        for p in twins:
+            hit = hits.get(p.request_hash)
+            if hit is None:
+                waiting.append(p.job.id)
+                continue
+            row, outcome = cached_answer(p, hit, self.ctx)
+            local.attempts.append(row)
+            local.outcomes.append(outcome)
+            self.stats.cached += 1
+        if len(local):
+            await asyncio.to_thread(store.write_batch, self.engine, local, self.owner)
+        if waiting:
+            await asyncio.to_thread(store.release_leases, self.engine, self.owner, waiting)
+            self.warnings.append(
+                f"{len(waiting)} job(s) ask the same request as a job in a batch not yet collected "
+                f"(or that failed): they were not submitted again; `campaign run {self.name} --batch` "
+                "answers them from it once it is collected"
+            )
 
     async def _fit(self, j: _Judge, todo: list[Prepared]) -> tuple[list[Prepared], float]:
         """The first jobs of `todo` whose estimated cost (at the batch discount, as `runner.budget`
@@ -545,6 +595,8 @@ class BatchRunner:
                 if not rows:
                     return
             first = False
+            if self._twins:  # held for as long as the batch they wait for is polled
+                await asyncio.to_thread(store.renew_leases, self.engine, self.owner, lease_seconds=600.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=interval)
             interval = min(interval * 1.5, self.opts.max_poll_interval)

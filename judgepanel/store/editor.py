@@ -40,9 +40,9 @@ class EditorJudge:
         """The editor of a study (repair, alignment) from its spec: its canonical name and the
         parameters that change an answer (the operational ones, such as a key's variable, are not
         stored with it)."""
-        from judgepanel.providers.spec import OPERATIONAL_KEYS, parse_spec
+        from judgepanel.providers.spec import OPERATIONAL_KEYS, editor_spec
 
-        js = parse_spec(spec)
+        js = editor_spec(spec)
         params = {k: v for k, v in js.params.items() if k not in OPERATIONAL_KEYS}
         return cls(js.name, js.provider, js.model, params, spec.strip())
 

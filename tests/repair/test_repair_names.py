@@ -91,3 +91,35 @@ def test_derived_names_in_the_isolation_warning() -> None:
         "openai:gpt-4o-mini (temperature=0) (provider, model family); "
         "openai:gpt-4o-mini (temperature=1) (provider, model family)"
     )
+
+
+def test_an_editor_given_as_name_equals_spec_is_refused_before_anything_is_written(
+    sqlite_url: str,
+) -> None:
+    """`--editor NAME=SPEC` passed the checks (which read it as a judge), wrote the iteration, and
+    failed at its rewrite step on "unknown provider 'ed=sim'", leaving a half-made iteration; an
+    editor has no short name, so the name is refused up front, in one line, for every command that
+    takes an editor."""
+    import sqlite3
+
+    from tests.align.conftest import run_args as align_args
+
+    def dump() -> list[str]:  # every row of every table (the file's bytes move with a checkpoint)
+        con = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+        try:
+            return list(con.iterdump())
+        finally:
+            con.close()
+
+    prepare_db(sqlite_url)
+    before = dump()
+    for argv in (
+        run_args("n3", ("sim:judge-a", "sim:judge-b"), "ed=sim:editor"),
+        align_args("a3", "instructions", "--editor", "ed=sim:editor"),
+        ["rubric", "split", "summeval", "--editor", "ed=sim:editor"],
+    ):
+        r = cli(*argv, db=sqlite_url)
+        assert r.code == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+        assert "--editor takes a spec" in r.stderr and "'sim:editor'" in r.stderr, r.stderr
+    assert dump() == before
+    assert cli("repair", "status", "n3", db=sqlite_url).code == 2

@@ -13,15 +13,18 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
 
 from judgepanel.fake.server import FakeServer
+from judgepanel.store.engine import make_engine
 from judgepanel.store.models import Job, ProviderBatch, ProviderBatchJob, Request, Response, Verdict
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, FAKE_KEYS, PAIRS, tiny_db
+from tests.runner.conftest import DATASET, FAKE_KEYS, PAIRS, create_argv, tiny_db
+from tests.runner.test_pay_once import BLIND
 
 DISCOUNT = 0.5
 PRICE = f"price_in=2&price_out=8&batch_discount={DISCOUNT}"  # USD per million tokens, so the batch cost is checkable
@@ -361,3 +364,62 @@ def test_batch_results_are_held_to_the_reply_cap_and_the_column_widths(
     for body, model in rows:
         assert body.startswith("[not stored: ") and "over max_reply_bytes=1,024; sha256 " in body
         assert model is not None and len(model) == 200
+
+
+def _identical_conditions(url: str, fake: FakeServer, tmp_path: Path) -> None:
+    """A study of two conditions that render byte-identical prompts (the template shows no
+    rubric): 6 units × 2 conditions = 12 jobs asking 6 distinct requests."""
+    tiny_db(url, n_groups=2, per_group=3).dispose()
+    assert cli("rubric", "add", "summeval", db=url).code == 0
+    template = tmp_path / "blind.j2"
+    template.write_text(BLIND, encoding="utf-8")
+    made = cli(
+        *create_argv(
+            "blind",
+            judge("openai", fake.url),
+            extra=(
+                "--rubric", "summeval", "--dimension", "coherence", "--template", f"pointwise={template}",
+                "--condition", "none,rubric", "--allow-identical-conditions",
+            ),
+        ),
+        db=url,
+    )  # fmt: skip
+    assert made.code == 0, made.stderr
+
+
+def test_twins_in_one_batch_run_are_submitted_once(
+    db_url: str, server: FakeServer, keys_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 28 §2 for `--batch`: twins are sent to the provider once and answered from the store."""
+    _identical_conditions(db_url, server, tmp_path)
+    out = run_batch(db_url, "blind")
+    assert out["status"] == "done" and out["done"] == 12
+    assert sum(submitted_jobs(server).values()) == 6  # was 12: each twin paid for again
+    assert out["submitted"] == 6 and out["collected"] == 6 and out["cached"] == 6
+    eng = make_engine(db_url)
+    try:
+        with eng.connect() as c:
+            paid = c.scalar(select(func.count()).select_from(Response).where(Response.cached_from.is_(None)))
+            asked = c.scalar(select(func.count(func.distinct(Request.request_hash))))
+            verdicts = c.scalar(select(func.count()).select_from(Verdict))
+        assert (paid, asked, verdicts) == (6, 6, 12)
+    finally:
+        eng.dispose()
+
+
+def test_twins_of_a_request_in_an_open_batch_wait_for_it_across_runs(
+    sqlite_url: str, server: FakeServer, keys_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A `--no-wait` run leaves its twins pending; a later run does not submit them while the
+    batch that asks their request is open, and answers them from it once it is collected."""
+    _identical_conditions(sqlite_url, server, tmp_path)
+    server.batch_seconds = 3600
+    first = run_batch(sqlite_url, "blind", "--no-wait", code=3)
+    assert first["status"] == "waiting" and first["submitted"] == 6 and first["in_batches"] == 6
+    again = run_batch(sqlite_url, "blind", "--no-wait", code=3)
+    assert again["submitted"] == 0 and again["status"] == "waiting"
+    assert batch_stats(server)["created"] == {"openai": 1}
+    server.batch_seconds = 0
+    done = run_batch(sqlite_url, "blind")
+    assert done["status"] == "done" and done["done"] == 12 and done["cached"] == 6
+    assert sum(submitted_jobs(server).values()) == 6

@@ -253,3 +253,25 @@ def jobs_in_open_batches(engine: Engine, campaign_id: int) -> int:
             )
             or 0
         )
+
+
+def hashes_in_open_batches(engine: Engine, hashes: Sequence[str]) -> set[str]:
+    """Which of these request hashes an open batch (of any campaign) is asking now: a twin of one
+    waits for that batch's answer instead of being submitted again (issue 28 §2)."""
+    wanted = sorted(set(hashes))
+    found: set[str] = set()
+    with session_scope(engine) as s:
+        for at in range(0, len(wanted), 500):  # (bounded IN lists: SQLite caps bound parameters)
+            found.update(
+                s.scalars(
+                    select(ProviderBatchJob.request_hash)
+                    .join(ProviderBatch, ProviderBatch.id == ProviderBatchJob.batch_pk)
+                    .where(
+                        ProviderBatchJob.request_hash.in_(wanted[at : at + 500]),
+                        ProviderBatchJob.state == "open",
+                        ProviderBatch.finished_at.is_(None),
+                    )
+                    .distinct()
+                )
+            )
+    return found
