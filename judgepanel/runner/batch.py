@@ -35,7 +35,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -73,7 +73,7 @@ from judgepanel.runner.rows import (
 from judgepanel.runner.served import served_models
 from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
-from judgepanel.store.campaigns import Batch, JobOutcome, LeasedJob
+from judgepanel.store.campaigns import Batch, CacheHit, JobOutcome, LeasedJob
 from judgepanel.store.campaigns import provider_batches as pb
 
 BatchProvider = OpenAIProvider | AnthropicProvider
@@ -340,18 +340,7 @@ class BatchRunner:
             if self.opts.no_cache
             else await asyncio.to_thread(store.cache_lookup, self.engine, [p.request_hash for p in preps])
         )
-        todo: list[Prepared] = []
-        for p in preps:
-            hit = hits.get(p.request_hash)
-            if hit is None:
-                todo.append(p)
-                continue
-            row, outcome = cached_answer(p, hit, self.ctx)
-            local.attempts.append(row)
-            local.outcomes.append(outcome)
-            self.stats.cached += 1
-        if len(local):
-            await asyncio.to_thread(store.write_batch, self.engine, local, self.owner)
+        todo = await self._from_cache(preps, hits, local)
         todo = await self._hold_twins(todo)
         if not todo:
             return
@@ -403,19 +392,16 @@ class BatchRunner:
                 send.append(p)
         return send
 
-    async def _answer_twins(self) -> None:
-        """Answer the held twins from the store (their request's batch was collected); those whose
-        batch is still open or failed go back to `pending` for a later run."""
-        twins, self._twins = self._twins, []
-        if not twins:
-            return
-        hits = await asyncio.to_thread(store.cache_lookup, self.engine, [p.request_hash for p in twins])
-        local = Batch()
-        waiting: list[int] = []
-        for p in twins:
+    async def _from_cache(
+        self, preps: list[Prepared], hits: Mapping[str, CacheHit], local: Batch
+    ) -> list[Prepared]:
+        """Answer from the store's cache (`hits`, by request hash) the prepared jobs it holds, written
+        together with what `local` already holds; the ones it does not hold, in order."""
+        missing: list[Prepared] = []
+        for p in preps:
             hit = hits.get(p.request_hash)
             if hit is None:
-                waiting.append(p.job.id)
+                missing.append(p)
                 continue
             row, outcome = cached_answer(p, hit, self.ctx)
             local.attempts.append(row)
@@ -423,6 +409,16 @@ class BatchRunner:
             self.stats.cached += 1
         if len(local):
             await asyncio.to_thread(store.write_batch, self.engine, local, self.owner)
+        return missing
+
+    async def _answer_twins(self) -> None:
+        """Answer the held twins from the store (their request's batch was collected); those whose
+        batch is still open or failed go back to `pending` for a later run."""
+        twins, self._twins = self._twins, []
+        if not twins:
+            return
+        hits = await asyncio.to_thread(store.cache_lookup, self.engine, [p.request_hash for p in twins])
+        waiting = [p.job.id for p in await self._from_cache(twins, hits, Batch())]
         if waiting:
             await asyncio.to_thread(store.release_leases, self.engine, self.owner, waiting)
             self.warnings.append(
