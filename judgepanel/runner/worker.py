@@ -243,6 +243,8 @@ class Worker:
         ]
 
 
+# A deliberate mirror (issue 31 §4): `work` takes `Worker`'s constructor arguments (and the list
+# that receives the worker, for a caller that must reach it), so the two signatures repeat.
 def work(
     engine: Engine,
     options: RunOptions | None = None,
