@@ -24,20 +24,31 @@ def on_each_backend(env: str, filename: str, report: Callable[[str, str, Path], 
     if "sqlite" in backends:
         with tempfile.TemporaryDirectory() as tmp:
             report("sqlite", f"sqlite:///{tmp}/{filename}", Path(tmp))
-    pg = os.environ.get("JUDGEPANEL_TEST_PG_URL")
-    if pg and "postgresql" in backends:
-        name = f"jp_bench_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(make_url(pg).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-        url = make_url(pg).set(database=name).render_as_string(hide_password=False)
-        try:
+    if "postgresql" in backends:
+
+        def in_tmp(url: str) -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 report("postgresql", url, Path(tmp))
-        finally:
-            with admin.connect() as c:
-                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
+
+        on_postgresql(in_tmp)
+
+
+def on_postgresql(report: Callable[[str], None]) -> None:
+    """`report(url)` on a throwaway database of the JUDGEPANEL_TEST_PG_URL server (made for the
+    call, dropped after it); nothing without that variable."""
+    pg = os.environ.get("JUDGEPANEL_TEST_PG_URL")
+    if not pg:
+        return
+    name = f"jp_bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(make_url(pg).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        report(make_url(pg).set(database=name).render_as_string(hide_password=False))
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def median_seconds(fn: Callable[[], object], repeats: int) -> float:

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import krippendorff
@@ -21,6 +20,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
+from benchmarks import timing
 from judgepanel.metrics.agreement import cohen_kappa, fleiss_kappa, gwet_ac1, krippendorff_alpha
 from judgepanel.metrics.bootstrap import bootstrap_ci
 
@@ -39,12 +39,7 @@ def ratings(seed: int = 0, missing: float = 0.2) -> np.ndarray:
 
 def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
     """The fastest of a few runs: the least disturbed by other work on a shared machine."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return timing.best_of(fn, repeat)[0]
 
 
 def loop_bootstrap(r: np.ndarray, level: str, reps: int, seed: int = 0) -> list[float]:

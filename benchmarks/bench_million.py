@@ -32,12 +32,14 @@ from pathlib import Path
 
 from benchmarks.backends import on_each_backend
 from benchmarks.bulk import build
+from benchmarks.timing import PEAK_MEMORY
 
 N = int(os.environ.get("JP_BENCH_MILLION_N", "1000000"))
 JUDGES = 5
 
 # One CLI invocation, in-process, reporting its own wall time and peak RSS on the last line.
-MEASURE = """
+MEASURE = (
+    """
 import resource, sys, time
 t = time.perf_counter()
 from judgepanel.cli import main
@@ -47,15 +49,11 @@ try:
 except SystemExit as exc:
     if exc.code not in (0, None):
         raise
-ru = resource.getrusage(resource.RUSAGE_SELF)
-peak = ru.ru_maxrss / 1024
-try:  # ru_maxrss survives exec (it starts at the parent's peak); VmHWM is this process's own
-    with open("/proc/self/status") as f:
-        peak = next(int(ln.split()[1]) / 1024 for ln in f if ln.startswith("VmHWM:"))
-except (OSError, StopIteration):
-    pass
-print("\\nMEASURED", time.perf_counter() - t, ru.ru_utime + ru.ru_stime, peak)
 """
+    + PEAK_MEMORY
+    + """print("\\nMEASURED", time.perf_counter() - t, ru.ru_utime + ru.ru_stime, peak)
+"""
+)
 
 
 def measure(url: str, *args: str) -> tuple[float, float, float]:

@@ -67,17 +67,22 @@ WORDS = [
 DIMENSIONS = ("coherence", "fluency")
 
 
-def _items() -> list[object]:
+def _generated(seed: int, groups: int, per_group: int, article_words: int, prefix: str) -> list[object]:
+    """`groups` articles of `article_words` random words, each with `per_group` 30-word summaries."""
     from judgepanel.datasets.records import ItemRecord
 
-    rng = random.Random(5)
+    rng = random.Random(seed)
     items: list[object] = []
-    for g in range(GROUPS):
-        article = " ".join(rng.choice(WORDS) for _ in range(80))
-        for k in range(ITEMS_PER_GROUP):
+    for g in range(groups):
+        article = " ".join(rng.choice(WORDS) for _ in range(article_words))
+        for k in range(per_group):
             summary = " ".join(rng.choice(WORDS) for _ in range(30))
-            items.append(ItemRecord(f"g{g}-s{k}", len(items), f"g{g}", article, summary))
+            items.append(ItemRecord(f"{prefix}{g}-s{k}", len(items), f"{prefix}{g}", article, summary))
     return items
+
+
+def _items() -> list[object]:
+    return _generated(5, GROUPS, ITEMS_PER_GROUP, 80, "g")
 
 
 def _dataset(url: str) -> None:
@@ -99,16 +104,7 @@ CONDITIONS = ("none", "criteria", "rubric")
 
 
 def _long_items() -> list[object]:
-    from judgepanel.datasets.records import ItemRecord
-
-    rng = random.Random(7)
-    items: list[object] = []
-    for g in range(LONG_GROUPS):
-        article = " ".join(rng.choice(WORDS) for _ in range(LONG_WORDS))
-        for k in range(LONG_PER_GROUP):
-            summary = " ".join(rng.choice(WORDS) for _ in range(30))
-            items.append(ItemRecord(f"l{g}-s{k}", len(items), f"l{g}", article, summary))
-    return items
+    return _generated(7, LONG_GROUPS, LONG_PER_GROUP, LONG_WORDS, "l")
 
 
 def _conditioned(url: str) -> str:

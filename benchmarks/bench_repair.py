@@ -13,21 +13,19 @@ checked equal. Each timing is the fastest of a few runs on a shared machine.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from benchmarks.timing import best_of
 from judgepanel.metrics.bootstrap import resample_indices
 from judgepanel.repair.compare import compare_versions
 from judgepanel.repair.select import ClauseVerdicts, select_clauses
 
 ITEMS, JUDGES, CLAUSES, BOOT = 2_000, 5, 10, 100
 DIMS = [0] * 5 + [1] * 5
-T = TypeVar("T")
 
 
 def tensor(rng: np.random.Generator, flip: np.ndarray) -> np.ndarray:
@@ -113,15 +111,6 @@ def pandas_compare(frames: dict[str, pd.DataFrame], human: np.ndarray) -> dict[s
             "alp": np.array(alp),
         }
     return out
-
-
-def best_of(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), out
 
 
 def main() -> None:

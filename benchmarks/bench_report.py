@@ -28,21 +28,17 @@ import time
 from pathlib import Path
 
 from benchmarks.bulk import build
+from benchmarks.timing import PEAK_MEMORY
 
 N = int(os.environ.get("JP_BENCH_REPORT_N", "100000"))
 ROUNDS = int(os.environ.get("JP_BENCH_REPORT_ROUNDS", "5"))
 REPO = Path(__file__).resolve().parents[1]
 
-_MEASURED = """
-ru = resource.getrusage(resource.RUSAGE_SELF)
-peak = ru.ru_maxrss / 1024
-try:  # ru_maxrss survives exec (it starts at the parent's peak); VmHWM is this process's own
-    with open("/proc/self/status") as f:
-        peak = next(int(ln.split()[1]) / 1024 for ln in f if ln.startswith("VmHWM:"))
-except (OSError, StopIteration):
-    pass
-print("MEASURED", time.perf_counter() - t, ru.ru_utime + ru.ru_stime, peak, extra)
+_MEASURED = (
+    PEAK_MEMORY
+    + """print("MEASURED", time.perf_counter() - t, ru.ru_utime + ru.ru_stime, peak, extra)
 """
+)
 
 REPORT = (
     """

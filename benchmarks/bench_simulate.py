@@ -19,12 +19,12 @@ import dataclasses
 import gzip
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import timing
 from judgepanel.metrics.design import DESIGNS, allocate
 from judgepanel.metrics.simulate import SimConfig, annotate, simulate_designs
 from judgepanel.metrics.validation import alt_test, loo_rule, make_scorer
@@ -37,12 +37,7 @@ SHARED = Path(
 
 
 def best_of(fn: Callable[[], object], repeat: int = 2) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return timing.best_of(fn, repeat)[0]
 
 
 def loop_study(cfg: SimConfig, reps: int) -> None:

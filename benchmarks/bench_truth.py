@@ -11,18 +11,14 @@ random points, so its agreement is the figure to read there, not identity).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import TypeVar
-
 import numpy as np
 import pandas as pd
 from crowdkit.aggregation import MACE, DawidSkene, MajorityVote
 
+from benchmarks.timing import best_of
 from judgepanel.metrics.truth import dawid_skene, mace, majority_vote
 
 UNITS, RATERS, K, ITERATIONS = 10_000, 8, 3, 50
-T = TypeVar("T")
 
 
 def panel(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -49,15 +45,6 @@ def long_frame(values: np.ndarray) -> pd.DataFrame:
     frame["label"] = frame["label"].map(labels)
     frame.attrs["labels"] = {name: code for code, name in labels.items()}
     return frame
-
-
-def best_of(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), out
 
 
 def _codes(series: pd.Series, back: dict[str, int]) -> np.ndarray:

@@ -27,12 +27,11 @@ import os
 import random
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 
-from sqlalchemy import create_engine, make_url, text
+from sqlalchemy import create_engine, text
 
-from benchmarks.backends import median_seconds, print_server_times
+from benchmarks.backends import median_seconds, on_postgresql, print_server_times
 from benchmarks.bulk import build
 
 N = int(os.environ.get("JP_BENCH_FIND_N", "100000"))
@@ -168,18 +167,8 @@ def main() -> None:
     elif "sqlite" in backends:
         with tempfile.TemporaryDirectory() as tmp:
             report("sqlite", f"sqlite:///{tmp}/find.db")
-    pg = os.environ.get("JUDGEPANEL_TEST_PG_URL")
-    if pg and "postgresql" in backends:
-        name = f"jp_bench_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(make_url(pg).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as c:
-            c.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            report("postgresql", make_url(pg).set(database=name).render_as_string(hide_password=False))
-        finally:
-            with admin.connect() as c:
-                c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
+    if "postgresql" in backends:
+        on_postgresql(lambda url: report("postgresql", url))
 
 
 if __name__ == "__main__":

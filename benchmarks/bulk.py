@@ -19,24 +19,9 @@ from typing import Any
 
 from sqlalchemy import Connection, insert
 
+from judgepanel.store import tables as t
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
-from judgepanel.store.models import (
-    Annotator,
-    Campaign,
-    CampaignJudge,
-    Dataset,
-    Item,
-    Job,
-    Judge,
-    Label,
-    Pair,
-    PairSet,
-    Request,
-    Response,
-    Verdict,
-    table_of,
-)
 
 ITEMS = 2_000
 STEP = 50_000
@@ -60,11 +45,11 @@ def build(url: str, n: int, *, judges: int = 1, humans: int = 0, pairwise: bool 
         n_items = min(ITEMS, n) if judges == 1 else n // judges
     with eng.begin() as conn:
         ds_id = conn.execute(
-            insert(table_of(Dataset)).values(name="d", kind="items", source_hash="x", meta={})
+            insert(t.dataset).values(name="d", kind="items", source_hash="x", meta={})
         ).inserted_primary_key[0]
         for start in range(0, n_items, STEP):
             conn.execute(
-                insert(table_of(Item)),
+                insert(t.item),
                 [
                     {
                         "dataset_id": ds_id,
@@ -80,12 +65,12 @@ def build(url: str, n: int, *, judges: int = 1, humans: int = 0, pairwise: bool 
         ps_id = _pair_set(conn, ds_id, item_ids, n_pairs) if pairwise else None
         judge_ids = [
             conn.execute(
-                insert(table_of(Judge)).values(name=f"sim:j{j}", provider="sim", model=f"j{j}", params={})
+                insert(t.judge).values(name=f"sim:j{j}", provider="sim", model=f"j{j}", params={})
             ).inserted_primary_key[0]
             for j in range(judges)
         ]
         cid = conn.execute(
-            insert(table_of(Campaign)).values(
+            insert(t.campaign).values(
                 name="bench",
                 dataset_id=ds_id,
                 pair_set_id=ps_id,
@@ -97,9 +82,7 @@ def build(url: str, n: int, *, judges: int = 1, humans: int = 0, pairwise: bool 
                 spec={},
             )
         ).inserted_primary_key[0]
-        conn.execute(
-            insert(table_of(CampaignJudge)), [{"campaign_id": cid, "judge_id": j} for j in judge_ids]
-        )
+        conn.execute(insert(t.campaign_judge), [{"campaign_id": cid, "judge_id": j} for j in judge_ids])
         if not pairwise:
             scores = [rng.randint(1, 5) for _ in item_ids]
             if humans:
@@ -117,9 +100,9 @@ def build(url: str, n: int, *, judges: int = 1, humans: int = 0, pairwise: bool 
             attempts = _pointwise(ids, cid, judge_ids, item_ids, scores, rng)
         with eng.begin() as conn:
             for model, rows in zip(
-                (Job, Request, Response, Verdict), zip(*attempts, strict=True), strict=True
+                (t.job, t.request, t.response, t.verdict), zip(*attempts, strict=True), strict=True
             ):
-                conn.execute(insert(table_of(model)), list(rows))
+                conn.execute(insert(model), list(rows))
     eng.dispose()
     return total
 
@@ -127,7 +110,7 @@ def build(url: str, n: int, *, judges: int = 1, humans: int = 0, pairwise: bool 
 def _pair_set(conn: Connection, ds_id: int, item_ids: list[int], n_pairs: int) -> int:
     """Pair set `bench-pairs`: pairs (a, b), a < b, walked row by row of the upper triangle."""
     ps_id: int = conn.execute(
-        insert(table_of(PairSet)).values(
+        insert(t.pair_set).values(
             name="bench-pairs", dataset_id=ds_id, seed=0, sample=n_pairs, tie_eps=0.0, pairs_total=n_pairs
         )
     ).inserted_primary_key[0]
@@ -141,7 +124,7 @@ def _pair_set(conn: Connection, ds_id: int, item_ids: list[int], n_pairs: int) -
         a += 1
     for start in range(0, n_pairs, STEP):
         conn.execute(
-            insert(table_of(Pair)),
+            insert(t.pair),
             [
                 {
                     "id": p + 1,
@@ -161,12 +144,12 @@ def _human_scores(
 ) -> None:
     ann = [
         conn.execute(
-            insert(table_of(Annotator)).values(dataset_id=ds_id, name=f"h{h}", kind="human", group="expert")
+            insert(t.annotator).values(dataset_id=ds_id, name=f"h{h}", kind="human", group="expert")
         ).inserted_primary_key[0]
         for h in range(humans)
     ]
     conn.execute(
-        insert(table_of(Label)),
+        insert(t.label),
         [
             {
                 "item_id": i,

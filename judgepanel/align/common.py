@@ -13,9 +13,8 @@ from judgepanel.align.choose import DevItem
 from judgepanel.analysis.conditions import ConditionData, load_condition_data
 from judgepanel.errors import BadInput
 from judgepanel.metrics.conditions import STATISTICS, item_tables, table_statistics
-from judgepanel.metrics.names import RESAMPLE_MODES
 from judgepanel.providers.spec import editor_spec, panel_names, parse_spec, split_judge_name
-from judgepanel.runner.study import StudyIncomplete, StudyKind
+from judgepanel.runner.study import StudyIncomplete, StudyKind, check_sampling
 from judgepanel.store.align import AlignmentRecord
 
 METHODS = ("fewshot", "instructions", "grid")
@@ -69,12 +68,7 @@ class AlignInputs:
             raise BadInput(f"--k must be at least 1, got {self.k}")
         if self.rounds < 1:
             raise BadInput(f"--rounds must be at least 1, got {self.rounds}")
-        if self.limit is not None and self.limit < 1:
-            raise BadInput(f"--limit must be at least 1, got {self.limit}")
-        if self.n_boot < 100:
-            raise BadInput(f"--bootstrap must be at least 100, got {self.n_boot}")
-        if self.resample is not None and self.resample not in RESAMPLE_MODES:
-            raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {self.resample!r}")
+        check_sampling(self.limit, self.n_boot, self.resample)
         if not 0 < self.epsilon < 1:
             raise BadInput(f"--epsilon must lie in (0, 1), got {self.epsilon}")
         if not self.margin > 0:

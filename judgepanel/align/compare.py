@@ -25,6 +25,7 @@ the alignment (refused otherwise). Only the comparison without `--repair` is sto
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ from judgepanel.metrics.alignment import (
     paired_error_change,
     paired_exact_tost,
 )
-from judgepanel.metrics.conditions import STATISTICS, Comparisons, Estimate, condition_study
+from judgepanel.metrics.conditions import STATISTICS, Comparisons, ConditionStudy, Estimate, condition_study
 from judgepanel.metrics.group_ci import TOO_FEW_GROUPS, few_groups_warning, verdict_allowed
 from judgepanel.metrics.validation import alt_test
 from judgepanel.protocol.align import JudgeTemplate, rubric_instructions
@@ -68,6 +69,14 @@ PASS_AT = 4.0  # the binarised label: a score of 4 or 5 (of 1..5) passes
 
 def _num(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
+
+
+def _deltas(study: ConditionStudy) -> dict[str, Any]:
+    """The `delta` keys of `align compare --json`: each paired difference, its items and estimates."""
+    return {
+        key: {"items": d.items, **{s: _est(getattr(d, s)) for s in STATISTICS}}
+        for key, d in study.deltas.items()
+    }
 
 
 def _est(e: Estimate) -> dict[str, Any]:
@@ -257,16 +266,21 @@ def compare(
         )
     cats = datas["original"].rows.categories
     items, groups, index = _aligned_index(datas)
-    study = condition_study(
-        {v: _comparisons(d, index) for v, d in datas.items()},
-        cats,
-        n_items=len(items),
-        baseline="original",
-        n_boot=inp.n_boot,
-        seed=inp.seed,
-        groups=groups,
-        resample=resample or inp.resample,
-    )
+
+    def study_of(versions: Iterable[str], baseline: str) -> ConditionStudy:
+        """The versions' agreement and their deltas against `baseline`, on the same draws."""
+        return condition_study(
+            {v: _comparisons(datas[v], index) for v in versions},
+            cats,
+            n_items=len(items),
+            baseline=baseline,
+            n_boot=inp.n_boot,
+            seed=inp.seed,
+            groups=groups,
+            resample=resample or inp.resample,
+        )
+
+    study = study_of(datas, "original")
     choices = rec.choices or {}
     templates = rec.templates or {}
     dev_agreement = choices.get("dev_agreement", {})
@@ -285,26 +299,10 @@ def compare(
             "alt_test": alt,
             "dev_agreement": dev_agreement.get(v),
         }
-    delta = {
-        key: {"items": d.items, **{s: _est(getattr(d, s)) for s in STATISTICS}}
-        for key, d in study.deltas.items()
-    }
+    delta = _deltas(study)
     if repair is not None:
         # the repair's own question: its edited versions against its original rubric (same draws)
-        rep = condition_study(
-            {v: _comparisons(datas[v], index) for v in datas if v.startswith("repair_")},
-            cats,
-            n_items=len(items),
-            baseline="repair_original",
-            n_boot=inp.n_boot,
-            seed=inp.seed,
-            groups=groups,
-            resample=resample or inp.resample,
-        )
-        delta |= {
-            key: {"items": d.items, **{s: _est(getattr(d, s)) for s in STATISTICS}}
-            for key, d in rep.deltas.items()
-        }
+        delta |= _deltas(study_of([v for v in datas if v.startswith("repair_")], "repair_original"))
     # the overfitting gap: development gain of the aligned judge minus its evaluation gain
     dev_pair, dev_left_out = on_common_items(
         {

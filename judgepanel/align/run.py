@@ -338,13 +338,7 @@ def _instructions(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
         templates.append(revised)
         current = revised
     scored = [x for x in rounds if "dev_agreement" in x]
-    # every round on the development items all of them answered (a failed job leaves its item out)
-    same, left_out = on_common_items(
-        {x["dev_campaign"]: split_data(ctx.engine, rec, x["dev_campaign"]) for x in scored}
-    )
-    for x in scored:
-        x["dev_agreement"] = agreement_of(same[x["dev_campaign"]])
-    top = best([x["dev_agreement"] for x in scored])
+    top, left_out = _score_on_common_items(ctx, rec, scored)
     chosen = scored[top]
     return {
         "choices": {
@@ -360,6 +354,20 @@ def _instructions(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
         "aligned": {"judge": inp.judge, "template": templates[top], "dev_campaign": chosen["dev_campaign"]},
         "campaigns": campaigns,
     }
+
+
+def _score_on_common_items(
+    ctx: StudyContext, rec: AlignmentRecord, candidates: list[dict[str, Any]]
+) -> tuple[int, int]:
+    """Each candidate's `dev_agreement` (set in place) on the development items every candidate
+    answered (a failed job leaves its item out of all of them), the best one's index, and how many
+    items were left out."""
+    same, left_out = on_common_items(
+        {c["dev_campaign"]: split_data(ctx.engine, rec, c["dev_campaign"]) for c in candidates}
+    )
+    for c in candidates:
+        c["dev_agreement"] = agreement_of(same[c["dev_campaign"]])
+    return best([c["dev_agreement"] for c in candidates]), left_out
 
 
 def _grid(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
@@ -385,13 +393,7 @@ def _grid(ctx: StudyContext, rec: AlignmentRecord) -> dict[str, Any]:
                 "dev_campaign": camp,
             }
         )
-    # every configuration on the development items all of them answered
-    same, left_out = on_common_items(
-        {c["dev_campaign"]: split_data(ctx.engine, rec, c["dev_campaign"]) for c in configs}
-    )
-    for c in configs:
-        c["dev_agreement"] = agreement_of(same[c["dev_campaign"]])
-    top = best([c["dev_agreement"] for c in configs])
+    top, left_out = _score_on_common_items(ctx, rec, configs)
     chosen = configs[top]
     return {
         "choices": {

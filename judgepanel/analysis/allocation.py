@@ -131,36 +131,6 @@ def create_allocation(
     ``metrics.design``), store the assignment under ``name`` and write ``out_dir/<annotator>.csv``.
     The same name with the same parameters changes nothing (the files are written again).
     Files are written inside the transaction, so a failure to write them stores nothing."""
-    with session_scope(engine) as s:
-        return _create_allocation(
-            s,
-            dataset=dataset,
-            name=name,
-            primary=primary,
-            annotators=annotators,
-            coverage=coverage,
-            design=design,
-            seed=seed,
-            out_dir=out_dir,
-            dimension=dimension,
-            replace=replace,
-        )
-
-
-def _create_allocation(
-    s: Session,
-    *,
-    dataset: str,
-    name: str,
-    primary: str,
-    annotators: Sequence[str],
-    coverage: float,
-    design: str,
-    seed: int,
-    out_dir: Path,
-    dimension: str | None,
-    replace: bool,
-) -> AllocationSummary:
     if design not in DESIGNS:
         raise BadInput(f"unknown design {design!r}; use one of {', '.join(DESIGNS)}")
     if not name.strip():
@@ -175,53 +145,54 @@ def _create_allocation(
     if not 0.0 < coverage <= 1.0:
         raise BadInput(f"coverage must be in (0, 1], got {coverage}")
     _file_names(secondaries)
-    ds, dim = store.dataset_dimension(s, dataset, dimension)
-    params = {
-        "primary": primary,
-        "annotators": secondaries,
-        "dimension": dim,
-    }
-    prev = store.allocation_by_name(s, name)
-    if prev is not None:
-        same = (prev.dataset_id, prev.design, prev.coverage, prev.seed) == (
-            ds.id,
-            design,
-            coverage,
-            seed,
-        ) and all(prev.params.get(k) == v for k, v in params.items())
-        if same:
-            return _summary(s, prev, ds, out_dir, unchanged=True)
-        if not replace:
-            raise BadInput(
-                f"allocation {name!r} exists with other parameters; pass --replace or choose another name"
-            )
-        store.delete_allocation(s, prev)
+    with session_scope(engine) as s:
+        ds, dim = store.dataset_dimension(s, dataset, dimension)
+        params = {
+            "primary": primary,
+            "annotators": secondaries,
+            "dimension": dim,
+        }
+        prev = store.allocation_by_name(s, name)
+        if prev is not None:
+            same = (prev.dataset_id, prev.design, prev.coverage, prev.seed) == (
+                ds.id,
+                design,
+                coverage,
+                seed,
+            ) and all(prev.params.get(k) == v for k, v in params.items())
+            if same:
+                return _summary(s, prev, ds, out_dir, unchanged=True)
+            if not replace:
+                raise BadInput(
+                    f"allocation {name!r} exists with other parameters; pass --replace or choose another name"
+                )
+            store.delete_allocation(s, prev)
 
-    labels = store.primary_labels(s, ds, dim, primary)
-    item_ids = [i for i, _, _ in labels]
-    values = [_label_key(v, t) for _, v, t in labels]
-    # strata in a stable order: numbers by value, texts alphabetically
-    numeric = all(v is not None for _, v, _ in labels)
-    distinct = sorted(set(values), key=(lambda x: float(x)) if numeric else None)
-    code = {v: c for c, v in enumerate(distinct)}
-    strata = np.array([code[v] for v in values], dtype=np.int64)
-    revealed = _revealed(store.secondary_labels(s, ds, dim, secondaries), secondaries, item_ids, code)
-    result = allocate(strata, len(secondaries), coverage, design, seed, revealed=revealed)
-    assignments = {
-        a: [item_ids[int(i)] for i in result.order[t] if result.assigned[t, i]]
-        for t, a in enumerate(secondaries)
-    }
-    alloc = store.save_allocation(
-        s,
-        name=name,
-        dataset=ds,
-        design=design,
-        coverage=coverage,
-        seed=seed,
-        params={**params, "n_items": len(item_ids), "items_per_annotator": result.items_per_annotator},
-        assignments=assignments,
-    )
-    return _summary(s, alloc, ds, out_dir, unchanged=False)
+        labels = store.primary_labels(s, ds, dim, primary)
+        item_ids = [i for i, _, _ in labels]
+        values = [_label_key(v, t) for _, v, t in labels]
+        # strata in a stable order: numbers by value, texts alphabetically
+        numeric = all(v is not None for _, v, _ in labels)
+        distinct = sorted(set(values), key=(lambda x: float(x)) if numeric else None)
+        code = {v: c for c, v in enumerate(distinct)}
+        strata = np.array([code[v] for v in values], dtype=np.int64)
+        revealed = _revealed(store.secondary_labels(s, ds, dim, secondaries), secondaries, item_ids, code)
+        result = allocate(strata, len(secondaries), coverage, design, seed, revealed=revealed)
+        assignments = {
+            a: [item_ids[int(i)] for i in result.order[t] if result.assigned[t, i]]
+            for t, a in enumerate(secondaries)
+        }
+        alloc = store.save_allocation(
+            s,
+            name=name,
+            dataset=ds,
+            design=design,
+            coverage=coverage,
+            seed=seed,
+            params={**params, "n_items": len(item_ids), "items_per_annotator": result.items_per_annotator},
+            assignments=assignments,
+        )
+        return _summary(s, alloc, ds, out_dir, unchanged=False)
 
 
 def _label_key(num: float | None, text: str | None) -> str:

@@ -213,6 +213,8 @@ class ConditionReport:
         }
 
 
+# A deliberate mirror (issue 31 §4): `condition_report` takes the keywords of
+# `load_condition_data`, which it reads through, before its own (cases, n_boot, …).
 def condition_report(
     engine: Engine,
     campaign: str,

@@ -159,6 +159,31 @@ def score_source_of(scorer: str) -> str:
     return "expectation" if scorer == "neg-rmse" else "argmax"
 
 
+def _panel(
+    engine: Engine,
+    dataset: str | None,
+    judges: Sequence[str] | None,
+    scorer: str,
+    dimension: str | None,
+    label_map: Mapping[str, str] | None,
+    campaign: str | None,
+    condition: str | None,
+) -> Panel:
+    """The panel a validation reads (`load_panel`), with the score of a logprob-scored judge that
+    `scorer` reads (checked first)."""
+    _check_scorer(scorer)
+    return load_panel(
+        engine,
+        dataset,
+        judges,
+        dimension=dimension,
+        label_map=label_map,
+        campaign=campaign,
+        condition=condition,
+        score_source=score_source_of(scorer),
+    )
+
+
 # A deliberate mirror (issue 31 §4): `alt_test_dataset`, `loo_dataset` and `rank_dataset` take the
 # same panel keywords (dimension, label_map, campaign, condition), as `validate`'s commands do.
 def alt_test_dataset(
@@ -177,17 +202,7 @@ def alt_test_dataset(
     condition: str | None = None,
 ) -> Validated[AltTestResult]:
     """The alternative annotator test of one judge against the dataset's humans."""
-    _check_scorer(scorer)
-    panel = load_panel(
-        engine,
-        dataset,
-        [judge],
-        dimension=dimension,
-        label_map=label_map,
-        campaign=campaign,
-        condition=condition,
-        score_source=score_source_of(scorer),
-    )
+    panel = _panel(engine, dataset, [judge], scorer, dimension, label_map, campaign, condition)
     h, j = panel.matrices(scorer)
     res = alt_test(
         h,
@@ -219,15 +234,8 @@ def loo_dataset(
 ) -> Validated[LooResult]:
     """The leave-one-annotator-out rule for one judge; interval/ordinal/ratio levels (α) read the
     numeric labels, nominal ones compare label texts."""
-    panel = load_panel(
-        engine,
-        dataset,
-        [judge],
-        dimension=dimension,
-        label_map=label_map,
-        campaign=campaign,
-        condition=condition,
-    )
+    # the rule compares labels: a logprob-scored judge's argmax, the score "accuracy" reads
+    panel = _panel(engine, dataset, [judge], "accuracy", dimension, label_map, campaign, condition)
     cats = panel.categories(level)
     h, j = panel.agreement_matrices()
     res = loo_rule(
@@ -257,17 +265,7 @@ def rank_dataset(
     condition: str | None = None,
 ) -> Validated[Ranking]:
     """Rank the named judges (default: every llm annotator of the dataset) with bootstrap stability."""
-    _check_scorer(scorer)
-    panel = load_panel(
-        engine,
-        dataset,
-        judges,
-        dimension=dimension,
-        label_map=label_map,
-        campaign=campaign,
-        condition=condition,
-        score_source=score_source_of(scorer),
-    )
+    panel = _panel(engine, dataset, judges, scorer, dimension, label_map, campaign, condition)
     h, j = panel.matrices(scorer)
     names, specs = _names(engine, panel)
     ranking = rank_judges(

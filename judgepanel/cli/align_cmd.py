@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import BOOTSTRAP, JSON, RESAMPLE
 from judgepanel.cli.render import emit_json, err_console, table
 from judgepanel.cli.repair_cmd import run_options, step_printer
 from judgepanel.errors import BadInput
@@ -19,7 +20,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 SIM_NOTE = "SIMULATED: these figures rest on simulated judges or a simulated editor, not real models"
 
 
@@ -54,10 +54,8 @@ def run(
         None, "--limit", help="At most N items per split (seeded, spread over groups)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the item samples, example choice and bootstrap."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
-    resample: str | None = typer.Option(
-        None, "--resample", help="groups (default where items share groups) or items."
-    ),
+    bootstrap: int = BOOTSTRAP,
+    resample: str | None = RESAMPLE,
     epsilon: float = typer.Option(0.2, "--epsilon", help="The alt-test's ε."),
     margin: float = typer.Option(0.05, "--margin", help="TOST margin on the exact-agreement difference."),
     stop_after: str | None = typer.Option(

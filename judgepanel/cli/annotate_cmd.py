@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import console, emit_json, fmt_number, table
 from judgepanel.errors import BadInput
 
@@ -16,7 +17,6 @@ app = typer.Typer(
     help="Annotation queues in the browser that stop when the judge is certified.", no_args_is_help=True
 )
 
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 TOKEN_ENV = "JUDGEPANEL_VIEW_TOKEN"
 
 

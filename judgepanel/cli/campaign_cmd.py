@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from judgepanel.cli.context import interrupt_on_signals, state
+from judgepanel.cli.option_group import option_group
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import SIMULATED_WORD, emit_json, err_console, simulated, table, warn
 from judgepanel.errors import BadInput, Interrupted
 
@@ -18,8 +21,6 @@ if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help
 
 
 app = typer.Typer(help="Plan, estimate, run and follow judge campaigns.", no_args_is_help=True)
-
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -206,30 +207,33 @@ def _usd(v: float | None) -> str:
     return "unknown" if v is None else f"{v:.4f}"
 
 
-def _options(
-    concurrency: int,
-    rpm: float | None,
-    tpm: float | None,
-    max_cost: float | None,
-    no_cache: bool,
-    timeout: float,
-    max_attempts: int,
-    retry_failed: bool,
-) -> RunOptions:
+@dataclass(frozen=True)
+class CallLimits:
+    """The options `campaign run` and `campaign retry-parse-failures` share (`CALL_LIMITS`)."""
+
+    concurrency: int
+    rpm: float | None
+    tpm: float | None
+    max_cost: float | None
+    timeout: float
+    max_attempts: int
+
+
+def _options(limits: CallLimits, no_cache: bool, retry_failed: bool) -> RunOptions:
     from judgepanel.runner.options import RunOptions
 
-    if max_attempts < 1:
-        raise BadInput(f"--max-attempts must be at least 1, got {max_attempts}")
+    if limits.max_attempts < 1:
+        raise BadInput(f"--max-attempts must be at least 1, got {limits.max_attempts}")
     from judgepanel.runner.options import RetryPolicy
 
     return RunOptions(
-        concurrency=concurrency,
-        rpm=rpm,
-        tpm=tpm,
-        max_cost=max_cost,
+        concurrency=limits.concurrency,
+        rpm=limits.rpm,
+        tpm=limits.tpm,
+        max_cost=limits.max_cost,
         no_cache=no_cache,
-        timeout=timeout,
-        retry=RetryPolicy(max_attempts=max_attempts),
+        timeout=limits.timeout,
+        retry=RetryPolicy(max_attempts=limits.max_attempts),
         retry_failed=retry_failed,
     )
 
@@ -324,19 +328,22 @@ TIMEOUT = typer.Option(120.0, "--timeout", help="Seconds per call.")
 MAX_ATTEMPTS = typer.Option(
     6, "--max-attempts", help="Attempts per job for rate limits and transient errors."
 )
+CALL_LIMITS = {
+    "concurrency": CONCURRENCY,
+    "rpm": RPM,
+    "tpm": TPM,
+    "max_cost": MAX_COST,
+    "timeout": TIMEOUT,
+    "max_attempts": MAX_ATTEMPTS,
+}
 
 
 @app.command("run")
+@option_group(CallLimits, CALL_LIMITS, after=2)
 def run(
     ctx: typer.Context,
     name: str = typer.Argument(...),
-    concurrency: int = CONCURRENCY,
-    rpm: float | None = RPM,
-    tpm: float | None = TPM,
-    max_cost: float | None = MAX_COST,
     no_cache: bool = NO_CACHE,
-    timeout: float = TIMEOUT,
-    max_attempts: int = MAX_ATTEMPTS,
     retry_failed: bool = typer.Option(
         False,
         "--retry-failed",
@@ -357,12 +364,15 @@ def run(
         False, "--no-wait", help="With --batch: submit, poll once and return (run again to collect)."
     ),
     json_: bool = JSON,
+    *,
+    options: CallLimits,
 ) -> None:
     """Execute what is not yet done; safe to re-run and to interrupt.
 
     Exit 0 when every job has a verdict; 3 when the run ended with jobs failed or unscheduled by
     --max-cost (or, with --batch, still waiting in open batches); 130 on Ctrl-C; 2 on bad input;
     1 otherwise."""
+    max_cost = options.max_cost
     if batch:
         if max_cost is not None and not (max_cost >= 0 and math.isfinite(max_cost)):
             raise BadInput(f"--max-cost must be a non-negative number of USD, got {max_cost}")
@@ -379,7 +389,7 @@ def run(
         bopts.validate()
         _execute_batch(ctx, name, bopts, json_)
         return
-    opts = _options(concurrency, rpm, tpm, max_cost, no_cache, timeout, max_attempts, retry_failed)
+    opts = _options(options, no_cache, retry_failed)
     _execute(ctx, name, opts, json_, reask=False)
 
 
@@ -419,26 +429,23 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
 
 
 @app.command("retry-parse-failures")
+@option_group(CallLimits, CALL_LIMITS, after=2)
 def retry_parse_failures(
     ctx: typer.Context,
     name: str = typer.Argument(...),
-    concurrency: int = CONCURRENCY,
-    rpm: float | None = RPM,
-    tpm: float | None = TPM,
-    max_cost: float | None = MAX_COST,
-    timeout: float = TIMEOUT,
-    max_attempts: int = MAX_ATTEMPTS,
     truncated: bool = typer.Option(
         False,
         "--truncated",
         help="Also re-ask replies cut at the output cap (each re-ask pays for the whole cap again).",
     ),
     json_: bool = JSON,
+    *,
+    options: CallLimits,
 ) -> None:
     """Re-ask the jobs whose reply could not be read or left clauses unanswered (with a note
     asking for the full JSON answer); replies cut at the output cap only with --truncated.
     Exit codes as for `campaign run`."""
-    opts = _options(concurrency, rpm, tpm, max_cost, False, timeout, max_attempts, False)
+    opts = _options(options, False, False)
     _execute(ctx, name, opts, json_, reask=True, truncated=truncated)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import BOOTSTRAP, JSON, RESAMPLE
 from judgepanel.cli.render import emit_json, fmt_number, sim_title, table
 
 
@@ -15,13 +16,11 @@ def compare(
     human_group: str | None = typer.Option(
         None, "--human-group", help="The human group whose labels are the reference (default: every human)."
     ),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates of the intervals."),
+    bootstrap: int = BOOTSTRAP,
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    resample: str | None = typer.Option(
-        None, "--resample", help="groups or items (default: groups where the dataset has groups)."
-    ),
+    resample: str | None = RESAMPLE,
     rows: int = typer.Option(200, "--rows", help="Units listed in the JSON `rows` (changed ones first)."),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_: bool = JSON,
 ) -> None:
     """Two campaigns side by side: what differs, changed verdicts, agreement with humans B − A."""
     from judgepanel.analysis.compare import compare_campaigns

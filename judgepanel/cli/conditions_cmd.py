@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import SIMULATED_WORD, emit_json, simulated
 
 
@@ -37,7 +38,7 @@ def conditions(
         "--resample",
         help="What a replicate draws: groups (articles; the default where items share groups) or items.",
     ),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_: bool = JSON,
 ) -> None:
     """Judge-vs-human agreement per prompt condition (none / criteria / rubric): exact, Cohen κ,
     quadratic-weighted κ and Spearman with item-bootstrap CIs, and paired differences against none."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import emit_json, table
 from judgepanel.errors import BadInput
 
@@ -18,7 +19,6 @@ if TYPE_CHECKING:  # the library is imported inside each command, so `--help` st
 app = typer.Typer(help="Import datasets and derive pair sets.", no_args_is_help=True)
 
 REPLACE = typer.Option(False, "--replace", help="Replace a dataset that holds a different import.")
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
 def _import(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import emit_json, table
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ DIMENSION = typer.Option(
     help="The label dimension the grades judge (e.g. coherence); a dict score's keys and a promptfoo "
     "assertion's metric name their own.",
 )
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
 def _store(

@@ -59,28 +59,13 @@ def render_registered(reg: dict[str, Any], ceilings: dict[str, dict[str, Any] | 
         rows: list[list[Any]] = []
         a = r["model_vs_peers"]
         if a is not None:
-            rows.append(
-                [
-                    f"(a) model − other {g} labels' rule",
-                    f"{_f(acc['model'])} vs {_f(acc['peers'])}",
-                    _signed(a["value"]),
-                    _ci(a["ci"]),
-                    "> 0",
-                    a["verdict"],
-                ]
-            )
+            versus = f"{_f(acc['model'])} vs {_f(acc['peers'])}"
+            rows.append(_difference_row(f"(a) model − other {g} labels' rule", versus, a, "> 0"))
         b = r["judges_vs_second_rater"]
         if b is not None:
-            rows.append(
-                [
-                    f"(b) judges-only − second {g} rater",
-                    f"{_f(acc['judges_only'])} vs {_f(acc['second_rater'])}",
-                    _signed(b["value"]),
-                    _ci(b["ci"]),
-                    f"> {reg['margin']:+.2f}",
-                    b["verdict"],
-                ]
-            )
+            versus = f"{_f(acc['judges_only'])} vs {_f(acc['second_rater'])}"
+            target = f"> {reg['margin']:+.2f}"
+            rows.append(_difference_row(f"(b) judges-only − second {g} rater", versus, b, target))
         c = r["calibration"]
         if c is not None:
             rows.append(
@@ -113,3 +98,8 @@ def render_registered(reg: dict[str, Any], ceilings: dict[str, dict[str, Any] | 
         )
         for what, why in r["missing"].items():
             console.print(f"group {g}: {what} not computed: {why}")
+
+
+def _difference_row(comparison: str, accuracies: str, d: dict[str, Any], target: str) -> list[Any]:
+    """A registered comparison's row: its difference with the CI, the target and the verdict."""
+    return [comparison, accuracies, _signed(d["value"]), _ci(d["ci"]), target, d["verdict"]]

@@ -9,6 +9,7 @@ import typer
 
 from judgepanel.cli.conditions_cmd import conditions
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import (
     column_blocks,
     console,
@@ -55,7 +56,6 @@ app = typer.Typer(
     help="Agreement, rater matrices and other statistics over stored labels.", no_args_is_help=True
 )
 
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 NO_VERDICTS = "no verdicts yet"
 
 

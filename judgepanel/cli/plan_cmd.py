@@ -8,12 +8,11 @@ from pathlib import Path
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import console, emit_json, table
 from judgepanel.errors import BadInput
 
 app = typer.Typer(help="Plan the human re-annotation that judge validation needs.", no_args_is_help=True)
-
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
 @app.command("overlap")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import emit_json, sim_title, simulated, table, warn
 
 
@@ -20,7 +21,7 @@ def prevalence(
     condition: str | None = typer.Option(None, "--condition", help="Needed when the campaign ran several."),
     bootstrap: int = typer.Option(2000, "--bootstrap", help="Bootstrap replicates for the CI."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_: bool = JSON,
 ) -> None:
     """The judge's raw pass rate and the rate corrected for its errors on human-labelled items."""
     from judgepanel.analysis.outcomes import pass_fail

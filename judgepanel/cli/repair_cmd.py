@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import BOOTSTRAP, JSON, RESAMPLE
 from judgepanel.cli.render import console, emit_json, table, warn
 from judgepanel.errors import BadInput
 
@@ -22,7 +23,6 @@ app = typer.Typer(
     help="Rubric repair: contested clauses, editor rewrites, a before/after comparison.", no_args_is_help=True
 )
 
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 CONCURRENCY = typer.Option(16, "--concurrency", help="Calls in flight per judge (and for the editor).")
 MAX_COST = typer.Option(None, "--max-cost", help="Stop scheduling a step's calls before this many USD.")
 CRITERION = typer.Option(
@@ -30,13 +30,6 @@ CRITERION = typer.Option(
     "--criterion",
     help=f'Pre-declared success criterion, stored before any evaluation call (default for `run`: "{DEFAULT_CRITERION}"); '
     'add ";human_margin=0.05" to declare the equivalence margin of the TOST on the human-ρ difference.',
-)
-# judgepanel.metrics.names.RESAMPLE_MODES, repeated for the help text (checked in tests/cli/test_help.py)
-RESAMPLE_MODES = ("groups", "items")
-RESAMPLE = typer.Option(
-    None,
-    "--resample",
-    help="What a bootstrap replicate draws: groups (articles, dialogues; the default where items share groups) or items.",
 )
 RETRY_FAILED = typer.Option(
     False,
@@ -245,7 +238,7 @@ def run(
     human_group: str | None = typer.Option(
         None, "--human-group", help="Human annotator group to compare with (default: all humans)."
     ),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap replicates for the CIs."),
+    bootstrap: int = BOOTSTRAP,
     resample: str | None = RESAMPLE,
     from_: str | None = typer.Option(
         None,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import emit_json, table, warn
 from judgepanel.errors import BadInput
 
@@ -16,8 +17,6 @@ if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help
 
 
 app = typer.Typer(help="Store rubrics as versions with stable clause ids.", no_args_is_help=True)
-
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 
 
 def _read(file: str, name: str | None) -> RubricDoc:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.option_group import declared
 from judgepanel.errors import BadInput
 
 if TYPE_CHECKING:
@@ -88,16 +89,7 @@ def selection_options(*, pairs_first: bool) -> Callable[[Callable[..., None]], C
             chosen = Selection(**{n: kwargs.pop(n) for n in shared})
             command(*args, **kwargs, selection=chosen)
 
-        # Typer reads a command's options from `inspect.signature` and its type hints: both say
-        # the parameters above (every one keyword-only but the context, which Typer passes by name)
-        run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params], return_annotation=None
-        )
-        run.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
-        # and so must anything that unwraps a command to read its declaration (`cli.coercion`
-        # converts plain option values without pydantic from it): `run` is the declaration
-        del run.__wrapped__
-        return run
+        return declared(run, params)
 
     return decorate
 

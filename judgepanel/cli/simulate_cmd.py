@@ -6,6 +6,7 @@ import math
 
 import typer
 
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import console, emit_json, table
 
 # judgepanel.metrics.design.DESIGNS, written out so that `--help` imports no numpy (checked in
@@ -65,7 +66,7 @@ def designs(
         "--hard-judges",
         help="Each judge's accuracy on a hard item, comma-separated (default --hard-accuracy).",
     ),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_: bool = JSON,
 ) -> None:
     """Sparse-overlap decisions against full-matrix decisions: FR, FA, WDR (± Monte Carlo SE, and
     each design's paired difference from Random), ranking errors, α error."""

@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import console, emit_json, table, warn
 from judgepanel.errors import BadInput
 
@@ -14,7 +15,6 @@ app = typer.Typer(
     help="Leave-one-annotator-out tests of a judge against a human panel.", no_args_is_help=True
 )
 
-JSON = typer.Option(False, "--json", help="Print one JSON object.")
 DATASET = typer.Option(
     None,
     "--dataset",
@@ -167,6 +167,8 @@ def alt_test(
     """The alternative annotator test (Calderon, Reichart & Dror, ACL 2025)."""
     from judgepanel.analysis.validation import alt_test_dataset
 
+    # a deliberate mirror (issue 31 §4): `rank` hands the alt-test's settings on the same way, as
+    # `analysis.validation`'s mirrored keywords take them
     out = alt_test_dataset(
         state(ctx).engine(),
         dataset,
@@ -237,6 +239,7 @@ def rank(
     """Rank judges by the same score, with bootstrap top-1 and pairwise order probabilities."""
     from judgepanel.analysis.validation import rank_dataset
 
+    # a deliberate mirror (issue 31 §4): the alt-test's settings handed on as `alt-test` does
     out = rank_dataset(
         state(ctx).engine(),
         dataset,

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from judgepanel.cli.context import state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import emit_json, sim_title, simulated, table
 
 
@@ -29,7 +30,7 @@ def import_mtbench(
         help="Replace a dataset NAME that holds a different import (e.g. the same folder without --llm), "
         "with its vote pair set; refused while a campaign uses it.",
     ),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_: bool = JSON,
 ) -> None:
     """Import MT-Bench: one item per question, model and turn; each human vote a pair label."""
     from judgepanel.datasets.mtbench import parse_mtbench
@@ -58,7 +59,7 @@ def votes(
         help="pooled: every human voter alike; paper: as MT-Bench's released script "
         "(expert_* voters are the humans, author_* voters a class apart, turns separate).",
     ),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_: bool = JSON,
 ) -> None:
     """Agreement of votes with ties counted and on non-tie votes only: humans among themselves and
     each campaign judge (its AB/BA verdicts combined, inconsistent as a tie) against the humans,

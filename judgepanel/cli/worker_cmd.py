@@ -8,6 +8,7 @@ import typer
 
 from judgepanel.cli.campaign_cmd import CONCURRENCY, MAX_ATTEMPTS, RPM, TIMEOUT, TPM, _split, end_of_run
 from judgepanel.cli.context import interrupt_on_signals, state
+from judgepanel.cli.options import JSON
 from judgepanel.cli.render import err_console
 from judgepanel.errors import BadInput
 
@@ -32,7 +33,7 @@ def worker(
     poll_seconds: float = typer.Option(
         1.0, "--poll-seconds", help="Seconds between looks for work while other workers hold it."
     ),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_: bool = JSON,
 ) -> None:
     """Lease and run campaign jobs alongside other workers on a shared PostgreSQL database.
 

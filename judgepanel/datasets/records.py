@@ -172,17 +172,22 @@ def check_row(where: str, row: dict[str, Any]) -> None:
         check_value(f"{where}: field {key!r}", value)
 
 
-def open_text(path: Path) -> IO[str]:
-    """Open plain or gzip text (detected by magic bytes, not by the suffix); a UTF-8 byte-order
-    mark (Excel writes one) is dropped."""
+def _gzipped(path: Path) -> bool:
+    """Whether the regular file at `path` is gzip (by its magic bytes, not its suffix); a missing
+    path, a folder or anything but a regular file is refused."""
     if not path.exists():
         raise BadInput(f"{path}: no such file")
     if path.is_dir():
         raise BadInput(f"{path}: is a folder, expected a file")
     check_regular(path, "file")
     with path.open("rb") as f:
-        magic = f.read(2)
-    if magic == b"\x1f\x8b":
+        return f.read(2) == b"\x1f\x8b"
+
+
+def open_text(path: Path) -> IO[str]:
+    """Open plain or gzip text (detected by magic bytes, not by the suffix); a UTF-8 byte-order
+    mark (Excel writes one) is dropped."""
+    if _gzipped(path):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
     return path.open("r", encoding="utf-8-sig")
 
@@ -191,13 +196,7 @@ def read_lines(path: Path) -> Iterator[str]:
     """Every line of a plain or gzip file as text (line ends kept, a leading byte-order mark
     dropped), decoded one line at a time so that a bad byte or a truncated archive is reported at
     its line: "FILE:N: cannot read: …" as a BadInput."""
-    if not path.exists():
-        raise BadInput(f"{path}: no such file")
-    if path.is_dir():
-        raise BadInput(f"{path}: is a folder, expected a file")
-    check_regular(path, "file")
-    with path.open("rb") as f:
-        packed = f.read(2) == b"\x1f\x8b"
+    packed = _gzipped(path)
     n = 0
     try:
         with gzip.open(path, "rb") if packed else path.open("rb") as f:

@@ -97,6 +97,17 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@dataclass(frozen=True)
+class _Call:
+    """A request to one wire's batch routes, `rest` the path below the wire's batches prefix."""
+
+    method: str
+    rest: list[str]
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: bytes
+
+
 def _json(status: int, body: Any) -> BatchReply:
     return BatchReply(status, json.dumps(body).encode())
 
@@ -138,19 +149,44 @@ class FakeBatches:
                 return self._oa_error(404, f"No such File object: {parts[2]}")
             return BatchReply(200, f.data, "application/octet-stream")
         if parts[:2] == ["v1", "batches"]:
-            return self._openai(method, parts[2:], query, headers, body)
+            return self._openai(_Call(method, parts[2:], query, headers, body))
         if parts[:3] == ["v1", "messages", "batches"]:
             if not headers.get("anthropic-version"):
                 return self._an_error(400, "anthropic-version: header is required")
-            return self._anthropic(method, parts[3:], query, headers, body)
+            return self._anthropic(_Call(method, parts[3:], query, headers, body))
         return None
 
     def _forced(self, headers: Mapping[str, str], wire: str) -> BatchReply | None:
         fault = headers.get("x-fake-fault", "")
         if fault.isdigit():
             status = int(fault)
-            return self._oa_error(status, "Injected fault.") if wire == "openai" else self._an_error(status)
+            return self._error(wire, status, "Injected fault.")
         return None
+
+    def _error(self, wire: str, status: int, message: str) -> BatchReply:
+        return self._oa_error(status, message) if wire == "openai" else self._an_error(status, message)
+
+    def _create_body(self, call: _Call, wire: str) -> Any:
+        """A create call's JSON body, or the `BatchReply` refusing it (an injected fault, not JSON)."""
+        forced = self._forced(call.headers, wire)
+        if forced is not None:
+            return forced
+        try:
+            return json.loads(call.body)
+        except ValueError:
+            return self._error(wire, 400, "The request body is not valid JSON.")
+
+    def _batch(self, call: _Call, wire: str) -> _Batch | BatchReply:
+        """The batch `call` names (its first path part) on this wire, or the 404 reply."""
+        found = self.batches.get(call.rest[0])
+        if found is None or found.wire != wire:
+            return self._error(wire, 404, f"No batch found with id '{call.rest[0]}'.")
+        return found
+
+    @staticmethod
+    def _cancel(batch: _Batch) -> None:
+        if batch.ended is None and batch.cancelled is None:
+            batch.cancelled = time.monotonic()
 
     def _lose_create(self) -> None:
         if self.server.batch_lost_creates > 0:
@@ -206,16 +242,10 @@ class FakeBatches:
         self.files[f.id] = f
         return _json(200, self._file_object(f))
 
-    def _openai(
-        self,
-        method: str,
-        rest: list[str],
-        query: Mapping[str, str],
-        headers: Mapping[str, str],
-        body: bytes,
-    ) -> BatchReply:
+    def _openai(self, call: _Call) -> BatchReply:
+        method, rest, query = call.method, call.rest, call.query
         if not rest and method == "POST":
-            return self._oa_create(headers, body)
+            return self._oa_create(call)
         if not rest and method == "GET":
             listed = sorted(self.batches.values(), key=lambda b: b.created, reverse=True)
             listed = [b for b in listed if b.wire == "openai"]
@@ -234,26 +264,21 @@ class FakeBatches:
                     "has_more": len(listed) > limit,
                 },
             )
-        batch = self.batches.get(rest[0])
-        if batch is None or batch.wire != "openai":
-            return self._oa_error(404, f"No batch found with id '{rest[0]}'.")
+        batch = self._batch(call, "openai")
+        if isinstance(batch, BatchReply):
+            return batch
         if len(rest) == 2 and rest[1] == "cancel" and method == "POST":
-            if batch.ended is None and batch.cancelled is None:
-                batch.cancelled = time.monotonic()
+            self._cancel(batch)
             return _json(200, self._oa_object(batch))
         if len(rest) == 1 and method == "GET":
-            forced = self._forced(headers, "openai")
+            forced = self._forced(call.headers, "openai")
             return forced or _json(200, self._oa_object(batch))
         return self._oa_error(404, "no such route")
 
-    def _oa_create(self, headers: Mapping[str, str], body: bytes) -> BatchReply:
-        forced = self._forced(headers, "openai")
-        if forced is not None:
-            return forced
-        try:
-            req = json.loads(body)
-        except ValueError:
-            return self._oa_error(400, "The request body is not valid JSON.")
+    def _oa_create(self, call: _Call) -> BatchReply:
+        req = self._create_body(call, "openai")
+        if isinstance(req, BatchReply):
+            return req
         f = self.files.get(str(req.get("input_file_id")))
         if f is None:
             return self._oa_error(400, f"Input file {req.get('input_file_id')} not found.")
@@ -323,22 +348,12 @@ class FakeBatches:
         kind = {400: "invalid_request_error", 404: "not_found_error"}.get(status, "api_error")
         return _json(status, {"type": "error", "error": {"type": kind, "message": message}})
 
-    def _anthropic(
-        self,
-        method: str,
-        rest: list[str],
-        query: Mapping[str, str],
-        headers: Mapping[str, str],
-        body: bytes,
-    ) -> BatchReply:
+    def _anthropic(self, call: _Call) -> BatchReply:
+        method, rest, query, headers = call.method, call.rest, call.query, call.headers
         if not rest and method == "POST":
-            forced = self._forced(headers, "anthropic")
-            if forced is not None:
-                return forced
-            try:
-                req = json.loads(body)
-            except ValueError:
-                return self._an_error(400, "The request body is not valid JSON.")
+            req = self._create_body(call, "anthropic")
+            if isinstance(req, BatchReply):
+                return req
             requests = req.get("requests")
             if not isinstance(requests, list) or not requests:
                 return self._an_error(400, "requests: field required")
@@ -373,13 +388,12 @@ class FakeBatches:
                     "last_id": page[-1]["id"] if page else None,
                 },
             )
-        found = self.batches.get(rest[0])
-        if found is None or found.wire != "anthropic":
-            return self._an_error(404, f"No batch found with id '{rest[0]}'.")
+        found = self._batch(call, "anthropic")
+        if isinstance(found, BatchReply):
+            return found
         batch = found
         if len(rest) == 2 and rest[1] == "cancel" and method == "POST":
-            if batch.ended is None and batch.cancelled is None:
-                batch.cancelled = time.monotonic()
+            self._cancel(batch)
             return _json(200, self._an_object(batch))
         if len(rest) == 2 and rest[1] == "results" and method == "GET":
             self._advance(batch)

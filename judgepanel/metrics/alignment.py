@@ -257,13 +257,13 @@ def paired_error_change(
     the ratio of sums, from 20 on the percentile interval of a group bootstrap of the ratio."""
     from scipy.stats import binomtest
 
-    from judgepanel.metrics.group_ci import codes_of, group_interval
+    from judgepanel.metrics.group_ci import group_interval
 
     a = np.asarray(error_a, dtype=np.float64).ravel()
     b = np.asarray(error_b, dtype=np.float64).ravel()
     if a.shape != b.shape:
         raise BadInput(f"arrays differ in length: {a.size}, {b.size}")
-    codes, g = codes_of(list(groups) if groups is not None else [None] * a.size)
+    codes, g = group_codes(list(groups) if groups is not None else [None] * a.size)
     if codes.size != a.size:
         raise BadInput(f"{codes.size} group keys for {a.size} items")
     sa = np.bincount(codes, weights=a, minlength=g)

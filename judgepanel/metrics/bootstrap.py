@@ -234,8 +234,48 @@ def interval(
     return ConfidenceInterval(float(lo), float(hi), confidence, method, n_boot)
 
 
-# A deliberate mirror (issue 31 §4): `statistic_ci` and `function_ci` take the same keywords (one
-# public interface for a vectorised and a looped statistic), so their signatures repeat.
+@dataclass(frozen=True)
+class _Resampling:
+    """How an interval is resampled, as every public function below takes it (its keywords)."""
+
+    n_boot: int
+    confidence: float
+    method: str
+    seed: int
+    groups: Sequence[Hashable | None] | None
+
+    def interval(
+        self, reps: FloatArray, estimate: float, jack: Callable[[], FloatArray]
+    ) -> ConfidenceInterval:
+        """The interval from `reps`; `jack()` (the jackknife values) is computed for BCa only."""
+        jk = jack() if self.method == "bca" else None
+        return interval(reps, estimate, confidence=self.confidence, method=self.method, jackknife_values=jk)
+
+
+def _checked(
+    n_boot: int, confidence: float, method: str, seed: int, groups: Sequence[Hashable | None] | None
+) -> _Resampling:
+    _check(n_boot, confidence, method)
+    return _Resampling(n_boot, confidence, method, seed, groups)
+
+
+def _statistic_ci(stat: UnitStatistic, r: _Resampling) -> ConfidenceInterval:
+    _no_bca_with_groups(r.method, r.groups)
+    reps = bootstrap_replicates(stat, r.n_boot, r.seed, r.groups)
+    return r.interval(reps, stat.value(), lambda: jackknife(stat))
+
+
+def _function_ci(fn: Callable[[FloatArray], float], ratings: ArrayLike, r: _Resampling) -> ConfidenceInterval:
+    _no_bca_with_groups(r.method, r.groups)
+    arr = as_ratings(ratings)
+    estimate = fn(arr)
+    reps = function_replicates(fn, arr, r.n_boot, r.seed, r.groups)
+    return r.interval(reps, estimate, lambda: function_jackknife(fn, arr))
+
+
+# A deliberate mirror (issue 31 §4): the public functions below take the same resampling keywords
+# (n_boot, confidence, method, seed, groups), one interface for every interval; each hands them on
+# as one `_Resampling`.
 def statistic_ci(
     stat: UnitStatistic,
     *,
@@ -246,15 +286,9 @@ def statistic_ci(
     groups: Sequence[Hashable | None] | None = None,
 ) -> ConfidenceInterval:
     """The CI of any unit-decomposed statistic (vectorised); ``groups``: resample whole groups."""
-    _check(n_boot, confidence, method)
-    _no_bca_with_groups(method, groups)
-    reps = bootstrap_replicates(stat, n_boot, seed, groups)
-    jack = jackknife(stat) if method == "bca" else None
-    return interval(reps, stat.value(), confidence=confidence, method=method, jackknife_values=jack)
+    return _statistic_ci(stat, _checked(n_boot, confidence, method, seed, groups))
 
 
-# A deliberate mirror (issue 31 §4): `statistic_ci` and `function_ci` take the same keywords (one
-# public interface for a vectorised and a looped statistic), so their signatures repeat.
 def function_ci(
     fn: Callable[[FloatArray], float],
     ratings: ArrayLike,
@@ -266,13 +300,7 @@ def function_ci(
     groups: Sequence[Hashable | None] | None = None,
 ) -> ConfidenceInterval:
     """The CI of any statistic of the rating matrix, resampled in a loop (:func:`function_replicates`)."""
-    _check(n_boot, confidence, method)
-    _no_bca_with_groups(method, groups)
-    arr = as_ratings(ratings)
-    estimate = fn(arr)
-    reps = function_replicates(fn, arr, n_boot, seed, groups)
-    jack = function_jackknife(fn, arr) if method == "bca" else None
-    return interval(reps, estimate, confidence=confidence, method=method, jackknife_values=jack)
+    return _function_ci(fn, ratings, _checked(n_boot, confidence, method, seed, groups))
 
 
 def _no_bca_with_groups(method: str, groups: Sequence[Hashable | None] | None) -> None:
@@ -305,20 +333,10 @@ def bootstrap_ci(
     level of measurement as in :func:`~judgepanel.metrics.agreement.agreement`; ``confidence`` the
     coverage. Vectorised for every metric but ``spearman``/``kendall`` (looped). ``groups`` (one key
     per unit): resample whole groups (articles, dialogues) instead of units."""
-    _check(n_boot, confidence, method)
+    r = _checked(n_boot, confidence, method, seed, groups)
     if metric in RANK_METRICS:
-        fn = _rank_fn(metric, categories, level)
-        return function_ci(
-            fn, ratings, n_boot=n_boot, confidence=confidence, method=method, seed=seed, groups=groups
-        )
-    return statistic_ci(
-        unit_statistic(metric, ratings, categories, level),
-        n_boot=n_boot,
-        confidence=confidence,
-        method=method,
-        seed=seed,
-        groups=groups,
-    )
+        return _function_ci(_rank_fn(metric, categories, level), ratings, r)
+    return _statistic_ci(unit_statistic(metric, ratings, categories, level), r)
 
 
 @dataclass(frozen=True)
@@ -347,8 +365,20 @@ def paired_bootstrap(
     units jointly: each replicate draws one set of units and evaluates both conditions on it, so
     whatever the conditions share through the units cancels out of the difference. ``groups`` (one
     key per unit): each replicate draws whole groups (articles) instead of units."""
-    _check(n_boot, confidence, method)
-    _no_bca_with_groups(method, groups)
+    return _paired(
+        metric, ratings_a, ratings_b, categories, level, _checked(n_boot, confidence, method, seed, groups)
+    )
+
+
+def _paired(
+    metric: str,
+    ratings_a: ArrayLike,
+    ratings_b: ArrayLike,
+    categories: ArrayLike | None,
+    level: str | None,
+    r: _Resampling,
+) -> PairedDifference:
+    _no_bca_with_groups(r.method, r.groups)
     a, b = as_ratings(ratings_a), as_ratings(ratings_b)
     if a.shape[0] != b.shape[0]:
         raise BadInput(f"paired conditions must rate the same units: {a.shape[0]} and {b.shape[0]} rows")
@@ -357,22 +387,16 @@ def paired_bootstrap(
         width = a.shape[1]
         joint = np.hstack([a, b])
 
-        def diff(r: FloatArray) -> float:
-            return fa(r[:, :width]) - fb(r[:, width:])
+        def diff(m: FloatArray) -> float:
+            return fa(m[:, :width]) - fb(m[:, width:])
 
-        estimate = diff(joint)
-        ci = function_ci(
-            diff, joint, n_boot=n_boot, confidence=confidence, method=method, seed=seed, groups=groups
-        )
-        return PairedDifference(estimate, ci)
+        return PairedDifference(diff(joint), _function_ci(diff, joint, r))
     sa = unit_statistic(metric, a, categories, level)
     sb = unit_statistic(metric, b, categories, level)
     estimate = sa.value() - sb.value()
-    both = bootstrap_replicates((sa, sb), n_boot, seed, groups)
+    both = bootstrap_replicates((sa, sb), r.n_boot, r.seed, r.groups)
     reps = both[:, 0] - both[:, 1]
-    jack = jackknife(sa) - jackknife(sb) if method == "bca" else None
-    ci = interval(reps, estimate, confidence=confidence, method=method, jackknife_values=jack)
-    return PairedDifference(estimate, ci)
+    return PairedDifference(estimate, r.interval(reps, estimate, lambda: jackknife(sa) - jackknife(sb)))
 
 
 def paired_bootstrap_ci(
@@ -388,17 +412,8 @@ def paired_bootstrap_ci(
     seed: int = 0,
 ) -> ConfidenceInterval:
     """The CI of ``metric(a) − metric(b)`` from :func:`paired_bootstrap`."""
-    return paired_bootstrap(
-        metric,
-        ratings_a,
-        ratings_b,
-        categories,
-        level=level,
-        n_boot=n_boot,
-        confidence=confidence,
-        method=method,
-        seed=seed,
-    ).ci
+    r = _checked(n_boot, confidence, method, seed, None)
+    return _paired(metric, ratings_a, ratings_b, categories, level, r).ci
 
 
 def count_matrix(n_units: int, n_boot: int, seed: int) -> NDArray[np.float64]:

@@ -44,6 +44,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from judgepanel.errors import BadInput
+from judgepanel.metrics.bootstrap import group_codes
 from judgepanel.metrics.names import TOO_FEW_GROUPS as TOO_FEW_GROUPS  # re-exported
 
 FloatArray = NDArray[np.float64]
@@ -106,16 +107,6 @@ def few_groups_warning(n_groups: int, what: str = "groups") -> str | None:
     )
 
 
-def codes_of(groups: Sequence[Hashable | None]) -> tuple[NDArray[np.intp], int]:
-    """Codes 0 … G−1 in order of first appearance (a None group is a unit of its own)."""
-    seen: dict[Hashable, int] = {}
-    codes = np.empty(len(groups), dtype=np.intp)
-    for u, g in enumerate(groups):
-        key: Hashable = ("\0own", u) if g is None else g
-        codes[u] = seen.setdefault(key, len(seen))
-    return codes, len(seen)
-
-
 def jackknife_weights(codes: ArrayLike, n_groups: int) -> FloatArray:
     """(G, n_units) 0/1 weights: row g keeps every unit but those of group g — a statistic that
     takes replicate counts (``w @ contributions``, a weighted table) gives its G leave-one-group-out
@@ -170,7 +161,7 @@ def cr1_difference_se(num_a: ArrayLike, den_a: ArrayLike, num_b: ArrayLike, den_
 def cluster_mean(y: ArrayLike, groups: Sequence[Hashable | None]) -> tuple[float, float, int]:
     """The mean of ``y``, its CR1 cluster-robust standard error and the number of groups."""
     v = np.asarray(y, dtype=np.float64).ravel()
-    codes, g = codes_of(groups)
+    codes, g = group_codes(groups)
     if codes.size != v.size:
         raise BadInput(f"{codes.size} group keys for {v.size} values")
     if v.size == 0:

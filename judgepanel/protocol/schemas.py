@@ -20,29 +20,24 @@ SCHEMA_NAMES: Final[tuple[str, ...]] = ("pairwise_verdict", "pointwise_verdict",
 PAIRWISE_CHOICES: Final[tuple[str, ...]] = ("A", "B", "tie")
 
 
-def pairwise_schema() -> dict[str, Any]:
+def _answer(rationale: str, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """An answer object: a `rationale` string described as `rationale`, then `key` (`value`'s schema)."""
     return {
         "type": "object",
-        "properties": {
-            "rationale": {"type": "string", "description": "Your comparison, before the verdict."},
-            "verdict": {"type": "string", "enum": list(PAIRWISE_CHOICES)},
-        },
-        "required": ["rationale", "verdict"],
+        "properties": {"rationale": {"type": "string", "description": rationale}, key: value},
+        "required": ["rationale", key],
         "additionalProperties": False,
     }
+
+
+def pairwise_schema() -> dict[str, Any]:
+    verdict = {"type": "string", "enum": list(PAIRWISE_CHOICES)}
+    return _answer("Your comparison, before the verdict.", "verdict", verdict)
 
 
 def pointwise_schema(levels: Sequence[int] = LEVELS) -> dict[str, Any]:
     """`levels`: the score levels allowed, 1..5 unless the rubric dimension has its own scale."""
-    return {
-        "type": "object",
-        "properties": {
-            "rationale": {"type": "string", "description": "Your assessment, before the score."},
-            "score": {"type": "integer", "enum": list(levels)},
-        },
-        "required": ["rationale", "score"],
-        "additionalProperties": False,
-    }
+    return _answer("Your assessment, before the score.", "score", {"type": "integer", "enum": list(levels)})
 
 
 def clauses_schema(clause_ids: Sequence[str]) -> dict[str, Any]:
@@ -50,29 +45,22 @@ def clauses_schema(clause_ids: Sequence[str]) -> dict[str, Any]:
     entry per clause (`minItems` = `maxItems` = the number of clauses), so a reply answering only
     some clauses does not conform. A schema cannot say "each enum value exactly once", so the parser
     still checks that every expected id was answered and marks a reply missing some as partial."""
-    return {
+    clause = {
         "type": "object",
         "properties": {
-            "rationale": {"type": "string", "description": "Your overall assessment."},
-            "clauses": {
-                "type": "array",
-                "minItems": len(clause_ids),
-                "maxItems": len(clause_ids),
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "enum": list(clause_ids)},
-                        "rationale": {"type": "string"},
-                        "met": {"type": "boolean"},
-                    },
-                    "required": ["id", "rationale", "met"],
-                    "additionalProperties": False,
-                },
-            },
+            "id": {"type": "string", "enum": list(clause_ids)},
+            "rationale": {"type": "string"},
+            "met": {"type": "boolean"},
         },
-        "required": ["rationale", "clauses"],
+        "required": ["id", "rationale", "met"],
         "additionalProperties": False,
     }
+    n = len(clause_ids)
+    return _answer(
+        "Your overall assessment.",
+        "clauses",
+        {"type": "array", "minItems": n, "maxItems": n, "items": clause},
+    )
 
 
 def shortest_answer(schema: Any) -> Any:

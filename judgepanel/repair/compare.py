@@ -53,7 +53,6 @@ from judgepanel.metrics.group_ci import (
     PERCENTILE,
     T_JACKKNIFE,
     TOO_FEW_GROUPS,
-    codes_of,
     few_groups_warning,
     group_interval,
     jackknife_weights,
@@ -286,8 +285,8 @@ def compare_versions(
     if len(dim_names) != n_dims:
         raise BadInput(f"{len(dim_names)} dimension names for {n_dims} human columns")
     w = resample_weights(groups, n_items, n_boot, seed, mode)
-    all_codes, groups_in_data = codes_of(groups if groups is not None else [None] * n_items)
-    units = _Units.of(*(codes_of(groups) if mode == "groups" and groups is not None else _own(n_items)))
+    all_codes, groups_in_data = group_codes(groups if groups is not None else [None] * n_items)
+    units = _Units.of(*(group_codes(groups) if mode == "groups" and groups is not None else _own(n_items)))
     alpha: dict[str, dict[str, Any]] = {}
     reps: dict[str, FloatArray] = {}
     jacks: dict[str, FloatArray | None] = {}
@@ -326,7 +325,7 @@ def compare_versions(
     hw = resample_weights(kept_groups, hum_items, n_boot, seed + 1, mode)
     human_groups = int(np.unique(all_codes[keep]).size)
     hunits = _Units.of(
-        *(codes_of(kept_groups) if mode == "groups" and kept_groups is not None else _own(hum_items))
+        *(group_codes(kept_groups) if mode == "groups" and kept_groups is not None else _own(hum_items))
     )
 
     def agreement(

@@ -26,7 +26,6 @@ from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, JudgepanelError, NotFound
 from judgepanel.metrics.group_ci import TOO_FEW_GROUPS
-from judgepanel.metrics.names import RESAMPLE_MODES
 from judgepanel.providers.spec import editor_spec, given_judge_names, parse_spec, split_judge_name
 from judgepanel.repair.compare import DEFAULT_CRITERION, compare_versions, parse_criterion, verdicts
 from judgepanel.repair.isolation import editor_shares_family_with, isolation_warning
@@ -45,6 +44,8 @@ from judgepanel.runner.study import (
     StudyIncomplete,
     StudyKind,
     check_budget,
+    check_resample,
+    check_sampling,
     run_campaign,
     say_nothing,
 )
@@ -103,12 +104,7 @@ class RepairInputs:
             raise BadInput(
                 "--dev-split and --eval-split must differ: evaluation never sees a development item"
             )
-        if self.limit is not None and self.limit < 1:
-            raise BadInput(f"--limit must be at least 1, got {self.limit}")
-        if self.n_boot < 100:
-            raise BadInput(f"--bootstrap must be at least 100, got {self.n_boot}")
-        if self.resample is not None and self.resample not in RESAMPLE_MODES:
-            raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {self.resample!r}")
+        check_sampling(self.limit, self.n_boot, self.resample)
         for j in self.judges:
             parse_spec(split_judge_name(j)[1])  # a judge may be given as NAME=SPEC
         editor_spec(self.editor)
@@ -537,8 +533,7 @@ def compare(engine: Engine, name: str, *, resample: str | None = None) -> dict[s
     than the iteration's own (`groups` | `items`) recomputes the intervals that way without
     storing them: the declared analysis stays the one on record."""
     rec = store.get_iteration(engine, name)
-    if resample is not None and resample not in RESAMPLE_MODES:
-        raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {resample!r}")
+    check_resample(resample)
     stored = rec.comparison if rec.steps["compare"] == "done" else None
     if stored is not None and (resample is None or stored.get("resample", "items") == resample):
         return {**stored, "checkers": checker_rows(engine, name)}

@@ -35,7 +35,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -51,15 +51,14 @@ from judgepanel.providers.anthropic_provider import AnthropicProvider
 from judgepanel.providers.base import ChatResult
 from judgepanel.providers.openai_provider import OpenAIProvider
 from judgepanel.providers.replies import clean_body, clean_result, clean_text
-from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 from judgepanel.runner.budget import Budget, Price, check_prices, price_for
-from judgepanel.runner.checkers import clause_plan
-from judgepanel.runner.executor import RETRY_FAILED, run_exit_code
+from judgepanel.runner.executor import RETRY_FAILED, progress_keys, run_exit_code
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
-    assume_learnt_refusals,
-    context_options,
+    campaign_judge_specs,
+    load_context,
     prepare,
 )
 from judgepanel.runner.rows import (
@@ -74,9 +73,8 @@ from judgepanel.runner.rows import (
 from judgepanel.runner.served import served_models
 from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
-from judgepanel.store.campaigns import Batch, JobOutcome, LeasedJob
+from judgepanel.store.campaigns import Batch, CacheHit, JobOutcome, LeasedJob
 from judgepanel.store.campaigns import provider_batches as pb
-from judgepanel.store.editor import editor_tasks
 
 BatchProvider = OpenAIProvider | AnthropicProvider
 ENDED_OPENAI = frozenset({"completed", "expired", "cancelled", "failed"})
@@ -100,6 +98,9 @@ class BatchOptions:
             raise BadInput(f"--batch-size must be at least 1, got {self.max_jobs}")
 
 
+# A deliberate mirror (issue 31 §4): `BatchSummary`, `executor.RunSummary` and `worker.WorkerSummary`
+# end alike (warnings, the exit code of the CLI contract, `as_dict` opening with the shared
+# `progress_keys`), because `cli.campaign_cmd.end_of_run` reads all three the same way.
 @dataclass(frozen=True)
 class BatchSummary:
     campaign: str
@@ -126,11 +127,7 @@ class BatchSummary:
         return {
             "campaign": self.campaign,
             "mode": "batch",
-            "status": self.status,
-            "jobs": self.jobs,
-            "done": self.done,
-            "failed": self.failed,
-            "pending": self.pending,
+            **progress_keys(self),
             "in_batches": self.in_batches,
             "submitted": self.submitted,
             "collected": self.collected,
@@ -171,6 +168,9 @@ def _default_factory(spec: JudgeSpec) -> Any:
     return make_provider(spec, max_connections=8)
 
 
+# A deliberate mirror (issue 31 §4): `BatchRunner` and `executor.Runner` are the two ways `campaign
+# run` runs a campaign, so they take the same constructor (engine, campaign, options, provider
+# factory) and set the same first attributes; their options, loops and summaries differ.
 class BatchRunner:
     def __init__(
         self,
@@ -205,39 +205,23 @@ class BatchRunner:
     def _load(self) -> tuple[int, CampaignContext, dict[str, _Judge]]:
         spec, rv_id = store.campaign_spec(self.engine, self.name)
         cid = store.campaign_id(self.engine, self.name)
-        raw = dict(zip(spec.judges, spec.judge_specs or spec.judges, strict=True))
-        specs: dict[str, JudgeSpec] = {}
+        found = campaign_judge_specs(self.engine, spec, cid)
+        specs = dict(found.values())
         judges: dict[str, _Judge] = {}
-        for rec in store.campaign_judges(self.engine, cid).values():
-            js = parse_spec(raw.get(rec.name, rec.name))
-            specs[rec.name] = js
+        for js in specs.values():
             if js.provider not in ("openai", "anthropic"):
                 raise BadInput(
                     f"judge {js.name}: provider {js.provider!r} has no batch API "
                     "(--batch needs openai: or anthropic: judges); run without --batch"
                 )
-        for jid, rec in store.campaign_judges(self.engine, cid).items():
-            js = specs[rec.name]
+        for jid, (name, js) in found.items():
             provider = self.factory(js)
             if not isinstance(provider, OpenAIProvider | AnthropicProvider):
                 raise BadInput(f"judge {js.name}: its provider cannot submit batches")
-            judges[rec.name] = _Judge(jid, js, provider, price_for(js))
-        rubric = store.rubric_doc(self.engine, rv_id) if rv_id is not None else None
-        tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
-        _plan = clause_plan(self.engine, self.name, rv_id, spec.protocol, custom=bool(spec.templates))
-        ctx = CampaignContext(
-            spec.protocol,
-            rubric,
-            _plan[0],
-            specs,
-            tasks=tasks,
-            # the batch bodies leave out what the servers refused in realtime runs, as the hashes do
-            refused=assume_learnt_refusals(
-                self.engine, {n: j.provider for n, j in judges.items()}, self.warnings
-            ),
-            checkers=_plan[1],
-            **context_options(spec),
-        )
+            judges[name] = _Judge(jid, js, provider, price_for(js))
+        # the batch bodies leave out what the servers refused in realtime runs, as the hashes do
+        providers = {n: j.provider for n, j in judges.items()}
+        ctx = load_context(self.engine, self.name, spec, rv_id, specs, providers, self.warnings)
         recorded = budget_store.budget_state(self.engine, cid).max_cost_usd
         self.cap = (
             self.opts.max_cost
@@ -356,18 +340,7 @@ class BatchRunner:
             if self.opts.no_cache
             else await asyncio.to_thread(store.cache_lookup, self.engine, [p.request_hash for p in preps])
         )
-        todo: list[Prepared] = []
-        for p in preps:
-            hit = hits.get(p.request_hash)
-            if hit is None:
-                todo.append(p)
-                continue
-            row, outcome = cached_answer(p, hit, self.ctx)
-            local.attempts.append(row)
-            local.outcomes.append(outcome)
-            self.stats.cached += 1
-        if len(local):
-            await asyncio.to_thread(store.write_batch, self.engine, local, self.owner)
+        todo = await self._from_cache(preps, hits, local)
         todo = await self._hold_twins(todo)
         if not todo:
             return
@@ -419,19 +392,16 @@ class BatchRunner:
                 send.append(p)
         return send
 
-    async def _answer_twins(self) -> None:
-        """Answer the held twins from the store (their request's batch was collected); those whose
-        batch is still open or failed go back to `pending` for a later run."""
-        twins, self._twins = self._twins, []
-        if not twins:
-            return
-        hits = await asyncio.to_thread(store.cache_lookup, self.engine, [p.request_hash for p in twins])
-        local = Batch()
-        waiting: list[int] = []
-        for p in twins:
+    async def _from_cache(
+        self, preps: list[Prepared], hits: Mapping[str, CacheHit], local: Batch
+    ) -> list[Prepared]:
+        """Answer from the store's cache (`hits`, by request hash) the prepared jobs it holds, written
+        together with what `local` already holds; the ones it does not hold, in order."""
+        missing: list[Prepared] = []
+        for p in preps:
             hit = hits.get(p.request_hash)
             if hit is None:
-                waiting.append(p.job.id)
+                missing.append(p)
                 continue
             row, outcome = cached_answer(p, hit, self.ctx)
             local.attempts.append(row)
@@ -439,6 +409,16 @@ class BatchRunner:
             self.stats.cached += 1
         if len(local):
             await asyncio.to_thread(store.write_batch, self.engine, local, self.owner)
+        return missing
+
+    async def _answer_twins(self) -> None:
+        """Answer the held twins from the store (their request's batch was collected); those whose
+        batch is still open or failed go back to `pending` for a later run."""
+        twins, self._twins = self._twins, []
+        if not twins:
+            return
+        hits = await asyncio.to_thread(store.cache_lookup, self.engine, [p.request_hash for p in twins])
+        waiting = [p.job.id for p in await self._from_cache(twins, hits, Batch())]
         if waiting:
             await asyncio.to_thread(store.release_leases, self.engine, self.owner, waiting)
             self.warnings.append(

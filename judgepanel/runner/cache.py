@@ -30,6 +30,8 @@ EXCLUDED_PARAMS: frozenset[str] = frozenset(OPERATIONAL_KEYS) | {"timeout", "max
 KEY_VERSION = 1
 
 
+# A deliberate mirror (issue 31 §4): `request_hash` is the hash of `canonical_request` and takes
+# its keywords, so the two signatures repeat.
 def request_hash(
     *,
     provider: str,

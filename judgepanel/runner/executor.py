@@ -54,7 +54,7 @@ import gc
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 from tenacity.wait import wait_exponential_jitter
@@ -63,8 +63,7 @@ from judgepanel.errors import (
     EXIT_INTERRUPTED,
 )
 from judgepanel.providers.base import ChatResult, Provider
-from judgepanel.providers.spec import JudgeSpec, max_reply_bytes, parse_spec
-from judgepanel.rubrics import RubricDoc
+from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 from judgepanel.runner.budget import (
     Budget,
     assumed_rates_note,
@@ -73,7 +72,6 @@ from judgepanel.runner.budget import (
     unknown_price_advice,
 )
 from judgepanel.runner.calling import Calls, _Judge
-from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.collector import RelaxedCollector, freeze_heap
 from judgepanel.runner.dbwait import is_outage, patient
 from judgepanel.runner.failures import context_advice
@@ -83,8 +81,8 @@ from judgepanel.runner.options import RunOptions, RunStats
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
-    assume_learnt_refusals,
-    context_options,
+    campaign_judge_specs,
+    load_context,
     max_output,
     template_drift,
 )
@@ -104,7 +102,6 @@ from judgepanel.store.campaigns import (
 )
 from judgepanel.store.campaigns.leases import unit_jobs
 from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
-from judgepanel.store.editor import editor_tasks
 
 # what `--retry-failed` puts back: failures that another try may cure (an `oversize` reply is not
 # retried by itself, as the same question tends to get the same huge answer, paid again; a
@@ -119,6 +116,26 @@ def run_exit_code(status: str, done: int, jobs: int) -> int:
     if status == "interrupted":
         return EXIT_INTERRUPTED
     return 0 if done == jobs else EXIT_INCOMPLETE
+
+
+class RunProgress(Protocol):
+    """What every run summary (realtime, batch, worker) counts, as fields or properties."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def done(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+
+
+def progress_keys(s: RunProgress) -> dict[str, Any]:
+    """The `--json` keys every run summary shares, in their order: status, jobs, done, failed, pending."""
+    return {"status": s.status, "jobs": s.jobs, "done": s.done, "failed": s.failed, "pending": s.pending}
 
 
 @dataclass(frozen=True)
@@ -164,11 +181,7 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         return {
             "campaign": self.campaign,
-            "status": self.status,
-            "jobs": self.jobs,
-            "done": self.done,
-            "failed": self.failed,
-            "pending": self.pending,
+            **progress_keys(self),
             "calls": self.calls,
             "cached": self.cached,
             "errors": self.errors,
@@ -345,13 +358,10 @@ class Runner(Calls):
     def _load(self) -> tuple[int, CampaignContext, dict[str, _Judge]]:
         spec, rv_id = store.campaign_spec(self.engine, self.name)
         cid = store.campaign_id(self.engine, self.name)
-        rubric: RubricDoc | None = store.rubric_doc(self.engine, rv_id) if rv_id is not None else None
-        raw = dict(zip(spec.judges, spec.judge_specs or spec.judges, strict=True))
+        found = campaign_judge_specs(self.engine, spec, cid)
+        specs = dict(found.values())
         judges: dict[str, _Judge] = {}
-        specs: dict[str, JudgeSpec] = {}
-        for jid, rec in store.campaign_judges(self.engine, cid).items():
-            js = parse_spec(raw.get(rec.name, rec.name))
-            specs[rec.name] = js
+        for jid, (name, js) in found.items():
             conc = int(js.get("concurrency") or self.opts.concurrency)
             rpm = js.get("rpm") or self.opts.rpm
             tpm = js.get("tpm") or self.opts.tpm
@@ -364,7 +374,7 @@ class Runner(Calls):
             limiter.stop = self._stopping
             if self.opts.shared_limits:
                 _share_limits(self.engine, limiter, js.name, rpm, tpm)
-            judges[rec.name] = _Judge(
+            judges[name] = _Judge(
                 jid,
                 js,
                 self.factory(js, conc),
@@ -374,21 +384,8 @@ class Runner(Calls):
                 conc,
                 reply_cap=max_reply_bytes(js),
             )
-        tasks = editor_tasks(self.engine, self.name) if spec.protocol == "editor" else {}
-        refused = assume_learnt_refusals(
-            self.engine, {n: j.provider for n, j in judges.items()}, self.warnings
-        )
-        _plan = clause_plan(self.engine, self.name, rv_id, spec.protocol, custom=bool(spec.templates))
-        ctx = CampaignContext(
-            spec.protocol,
-            rubric,
-            _plan[0],
-            specs,
-            tasks=tasks,
-            refused=refused,
-            checkers=_plan[1],
-            **context_options(spec),
-        )
+        providers = {n: j.provider for n, j in judges.items()}
+        ctx = load_context(self.engine, self.name, spec, rv_id, specs, providers, self.warnings)
         self.warnings += template_drift(self.name, spec.templates)
         # the campaign's cap: --max-cost sets (or raises) it for this and every later run; without
         # it, the one recorded on the campaign (from an earlier --max-cost or its campaign file)

@@ -30,10 +30,19 @@ from judgepanel.protocol.parse import parse_reply
 from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.protocol.templates import Prompt, UnitText, render_clauses, render_pairwise, render_pointwise
 from judgepanel.providers.base import ChatRequest
-from judgepanel.providers.spec import JudgeSpec
+from judgepanel.providers.spec import JudgeSpec, parse_spec
 from judgepanel.rubrics import LEVELS, RubricDoc
 from judgepanel.runner.cache import request_hash
-from judgepanel.store.campaigns import ClauseRow, LeasedJob, VerdictRow, learnt_refusals
+from judgepanel.runner.checkers import clause_plan
+from judgepanel.store.campaigns import (
+    ClauseRow,
+    LeasedJob,
+    VerdictRow,
+    campaign_judges,
+    learnt_refusals,
+    rubric_doc,
+)
+from judgepanel.store.editor import editor_tasks
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -109,6 +118,48 @@ def context_options(spec: CampaignSpec) -> dict[str, Any]:
         "turn": spec.turn,
         "reference_categories": frozenset(spec.reference_categories),
     }
+
+
+def campaign_judge_specs(
+    engine: Engine, spec: CampaignSpec, campaign_id: int
+) -> dict[int, tuple[str, JudgeSpec]]:
+    """judge id -> (the judge's name in the campaign, the full spec it was created with, parsed)."""
+    full = dict(zip(spec.judges, spec.judge_specs or spec.judges, strict=True))
+    return {
+        jid: (rec.name, parse_spec(full.get(rec.name, rec.name)))
+        for jid, rec in campaign_judges(engine, campaign_id).items()
+    }
+
+
+def load_context(
+    engine: Engine,
+    campaign: str,
+    spec: CampaignSpec,
+    rubric_version_id: int | None,
+    judges: Mapping[str, JudgeSpec],
+    providers: Mapping[str, object],
+    warnings: list[str],
+) -> CampaignContext:
+    """The context every job of `campaign` is rendered in, for realtime and batch runs alike: its
+    rubric, clause plan (and the clauses kept checkers answer), editor tasks, stored templates, and
+    the parameters each judge's server refused in earlier runs (handed to its provider in
+    `providers`, so the requests and their hashes leave them out; one warning each)."""
+    rubric = rubric_doc(engine, rubric_version_id) if rubric_version_id is not None else None
+    tasks = editor_tasks(engine, campaign) if spec.protocol == "editor" else {}
+    refused = assume_learnt_refusals(engine, providers, warnings)
+    clauses, checkers = clause_plan(
+        engine, campaign, rubric_version_id, spec.protocol, custom=bool(spec.templates)
+    )
+    return CampaignContext(
+        spec.protocol,
+        rubric,
+        clauses,
+        judges,
+        tasks=tasks,
+        refused=refused,
+        checkers=checkers,
+        **context_options(spec),
+    )
 
 
 def template_drift(campaign: str, stored: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from judgepanel.errors import BadInput, JudgepanelError
+from judgepanel.metrics.names import RESAMPLE_MODES
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -69,6 +70,21 @@ class StudyRecord(Protocol):
 
 
 R = TypeVar("R", bound=StudyRecord)
+
+
+def check_resample(mode: str | None) -> None:
+    """`--resample` of a study: None (its default) or one of `RESAMPLE_MODES`."""
+    if mode is not None and mode not in RESAMPLE_MODES:
+        raise BadInput(f"--resample must be one of {', '.join(RESAMPLE_MODES)}, got {mode!r}")
+
+
+def check_sampling(limit: int | None, n_boot: int, resample: str | None) -> None:
+    """The sampling inputs every stored study takes: `--limit`, `--bootstrap`, `--resample`."""
+    if limit is not None and limit < 1:
+        raise BadInput(f"--limit must be at least 1, got {limit}")
+    if n_boot < 100:
+        raise BadInput(f"--bootstrap must be at least 100, got {n_boot}")
+    check_resample(resample)
 
 
 def say_nothing(_m: str) -> None:

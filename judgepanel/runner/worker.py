@@ -27,10 +27,20 @@ from sqlalchemy import Engine
 
 from judgepanel.errors import BadInput, NotFound
 from judgepanel.runner.dbwait import patient
-from judgepanel.runner.executor import ProviderFactory, Runner, RunSummary, run_exit_code
+from judgepanel.runner.executor import ProviderFactory, Runner, RunSummary, progress_keys, run_exit_code
 from judgepanel.runner.options import RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.budget import budget_state
+
+
+class _Summed:
+    """A count of a `WorkerSummary` (jobs, done, …): its campaigns' counts of that name, summed."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, summary: WorkerSummary, owner: type | None = None) -> int:
+        return sum(c[self.key] for c in summary.campaigns.values())
 
 
 @dataclass(frozen=True)
@@ -44,24 +54,10 @@ class WorkerSummary:
     elapsed_s: float
     warnings: tuple[str, ...] = ()
 
-    def _total(self, key: str) -> int:
-        return sum(c[key] for c in self.campaigns.values())
-
-    @property
-    def jobs(self) -> int:
-        return self._total("jobs")
-
-    @property
-    def done(self) -> int:
-        return self._total("done")
-
-    @property
-    def failed(self) -> int:
-        return self._total("failed")
-
-    @property
-    def pending(self) -> int:
-        return self._total("pending")
+    jobs = _Summed()
+    done = _Summed()
+    failed = _Summed()
+    pending = _Summed()
 
     @property
     def exit_code(self) -> int:
@@ -69,11 +65,7 @@ class WorkerSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "status": self.status,
-            "jobs": self.jobs,
-            "done": self.done,
-            "failed": self.failed,
-            "pending": self.pending,
+            **progress_keys(self),
             "calls": self.calls,
             "cached": self.cached,
             "errors": self.errors,
@@ -251,6 +243,8 @@ class Worker:
         ]
 
 
+# A deliberate mirror (issue 31 §4): `work` takes `Worker`'s constructor arguments (and the list
+# that receives the worker, for a caller that must reach it), so the two signatures repeat.
 def work(
     engine: Engine,
     options: RunOptions | None = None,

@@ -50,6 +50,9 @@ class AlignmentRecord:
         }
 
 
+# A deliberate mirror (issue 31 §4): this module and `store/repair.py` are the two kinds of stored
+# study; what they share (finding, starting, step states) is `store/study.py`, and what is left
+# here keeps the other's shape (record, start, get, finish) with this kind's own columns.
 def _record(s: Session, a: Alignment) -> AlignmentRecord:
     return AlignmentRecord(
         a.name,

@@ -621,19 +621,7 @@ def submit(
                 .where(SL.c.id == s.id, SL.c.member_id == m.id, SL.c.state == "reserved")
                 .values(member_id=None, state="free", reserved_at=None, reserved_until=None, shown_order=None)
             )
-            conn.execute(
-                insert(EV).values(
-                    queue_id=q.id,
-                    unit_id=s.unit_id,
-                    slot_id=s.id,
-                    member_id=m.id,
-                    kind="skip",
-                    shown_order=s.shown_order,
-                    skip_reason=skip_reason,
-                    comment=comment,
-                    created_at=now,
-                )
-            )
+            _log_event(conn, q, s, m, now, kind="skip", skip_reason=skip_reason, comment=comment)
             return Recorded("skip", progress(conn, m), False)
         assert text is not None
         canonical = to_canonical(text, s.shown_order) if q.kind == "pairwise" else text
@@ -658,25 +646,37 @@ def submit(
             if n != 1:  # taken between our read and this write (PostgreSQL, concurrent request)
                 raise Conflict("your reservation of this item lapsed and another annotator has it now")
         seconds = (now - s.reserved_at).total_seconds() if first and s.reserved_at is not None else None
-        conn.execute(
-            insert(EV).values(
-                queue_id=q.id,
-                unit_id=s.unit_id,
-                slot_id=s.id,
-                member_id=m.id,
-                kind="label" if first else "edit",
-                value=canonical,
-                presented=text if q.kind == "pairwise" else None,
-                shown_order=s.shown_order,
-                comment=comment,
-                seconds=seconds,
-                created_at=now,
-            )
+        _log_event(
+            conn,
+            q,
+            s,
+            m,
+            now,
+            kind="label" if first else "edit",
+            value=canonical,
+            presented=text if q.kind == "pairwise" else None,
+            comment=comment,
+            seconds=seconds,
         )
         completed = first and not conn.scalar(
             select(func.count()).where(SL.c.unit_id == s.unit_id, SL.c.state != "done")
         )
         return Recorded("label" if first else "edit", progress(conn, m), bool(completed))
+
+
+def _log_event(conn: Connection, q: Any, s: Any, m: Member, now: datetime, **fields: Any) -> None:
+    """One row of the queue's event log: what member `m` did on slot `s` (`fields`: kind, value, …)."""
+    conn.execute(
+        insert(EV).values(
+            queue_id=q.id,
+            unit_id=s.unit_id,
+            slot_id=s.id,
+            member_id=m.id,
+            shown_order=s.shown_order,
+            created_at=now,
+            **fields,
+        )
+    )
 
 
 def _storable(text: str) -> bool:

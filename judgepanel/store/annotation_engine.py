@@ -28,7 +28,7 @@ from sqlalchemy import Engine, event
 
 from judgepanel.errors import BadInput
 from judgepanel.store.annotation_tables import ANNOTATOR_ROLE, WRITABLE
-from judgepanel.store.engine import bounded_pool, ensure_reachable, is_sqlite, make_engine
+from judgepanel.store.engine import bounded_pool, is_sqlite, make_engine, refused_here
 
 _PRIVILEGED = (
     "pg_execute_server_program",
@@ -102,14 +102,7 @@ def annotation_engine(
             _pg_become(conn.connection.driver_connection, role)
 
         event.listen(engine, "begin", _enter)
-    try:
-        ensure_reachable(engine)
-        with engine.begin() as conn:
-            conn.exec_driver_sql("SELECT 1").all()
-    except BaseException:
-        engine.dispose()
-        raise
-    return engine
+    return refused_here(engine)
 
 
 def _pg_become(raw: Any, role: str) -> None:

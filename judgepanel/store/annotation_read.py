@@ -25,18 +25,9 @@ from sqlalchemy import Engine, case, func, select
 
 from judgepanel.errors import NotFound
 from judgepanel.protocol.pairs import as_label, combine_orders, to_canonical
-from judgepanel.store import annotation_tables as at
 from judgepanel.store import tables as base
-from judgepanel.store.annotation import queue_row
+from judgepanel.store.annotation import EV, MB, SL, UN, queue_row
 from judgepanel.store.campaigns.readers import judge_names_in
-
-QU, UN, MB, SL, EV = (
-    at.annotation_queue,
-    at.annotation_unit,
-    at.annotation_member,
-    at.annotation_slot,
-    at.annotation_event,
-)
 
 
 @dataclass(frozen=True)

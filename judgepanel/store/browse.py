@@ -11,6 +11,7 @@ built to stay fast on a campaign of 10⁶ verdicts:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -187,6 +188,20 @@ def verdict_shown() -> tuple[Any, ...]:
     )
 
 
+def shown_fields(row: Sequence[Any], start: int) -> dict[str, Any]:
+    """The `verdict_shown()` columns of a result row, from index `start`, as the keyword arguments
+    of `VerdictRow` and `CaseAttempt` (a score as a float; None where the verdict has none)."""
+    status, kind, value, presented, score, rationale = row[start : start + 6]
+    return {
+        "parse_status": status,
+        "failure_kind": kind,
+        "value": value,
+        "value_presented": presented,
+        "score": None if score is None else float(score),
+        "rationale": rationale,
+    }
+
+
 def _human_disagrees(protocol: str) -> Any:
     """A correlated condition: the case's human labels are mostly against the verdict.
 
@@ -346,12 +361,7 @@ def case_record(engine: Engine, campaign: str, unit: int) -> CaseRecord | None:
             ok=r[8],
             error_class=r[9],
             error_message=r[10],
-            parse_status=r[11],
-            failure_kind=r[12],
-            value=r[13],
-            value_presented=r[14],
-            score=None if r[15] is None else float(r[15]),
-            rationale=r[16],
+            **shown_fields(r, 11),
         )
         for r in rows
     ]

@@ -24,7 +24,7 @@ from judgepanel.errors import BadInput, JudgepanelError, NotFound
 from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import SCALE, RubricDoc
 from judgepanel.store.campaigns import campaign_by_name
-from judgepanel.store.campaigns.readers import judge_names_in
+from judgepanel.store.campaigns.readers import done_verdicts, judge_names_in
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     Annotator,
@@ -178,17 +178,16 @@ def load_condition_rows(
         # for a `scoring=logprobs` judge whose stored score is the expectation (every statistic
         # of the study reads the scale's categories)
         q = (
-            select(Job.condition, Job.item_id, Verdict.attempt, Verdict.value_canonical, Verdict.rationale)
-            .join(Judge, Judge.id == Job.judge_id)
-            .join(Verdict, Verdict.job_id == Job.id)
-            .where(
-                Job.campaign_id == c.id,
-                Job.status == "done",
-                Job.repeat == 0,
-                Judge.name == jname,
-                Verdict.parse_status == "ok",
-                Verdict.value_canonical.is_not(None),
+            done_verdicts(
+                c.id,
+                Job.condition,
+                Job.item_id,
+                Verdict.attempt,
+                Verdict.value_canonical,
+                Verdict.rationale,
+                accepted=True,
             )
+            .where(Judge.name == jname, Verdict.value_canonical.is_not(None))
             .order_by(Job.id, Verdict.attempt)
         )
         q = q.where(Job.dimension.is_(None)) if dim is None else q.where(Job.dimension == dim)

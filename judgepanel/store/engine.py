@@ -79,6 +79,20 @@ def ensure_reachable(engine: Engine) -> None:
         raise JudgepanelError(f"database: {line} (--db {where})") from None
 
 
+def refused_here(engine: Engine) -> Engine:
+    """`engine` once a first transaction has run on it, so that the listeners restricting each of
+    its connections or transactions (a read-only or an annotators' engine) refuse here rather than
+    on the first page served; disposed when they do."""
+    try:
+        ensure_reachable(engine)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1").all()
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
 def normalise_url(url: str) -> URL:
     try:
         parsed = make_url(url)

@@ -420,12 +420,7 @@ def _found(r: Any) -> FoundRow:
         dimension=r[5],
         repeat=int(r[6]),
         attempt=int(r[7]),
-        parse_status=r[8],
-        failure_kind=r[9],
-        value=r[10],
-        value_presented=r[11],
-        score=None if r[12] is None else float(r[12]),
-        rationale=r[13],
+        **browse.shown_fields(r, 8),
         request_id=int(r[14]),
         created_at=r[15],
     )

@@ -8,6 +8,7 @@ Rules (all checked inside the transaction):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from judgepanel.datasets.alttest import LLMAnnotations
-from judgepanel.datasets.records import ParsedDataset, check_parsed, check_text
+from judgepanel.datasets.records import LabelRecord, ParsedDataset, check_parsed, check_text
 from judgepanel.errors import BadInput
 from judgepanel.store import tables as t
 from judgepanel.store.engine import session_scope
@@ -177,6 +178,20 @@ def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> Impo
             )
         annotator_ids[a.name] = prev.id
 
+    n_labels = _insert_labels(s, parsed.labels, item_ids, annotator_ids, rationales=True)
+    return ImportResult(name, False, len(new_items), n_labels, len(annotator_ids), parsed.skipped)
+
+
+def _insert_labels(
+    s: Session,
+    labels: Sequence[LabelRecord],
+    item_ids: Mapping[str, int],
+    annotator_ids: Mapping[str, int],
+    *,
+    rationales: bool,
+) -> int:
+    """Insert `labels` (their items and annotators by external id and name) in chunks; without
+    their rationales unless `rationales`. The number inserted."""
     rows = [
         {
             "item_id": item_ids[lb.item_external_id],
@@ -184,13 +199,13 @@ def _import(s: Session, name: str, parsed: ParsedDataset, replace: bool) -> Impo
             "dimension": lb.dimension,
             "value_num": lb.value_num,
             "value_text": lb.value_text,
-            "rationale": lb.rationale,
+            "rationale": lb.rationale if rationales else None,
         }
-        for lb in parsed.labels
+        for lb in labels
     ]
     for chunk in _chunks(rows):
         s.execute(insert(table_of(Label)), chunk)
-    return ImportResult(name, False, len(new_items), len(rows), len(annotator_ids), parsed.skipped)
+    return len(rows)
 
 
 # ---------------------------------------------------------------- LLM annotations attached to a dataset
@@ -257,19 +272,7 @@ def attach_llm_annotations(engine: Engine, dataset: str, panel: LLMAnnotations) 
             s.add(row)
             s.flush()
             ids[a.name] = row.id
-        rows = [
-            {
-                "item_id": item_ids[lb.item_external_id],
-                "annotator_id": ids[lb.annotator],
-                "dimension": lb.dimension,
-                "value_num": lb.value_num,
-                "value_text": lb.value_text,
-                "rationale": None,
-            }
-            for lb in panel.labels
-        ]
-        for chunk in _chunks(rows):
-            s.execute(insert(table_of(Label)), chunk)
+        n_labels = _insert_labels(s, panel.labels, item_ids, ids, rationales=False)
         ds.meta = {
             **ds.meta,
             "imports": [
@@ -285,4 +288,4 @@ def attach_llm_annotations(engine: Engine, dataset: str, panel: LLMAnnotations) 
         }
         s.flush()
         stale = [ps.name for ps in sets if stale_annotators(s, ps)]
-        return AttachResult(dataset, False, len(ids), len(rows), stale)
+        return AttachResult(dataset, False, len(ids), n_labels, stale)

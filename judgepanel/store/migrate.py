@@ -92,15 +92,7 @@ def grant_reader(conn: Connection, role: str = READER_ROLE) -> None:
     if not _create_role(conn, role):
         return
     _grant_select(conn, quoted)
-    for grant in (
-        f"EXECUTE format('GRANT USAGE ON SCHEMA %%I TO {quoted}', current_schema())",
-        # so a non-superuser who runs `db upgrade` (and may grant the role) can SET ROLE to it
-        f"GRANT {quoted} TO CURRENT_USER",
-    ):
-        conn.exec_driver_sql(
-            f"DO $$ BEGIN {grant}; EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation "
-            "OR unique_violation THEN NULL; END $$"
-        )
+    _grant_schema_and_role(conn, quoted)
     superuser = conn.execute(text("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")).scalar()
     if superuser:
         conn.exec_driver_sql(f"REVOKE EXECUTE ON FUNCTION {SET_CONFIG} FROM PUBLIC")
@@ -125,6 +117,20 @@ def _create_role(conn: Connection, role: str) -> bool:
         f"EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL; END $$"
     )
     return conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first() is not None
+
+
+def _grant_schema_and_role(conn: Connection, quoted: str) -> None:
+    """The role may use the current schema, and the user running `db upgrade` may SET ROLE to it
+    (so a non-superuser who may grant the role can use it); each grant is skipped, not failed,
+    where this user may not give it."""
+    for grant in (
+        f"EXECUTE format('GRANT USAGE ON SCHEMA %%I TO {quoted}', current_schema())",
+        f"GRANT {quoted} TO CURRENT_USER",
+    ):
+        conn.exec_driver_sql(
+            f"DO $$ BEGIN {grant}; EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation "
+            "OR unique_violation THEN NULL; END $$"
+        )
 
 
 def _grant_select(conn: Connection, quoted_role: str) -> None:
@@ -166,14 +172,7 @@ def grant_annotator(conn: Connection, role: str | None = None) -> None:
         if columns:
             cols = ", ".join(prep.quote(c) for c in columns)
             conn.exec_driver_sql(f"GRANT UPDATE ({cols}) ON TABLE {table} TO {quoted}")
-    for grant in (
-        f"EXECUTE format('GRANT USAGE ON SCHEMA %%I TO {quoted}', current_schema())",
-        f"GRANT {quoted} TO CURRENT_USER",
-    ):
-        conn.exec_driver_sql(
-            f"DO $$ BEGIN {grant}; EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation "
-            "OR unique_violation THEN NULL; END $$"
-        )
+    _grant_schema_and_role(conn, quoted)
 
 
 def all_metadata() -> list[Any]:

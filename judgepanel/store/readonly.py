@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy.exc import DBAPIError
 
 from judgepanel.errors import BadInput, Interrupted, JudgepanelError
-from judgepanel.store.engine import bounded_pool, ensure_reachable, is_sqlite, make_engine
+from judgepanel.store.engine import bounded_pool, ensure_reachable, is_sqlite, make_engine, refused_here
 from judgepanel.store.migrate import READER_ROLE, SET_CONFIG
 
 if TYPE_CHECKING:
@@ -438,11 +438,4 @@ def read_only_engine(
             _pg_enter(raw, timeout, reader_role)
 
         event.listen(engine, "begin", _enter)
-    try:
-        ensure_reachable(engine)
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SELECT 1").all()
-    except BaseException:
-        engine.dispose()
-        raise
-    return engine
+    return refused_here(engine)

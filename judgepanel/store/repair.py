@@ -80,6 +80,9 @@ def _ref(s: Session, rv_id: int | None) -> str | None:
     return r.ref
 
 
+# A deliberate mirror (issue 31 §4): this module and `store/align.py` are the two kinds of stored
+# study; what they share (finding, starting, step states) is `store/study.py`, and what is left
+# here keeps the other's shape (record, start, get, finish) with this kind's own columns.
 def _record(s: Session, it: RepairIteration) -> IterationRecord:
     ds_name = study.dataset_name(s, it.dataset_id)
     ids = {

@@ -21,6 +21,7 @@ from judgepanel.errors import BadInput
 from judgepanel.providers.spec import stored_judge_names
 from judgepanel.store import tables
 from judgepanel.store.campaigns import campaign_by_name, judge_specs_in
+from judgepanel.store.campaigns.readers import done_verdicts
 from judgepanel.store.models import (
     Dataset,
     Item,
@@ -245,23 +246,18 @@ def campaign_verdicts(
     connection: at 10⁵ rows the ORM's per-row bookkeeping costs more than the query."""
     with Session(engine) as s:
         cid = campaign_by_name(s, name).id
-    q = (
-        select(
-            Judge.name,
-            func.coalesce(Job.pair_id, Job.item_id),
-            Job.order,
-            Job.condition,
-            Job.dimension,
-            Verdict.value_canonical,
-            Verdict.score,
-            Verdict.rationale if rationales else literal(None),
-        )
-        .select_from(Job)
-        .join(Judge, Judge.id == Job.judge_id)
-        .join(Verdict, Verdict.job_id == Job.id)
-        .where(Job.campaign_id == cid, Job.status == "done", Job.repeat == 0, Verdict.parse_status == "ok")
-        .order_by(Job.id)
-    )
+    q = done_verdicts(
+        cid,
+        Judge.name,
+        func.coalesce(Job.pair_id, Job.item_id),
+        Job.order,
+        Job.condition,
+        Job.dimension,
+        Verdict.value_canonical,
+        Verdict.score,
+        Verdict.rationale if rationales else literal(None),
+        accepted=True,
+    ).order_by(Job.id)
     if units is not None:
         wanted = sorted(set(units))
         if not wanted:

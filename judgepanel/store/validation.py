@@ -33,7 +33,7 @@ from judgepanel.errors import BadInput, NotFound
 from judgepanel.protocol.pairs import as_label, combine_orders, to_canonical
 from judgepanel.providers.spec import parse_spec
 from judgepanel.store.campaigns import campaign_by_name
-from judgepanel.store.campaigns.readers import judge_names_in
+from judgepanel.store.campaigns.readers import done_verdicts, judge_names_in
 from judgepanel.store.engine import session_scope
 from judgepanel.store.models import (
     Allocation,
@@ -346,7 +346,8 @@ def read_campaign_panel(
     dim = _choose(c, "dimension", "--dimension", dimension, [d for d, _ in present])
     cond = _choose(c, "condition", "--condition", condition, [k for _, k in present])
     done = (
-        select(
+        done_verdicts(
+            c.id,
             Judge.name,
             Job.item_id,
             Job.pair_id,
@@ -354,14 +355,9 @@ def read_campaign_panel(
             Verdict.value_presented,
             Verdict.score,
             Verdict.value_canonical,
+            accepted=True,
         )
-        .join(Judge, Judge.id == Job.judge_id)
-        .join(Verdict, Verdict.job_id == Job.id)
         .where(
-            Job.campaign_id == c.id,
-            Job.status == "done",
-            Job.repeat == 0,
-            Verdict.parse_status == "ok",
             Job.judge_id.in_(list(chosen.values())),
             Job.dimension.is_(None) if dim is None else Job.dimension == dim,
             Job.condition.is_(None) if cond is None else Job.condition == cond,

@@ -123,7 +123,7 @@ def vote_tables(engine: Engine, pairs: str, campaigns: list[str]) -> VoteTables:
     from collections import defaultdict
 
     from judgepanel.protocol.pairs import as_label, combine_orders
-    from judgepanel.store.campaigns.readers import judge_names_in
+    from judgepanel.store.campaigns.readers import done_verdicts, judge_names_in
     from judgepanel.store.models import Campaign, Job, Judge, Verdict
     from judgepanel.store.queries import pair_set_by_name
 
@@ -159,14 +159,8 @@ def vote_tables(engine: Engine, pairs: str, campaigns: list[str]) -> VoteTables:
                 raise BadInput(f"campaign {cname!r} is not a pairwise campaign on pair set {pairs!r}")
             orders: dict[tuple[str, int], dict[str, str]] = defaultdict(dict)
             for jname, jpid, order, verdict in s.execute(
-                select(Judge.name, Job.pair_id, Job.order, Verdict.value_canonical)
-                .join(Judge, Judge.id == Job.judge_id)
-                .join(Verdict, Verdict.job_id == Job.id)
-                .where(
-                    Job.campaign_id == c.id,
-                    Job.status == "done",
-                    Job.repeat == 0,
-                    Verdict.parse_status == "ok",
+                done_verdicts(
+                    c.id, Judge.name, Job.pair_id, Job.order, Verdict.value_canonical, accepted=True
                 )
             ):
                 if jpid is not None and order and verdict:

@@ -74,14 +74,14 @@ def test_option_names_written_out_for_help_match_the_library() -> None:
 
 def test_defaults_written_out_for_help_match_the_library() -> None:
     """`repair --criterion` and `query --timeout` show library defaults without importing it."""
-    from judgepanel.cli import query_cmd, repair_cmd
+    from judgepanel.cli import options, query_cmd, repair_cmd
     from judgepanel.repair import compare
     from judgepanel.store import readonly
 
     assert repair_cmd.DEFAULT_CRITERION == compare.DEFAULT_CRITERION
     from judgepanel.metrics import names
 
-    assert repair_cmd.RESAMPLE_MODES == names.RESAMPLE_MODES
+    assert options.RESAMPLE_MODES == names.RESAMPLE_MODES  # the shared --resample (cli.options)
     assert query_cmd.DEFAULT_TIMEOUT == readonly.DEFAULT_TIMEOUT
     assert query_cmd.DEFAULT_MAX_BYTES == readonly.DEFAULT_MAX_BYTES
 

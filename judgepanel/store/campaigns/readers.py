@@ -606,14 +606,17 @@ class SwappedVerdicts:
 _STREAM_ROWS = 20_000  # rows fetched at a time by the readers that walk every verdict
 
 
-def _done_verdicts(campaign_id: int, *columns: Any) -> Select[Any]:
-    """`columns` of a campaign's done jobs joined to their judge and verdict (any parse status)."""
-    return (
+def done_verdicts(campaign_id: int, *columns: Any, accepted: bool = False) -> Select[Any]:
+    """`columns` of a campaign's done jobs joined to their judge and verdict (any parse status);
+    `accepted`: only the verdicts the analyses read (parsed ok, of the first sample)."""
+    q = (
         select(*columns)
+        .select_from(Job)
         .join(Judge, Judge.id == Job.judge_id)
         .join(Verdict, Verdict.job_id == Job.id)
         .where(Job.campaign_id == campaign_id, Job.status == "done")
     )
+    return q.where(Job.repeat == 0, Verdict.parse_status == "ok") if accepted else q
 
 
 def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
@@ -623,7 +626,7 @@ def swapped_verdicts(engine: Engine, name: str) -> dict[str, SwappedVerdicts]:
             raise BadInput(f"campaign {name!r} is {c.protocol}; position bias needs a pairwise campaign")
         got: dict[tuple[str, int, int, str | None, str | None], dict[str, str]] = defaultdict(dict)
         for jname, pid, rep, cond, dim, order, value in s.execute(
-            _done_verdicts(
+            done_verdicts(
                 c.id,
                 Judge.name,
                 Job.pair_id,
@@ -664,7 +667,7 @@ def judge_verdict_rows(engine: Engine, name: str) -> list[dict[str, Any]]:
     with engine.connect() as s:
         c = _campaign(s, name)
         rows = s.execute(
-            _done_verdicts(
+            done_verdicts(
                 c.id,
                 Judge.name,
                 Job.item_id,
@@ -738,20 +741,17 @@ def judge_rater_columns(s: Connection | Session, scope: MatrixScope) -> list[Rat
         cid, cname = camp.id, camp.name
         # named by the judge's short name; `SPEC@CAMPAIGN` still selects it (`--raters`, `--with-judges`)
         short = judge_names_in(s, camp)
-        q = (
-            _done_verdicts(
-                cid,
-                Judge.name,
-                Job.item_id,
-                Job.pair_id,
-                Job.order,
-                Job.condition if scope.kind == "item" else Job.dimension,
-                Verdict.value_canonical,
-                Request.request_hash,
-            )
-            .join(Request, Request.id == Verdict.request_id)
-            .where(Job.repeat == 0, Verdict.parse_status == "ok")
-        )
+        q = done_verdicts(
+            cid,
+            Judge.name,
+            Job.item_id,
+            Job.pair_id,
+            Job.order,
+            Job.condition if scope.kind == "item" else Job.dimension,
+            Verdict.value_canonical,
+            Request.request_hash,
+            accepted=True,
+        ).join(Request, Request.id == Verdict.request_id)
         if scope.kind == "item":
             q = q.where(Job.dimension == scope.dimension)
         # conditions (items) or dimensions (pairs): asked first, so the verdicts can stream past

@@ -269,6 +269,8 @@ class _Statements(Protocol):
         ...
 
 
+# A Protocol signature (issue 31 §4): `_PlainStatements` and `_Core` implement `_Statements`, so
+# their `jobs` and `insert` repeat its signatures.
 class _PlainStatements:
     """`store.plain`: SQL text built once per dialect, plain parameter tuples."""
 
@@ -307,6 +309,7 @@ def _plain_job_update(dialect: Any, kind: str) -> plain.Update:
     )
 
 
+# A Protocol signature (issue 31 §4): implements `_Statements`, as `_PlainStatements` does.
 class _Core:
     """Core statements with bound parameters: SQLAlchemy processes every row's parameters."""
 
