@@ -14,14 +14,20 @@ Inspect AI: a `.eval` log of N samples (default 10⁴; `JP_BENCH_INSPECT_N`) wri
 `write_eval_log` from a log the real Inspect wrote (tests/datasets/graded_logs.py: fake-server
 graders, two scorers), each sample copied under its own id; then, each in its own process, Inspect's
 `inspect_ai.analysis.samples_df` reading that log (the reference, measured in the same run) and
-`judgepanel data import-inspect`. Reported: seconds (wall and CPU) and peak RSS of both, and their
-ratios.
+`judgepanel data import-inspect`, alternating `JP_BENCH_ROUNDS` times (default 3). Reported: each
+run's seconds (wall and CPU) and peak RSS, and the ratios of the medians. The import reads a log of
+more than one batch in two child processes (`datasets.inspect_log`): its CPU is its own and its
+children's, its peak RSS the parent's and the largest child's.
+
+`JP_BENCH_PROMPTFOO_N=` / `JP_BENCH_INSPECT_N=` (empty) skip one tool; `JP_BENCH_KEEP=DIR` keeps the
+Inspect logs in DIR and reuses them (writing 10⁴ samples with Inspect's writer takes over a minute).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,13 +35,24 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PROMPTFOO_NS = [int(n) for n in os.environ.get("JP_BENCH_PROMPTFOO_N", "100000").split(",")]
-INSPECT_NS = [int(n) for n in os.environ.get("JP_BENCH_INSPECT_N", "10000").split(",")]
-REFERENCE_MAX = 200_000  # json.load holds the whole file (≈ 4.5 GB at 10⁵ results here)
+PROMPTFOO_NS = [int(n) for n in os.environ.get("JP_BENCH_PROMPTFOO_N", "100000").split(",") if n]
+# "short" (question/answer records), "article" (the article cut to 600 characters), or both
+PROMPTFOO_KINDS = os.environ.get("JP_BENCH_PROMPTFOO_KINDS", "article,short").split(",")
+INSPECT_NS = [int(n) for n in os.environ.get("JP_BENCH_INSPECT_N", "10000").split(",") if n]
+ROUNDS = int(os.environ.get("JP_BENCH_ROUNDS", "3"))
+KEEP = os.environ.get("JP_BENCH_KEEP")
+REFERENCE_MAX = int(
+    os.environ.get("JP_BENCH_REFERENCE_MAX", "200000")
+)  # json.load holds the whole file (≈ 4.5 GB at 10⁵ results here)
 # VmHWM, this process image's own peak: ru_maxrss survives exec and starts at the parent's
 PEAK = "print(int([x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]) / 1024)"
-# CPU seconds of this process from the start (interpreter start-up and imports included)
-CPU = "import resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); print(_u.ru_utime + _u.ru_stime)"
+# CPU seconds of this process from the start (interpreter start-up and imports included) and of
+# the children it waited for (the import's reader processes); then the largest child's peak RSS
+CPU = (
+    "import resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); _c = _r.getrusage(_r.RUSAGE_CHILDREN); "
+    "print(_u.ru_utime + _u.ru_stime + _c.ru_utime + _c.ru_stime)"
+)
+CHILD_PEAK = "import resource as _r; print(_r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss / 1024)"
 
 IMPORT = f"""
 import sys, time
@@ -48,6 +65,7 @@ except SystemExit as e:
 print(time.perf_counter() - t)
 {CPU}
 {PEAK}
+{CHILD_PEAK}
 """
 
 JSON_LOAD = f"""
@@ -58,6 +76,7 @@ with open(sys.argv[1], "rb") as f:
 print(time.perf_counter() - t)
 {CPU}
 {PEAK}
+{CHILD_PEAK}
 assert n > 0
 """
 
@@ -69,39 +88,49 @@ n = len(samples_df(sys.argv[1], quiet=True))
 print(time.perf_counter() - t)
 {CPU}
 {PEAK}
+{CHILD_PEAK}
 assert n > 0
 """
 
 
-def _run(code: str, *args: str) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak RSS MB) of `code` run in its own process."""
+def _run(code: str, *args: str) -> tuple[float, float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MB, largest child's peak RSS MB) of `code` run in its
+    own process."""
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO)
     if done.returncode:
         raise RuntimeError(done.stderr[-3000:])
-    seconds, cpu, rss = done.stdout.split()[-3:]
-    return float(seconds), float(cpu), float(rss)
+    seconds, cpu, rss, child = done.stdout.split()[-4:]
+    return float(seconds), float(cpu), float(rss), float(child)
 
 
 def _load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def promptfoo_file(path: Path, n: int) -> Path:
-    """`n` copies of the kept file's first result, each under its own test id, streamed to disk."""
+SHORT_QUESTION = "Which city is the capital of Australia, and why was it chosen?"
+SHORT_ANSWER = "Canberra, a compromise between Sydney and Melbourne."
+
+
+def promptfoo_file(path: Path, n: int, short: bool = False) -> Path:
+    """`n` copies of the kept file's first result, each under its own test id, streamed to disk.
+    `short`: its vars replaced by a short question and answer (as most promptfoo suites are: a
+    record of about 7 KB, the rendered prompts and promptfoo's own fields around them), else the
+    article cut to 600 characters."""
     data = json.loads((REPO / "tests/data/promptfoo/results-0.121.20.json").read_text(encoding="utf-8"))
     one = data["results"]["results"][0]
-    article = one["vars"]["article"]
-    short = article[:600]
-
-    # the article also sits JSON-escaped inside the rendered grading prompts (a string of JSON)
-    escaped, escaped_short = (
-        json.dumps(article, ensure_ascii=False)[1:-1],
-        json.dumps(short, ensure_ascii=False)[1:-1],
-    )
+    swaps = [(one["vars"]["article"], SHORT_QUESTION if short else one["vars"]["article"][:600])]
+    if short:
+        swaps.append((one["vars"]["summary"], SHORT_ANSWER))
+    # each also sits JSON-escaped inside the rendered grading prompts (a string of JSON)
+    swaps += [
+        (json.dumps(a, ensure_ascii=False)[1:-1], json.dumps(b, ensure_ascii=False)[1:-1]) for a, b in swaps
+    ]
 
     def cut(v: object) -> object:
         if isinstance(v, str):
-            return v.replace(article, short).replace(escaped, escaped_short)
+            for a, b in swaps:
+                v = v.replace(a, b)
+            return v
         if isinstance(v, dict):
             return {k: cut(x) for k, x in v.items()}
         if isinstance(v, list):
@@ -145,55 +174,83 @@ log.eval.config.epochs = 1
 write_eval_log(log, sys.argv[2])
 """
     out = folder / f"bench-{n}.eval"
+    if out.exists():  # kept from an earlier run (JP_BENCH_KEEP)
+        return out
     subprocess.run([sys.executable, "-c", code, source, str(out), str(n)], cwd=REPO, check=True)
     return out
+
+
+def _inspect(folder: Path, n: int) -> None:
+    log = inspect_log(folder, n)
+    size = log.stat().st_size / 1e6
+    ours, ref = [], []
+    for k in range(ROUNDS):  # alternating, so that both meet the same load
+        ref.append(_run(SAMPLES_DF, str(log)))
+        db = folder / f"in-{n}-{k}.db"
+        subprocess.run(
+            [sys.executable, "-m", "judgepanel", "--db", f"sqlite:///{db}", "db", "upgrade"],
+            check=True,
+            capture_output=True,
+        )
+        ours.append(
+            _run(IMPORT, f"--db=sqlite:///{db}", "data", "import-inspect", str(log), "--name", "b", "--json")
+        )
+        db.unlink()
+        print(
+            f"inspect   {n:>9,} samples ({size:,.0f} MB .eval), round {k + 1}: samples_df {ref[-1][0]:6.1f} s "
+            f"(CPU {ref[-1][1]:5.1f} s), peak {ref[-1][2]:4.0f} MB | judgepanel import {ours[-1][0]:6.1f} s "
+            f"(CPU {ours[-1][1]:5.1f} s), peak {ours[-1][2]:4.0f} MB, readers {ours[-1][3]:4.0f} MB | "
+            f"{_load()}",
+            flush=True,
+        )
+    wall = [statistics.median(r[0] for r in runs) for runs in (ours, ref)]
+    cpu = [statistics.median(r[1] for r in runs) for runs in (ours, ref)]
+    print(
+        f"inspect   {n:>9,} samples, medians of {ROUNDS}: import {wall[0]:.1f} s wall, {cpu[0]:.1f} s CPU | "
+        f"samples_df {wall[1]:.1f} s wall, {cpu[1]:.1f} s CPU | import / samples_df: wall {wall[0] / wall[1]:.2f}x, "
+        f"CPU {cpu[0] / cpu[1]:.2f}x",
+        flush=True,
+    )
+
+
+def _promptfoo(folder: Path, n: int, kind: str) -> None:
+    t = time.perf_counter()
+    path = promptfoo_file(folder / f"pf-{kind}-{n}.json", n, short=kind == "short")
+    size = path.stat().st_size / 1e6
+    made = time.perf_counter() - t
+    db = f"sqlite:///{folder}/pf-{kind}-{n}.db"
+    subprocess.run(
+        [sys.executable, "-m", "judgepanel", "--db", db, "db", "upgrade"], check=True, capture_output=True
+    )
+    secs, cpu, rss, _child = _run(
+        IMPORT, f"--db={db}", "data", "import-promptfoo", str(path), "--name", "bench", "--json"
+    )
+    print(
+        f"promptfoo {n:>9,} {kind} results ({size:,.0f} MB, made in {made:.1f} s): import {secs:6.1f} s "
+        f"(CPU {cpu:5.1f} s), peak {rss:5.0f} MB; {1e6 * cpu / n:,.0f} CPU µs a result, "
+        f"{cpu / size:.3f} CPU s a MB | {_load()}",
+        flush=True,
+    )
+    if n <= REFERENCE_MAX:
+        ref = _run(JSON_LOAD, str(path))
+        print(
+            f"          json.load of the same file: {ref[0]:6.1f} s (CPU {ref[1]:5.1f} s), peak "
+            f"{ref[2]:5.0f} MB | import / json.load (CPU) {cpu / ref[1]:.2f}x",
+            flush=True,
+        )
+    path.unlink()
+    Path(f"{folder}/pf-{kind}-{n}.db").unlink()
 
 
 def main() -> None:
     print(f"before: {_load()} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for n in PROMPTFOO_NS:
-            t = time.perf_counter()
-            path = promptfoo_file(folder / f"pf-{n}.json", n)
-            size = path.stat().st_size / 1e6
-            made = time.perf_counter() - t
-            db = f"sqlite:///{folder}/pf-{n}.db"
-            subprocess.run(
-                [sys.executable, "-m", "judgepanel", "--db", db, "db", "upgrade"],
-                check=True,
-                capture_output=True,
-            )
-            secs, cpu, rss = _run(
-                IMPORT, f"--db={db}", "data", "import-promptfoo", str(path), "--name", "bench", "--json"
-            )
-            print(
-                f"promptfoo {n:>9,} results ({size:,.0f} MB, made in {made:.1f} s): import {secs:6.1f} s "
-                f"(CPU {cpu:5.1f} s), peak {rss:5.0f} MB, {n / cpu:,.0f} results per CPU s"
-            )
-            if n <= REFERENCE_MAX:
-                ref = _run(JSON_LOAD, str(path))
-                print(
-                    f"          json.load of the same file: {ref[0]:6.1f} s (CPU {ref[1]:5.1f} s), peak "
-                    f"{ref[2]:5.0f} MB | import / json.load (CPU) {cpu / ref[1]:.2f}x"
-                )
-            path.unlink()
+        for kind in PROMPTFOO_KINDS:
+            for n in PROMPTFOO_NS:
+                _promptfoo(folder, n, kind)
         for n in INSPECT_NS:
-            log = inspect_log(folder, n)
-            ref = _run(SAMPLES_DF, str(log))
-            db = f"sqlite:///{folder}/in-{n}.db"
-            subprocess.run(
-                [sys.executable, "-m", "judgepanel", "--db", db, "db", "upgrade"],
-                check=True,
-                capture_output=True,
-            )
-            ours = _run(IMPORT, f"--db={db}", "data", "import-inspect", str(log), "--name", "bench", "--json")
-            print(
-                f"inspect   {n:>9,} samples ({log.stat().st_size / 1e6:,.0f} MB .eval): judgepanel import "
-                f"{ours[0]:6.1f} s (CPU {ours[1]:5.1f} s), peak {ours[2]:5.0f} MB | samples_df {ref[0]:6.1f} s "
-                f"(CPU {ref[1]:5.1f} s), peak {ref[2]:5.0f} MB | import / samples_df {ours[0] / ref[0]:.2f}x "
-                f"(CPU {ours[1] / ref[1]:.2f}x)"
-            )
+            _inspect(Path(KEEP) if KEEP else folder, n)
     print(f"after: {_load()}")
 
 

@@ -197,14 +197,21 @@ def clean_json(value: Any, secrets: tuple[str, ...] | None = None) -> str:
     return redact(dumps(_secret_strings_out(value)), configured_secrets() if secrets is None else secrets)
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
 def _secret_strings_out(value: Any) -> Any:
+    """`value` with every non-empty string under a key named like a secret replaced (leaves are
+    not recursed into: they are most of a record's values)."""
     if isinstance(value, dict):
         return {
-            k: REDACTED if x and isinstance(x, str) and _secret_key(k) else _secret_strings_out(x)
+            k: REDACTED
+            if x and isinstance(x, str) and _secret_key(k)
+            else (_secret_strings_out(x) if isinstance(x, _CONTAINERS) else x)
             for k, x in value.items()
         }
     if isinstance(value, list | tuple):
-        return [_secret_strings_out(x) for x in value]
+        return [_secret_strings_out(x) if isinstance(x, _CONTAINERS) else x for x in value]
     return value
 
 
