@@ -22,21 +22,14 @@ Reads and writes rows; decides nothing about jobs (the runner does).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, Engine, and_, delete, select, update
 
 from judgepanel.store import liveness
+from judgepanel.store.engine import in_chunks
 from judgepanel.store.tables import request_claim, utcnow
-
-_CHUNK = 500  # hashes per statement: within every backend's parameter limit
-
-
-def _chunks(values: Collection[str]) -> Iterable[list[str]]:
-    items = sorted(set(values))
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
 
 
 def _insert(conn: Connection, owner: str, hashes: list[str], now: datetime, expires: datetime) -> set[str]:
@@ -65,7 +58,7 @@ def claim(engine: Engine, owner: str, hashes: Collection[str], *, lease_seconds:
     expires = now + timedelta(seconds=lease_seconds)
     got: set[str] = set()
     with engine.begin() as conn:
-        for chunk in _chunks(hashes):
+        for chunk in in_chunks(hashes):
             got |= _insert(conn, owner, chunk, now, expires)
         taken = [h for h in hashes if h not in got]
         if taken:
@@ -76,7 +69,7 @@ def claim(engine: Engine, owner: str, hashes: Collection[str], *, lease_seconds:
 def _take_over(conn: Connection, owner: str, hashes: list[str], now: datetime, expires: datetime) -> set[str]:
     """The claims of other owners that expired or whose owner is dead become `owner`'s."""
     held: list[tuple[str, str, datetime, datetime]] = []
-    for chunk in _chunks(hashes):
+    for chunk in in_chunks(hashes):
         held += [
             (str(h), str(o), e, c)
             for h, o, e, c in conn.execute(
@@ -111,7 +104,7 @@ def holders(engine: Engine, hashes: Collection[str]) -> dict[str, str]:
     """request hash -> the owner claiming it now (hashes nobody claims are left out)."""
     out: dict[str, str] = {}
     with engine.connect() as conn:
-        for chunk in _chunks(hashes):
+        for chunk in in_chunks(hashes):
             out.update(
                 {
                     str(h): str(o)
@@ -127,7 +120,7 @@ def holders(engine: Engine, hashes: Collection[str]) -> dict[str, str]:
 
 def release_in(conn: Connection, owner: str, hashes: Collection[str]) -> None:
     """Drop `owner`'s claims on `hashes` inside the caller's transaction (with the answers)."""
-    for chunk in _chunks(hashes):
+    for chunk in in_chunks(hashes):
         conn.execute(
             delete(request_claim).where(
                 and_(request_claim.c.owner == owner, request_claim.c.request_hash.in_(chunk))

@@ -8,7 +8,7 @@ psycopg 3 whatever driver they name.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -30,6 +30,15 @@ BUSY_TIMEOUT_MS = 30_000
 _TYPED: WeakKeyDictionary[Engine, str] = WeakKeyDictionary()
 
 T = TypeVar("T")
+
+IN_CHUNK = 500  # values bound in one IN list: within every backend's parameter limit
+
+
+def in_chunks(values: Collection[str]) -> Iterator[list[str]]:
+    """`values`, unique and sorted, in lists short enough for one statement's `IN (…)`."""
+    items = sorted(set(values))
+    for i in range(0, len(items), IN_CHUNK):
+        yield items[i : i + IN_CHUNK]
 
 
 class PerEngine(Generic[T]):

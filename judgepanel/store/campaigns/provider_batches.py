@@ -26,7 +26,7 @@ from sqlalchemy import Engine, delete, func, select, update
 from judgepanel.store import budget
 from judgepanel.store.campaigns.leases import _JOB_COLS, _with_texts
 from judgepanel.store.campaigns.records import LeasedJob
-from judgepanel.store.engine import session_scope
+from judgepanel.store.engine import in_chunks, session_scope
 from judgepanel.store.models import BudgetHold, Job, Judge, ProviderBatch, ProviderBatchJob, utcnow
 
 BATCH_LEASE_UNTIL = datetime(9999, 1, 1)  # a job in a batch is leased until the batch is closed
@@ -258,16 +258,15 @@ def jobs_in_open_batches(engine: Engine, campaign_id: int) -> int:
 def hashes_in_open_batches(engine: Engine, hashes: Sequence[str]) -> set[str]:
     """Which of these request hashes an open batch (of any campaign) is asking now: a twin of one
     waits for that batch's answer instead of being submitted again (issue 28 §2)."""
-    wanted = sorted(set(hashes))
     found: set[str] = set()
     with session_scope(engine) as s:
-        for at in range(0, len(wanted), 500):  # (bounded IN lists: SQLite caps bound parameters)
+        for chunk in in_chunks(hashes):
             found.update(
                 s.scalars(
                     select(ProviderBatchJob.request_hash)
                     .join(ProviderBatch, ProviderBatch.id == ProviderBatchJob.batch_pk)
                     .where(
-                        ProviderBatchJob.request_hash.in_(wanted[at : at + 500]),
+                        ProviderBatchJob.request_hash.in_(chunk),
                         ProviderBatchJob.state == "open",
                         ProviderBatch.finished_at.is_(None),
                     )

@@ -19,6 +19,7 @@ from judgepanel.store.campaigns.records import (
     JobOutcome,
     VerdictRow,
 )
+from judgepanel.store.engine import in_chunks
 from judgepanel.store.models import (
     Clause,
     ClauseVerdict,
@@ -367,13 +368,12 @@ class _Core:
 
 def cache_lookup(engine: Engine, hashes: Iterable[str]) -> dict[str, CacheHit]:
     """Original (not themselves cached) successful responses whose reply parsed, by request hash."""
-    wanted = sorted(set(hashes))
+    wanted = set(hashes)
     out: dict[str, CacheHit] = {}
     if not wanted:
         return out
     with engine.connect() as conn:
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i : i + 500]
+        for chunk in in_chunks(wanted):
             rows = conn.execute(
                 select(
                     _REQ.c.request_hash,
