@@ -50,9 +50,10 @@ from judgepanel.providers import sdk
 from judgepanel.providers.anthropic_provider import AnthropicProvider
 from judgepanel.providers.base import ChatResult
 from judgepanel.providers.openai_provider import OpenAIProvider
+from judgepanel.providers.pricing import Price
 from judgepanel.providers.replies import clean_body, clean_result, clean_text
 from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
-from judgepanel.runner.budget import Budget, Price, check_prices, price_for
+from judgepanel.runner.budget import Budget, check_prices, price_for
 from judgepanel.runner.executor import RETRY_FAILED, progress_keys, run_exit_code
 from judgepanel.runner.prepare import (
     CampaignContext,
@@ -737,7 +738,7 @@ class BatchRunner:
             return
         cost = None
         if j.price is not None and result.input_tokens is not None and result.output_tokens is not None:
-            cost = j.price.batch_call_cost(
+            cost = j.price.batch_cost(
                 result.input_tokens, result.output_tokens, result.cache_read_tokens, result.cache_write_tokens
             )
         if cost is not None:

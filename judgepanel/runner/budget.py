@@ -39,9 +39,9 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from judgepanel.errors import BadInput
+from judgepanel.providers.pricing import Price, default_table
 from judgepanel.providers.spec import JudgeSpec
 
 CHARS_PER_TOKEN = 4.0
@@ -58,46 +58,16 @@ EXPECTED_OUTPUT = 150  # a reply's expected length before any is seen (as `campa
 ReplyKind = tuple[str, str]  # (judge name, template name): whose replies to which prompt
 
 
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens (the cache rates and the batch discount None when unknown)."""
-
-    input: float
-    output: float
-    cache_read: float | None = None
-    cache_write: float | None = None
-    batch_discount: float | None = None
-    # the cache rates assumed from the provider's published ratios, in words (`providers.pricing`)
-    assumed: str | None = field(default=None, compare=False)
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        """Without prompt caching: every input token at the input rate."""
-        return (input_tokens * self.input + output_tokens * self.output) / 1e6
-
-    def call_cost(
-        self, input_tokens: int, output_tokens: int, cache_read: int | None, cache_write: int | None
-    ) -> float | None:
-        """What a call that read / wrote this many prompt tokens from / to the provider's cache
-        costs (they are part of `input_tokens`); None when it used a cache rate nobody gave."""
-        from judgepanel.providers.pricing import Price as Rates
-
-        return Rates(self.input, self.output, self.cache_read, self.cache_write).cost(
-            input_tokens, output_tokens, cache_read, cache_write
-        )
-
-    def batch_call_cost(
-        self, input_tokens: int, output_tokens: int, cache_read: int | None, cache_write: int | None
-    ) -> float | None:
-        """The same call made through a provider's batch API (its discount applies to every rate);
-        None when the discount or a cache rate the call used is unknown."""
-        full = self.call_cost(input_tokens, output_tokens, cache_read, cache_write)
-        if full == 0:
-            return 0.0  # a free judge is free through a batch too, whatever its discount
-        return None if full is None or self.batch_discount is None else full * (1.0 - self.batch_discount)
-
-
 def estimate_tokens(chars: int) -> int:
     return max(1, math.ceil(chars / CHARS_PER_TOKEN))
+
+
+def _reserve(price: Price, input_tokens: int, output_tokens: int) -> float:
+    """What a call of this many tokens is reserved at, without prompt caching (every input token
+    at the input rate); a cost `Price.cost` cannot give (not finite) reserves without bound, so
+    the call never fits a cap."""
+    cost = price.cost(input_tokens, output_tokens)
+    return math.inf if cost is None else cost
 
 
 def check_prices(max_cost: float | None, prices: Mapping[str, Price | None]) -> None:
@@ -166,7 +136,7 @@ class Budget:
         if price is None:
             return 0.0
         tokens_in = estimate_tokens(prompt_chars) * self._ratio * SAFETY
-        return price.cost(math.ceil(tokens_in), self.output_allowance(max_output, key))
+        return _reserve(price, math.ceil(tokens_in), self.output_allowance(max_output, key))
 
     def planned(
         self, price: Price | None, prompt_chars: int, max_output: int | None, key: ReplyKind | None = None
@@ -184,7 +154,7 @@ class Budget:
         out = math.ceil(FEW_MARGIN * EXPECTED_OUTPUT)
         if max_output:
             out = min(out, max_output)
-        return price.cost(math.ceil(estimate_tokens(prompt_chars) * self._ratio * SAFETY), out)
+        return _reserve(price, math.ceil(estimate_tokens(prompt_chars) * self._ratio * SAFETY), out)
 
     def take(self, amount: float) -> bool:
         """Reserve `amount` from this run's hold if it has that much left (always, without a cap)."""
@@ -236,12 +206,7 @@ PriceLookup = Callable[[str, str], Price | None]
 def price_for(spec: JudgeSpec) -> Price | None:
     """The judge's prices (`providers.pricing`: its spec's `price_in`/`price_out`, then the price
     file in $JUDGEPANEL_PRICES, then the built-in table; `sim` is free); None when unknown."""
-    from judgepanel.providers.pricing import default_table
-
-    p = default_table().for_spec(spec)
-    if p is None:
-        return None
-    return Price(p.input, p.output, p.cache_read, p.cache_write, p.batch_discount, assumed=p.assumed)
+    return default_table().for_spec(spec)
 
 
 def unknown_price_advice(judges: Sequence[str]) -> str:

@@ -33,9 +33,10 @@ from judgepanel.errors import (
 from judgepanel.protocol.schemas import shortest_answer_tokens
 from judgepanel.providers.base import CURRENT_CLOCK, CallClock, ChatResult, Provider
 from judgepanel.providers.errors import configured_secrets, redact, redact_result
+from judgepanel.providers.pricing import Price
 from judgepanel.providers.replies import clean_body, clean_result, clean_text
 from judgepanel.providers.spec import JudgeSpec
-from judgepanel.runner.budget import SLICE_CALLS, Budget, Price
+from judgepanel.runner.budget import SLICE_CALLS, Budget
 from judgepanel.runner.inflight import InFlight
 from judgepanel.runner.limits import JudgeLimiter
 from judgepanel.runner.options import RunOptions, RunStats
@@ -377,9 +378,7 @@ class Calls:
         self.budget.observe_output(_reply_kind(p), r.output_tokens)
         cost = None
         if j.price is not None and r.input_tokens is not None and r.output_tokens is not None:
-            cost = j.price.call_cost(
-                r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens
-            )
+            cost = j.price.cost(r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens)
         if cost is None and j.price is not None:
             # the reply did not say what it cost (or said it unusably, or in tokens of a rate the
             # price lacks): it is charged what was reserved for it, the most the call was allowed

@@ -27,9 +27,10 @@ from judgepanel.protocol.plan import REFERENCE, CampaignSpec
 from judgepanel.protocol.templates import Prompt
 from judgepanel.providers.caching import CacheForecast
 from judgepanel.providers.keys import key_source
+from judgepanel.providers.pricing import Price
 from judgepanel.providers.spec import panel_names, parse_spec, split_judge_name, stored_judge_names
 from judgepanel.rubrics import RubricDoc
-from judgepanel.runner.budget import Price, check_prices, estimate_tokens, price_for
+from judgepanel.runner.budget import check_prices, estimate_tokens, price_for
 from judgepanel.runner.campaign_file import CampaignFile, load_campaign_file, locate, merge, to_yaml
 from judgepanel.runner.checkers import clause_plan
 from judgepanel.runner.conditions_check import SamePrompts
@@ -476,7 +477,7 @@ def estimate(engine: Engine, name: str, *, use_cache: bool = True, probe: bool =
         cached = (
             None
             if price is None
-            else price.call_cost(
+            else price.cost(
                 d["input_tokens"], d["output_tokens"], d["cache_read_tokens"], d["cache_write_tokens"]
             )
         )

@@ -147,9 +147,9 @@ def test_batch_discount_from_table_spec_and_runner_price() -> None:
     rp = price_for(parse_spec("anthropic:claude-sonnet-4-5"))
     assert rp is not None
     # 10,000 prompt tokens, 6,000 read at 0.30 and 2,000 written at 3.75; 400 out at 15
-    assert rp.batch_call_cost(10_000, 400, 6_000, 2_000) == pytest.approx(0.0213 * 0.5)
+    assert rp.batch_cost(10_000, 400, 6_000, 2_000) == pytest.approx(0.0213 * 0.5)
     bare = price_for(parse_spec("openai:qwen?price_in=1&price_out=2"))
-    assert bare is not None and bare.batch_call_cost(1000, 10, None, None) is None
+    assert bare is not None and bare.batch_cost(1000, 10, None, None) is None
 
 
 def test_price_file_batch_discount(tmp_path: Path) -> None:
