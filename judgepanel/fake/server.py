@@ -20,7 +20,9 @@ connections, no framework) that answers
   `POST /_fake/answers` with a JSON list of `{"when": TEXT, "text": REPLY}` tells it what to answer:
   a chat request whose final user message contains `when` (first rule that matches) gets `text` as
   its reply, as prose (no structured object), instead of the sim brain's answer; `[]` clears the rules;
-  `POST /_fake/context?tokens=N` sets the context window (`--context`; `judgepanel.fake.llamacpp`).
+  `POST /_fake/context?tokens=N` sets the context window (`--context`; `judgepanel.fake.llamacpp`);
+  `POST /_fake/latency?seconds=S&jitter=J` changes `--latency`/`--jitter` for requests that arrive
+  from then on (one that is waiting keeps its delay).
 
 A chat request that is another tool's grader prompt (Inspect AI's model-graded scorers, promptfoo's
 `llm-rubric`) is answered in that grader's format, from the sim brain's score (`judgepanel.fake.graders`).
@@ -606,6 +608,11 @@ class FakeServer(FaultInjection, WireFormats):
         if parts.path == "/_fake/context" and method == "POST":
             self.context_tokens = int(parse_qs(parts.query).get("tokens", ["0"])[0] or 0)
             return _Reply(200, json.dumps({"context_tokens": self.context_tokens}).encode())
+        if parts.path == "/_fake/latency" and method == "POST":
+            q = {k: v[0] for k, v in parse_qs(parts.query).items()}
+            self.latency = float(q.get("seconds", self.latency))
+            self.jitter = float(q.get("jitter", self.jitter))
+            return _Reply(200, json.dumps({"latency": self.latency, "jitter": self.jitter}).encode())
         if parts.path == "/_fake/reset" and method == "POST":
             self.reset()
             return _Reply(200, b'{"reset": true}')
@@ -682,6 +689,10 @@ class FakeServerProcess:
     def set_context(self, tokens: int) -> None:
         """The server's context window per request (0: none), as `--context` sets it."""
         self._get(f"/_fake/context?tokens={int(tokens)}", method="POST")
+
+    def set_latency(self, seconds: float, jitter: float = 0.0) -> None:
+        """Latency for the requests that arrive from now on, as `--latency`/`--jitter` set it."""
+        self._get(f"/_fake/latency?seconds={float(seconds)}&jitter={float(jitter)}", method="POST")
 
     def stop(self) -> None:
         if self._proc is not None:

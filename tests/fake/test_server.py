@@ -130,6 +130,20 @@ def test_runs_as_a_process_and_prints_its_url() -> None:
         assert fake.stats()["requests"] == 0
 
 
+def test_latency_changes_at_run_time_for_the_requests_that_follow() -> None:
+    """`set_latency` lets a test hold calls in flight and then stop paying for the latency (a
+    killed run's twin need not wait as long as the calls the kill had to land in)."""
+    with FakeServerProcess("--latency", "1.0") as fake:
+        started = time.monotonic()
+        assert httpx.post(f"{fake.url}/v1/chat/completions", json=chat(), timeout=10).status_code == 200
+        slow = time.monotonic() - started
+        fake.set_latency(0)
+        started = time.monotonic()
+        assert httpx.post(f"{fake.url}/v1/chat/completions", json=chat(), timeout=10).status_code == 200
+        fast = time.monotonic() - started
+    assert slow >= 1.0 and fast < slow - 0.5, (slow, fast)
+
+
 def test_unknown_fault_names_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown fault"):
         FakeServer(faults={"418": 0.1})
