@@ -145,18 +145,25 @@ NOT_FOR_READING = (
 @pytest.fixture(scope="module")
 def finished_campaign(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A database with a finished pairwise campaign `c` of two simulated judges over `tiny-pairs`,
-    whose items two human annotators scored."""
+    whose items two human annotators scored: built once per test run (`from_built`), whichever
+    xdist worker asks first, and copied for each module."""
+    from tests.helpers import from_built
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('startup') / 'j.db'}"
+    from_built(url, "startup-finished-campaign", _finish_campaign)
+    return url
+
+
+def _finish_campaign(url: str) -> None:
     from judgepanel.datasets.records import AnnotatorRecord, LabelRecord, ParsedDataset
     from judgepanel.store.engine import make_engine
     from judgepanel.store.imports import import_parsed
-    from judgepanel.store.migrate import upgrade
     from judgepanel.store.queries import create_pair_set
-    from tests.helpers import cli
+    from tests.helpers import cli, migrate_db
     from tests.runner.conftest import DATASET, PAIRS, create_argv, make_items
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('startup') / 'j.db'}"
+    migrate_db(url)
     eng = make_engine(url)
-    upgrade(eng)
     items = make_items(3, 4)
     humans = [AnnotatorRecord("h1", group="expert"), AnnotatorRecord("h2", group="expert")]
     labels = [
@@ -170,7 +177,6 @@ def finished_campaign(tmp_path_factory: pytest.TempPathFactory) -> str:
     create = create_argv("c", "sim:a", "sim:b", protocol="pairwise", extra=("--pairs", PAIRS))
     assert cli(*create, db=url).code == 0
     assert cli("campaign", "run", "c", "--json", db=url).code == 0
-    return url
 
 
 def _modules_after(url: str, *argvs: list[str]) -> set[str]:
