@@ -64,6 +64,7 @@ def https(https_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> FakeServ
     https_server.reset()
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", OPENAI_KEY)
     for name in (
         "OPENAI_BASE_URL",
         "ANTHROPIC_BASE_URL",
@@ -77,6 +78,10 @@ def https(https_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> FakeServ
 
 
 def _provider(kind: str, server: FakeServer) -> Provider:
+    if kind == "azure":
+        return make_provider(
+            parse_spec(f"azure:judge-1?endpoint={server.url}&api_version=2024-10-21&max_tokens=50")
+        )
     base = f"{server.url}/v1" if kind == "openai" else server.url
     return make_provider(parse_spec(f"{kind}:judge-1?base_url={base}&max_tokens=50"))
 
@@ -105,12 +110,19 @@ async def test_every_provider_of_a_process_shakes_hands_with_one_context_until_t
         and shared.check_hostname
     )
     before = _handshakes(shared)
-    providers = [_provider("openai", https), _provider("openai", https), _provider("anthropic", https)]
+    kinds = ["openai", "openai", "anthropic", "azure"]
+    providers = [_provider(kind, https) for kind in kinds]
     for provider in providers:
         assert "[simulated]" in await _ask(provider)
-    # each provider opened its own connection, and every handshake went through the shared context
-    assert _handshakes(shared) - before == 3
-    assert len(https.recent()) == 3
+    # each provider (OpenAI, Anthropic, Azure) opened its own connection, and every handshake went
+    # through the shared context
+    assert _handshakes(shared) - before == 4
+    assert [r.path for r in https.recent()] == [
+        "/v1/chat/completions",
+        "/v1/chat/completions",
+        "/v1/messages",
+        "/openai/deployments/judge-1/chat/completions",
+    ]
 
     # another value of SSL_CERT_FILE (the same certificate under another name): a new context
     moved = tmp_path / "bundle.pem"
@@ -119,7 +131,7 @@ async def test_every_provider_of_a_process_shakes_hands_with_one_context_until_t
     fresh = shared_ssl_context(openai.DefaultAsyncHttpxClient)
     assert fresh is not shared
     assert "[simulated]" in await _ask(_provider("anthropic", https))
-    assert (_handshakes(fresh), _handshakes(shared) - before) == (1, 3)
+    assert (_handshakes(fresh), _handshakes(shared) - before) == (1, 4)
     # and back: the first context again, not a third one
     monkeypatch.setenv("SSL_CERT_FILE", str(certs[0]))
     assert shared_ssl_context(anthropic.DefaultAsyncHttpxClient) is shared
