@@ -169,3 +169,40 @@ async def test_certificates_are_still_checked_against_the_ca_variables(
     monkeypatch.setenv("SSL_CERT_DIR", str(folder))
     assert "[simulated]" in await _ask(_provider(kind, https))
     assert len(https.recent()) == 2
+
+
+SDK_CLIENTS = {"OpenAI", "AsyncOpenAI", "AzureOpenAI", "AsyncAzureOpenAI", "Anthropic", "AsyncAnthropic"}
+HTTP_CLIENTS = {"DefaultHttpxClient", "DefaultAsyncHttpxClient", "DefaultAioHttpClient"}
+
+
+def test_every_sdk_client_judgepanel_builds_gets_the_shared_http_client() -> None:
+    """Each SDK client made in judgepanel's code is handed `http_client=` (which `sdk.http_client`
+    builds with the shared context), and only `providers/sdk.py` calls the SDKs' HTTP client classes:
+    a new call site that let the SDK build its own client would build its own TLS context again."""
+    import ast
+
+    import judgepanel
+
+    package = Path(judgepanel.__file__).parent
+    sdk_calls, offences = 0, []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
+            where = f"{path.relative_to(package)}:{node.lineno}"
+            if name in SDK_CLIENTS:
+                sdk_calls += 1
+                if "http_client" not in {k.arg for k in node.keywords}:
+                    offences.append(f"{where}: {name}(…) without http_client=")
+            if name in HTTP_CLIENTS and path.name != "sdk.py":
+                offences.append(f"{where}: {name}(…) outside providers/sdk.py")
+    assert offences == []
+    assert sdk_calls >= 3  # OpenAI, Azure and Anthropic providers: the walk did find them
