@@ -133,6 +133,35 @@ def _migrate(url: str) -> None:
     assert r.code == 0, r.stderr
 
 
+def bulk_db(db: str, n: int, *, judges: int = 1, humans: int = 0, pairwise: bool = False) -> int:
+    """Fill `db` as `benchmarks.bulk.build(db, n, judges=…, humans=…, pairwise=…)` does (the
+    migrations, then the bulk-generated campaign `bench`), as a copy of the one such database built
+    in this test run (`from_built`; the build is seeded, so every copy holds the same rows).
+    Returns the number of verdicts stored, counted in `db`."""
+    from sqlalchemy import text
+
+    from judgepanel.store.engine import make_engine
+
+    kind = "pairwise" if pairwise else "pointwise"
+    from_built(
+        db,
+        f"bulk-{kind}-{n}-judges-{judges}-humans-{humans}",
+        lambda url: _bulk(url, n, judges=judges, humans=humans, pairwise=pairwise),
+    )
+    eng = make_engine(db)
+    try:
+        with eng.connect() as conn:
+            return int(conn.execute(text("SELECT count(*) FROM verdict")).scalar_one())
+    finally:
+        eng.dispose()
+
+
+def _bulk(url: str, n: int, *, judges: int, humans: int, pairwise: bool) -> None:
+    from benchmarks.bulk import build
+
+    build(url, n, judges=judges, humans=humans, pairwise=pairwise)
+
+
 PG_TEMPLATE_PREFIX = "jp_tpl_"
 
 

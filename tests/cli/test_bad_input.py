@@ -274,7 +274,7 @@ def test_database_downgraded_to_base_asks_for_db_upgrade(db_url: str) -> None:
 
 
 def test_database_from_a_newer_judgepanel(sqlite_url: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as conn:
         conn.execute("update alembic_version set version_num = 'ffff'")
     err = _one_line_error(cli("data", "list", db=sqlite_url))

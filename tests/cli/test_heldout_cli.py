@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 DIMS = ("coherence", "consistency", "fluency", "relevance")
 
@@ -45,7 +45,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     panel.mkdir()
     (panel / "llm_annotations.json").write_text(json.dumps(llms))
     url = f"sqlite:///{folder / 'h.db'}"
-    assert cli("db", "upgrade", db=url).code == 0
+    migrate_db(url)
     assert cli("data", "import-summeval", str(folder / "se.jsonl"), db=url).code == 0
     assert cli("data", "import-alttest", str(panel), "--into", "summeval", db=url).code == 0
     assert cli("data", "pairs", "summeval", "--name", "p", "--sample", "84", db=url).code == 0

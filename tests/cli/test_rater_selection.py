@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from judgepanel.datasets.pairs import preference
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 SUMMEVAL = "summeval/model_annotations.reconstructed.jsonl.gz"
 HUMANS = [f"expert_{i}" for i in range(1, 4)] + [f"turker_{i}" for i in range(1, 6)]
@@ -84,7 +84,7 @@ def test_campaign_judges_do_not_leak_into_human_figures(
     rows = _raw(shared_data)
     src = tmp_path / "two.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     assert cli("data", "import-summeval", str(src), db=db_url).code == 0
     assert (
         cli("data", "pairs", "summeval", "--name", "p", "--sample", "80", "--seed", "3", db=db_url).code == 0
@@ -189,7 +189,7 @@ def test_campaign_judges_do_not_leak_into_human_figures(
 def test_no_humans_says_how_to_name_judges(sqlite_url: str, tmp_path: Path) -> None:
     path = tmp_path / "llm.csv"
     path.write_text("item_id,annotator,group,kind,dimension,value\ni1,m1,llm,llm,s,1\ni1,m2,llm,llm,s,2\n")
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     assert cli("data", "import-labels", str(path), "--dataset", "d", db=sqlite_url).code == 0
     r = cli("metrics", "agreement", "--dataset", "d", "--metric", "percent", db=sqlite_url)
     assert r.code == 2 and "no human raters here" in r.stderr and "--group judge" in r.stderr

@@ -23,7 +23,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from judgepanel.metrics.validation import trigram_cosine
-from tests.helpers import cli, from_built
+from tests.helpers import cli, from_built, migrate_db
 
 # README table: scoring function and ε per dataset; kilogram uses the lexical proxy (not in the notebook)
 PANELS: dict[str, tuple[str, float]] = {
@@ -279,7 +279,7 @@ def test_loo_bad_input(panels_db: str) -> None:
 
 def test_several_dimensions_need_dimension(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'd.db'}"
-    cli("db", "upgrade", db=db)
+    migrate_db(db)
     rows = [
         {"item_id": f"i{i}", "annotator": a, "group": g, "dimension": d, "value": (i + k) % 3, "kind": kind}
         for i in range(40)
@@ -300,7 +300,7 @@ def test_several_dimensions_need_dimension(tmp_path: Path) -> None:
 
 def test_numbers_compare_by_value_not_by_their_text(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'n.db'}"
-    cli("db", "upgrade", db=db)
+    migrate_db(db)
     folder = tmp_path / "num"
     folder.mkdir()
     # h1 writes integers, h2 the same values as floats: "2" and "2.0" are one label

@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from benchmarks.bulk import build
 from judgepanel.demo import PAIRWISE, POINTWISE
 from judgepanel.report.build import campaign_report
 from judgepanel.store.engine import make_engine
 from judgepanel.store.report import LATENCY_SAMPLE
+from tests.helpers import bulk_db
 
 GOLDEN = Path(__file__).with_name("data") / "report_figures.json.gz"
 REL = 1e-9
@@ -76,8 +76,8 @@ def test_diff_catches_a_last_digit_beyond_tolerance() -> None:
 def bulk(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("figures")
     urls = {"bulk-pointwise": f"sqlite:///{folder / 'p.db'}", "bulk-pairwise": f"sqlite:///{folder / 'w.db'}"}
-    build(urls["bulk-pointwise"], 10_000, judges=5, humans=3)
-    build(urls["bulk-pairwise"], 10_000, judges=3, pairwise=True)
+    bulk_db(urls["bulk-pointwise"], 10_000, judges=5, humans=3)
+    bulk_db(urls["bulk-pairwise"], 10_000, judges=3, pairwise=True)
     return urls
 
 
@@ -99,9 +99,9 @@ def test_bulk_report_figures_unchanged_on_postgres(pairwise: bool, golden: dict[
 
     with fresh_pg_database() as url:
         if pairwise:
-            build(url, 10_000, judges=3, pairwise=True)
+            bulk_db(url, 10_000, judges=3, pairwise=True)
         else:
-            build(url, 10_000, judges=5, humans=3)
+            bulk_db(url, 10_000, judges=5, humans=3)
         eng = make_engine(url)
         try:
             new = _as_json(campaign_report(eng, "bench", n_boot=200, seed=0, cases=200))
@@ -161,7 +161,7 @@ def test_campaign_without_accepted_verdicts(pairwise: bool, tmp_path: Path) -> N
     """Empty arrays all the way through: no judge column, no case, bias over no pair; the humans'
     agreement is still reported (pointwise)."""
     url = f"sqlite:///{tmp_path / 'e.db'}"
-    build(url, 400, judges=2, humans=3, pairwise=pairwise)
+    bulk_db(url, 400, judges=2, humans=3, pairwise=pairwise)
     eng = make_engine(url)
     try:
         with eng.begin() as conn:
