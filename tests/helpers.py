@@ -215,7 +215,7 @@ def pg_built_once(root: Path, db: str, name: str, build: Callable[[str], None]) 
             admin = _admin_engine(db)
             try:
                 with admin.connect() as conn:
-                    conn.exec_driver_sql(f'CREATE DATABASE "{template}"')
+                    conn.exec_driver_sql(f'CREATE DATABASE "{template}"{copy_strategy(conn)}')
                 token.write_text(template)  # written first, so a failed build is dropped too
                 build(url.set(database=template).render_as_string(hide_password=False))
                 with admin.connect() as conn:  # a copy needs the template free of sessions
@@ -238,6 +238,15 @@ def pg_built_once(root: Path, db: str, name: str, build: Callable[[str], None]) 
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def copy_strategy(conn: Any) -> str:
+    """The clause `CREATE DATABASE` copies its template with on `conn`'s server. PostgreSQL 15 made
+    `WAL_LOG` the default, which writes every page of the template to the write-ahead log (48 ms
+    of server CPU a copy of the migrated schema, measured by the integrator); `FILE_COPY`, the
+    only way before 15, copies the files (20 ms). Older servers know no STRATEGY clause."""
+    version = conn.dialect.server_version_info or (0,)
+    return " STRATEGY FILE_COPY" if tuple(version) >= (15,) else ""
+
+
 def _recreate_from(db: str, template: str) -> None:
     from sqlalchemy.engine import make_url
 
@@ -246,7 +255,7 @@ def _recreate_from(db: str, template: str) -> None:
     try:
         with admin.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"{copy_strategy(conn)}')
     finally:
         admin.dispose()
 
