@@ -165,12 +165,21 @@ def _bulk(url: str, n: int, *, judges: int, humans: int, pairwise: bool) -> None
 PG_TEMPLATE_PREFIX = "jp_tpl_"
 
 
-def _admin_engine(db: str) -> Any:
+_ADMIN_ENGINES: dict[str, Any] = {}
+
+
+def admin_engine(db: str) -> Any:
+    """An AUTOCOMMIT engine on the `postgres` database of `db`'s server, one per server and test
+    process: its pooled connection creates, copies and drops every test database of the process
+    (a new engine each time cost the server a connection, 4 ms of its CPU, twice per test)."""
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
 
     admin = make_url(db).set(drivername="postgresql+psycopg", database="postgres")
-    return create_engine(admin, isolation_level="AUTOCOMMIT")
+    key = admin.render_as_string(hide_password=False)
+    if key not in _ADMIN_ENGINES:  # pre-ping: a test may restart its own server
+        _ADMIN_ENGINES[key] = create_engine(admin, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
+    return _ADMIN_ENGINES[key]
 
 
 def _empty_test_pg_database(db: str) -> bool:
@@ -212,7 +221,7 @@ def pg_built_once(root: Path, db: str, name: str, build: Callable[[str], None]) 
             if token.exists():
                 return token.read_text().strip()
             template = f"{PG_TEMPLATE_PREFIX}{uuid.uuid4().hex[:12]}"
-            admin = _admin_engine(db)
+            admin = admin_engine(db)
             try:
                 with admin.connect() as conn:
                     conn.exec_driver_sql(f'CREATE DATABASE "{template}"{copy_strategy(conn)}')
@@ -231,8 +240,6 @@ def pg_built_once(root: Path, db: str, name: str, build: Callable[[str], None]) 
                     conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
                 token.unlink(missing_ok=True)
                 raise
-            finally:
-                admin.dispose()
             return template
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
@@ -240,9 +247,9 @@ def pg_built_once(root: Path, db: str, name: str, build: Callable[[str], None]) 
 
 def copy_strategy(conn: Any) -> str:
     """The clause `CREATE DATABASE` copies its template with on `conn`'s server. PostgreSQL 15 made
-    `WAL_LOG` the default, which writes every page of the template to the write-ahead log (48 ms
-    of server CPU a copy of the migrated schema, measured by the integrator); `FILE_COPY`, the
-    only way before 15, copies the files (20 ms). Older servers know no STRATEGY clause."""
+    `WAL_LOG` the default, which writes every page of the template to the write-ahead log;
+    `FILE_COPY`, the only way before 15, copies the files (a copy of the migrated schema 18 ms of
+    server CPU against 12 ms, in a loop: docs/speed.md). Older servers know no STRATEGY clause."""
     version = conn.dialect.server_version_info or (0,)
     return " STRATEGY FILE_COPY" if tuple(version) >= (15,) else ""
 
@@ -251,13 +258,9 @@ def _recreate_from(db: str, template: str) -> None:
     from sqlalchemy.engine import make_url
 
     name = make_url(db).database
-    admin = _admin_engine(db)
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"{copy_strategy(conn)}')
-    finally:
-        admin.dispose()
+    with admin_engine(db).connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"{copy_strategy(conn)}')
 
 
 def drop_pg_templates(root: Path, server: str) -> None:
@@ -265,14 +268,10 @@ def drop_pg_templates(root: Path, server: str) -> None:
     names = [p.read_text().strip() for p in root.glob("built-pg-*/template")]
     if not names:
         return
-    admin = _admin_engine(server)
-    try:
-        with admin.connect() as conn:
-            for name in names:
-                if name.startswith(PG_TEMPLATE_PREFIX):
-                    conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        admin.dispose()
+    with admin_engine(server).connect() as conn:
+        for name in names:
+            if name.startswith(PG_TEMPLATE_PREFIX):
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _new_sqlite_file(db: str) -> Path | None:
