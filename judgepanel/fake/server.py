@@ -90,7 +90,8 @@ Run it as a process (the first stdout line is its URL), as `judgepanel fake-serv
     python -m judgepanel.fake.server --port 0 --latency 1.0 --jitter 0.2 --rpm 3000
 
 or in-process: `with FakeServer(latency=0.1) as fake: fake.url`, or `async with FakeServer() as fake`.
-The OpenAI base_url is `fake.url + "/v1"`, the Anthropic one `fake.url`.
+The OpenAI base_url is `fake.url + "/v1"`, the Anthropic one `fake.url`. In-process, `tls=` (a server
+`ssl.SSLContext`) serves HTTPS instead, for the tests of the clients' certificate checks.
 
 Boundary: this module reads requests, routes them and keeps what it saw (and runs the server, in a
 thread or as a process); the replies are built by its bases, `fake.formats` (the wire formats) and
@@ -108,6 +109,7 @@ import os
 import random
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -223,6 +225,7 @@ class FakeServer(FaultInjection, WireFormats):
         batch_expire: bool = False,
         batch_lost_creates: int = 0,
         context_tokens: int = 0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         unknown = set(faults or {}) - set(FAULTS)
         if unknown:
@@ -231,6 +234,7 @@ class FakeServer(FaultInjection, WireFormats):
         if bad_knobs:
             raise ValueError(f"unknown sim setting(s): {', '.join(sorted(bad_knobs))}")
         self.host, self.port = host, port
+        self.tls = tls
         self.latency, self.jitter = latency, jitter
         self.rpm = rpm
         self.burst = burst if burst is not None else (max(1.0, rpm / 60) if rpm else None)
@@ -272,11 +276,11 @@ class FakeServer(FaultInjection, WireFormats):
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     async def start(self) -> str:
         self._server = await asyncio.start_server(
-            self._connection, self.host, self.port, backlog=1024, limit=2**20
+            self._connection, self.host, self.port, backlog=1024, limit=2**20, ssl=self.tls
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._loop = asyncio.get_running_loop()

@@ -26,6 +26,7 @@ import functools
 import json
 import os
 import re
+import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -353,4 +354,19 @@ def timeout_error(provider: str, timeout: float) -> TimedOut:
 
 def connection_error(provider: str, cause: BaseException | None) -> Transient:
     kind = type(cause).__name__ if cause is not None else "connection error"
+    refused = _certificate_refusal(cause)
+    if refused:  # say why TLS refused the server (a CA bundle, `SSL_CERT_FILE`), not just that it did
+        kind = f"{kind}: certificate verify failed: {refused}"
     return Transient(f"{provider}: connection failed ({kind})")
+
+
+def _certificate_refusal(cause: BaseException | None) -> str | None:
+    """OpenSSL's reason (e.g. `self-signed certificate`) when the HTTP library's error was caused by
+    a failed certificate check; None otherwise. The reason names the certificate, never the request."""
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return str(cause.verify_message or cause.reason or "unknown reason")
+        cause = cause.__cause__ or cause.__context__
+    return None

@@ -45,7 +45,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     panel.mkdir()
     (panel / "llm_annotations.json").write_text(json.dumps(llms))
     url = f"sqlite:///{folder / 'h.db'}"
-    migrate_db(url)
+    migrate_db(url)  # `db upgrade`, run once per test run and copied
     assert cli("data", "import-summeval", str(folder / "se.jsonl"), db=url).code == 0
     assert cli("data", "import-alttest", str(panel), "--into", "summeval", db=url).code == 0
     assert cli("data", "pairs", "summeval", "--name", "p", "--sample", "84", db=url).code == 0

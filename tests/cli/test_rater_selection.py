@@ -84,7 +84,7 @@ def test_campaign_judges_do_not_leak_into_human_figures(
     rows = _raw(shared_data)
     src = tmp_path / "two.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    migrate_db(db_url)
+    migrate_db(db_url)  # `db upgrade`, run once per test run and copied
     assert cli("data", "import-summeval", str(src), db=db_url).code == 0
     assert (
         cli("data", "pairs", "summeval", "--name", "p", "--sample", "80", "--seed", "3", db=db_url).code == 0

@@ -108,7 +108,7 @@ def panels_db(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> st
 
 
 def _import_panels(db: str, shared_data: Path) -> None:
-    assert cli("db", "upgrade", db=db).code == 0
+    migrate_db(db)  # `db upgrade`, run once per test run and copied
     for name in PANELS:
         r = cli("data", "import-alttest", str(shared_data / "alttest" / name), "--name", name, db=db)
         assert r.code == 0, r.stderr

@@ -72,18 +72,23 @@ def test_diff_catches_a_last_digit_beyond_tolerance() -> None:
     assert _diff({"x": 1}, {"x": 1, "y": 2}) != [] and _diff({"x": 1, "new": 0}, {"x": 1}) == []
 
 
-@pytest.fixture(scope="module")
-def bulk(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    folder = tmp_path_factory.mktemp("figures")
-    urls = {"bulk-pointwise": f"sqlite:///{folder / 'p.db'}", "bulk-pairwise": f"sqlite:///{folder / 'w.db'}"}
-    bulk_db(urls["bulk-pointwise"], 10_000, judges=5, humans=3)
-    bulk_db(urls["bulk-pairwise"], 10_000, judges=3, pairwise=True)
-    return urls
+BULK: dict[str, dict[str, Any]] = {
+    "bulk-pointwise": {"judges": 5, "humans": 3},
+    "bulk-pairwise": {"judges": 3, "pairwise": True},
+}
+
+
+def _bulk_copy(folder: Path, which: str) -> str:
+    """A copy of the bulk campaign `which`, built once per test run whichever xdist worker asks
+    first (a module fixture built both campaigns on every worker that ran one of these tests)."""
+    url = f"sqlite:///{folder / 'bulk.db'}"
+    bulk_db(url, 10_000, **BULK[which])
+    return url
 
 
 @pytest.mark.parametrize("which", ["bulk-pointwise", "bulk-pairwise"])
-def test_bulk_report_figures_unchanged(which: str, bulk: dict[str, str], golden: dict[str, Any]) -> None:
-    eng = make_engine(bulk[which])
+def test_bulk_report_figures_unchanged(which: str, tmp_path: Path, golden: dict[str, Any]) -> None:
+    eng = make_engine(_bulk_copy(tmp_path, which))
     try:
         new = _as_json(campaign_report(eng, "bench", n_boot=200, seed=0, cases=200))
     finally:
@@ -97,17 +102,15 @@ def test_bulk_report_figures_unchanged_on_postgres(pairwise: bool, golden: dict[
     """The same figures when the verdicts stream through PostgreSQL's server-side cursor."""
     from tests.conftest import fresh_pg_database
 
+    which = "bulk-pairwise" if pairwise else "bulk-pointwise"
     with fresh_pg_database() as url:
-        if pairwise:
-            bulk_db(url, 10_000, judges=3, pairwise=True)
-        else:
-            bulk_db(url, 10_000, judges=5, humans=3)
+        bulk_db(url, 10_000, **BULK[which])  # a copy of the run's template of it
         eng = make_engine(url)
         try:
             new = _as_json(campaign_report(eng, "bench", n_boot=200, seed=0, cases=200))
         finally:
             eng.dispose()
-    assert _diff(new, golden["bulk-pairwise" if pairwise else "bulk-pointwise"]["bench"]) == []
+    assert _diff(new, golden[which]["bench"]) == []
 
 
 @pytest.mark.parametrize("campaign", [PAIRWISE, POINTWISE])
@@ -137,10 +140,10 @@ def test_demo_report_figures_unchanged(campaign: str, demo_url: str, golden: dic
     assert _diff(new, golden["demo"][campaign]) == []
 
 
-def test_page_says_how_many_disagreeing_units_it_leaves_out(bulk: dict[str, str], tmp_path: Path) -> None:
+def test_page_says_how_many_disagreeing_units_it_leaves_out(tmp_path: Path) -> None:
     from judgepanel.report.render import write_report
 
-    eng = make_engine(bulk["bulk-pointwise"])
+    eng = make_engine(_bulk_copy(tmp_path, "bulk-pointwise"))
     try:
         every = campaign_report(eng, "bench", n_boot=20, cases=100_000)
         few = campaign_report(eng, "bench", n_boot=20, cases=10)

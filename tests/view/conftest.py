@@ -76,9 +76,19 @@ class Viewer(ServedCli):
         super().__init__(db, "view", "--port", "0", *args)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def demo_viewer(demo_url: str) -> Iterator[Viewer]:
+    """One viewer of the read-only demo database per run and xdist worker (a `judgepanel view`
+    start-up is about 1.2 s of CPU); it logs no requests, so its unread stderr cannot fill."""
     v = Viewer(demo_url)
+    yield v
+    v.stop()
+
+
+@pytest.fixture(scope="session")
+def xss_viewer(xss_url: str) -> Iterator[Viewer]:
+    """One viewer of the read-only hostile-text database per run and xdist worker."""
+    v = Viewer(xss_url)
     yield v
     v.stop()
 

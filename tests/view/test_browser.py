@@ -181,22 +181,18 @@ def test_the_campaigns_page_follows_a_run_live(tmp_path: Path, driver: Any) -> N
             viewer.stop()
 
 
-def test_hostile_stored_text_runs_nothing_on_any_page(xss_url: str, driver: Any) -> None:
-    viewer = Viewer(xss_url)
-    try:
-        for path in pages(xss_url):
-            driver.get(viewer.url + path)
-            driver.execute_script(xss.OPEN_DETAILS_JS)
-            time.sleep(0.2)
-            probe = driver.execute_script(xss.PROBE_JS)
-            assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, (path, probe)
-            assert probe["inline_scripts"] == 0, path
-        # the payload is there, as text
-        case = next(p for p in pages(xss_url) if "/cases/" in p)
-        driver.get(viewer.url + case)
-        assert "<script>window.__xss=1</script>" in driver.find_element(By.TAG_NAME, "main").text
-    finally:
-        viewer.stop()
+def test_hostile_stored_text_runs_nothing_on_any_page(xss_url: str, xss_viewer: Viewer, driver: Any) -> None:
+    for path in pages(xss_url):
+        driver.get(xss_viewer.url + path)
+        driver.execute_script(xss.OPEN_DETAILS_JS)
+        time.sleep(0.2)
+        probe = driver.execute_script(xss.PROBE_JS)
+        assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, (path, probe)
+        assert probe["inline_scripts"] == 0, path
+    # the payload is there, as text
+    case = next(p for p in pages(xss_url) if "/cases/" in p)
+    driver.get(xss_viewer.url + case)
+    assert "<script>window.__xss=1</script>" in driver.find_element(By.TAG_NAME, "main").text
 
 
 def test_hostile_stored_text_runs_nothing_in_the_report(xss_url: str, tmp_path: Path, driver: Any) -> None:
