@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from judgepanel.store.engine import make_engine
@@ -113,17 +113,18 @@ def _pg_admin_url() -> str:
 @contextmanager
 def fresh_pg_database() -> Iterator[str]:
     """Create an empty PostgreSQL database on the test server; drop it afterwards."""
+    from tests.helpers import admin_engine, copy_strategy
+
     admin = make_url(_pg_admin_url()).set(drivername="postgresql+psycopg")
     name = f"jp_{uuid.uuid4().hex[:12]}"
-    eng = create_engine(admin, isolation_level="AUTOCOMMIT")
-    with eng.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    eng = admin_engine(_pg_admin_url())  # the process's one admin engine (kept open)
+    with eng.connect() as conn:  # an empty copy of template1, as files (`copy_strategy`)
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"{copy_strategy(conn)}')
     try:
         yield admin.set(database=name).render_as_string(hide_password=False)
     finally:
         with eng.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        eng.dispose()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from sqlalchemy import inspect, text
 from judgepanel.store.engine import make_engine
 from judgepanel.store.migrate import upgrade
 from tests.conftest import fresh_pg_database
-from tests.helpers import migrate_db
+from tests.helpers import bulk_db, migrate_db
 from tests.runner.conftest import load_tiny, tiny_db
 
 
@@ -102,3 +102,38 @@ def test_the_shared_build_folder_is_this_runs_even_in_a_pytest_a_worker_started(
     assert shared_root(worker) == tmp_path / "pytest-9"
     monkeypatch.delenv("PYTEST_XDIST_WORKER")
     assert shared_root(worker) == tmp_path / "pytest-9" and shared_root(lone) == lone
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [{"n": 160, "judges": 2, "humans": 3}, {"n": 40, "judges": 2, "pairwise": True}],
+    ids=["pointwise", "pairwise"],
+)
+def test_bulk_db_is_what_benchmarks_bulk_build_makes(
+    db_url: str, tmp_path: Any, sizes: dict[str, Any]
+) -> None:
+    """`tests.helpers.bulk_db` (the report, find and judge-column tests' set-up) copies what
+    `benchmarks.bulk.build` makes on a fresh database, and counts what it stored."""
+    from benchmarks.bulk import build
+
+    n, kw = sizes["n"], {k: v for k, v in sizes.items() if k != "n"}
+    stored = bulk_db(db_url, n, **kw)
+    with _other(db_url, tmp_path) as by_hand:
+        assert build(by_hand, n, **kw) == stored
+        got, want = _contents(db_url), _contents(by_hand)
+    assert got == want
+    assert len(got["verdict"][1]) == stored > 0
+
+
+def test_copies_are_file_copies_where_the_server_has_the_strategy() -> None:
+    """PostgreSQL 15's default `WAL_LOG` copy writes the whole template to the WAL; the tests'
+    copies ask for `FILE_COPY` there and say nothing to older servers, which know no STRATEGY."""
+    from types import SimpleNamespace
+
+    from tests.helpers import copy_strategy
+
+    def on(version: tuple[int, ...] | None) -> str:
+        return copy_strategy(SimpleNamespace(dialect=SimpleNamespace(server_version_info=version)))
+
+    assert on((15, 4)) == on((16,)) == " STRATEGY FILE_COPY"
+    assert on((14, 11)) == on((9, 6, 24)) == on(None) == ""

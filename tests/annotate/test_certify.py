@@ -16,7 +16,7 @@ from judgepanel.annotate import certify
 from judgepanel.store import annotation as store
 from judgepanel.store.engine import make_engine
 from tests.annotate.conftest import as_judge_campaign, make_queue, member
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 N_ITEMS = 40
 
@@ -33,7 +33,7 @@ def _synthetic(url: str, tmp_path: Path) -> tuple[Engine, dict[str, int]]:
         for item, t in truth.items():
             w.writerow([item, "good", "judges", "q", t, "llm"])
             w.writerow([item, "wrong", "judges", "q", t % 3 + 1, "llm"])
-    assert cli("db", "upgrade", db=url).code == 0
+    migrate_db(url)
     r = cli("data", "import-labels", str(path), "--dataset", "syn", db=url)
     assert r.code == 0, r.stderr
     eng = make_engine(url)

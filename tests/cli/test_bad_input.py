@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, inspect, text
 import judgepanel.store.imports
 import judgepanel.store.queries
 from judgepanel.resources import sample_path
-from tests.helpers import CliResult, cli, migrate_db
+from tests.helpers import CliResult, cli, load_summeval_sample, migrate_db
 
 
 def _panel(folder: Path, n: int = 40) -> Path:
@@ -58,12 +58,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory, files: Path) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('baddb') / 'judgepanel.db'}"
+    load_summeval_sample(url, "se")  # db upgrade + import-summeval with its articles, copied
     steps = [
-        ["db", "upgrade"],
-        [
-            "data", "import-summeval", str(sample_path("summeval_sample.jsonl.gz")),
-            "--articles", str(sample_path("summeval_articles_sample.jsonl.gz")), "--name", "se",
-        ],
         ["data", "pairs", "se", "--name", "p", "--sample", "20"],
         ["data", "import-alttest", str(files / "panel"), "--name", "toy"],
         ["rubric", "add", "summeval"],
@@ -274,7 +270,7 @@ def test_database_downgraded_to_base_asks_for_db_upgrade(db_url: str) -> None:
 
 
 def test_database_from_a_newer_judgepanel(sqlite_url: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as conn:
         conn.execute("update alembic_version set version_num = 'ffff'")
     err = _one_line_error(cli("data", "list", db=sqlite_url))

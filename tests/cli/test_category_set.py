@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from irrCAC.raw import CAC
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 PANELS = {"wax": "None-of-the-above", "lgbteen": "Ignore"}  # panel -> a label only LLMs used
 
@@ -40,7 +40,7 @@ def _agreement(db: str, panel: str, *extra: str) -> dict[str, Any]:
 @pytest.mark.parametrize("panel", sorted(PANELS))
 def test_human_ac1_uses_the_humans_categories(panel: str, sqlite_url: str, shared_data: Path) -> None:
     folder = shared_data / "alttest" / panel
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     assert cli("data", "import-alttest", str(folder), "--name", panel, db=sqlite_url).code == 0
     humans = _humans(folder)
     used = sorted({str(v) for v in humans.stack().tolist()})

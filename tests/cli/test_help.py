@@ -13,8 +13,7 @@ import pytest
 import typer
 
 from judgepanel.cli.app import COMMANDS, load_command
-from judgepanel.resources import sample_path
-from tests.helpers import cli
+from tests.helpers import cli, load_summeval_sample
 
 # a dotted module path (`metrics.summary`, `judgepanel.store`) or a source file; judgepanel.db,
 # the default database file, is a name users do see
@@ -114,12 +113,8 @@ def test_train_is_the_one_name_and_split_a_hidden_alias(tmp_path: Any) -> None:
         # `--split-by` (heldout's split design, issue 30 §5) is another option, not the old alias
         assert "--train" in out and not re.search(r"--split(?![-\w])", out), command
     db = f"sqlite:///{tmp_path / 'j.db'}"
-    for argv in (
-        ["db", "upgrade"],
-        ["data", "import-summeval", str(sample_path("summeval_sample.jsonl.gz")), "--name", "se"],
-        ["data", "pairs", "se", "--name", "p", "--sample", "60"],
-    ):
-        assert cli(*argv, db=db).code == 0
+    load_summeval_sample(db, "se", articles=False)  # db upgrade + import-summeval, copied
+    assert cli("data", "pairs", "se", "--name", "p", "--sample", "60", db=db).code == 0
     base = ["metrics", "summary", "--pairs", "p", "--json"]
     by_train = cli(*base, "--train", "45", db=db).json()
     assert cli(*base, "--split", "45", db=db).json() == by_train  # scripts written for --split still run

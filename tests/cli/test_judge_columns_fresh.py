@@ -20,10 +20,10 @@ import numpy as np
 from sqlalchemy import select
 
 from benchmarks.bench_million import measure
-from benchmarks.bulk import build
 from judgepanel.protocol.pairs import as_label, combine_orders
 from judgepanel.store.engine import make_engine
 from judgepanel.store.models import Job, Judge, Verdict
+from tests.helpers import bulk_db
 
 
 def _cli(url: str, *args: str) -> dict[str, object]:
@@ -59,7 +59,7 @@ def _reference_alpha(url: str) -> float:
 
 
 def test_fresh_agreement_sees_campaign_judges(db_url: str) -> None:
-    stored = build(db_url, 240, judges=3, pairwise=True)
+    stored = bulk_db(db_url, 240, judges=3, pairwise=True)
     assert stored == 240
     got = _cli(
         db_url,
@@ -82,7 +82,7 @@ def test_fresh_agreement_sees_campaign_judges(db_url: str) -> None:
 
 def test_bench_measure_reports_own_peak(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    build(url, 40, judges=2, pairwise=True)
+    bulk_db(url, 40, judges=2, pairwise=True)
     wall, cpu, peak = measure(
         url, "export", "bench", "--format", "csv", "--out", str(tmp_path / "v.csv"), "--json"
     )

@@ -17,7 +17,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 from tests.metrics import summeval_pairs
 
 SUMMEVAL = "summeval/model_annotations.reconstructed.jsonl.gz"
@@ -240,7 +240,7 @@ def test_both_backends_small(db_url: str, shared_data: Path, tmp_path: Path) -> 
     raw = Raw(shared_data / SUMMEVAL, limit=32)  # two articles
     src = tmp_path / "two.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in raw.rows))
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     assert cli("data", "import-summeval", str(src), db=db_url).code == 0
     assert cli("data", "pairs", "summeval", "--name", "q", "--sample", "100", db=db_url).code == 0
     m = raw.pair_matrix(raw.pairs(sample=100), RATERS)

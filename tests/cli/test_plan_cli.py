@@ -83,7 +83,7 @@ def test_plan_overlap_says_no_overlap_certifies_a_judge_below_the_margin(sqlite_
 
 
 def test_plan_overlap_estimates_from_the_store(sqlite_url: str, tmp_path: Path) -> None:
-    cli("db", "upgrade", db=sqlite_url)
+    migrate_db(sqlite_url)
     folder = _panel(tmp_path)
     cli("data", "import-alttest", str(folder), "--name", "toy", db=sqlite_url)
     out = cli(
@@ -257,7 +257,7 @@ def test_allocate_is_reproducible_and_idempotent(loaded: str, tmp_path: Path) ->
     ],
 )
 def test_allocate_bad_input(sqlite_url: str, tmp_path: Path, extra: list[str], message: str) -> None:
-    cli("db", "upgrade", db=sqlite_url)
+    migrate_db(sqlite_url)
     cli("data", "import-alttest", str(_panel(tmp_path)), "--name", "toy", db=sqlite_url)
     args = ["plan", "allocate", "--dataset", "toy", "--out", str(tmp_path / "o"), "--name", "n"]
     if "--coverage" not in extra:

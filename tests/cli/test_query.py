@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 
 @pytest.fixture
 def db(db_url: str, tmp_path: Path) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     f = tmp_path / "l.csv"
     f.write_text("item_id,annotator,group,dimension,value\nq1,a,g,d,1\nq2,a,g,d,2\nq3,b,g,d,x\n")
     assert cli("data", "import-labels", str(f), "--dataset", "qa", db=db_url).code == 0

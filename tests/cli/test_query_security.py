@@ -18,14 +18,14 @@ from sqlalchemy.engine import make_url
 
 from judgepanel.errors import BadInput
 from judgepanel.store.readonly import READER_ROLE, run_read_only
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def db(db_url: str) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     return db_url
 
 
@@ -55,13 +55,13 @@ def _one_line_refusal(r: object) -> str:
     ],
 )
 def test_sqlite_refuses_what_reading_does_not_need(sqlite_url: str, sql: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     stderr = _one_line_refusal(cli("query", sql, db=sqlite_url))
     assert "not allowed" in stderr
 
 
 def test_sqlite_reading_still_works(sqlite_url: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     for sql, expected in [
         ("select sum(value) as s from json_each('[1,2,3]')", {"s": 6}),
         (
@@ -178,7 +178,7 @@ def _fds(pid: int) -> list[str]:
 
 @pytest.fixture
 def pg_db(pg_url: str) -> str:
-    assert cli("db", "upgrade", db=pg_url).code == 0
+    migrate_db(pg_url)
     assert cli("db", "upgrade", db=pg_url).code == 0  # idempotent: the role exists the second time
     return pg_url
 

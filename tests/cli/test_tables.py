@@ -17,8 +17,7 @@ import pytest
 from rich.console import Console
 
 from judgepanel.cli import render
-from judgepanel.resources import sample_path
-from tests.helpers import cli
+from tests.helpers import cli, load_summeval_sample
 
 LONG = "openai:gpt-4o-mini?temperature=0&max_tokens=512&base_url=http://127.0.0.1:8000/v1"
 
@@ -83,9 +82,8 @@ def test_numbers_stay_whole_and_names_get_a_legend(monkeypatch: pytest.MonkeyPat
 @pytest.fixture(scope="module")
 def bias_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('tables') / 'judgepanel.db'}"
+    load_summeval_sample(url, "se", articles=False)  # db upgrade + import-summeval, copied
     steps = [
-        ["db", "upgrade"],
-        ["data", "import-summeval", str(sample_path("summeval_sample.jsonl.gz")), "--name", "se"],
         ["data", "pairs", "se", "--name", "p", "--sample", "40"],
         ["campaign", "create", "c", "--dataset", "se", "--pairs", "p", "--protocol", "pairwise",
          "--judge", "sim:judge-with-a-long-name?position_bias=0.9", "--judge", "sim:b?position_bias=0"],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 # what must never reach a terminal from stored text: C0 (but tab and newline), DEL, C1, bidi controls
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -19,7 +19,7 @@ HOSTILE = ["a\x1b]0;pwned\x07", "b\x1b[2J[/]x", "c\u202eevil", "d\x9b31m"]
 
 @pytest.fixture
 def db(db_url: str, tmp_path: Path) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     f = tmp_path / "l.csv"
     rows = ["item_id,annotator,group,dimension,value"]
     for i in range(8):
@@ -87,7 +87,7 @@ def test_max_bytes_bounds_the_result(db: str) -> None:
 
 
 def test_a_huge_blob_is_refused_before_it_is_built(sqlite_url: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     # refused by SQLite's length limit before it allocates (before: 2 GB, then MemoryError)
     r = cli("query", "select randomblob(400000000)", db=sqlite_url)
     assert r.code == 2 and "more than 100,000,000 bytes" in r.stderr, r.stderr

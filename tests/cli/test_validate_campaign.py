@@ -24,13 +24,12 @@ from judgepanel.providers.spec import derive_judge_names, parse_spec
 from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner import campaign as api
 from judgepanel.runner.options import RunOptions
-from judgepanel.store import migrate
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed
 from judgepanel.store.models import Annotator, Dataset, Item, Job, Judge, Label, Pair, PairLabel, Verdict
 from judgepanel.store.queries import create_pair_set
 from judgepanel.store.rubrics import add_rubric
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 from tests.runner.conftest import DATASET, PAIRS, make_items
 
 DIM = "consistency"
@@ -56,8 +55,8 @@ SWAP = {"A": "B", "B": "A", "T": "T"}
 def db(module_db_url: str) -> Iterator[tuple[str, Engine]]:
     """48 items with four humans' 1–5 scores, their 120 within-group pairs, a pointwise campaign
     under two conditions and a pairwise one, all run with simulated judges."""
+    migrate_db(module_db_url)
     engine = make_engine(module_db_url)
-    migrate.upgrade(engine)
     items = make_items(8, 6)
     rng = random.Random(5)
     labels = []

@@ -72,7 +72,7 @@ def test_real_mtbench_panel_imports_and_reimport_is_a_no_op(migrated: str, share
 
 
 def test_labels_kept_as_given_and_gzip_equals_plain(tmp_path: Path, sqlite_url: str) -> None:
-    cli("db", "upgrade", db=sqlite_url)
+    migrate_db(sqlite_url)
     plain = _panel(tmp_path / "plain", HUMANS, LLMS)
     packed = _panel(tmp_path / "packed", HUMANS, LLMS, gz=True)
     a = cli("data", "import-alttest", str(plain), "--name", "p", "--json", db=sqlite_url).json()
@@ -112,7 +112,7 @@ def test_bad_panel_names_file_and_field_and_changes_nothing(
     tmp_path: Path, sqlite_url: str, humans: Any, llms: Any, raw: bytes | None, where: str
 ) -> None:
     # parsing fails before anything is written, so one backend is enough here (see the next test)
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     _bad_import_changes_nothing(tmp_path, sqlite_url, humans, llms, raw, where)
 
 
@@ -137,7 +137,7 @@ def _bad_import_changes_nothing(
 
 
 def test_missing_folder_or_file(tmp_path: Path, sqlite_url: str) -> None:
-    cli("db", "upgrade", db=sqlite_url)
+    migrate_db(sqlite_url)
     r = cli("data", "import-alttest", str(tmp_path / "nope"), "--name", "x", db=sqlite_url)
     assert r.code == 2 and "not a folder" in r.stderr
     only_humans = tmp_path / "half"

@@ -10,16 +10,12 @@ from typing import Any
 import pytest
 
 from judgepanel import api
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 
 @pytest.fixture(scope="module")
 def mtbench(module_db_url: str, shared_data: Path) -> str:
-    eng = make_engine(module_db_url)
-    upgrade(eng)
-    eng.dispose()
+    migrate_db(module_db_url)
     r = cli(
         "data",
         "import-mtbench",

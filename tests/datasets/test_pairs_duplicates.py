@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CliResult, cli
+from tests.helpers import CliResult, cli, migrate_db
 
 SUMMEVAL = "summeval/model_annotations.reconstructed.jsonl.gz"
 DIMS = ("coherence", "consistency", "fluency", "relevance")
@@ -21,7 +21,7 @@ DIMS = ("coherence", "consistency", "fluency", "relevance")
 @pytest.fixture(scope="module")
 def summeval_db(module_db_url: str, shared_data: Path) -> str:
     """One full SummEval import per backend; every test below uses its own pair-set names."""
-    assert cli("db", "upgrade", db=module_db_url).code == 0
+    migrate_db(module_db_url)
     assert cli("data", "import-summeval", str(shared_data / SUMMEVAL), db=module_db_url).code == 0
     return module_db_url
 

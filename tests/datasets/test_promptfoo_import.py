@@ -19,7 +19,7 @@ import pytest
 from tests.datasets.promptfoo_runs import FIXTURE, KEY, VERSION, promptfoo_command, run, write_config
 from tests.datasets.test_hostile_imports import dump
 from tests.datasets.test_inspect_import import _rows
-from tests.helpers import cli, load_summeval_sample
+from tests.helpers import cli, load_summeval_sample, migrate_db
 
 STORED = """
 select i.external_id, j.repeat, j.dimension, j.status, v.value_presented, v.score, v.rationale, c.spec, jd.name
@@ -116,7 +116,7 @@ def test_no_key_reaches_the_database(imported: str) -> None:
 
 
 def test_without_an_id_var_repeats_still_meet(db_url: str) -> None:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     out = cli(
         "data", "import-promptfoo", str(FIXTURE), "--name", "anon", "--id-var", "nope", "--json", db=db_url
     ).json()
@@ -147,7 +147,7 @@ def test_the_real_cli_against_the_fake_server(tmp_path: Path, sqlite_url: str) -
         done = run(command, write_config(tmp_path, fake.url, n=3), out, tmp_path / "home")
     assert out.exists(), done.stderr[-2000:]
     assert json.loads(out.read_text())["metadata"]["promptfooVersion"]
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     r = cli("data", "import-promptfoo", str(out), "--name", "live", "--json", db=sqlite_url).json()
     assert r["counts"]["samples"] == 6  # 3 tests × 2 repeats
     assert _stored(sqlite_url, "live") == _expected(out)

@@ -87,7 +87,7 @@ def test_plain_and_gzip_give_the_same_labels(tmp_path: Path, shared_data: Path, 
     rows = _rows(shared_data, 32)
     plain = _write_rows(tmp_path / "a.jsonl", rows)
     gz = _write_rows(tmp_path / "b.jsonl.gz", rows, gz=True)
-    cli("db", "upgrade", db=sqlite_url)
+    migrate_db(sqlite_url)
     a = cli("data", "import-summeval", str(plain), "--name", "p", "--json", db=sqlite_url).json()
     b = cli("data", "import-summeval", str(gz), "--name", "g", "--json", db=sqlite_url).json()
     assert a["labels_added"] == b["labels_added"] > 0

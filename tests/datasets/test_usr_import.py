@@ -149,7 +149,7 @@ def _line_of(path: Path, needle: str) -> int:
 def test_bad_record_names_file_line_and_field_and_changes_nothing(
     tmp_path: Path, sqlite_url: str, mutate: Any, field: str, anchor: str | None
 ) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     good = _write(tmp_path / "good.json", CONTEXTS)
     assert cli("data", "import-usr", str(good), "--name", "keep", db=sqlite_url).code == 0
     before = _snapshot(sqlite_url)
@@ -177,7 +177,7 @@ def test_bad_record_names_file_line_and_field_and_changes_nothing(
     ],
 )
 def test_broken_json_names_the_line(tmp_path: Path, sqlite_url: str, raw: str, where: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     bad = tmp_path / "bad.json"
     bad.write_text(raw)
     r = cli("data", "import-usr", str(bad), db=sqlite_url)
@@ -202,7 +202,7 @@ def test_bad_file_changes_nothing_on_each_backend(tmp_path: Path, migrated: str)
 
 
 def test_missing_file(tmp_path: Path, sqlite_url: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     r = cli("data", "import-usr", str(tmp_path / "nope.json"), db=sqlite_url)
     assert r.code == 2 and "no such file" in r.stderr
     r = cli("data", "import-usr", str(tmp_path), db=sqlite_url)

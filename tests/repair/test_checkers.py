@@ -20,7 +20,7 @@ from judgepanel.runner import RunOptions, create, run
 from judgepanel.simjudge import simulate
 from judgepanel.store.models import Campaign, Clause, ClauseVerdict, Job, Request, Verdict
 from judgepanel.store.repair import item_texts
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 from tests.repair.conftest import PANEL_SIM, prepare_db
 
 # ---------------------------------------------------------------- the checkers
@@ -266,7 +266,7 @@ def _format_items(path: Path, n: int = 60) -> Path:
 
 
 def _format_iteration(db: str, name: str = "k1") -> dict[str, Any]:
-    assert cli("db", "upgrade", db=db).code == 0
+    migrate_db(db)
     items = _format_items(Path(tempfile.mkdtemp()) / "fmt.jsonl")
     assert cli("data", "import-items", str(items), "--dataset", "se", db=db).code == 0
     assert cli("rubric", "add", "summeval_format", db=db).code == 0

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from matplotlib import cbook
 
-from benchmarks.bulk import build
 from judgepanel.report.plots import box_stats, kappa_heatmap, latency_plot
 from tests.conftest import REPO
+from tests.helpers import bulk_db
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -61,7 +61,7 @@ def test_kappa_heatmap_cells_values_and_escaping() -> None:
 
 def test_pointwise_report_does_not_import_matplotlib(tmp_path: object) -> None:
     url = f"sqlite:///{tmp_path}/b.db"
-    build(url, 2_000, judges=2, humans=2)
+    bulk_db(url, 2_000, judges=2, humans=2)
     code = (
         "import sys\n"
         "from judgepanel.report.render import write_report\n"

@@ -26,12 +26,11 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from benchmarks.bulk import build
 from judgepanel.demo import PAIRWISE, POINTWISE
 from judgepanel.report.build import campaign_report
 from judgepanel.store.engine import make_engine
 from judgepanel.store.report import LATENCY_SAMPLE
-from tests.helpers import from_built, migrate_db
+from tests.helpers import bulk_db
 
 GOLDEN = Path(__file__).with_name("data") / "report_figures.json.gz"
 REL = 1e-9
@@ -79,18 +78,11 @@ BULK: dict[str, dict[str, Any]] = {
 }
 
 
-def _build_bulk(url: str, which: str) -> None:
-    """`benchmarks.bulk.build` on a copy of the run's migrated database (its own `upgrade` then
-    finds the schema at head)."""
-    migrate_db(url)
-    build(url, 10_000, **BULK[which])
-
-
 def _bulk_copy(folder: Path, which: str) -> str:
     """A copy of the bulk campaign `which`, built once per test run whichever xdist worker asks
     first (a module fixture built both campaigns on every worker that ran one of these tests)."""
     url = f"sqlite:///{folder / 'bulk.db'}"
-    from_built(url, f"report-figures-{which}-10000", lambda u: _build_bulk(u, which))
+    bulk_db(url, 10_000, **BULK[which])
     return url
 
 
@@ -112,7 +104,7 @@ def test_bulk_report_figures_unchanged_on_postgres(pairwise: bool, golden: dict[
 
     which = "bulk-pairwise" if pairwise else "bulk-pointwise"
     with fresh_pg_database() as url:
-        _build_bulk(url, which)
+        bulk_db(url, 10_000, **BULK[which])  # a copy of the run's template of it
         eng = make_engine(url)
         try:
             new = _as_json(campaign_report(eng, "bench", n_boot=200, seed=0, cases=200))
@@ -172,7 +164,7 @@ def test_campaign_without_accepted_verdicts(pairwise: bool, tmp_path: Path) -> N
     """Empty arrays all the way through: no judge column, no case, bias over no pair; the humans'
     agreement is still reported (pointwise)."""
     url = f"sqlite:///{tmp_path / 'e.db'}"
-    build(url, 400, judges=2, humans=3, pairwise=pairwise)
+    bulk_db(url, 400, judges=2, humans=3, pairwise=pairwise)
     eng = make_engine(url)
     try:
         with eng.begin() as conn:

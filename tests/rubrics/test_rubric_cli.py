@@ -7,11 +7,11 @@ from pathlib import Path
 import yaml
 
 from judgepanel.rubrics import bundled_rubric, bundled_rubrics
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 
 def test_add_list_show(tmp_path: Path, sqlite_url: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     src = bundled_rubrics()["summeval"]
 
     added = cli("rubric", "add", str(src), "--json", db=sqlite_url).json()
@@ -52,7 +52,7 @@ def test_add_list_show(tmp_path: Path, sqlite_url: str) -> None:
 
 
 def test_bundled_name_and_name_option(sqlite_url: str) -> None:
-    cli("db", "upgrade", db=sqlite_url)
+    migrate_db(sqlite_url)
     out = cli("rubric", "add", "helpfulness", "--name", "mtbench-help", "--json", db=sqlite_url).json()
     assert (out["name"], out["version"], out["dimensions"]) == ("mtbench-help", 1, ["helpfulness"])
     table = cli("rubric", "list", db=sqlite_url)
@@ -60,7 +60,7 @@ def test_bundled_name_and_name_option(sqlite_url: str) -> None:
 
 
 def test_user_mistakes_exit_2_with_one_line(tmp_path: Path, sqlite_url: str) -> None:
-    cli("db", "upgrade", db=sqlite_url)
+    migrate_db(sqlite_url)
     missing = cli("rubric", "add", str(tmp_path / "nope.yaml"), db=sqlite_url)
     assert missing.code == 2 and "no such rubric file" in missing.stderr and "Traceback" not in missing.stderr
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import yaml
 
 from judgepanel.rubrics import bundled_rubrics
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 
 def test_diff_changed_added_removed(tmp_path: Path, sqlite_url: str) -> None:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     src = bundled_rubrics()["summeval"]
     assert cli("rubric", "add", str(src), db=sqlite_url).code == 0
     body = yaml.safe_load(src.read_text())

@@ -17,11 +17,9 @@ from judgepanel.providers.base import ChatRequest, ChatResult
 from judgepanel.runner import campaign as api
 from judgepanel.runner.options import RunOptions
 from judgepanel.store import campaigns as store
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Item, Job, Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, ScriptedProvider, create_argv, load_tiny, reply, tiny_db
+from tests.runner.conftest import DATASET, ScriptedProvider, create_argv, reply, tiny_db
 
 CAP = "256k"
 PRICES = "price_in=20&price_out=200"
@@ -203,10 +201,8 @@ def test_a_reply_the_database_refuses_is_one_failed_attempt_not_the_lost_batch(d
     10**40, which `providers.replies` does not bound: providers take it from the HTTP layer) is
     stored as one failed attempt without the reply; the batch's other replies are stored. Before,
     the whole batch raised: exit 1 and nothing stored, so every re-run paid again."""
-    eng = make_engine(db_url)
+    eng = tiny_db(db_url, n_groups=1, per_group=4)
     try:
-        upgrade(eng)
-        load_tiny(eng, n_groups=1, per_group=4)
         api.create(eng, "bad", dataset=DATASET, protocol="pointwise", judges=["sim:x"], limit=4)
         with eng.connect() as conn:
             job, output = conn.execute(

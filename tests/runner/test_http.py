@@ -14,11 +14,9 @@ from judgepanel.runner import campaign as api
 from judgepanel.runner.bias import campaign_bias
 from judgepanel.runner.options import RetryPolicy, RunOptions
 from judgepanel.store import campaigns as store
-from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Item, Job, Request, Response, Verdict
 from tests.helpers import cli
-from tests.runner.conftest import DATASET, PAIRS, create_argv, load_tiny, tiny_db
+from tests.runner.conftest import DATASET, PAIRS, create_argv, tiny_db
 
 FAST = RetryPolicy(max_attempts=4, initial_wait=0.01, max_wait=0.05, jitter=0.01)
 
@@ -247,9 +245,7 @@ def test_injection_inside_an_item_cannot_change_the_verdict(
 def test_two_thousand_calls_with_faults_end_with_nothing_missing(
     sqlite_url: str, fake: FakeServerProcess, keys_env: dict[str, str]
 ) -> None:
-    eng = make_engine(sqlite_url)
-    upgrade(eng)
-    load_tiny(eng, n_groups=25, per_group=10)  # 250 items
+    eng = tiny_db(sqlite_url, n_groups=25, per_group=10)  # 250 items
     faults = "429@0.04,500@0.03,503@0.02,529@0.02,truncated@0.01,401@0.005,parse_error_rate=0.01"
     judges = [f"openai:big!{faults}?base_url={fake.url}/v1", f"anthropic:big!{faults}?base_url={fake.url}"]
     info = api.create(eng, "big", dataset=DATASET, protocol="pointwise", judges=judges, repeats=4)

@@ -15,7 +15,7 @@ from judgepanel.fake.server import FakeServerProcess
 from judgepanel.protocol.logprobs import NO_LOGPROBS
 from judgepanel.runner.logprob_scores import NOT_REQUESTED, campaign_logprob_scores
 from judgepanel.store.engine import make_engine
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 from tests.runner.conftest import create_argv, tiny_db
 
 
@@ -139,12 +139,11 @@ def test_the_stored_replies_are_read_again_as_the_run_read_them(
     from judgepanel.runner import campaign as api
     from judgepanel.runner.options import RunOptions
     from judgepanel.store.imports import import_parsed
-    from judgepanel.store.migrate import upgrade
     from judgepanel.store.models import Verdict
     from tests.runner.conftest import ScriptedProvider, reply
 
+    migrate_db(sqlite_url)
     eng = make_engine(sqlite_url)
-    upgrade(eng)
     conv = [
         {"role": "user", "content": "What is 17 * 3?"},
         {"role": "assistant", "content": PLANTED},

@@ -21,12 +21,11 @@ from judgepanel.providers.spec import parse_spec
 from judgepanel.rubrics import bundled_rubric
 from judgepanel.runner import campaign as api
 from judgepanel.runner.options import RunOptions
-from judgepanel.store import migrate
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed
 from judgepanel.store.models import Item, Job, Verdict
 from judgepanel.store.rubrics import add_rubric
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 from tests.runner.conftest import DATASET, FAKE_KEYS
 
 DIM = "consistency"
@@ -55,8 +54,8 @@ def _items() -> list[ItemRecord]:
 
 @pytest.fixture(scope="module")
 def db(sqlite_url_module: str, fake: FakeServerProcess) -> Iterator[tuple[str, Engine, str]]:
+    migrate_db(sqlite_url_module)
     engine = make_engine(sqlite_url_module)
-    migrate.upgrade(engine)
     items = _items()
     rng = random.Random(5)
     labels = []

@@ -22,9 +22,8 @@ from judgepanel.runner.logprob_scores import campaign_logprob_scores, withheld_b
 from judgepanel.runner.options import RunOptions
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Verdict
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 from tests.runner.conftest import FAKE_KEYS, ScriptedProvider, make_items, reply
 
 JUDGE = "openai:lp?base_url=http://127.0.0.1:9/v1&scoring=logprobs"
@@ -71,8 +70,8 @@ def _script(request: ChatRequest, n: int) -> ChatResult:
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Engine, int]]:
     url = f"sqlite:///{tmp_path_factory.mktemp('withheld') / 'w.db'}"
+    migrate_db(url)
     engine = make_engine(url)
-    upgrade(engine)
     items = make_items(3, 4)
     labels = [
         LabelRecord(it.external_id, h, "overall", float(1 + (k + i) % 5), str(1 + (k + i) % 5))

@@ -9,9 +9,8 @@ import pytest
 from sqlalchemy import Engine, select
 
 from judgepanel.store.engine import make_engine
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Item, Request
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 TURNS = [
     {"role": "user", "content": "Name a prime number."},
@@ -30,8 +29,8 @@ ROWS = [
 
 @pytest.fixture
 def db(sqlite_url: str, tmp_path: Path) -> tuple[str, Engine, Path]:
+    migrate_db(sqlite_url)
     eng = make_engine(sqlite_url)
-    upgrade(eng)
     path = tmp_path / "items.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
     return sqlite_url, eng, path
@@ -99,8 +98,8 @@ def test_real_mtbench_turn_two_pairs_run_with_the_classic_pairwise_template(
 ) -> None:
     """MT-Bench turn-2 answers follow each model's own first answer, so the two items of a pair
     have different conversations: the classic template shows each beside its candidate."""
+    migrate_db(sqlite_url)
     eng = make_engine(sqlite_url)
-    upgrade(eng)
     assert cli("data", "import-mtbench", str(shared_data / "mtbench"), "--json", db=sqlite_url).code == 0
     made = cli(
         "campaign",

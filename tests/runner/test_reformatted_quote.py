@@ -14,10 +14,9 @@ from judgepanel.datasets.records import ItemRecord, ParsedDataset
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Verdict
 from judgepanel.store.queries import create_pair_set
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 from tests.runner.conftest import create_argv
 
 TAIL = (
@@ -35,8 +34,8 @@ FORMS: dict[str, Callable[[str], str]] = {
 
 @pytest.fixture
 def db(sqlite_url: str) -> tuple[str, Engine]:
+    migrate_db(sqlite_url)
     eng = make_engine(sqlite_url)
-    upgrade(eng)
     items = [
         ItemRecord(
             external_id=f"s{k}",

@@ -16,10 +16,9 @@ from judgepanel.datasets.records import ItemRecord, ParsedDataset
 from judgepanel.fake.server import FakeServerProcess
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import Campaign, Item, Job, Pair, Request
 from judgepanel.store.queries import create_pair_set
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 GOLDEN = Path(__file__).parent / "golden"
 QUESTIONS = {
@@ -56,8 +55,8 @@ def items() -> list[ItemRecord]:
 
 @pytest.fixture
 def db(db_url: str) -> Iterator[tuple[str, Engine]]:
+    migrate_db(db_url)
     eng = make_engine(db_url)
-    upgrade(eng)
     parsed = ParsedDataset(kind="items", source_hash="conv-1", items=items(), annotators=[], labels=[])
     import_parsed(eng, "conv", parsed)
     create_pair_set(eng, "conv", "conv-pairs", seed=1)
@@ -286,9 +285,9 @@ def _mtbench_folder(root: Path) -> Path:
 def test_mtbench_items_judged_at_a_turn_show_each_answer_once_and_the_reference_of_that_turn(
     db_url: str, fake: FakeServerProcess, keys_env: dict[str, str], tmp_path: Path
 ) -> None:
+    migrate_db(db_url)
     eng = make_engine(db_url)
     try:
-        upgrade(eng)
         assert cli("data", "import-mtbench", str(_mtbench_folder(tmp_path)), db=db_url).code == 0
         for turn in ("1", "2"):
             made = cli(

@@ -25,17 +25,16 @@ from judgepanel.runner import campaign as api
 from judgepanel.store import ratebucket
 from judgepanel.store.engine import make_engine
 from judgepanel.store.imports import import_parsed
-from judgepanel.store.migrate import upgrade
 from judgepanel.store.models import utcnow
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 from tests.runner.conftest import DATASET, FAKE_KEYS, make_items
 
 LEASE_S = 6.0  # long enough that a loaded machine still renews in time (heartbeat every 2 s)
 
 
 def _campaign(url: str, judge: str, *, groups: int, per_group: int, repeats: int, name: str = "w") -> int:
+    migrate_db(url)
     eng = make_engine(url)
-    upgrade(eng)
     parsed = ParsedDataset(
         kind="items",
         source_hash=f"w-{groups}-{per_group}",
@@ -260,9 +259,7 @@ def test_shared_bucket_take_is_atomic_and_refills(engine: Engine) -> None:
 def test_second_worker_on_sqlite_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "one.db"
     url = f"sqlite:///{db}"
-    eng = make_engine(url)
-    upgrade(eng)
-    eng.dispose()
+    migrate_db(url)
     first = start_worker(url, "--follow", "--poll-seconds", "0.1")
     try:
         lock = Path(f"{db}.worker-lock")

@@ -18,7 +18,7 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
 from judgepanel.datasets.usr import DIMENSIONS
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 JUDGE = "sim:judge-a?q_low=0.3&q_span=0.3"
 FACTS = [
@@ -60,7 +60,7 @@ def _usr_file(path: Path, seed: int = 3) -> Path:
 
 @pytest.fixture
 def study_db(db_url: str, tmp_path: Path) -> str:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     assert cli("data", "import-usr", str(_usr_file(tmp_path / "usr.json")), db=db_url).code == 0
     assert cli("rubric", "add", "usr", db=db_url).code == 0
     args = ["campaign", "create", "c1", "--dataset", "usr", "--protocol", "pointwise", "--rubric", "usr"]
@@ -229,7 +229,7 @@ def test_table_output_and_bad_input(study_db: str) -> None:
 
 
 def test_refuses_a_pairwise_campaign(db_url: str, tmp_path: Path) -> None:
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     assert cli("data", "import-usr", str(_usr_file(tmp_path / "u.json")), db=db_url).code == 0
     assert cli("data", "pairs", "usr", "--name", "p", "--sample", "5", db=db_url).code == 0
     args = ["campaign", "create", "pw", "--dataset", "usr", "--pairs", "p", "--protocol", "pairwise"]
@@ -278,7 +278,7 @@ def test_one_dialogue_gives_no_interval_and_a_failed_job_is_counted(db_url: str,
     header, `skipped.jobs_failed`, and a warning naming the groups."""
     usr = json.loads(_usr_file(tmp_path / "all.json").read_text())[:1]  # one dialogue, 4 replies
     (tmp_path / "one.json").write_text(json.dumps(usr))
-    assert cli("db", "upgrade", db=db_url).code == 0
+    migrate_db(db_url)
     assert cli("data", "import-usr", str(tmp_path / "one.json"), db=db_url).code == 0
     args = [
         "campaign",

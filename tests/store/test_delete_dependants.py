@@ -14,12 +14,11 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, func, select
 
-from judgepanel.store.engine import make_engine
 from judgepanel.store.models import Alignment, Base, Campaign, RepairIteration
 from tests.align.conftest import prepare_db, run_args
 from tests.helpers import cli
 from tests.repair.conftest import run_args as repair_args
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 PANEL = ("sim:judge-a", "sim:judge-b")
 
@@ -120,9 +119,7 @@ def _on_a_terminal(url: str, *args: str, answer: bytes | None) -> tuple[int, str
 
 def test_a_terminal_is_asked_first(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ask.db'}"
-    assert cli("db", "upgrade", db=url).code == 0
-    eng = make_engine(url)
-    load_tiny(eng, n_groups=1, per_group=2)
+    eng = tiny_db(url, n_groups=1, per_group=2)
     eng.dispose()
     assert cli(*create_argv("c1", "sim:a"), db=url).code == 0
     before = _counts(url)

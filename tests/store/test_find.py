@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from benchmarks.bulk import build
 from judgepanel.errors import BadInput
 from judgepanel.store import migrate
 from judgepanel.store.engine import make_engine
 from judgepanel.store.find import VerdictSearch, search_mode, search_page, search_terms
+from tests.helpers import bulk_db
 
 # no word is a piece of another except as its start, so a substring (LIKE) and a word-prefix
 # (full-text) search find the same rows for these terms
@@ -26,7 +26,7 @@ TERMS = ("apple", "banana cherry", "dams", "fig", "hazel kiwi lemon", "zzz", "ju
 
 
 def _load(url: str) -> Engine:
-    build(url, 160, judges=2, humans=3)
+    bulk_db(url, 160, judges=2, humans=3)
     eng = make_engine(url)
     rng = random.Random(7)
     with eng.begin() as conn:

@@ -7,10 +7,9 @@ from __future__ import annotations
 from sqlalchemy import func, select, text
 
 from judgepanel.store import migrate
-from judgepanel.store.engine import make_engine
 from judgepanel.store.models import Request, Response
 from tests.helpers import cli
-from tests.runner.conftest import create_argv, load_tiny
+from tests.runner.conftest import create_argv, tiny_db
 
 
 def _counts(eng) -> tuple[int, int]:  # type: ignore[no-untyped-def]
@@ -21,9 +20,7 @@ def _counts(eng) -> tuple[int, int]:  # type: ignore[no-untyped-def]
 
 
 def test_no_schema_is_sql_null_and_old_json_nulls_are_migrated(db_url: str) -> None:
-    eng = make_engine(db_url)
-    migrate.upgrade(eng)
-    load_tiny(eng, n_groups=1, per_group=2)
+    eng = tiny_db(db_url, n_groups=1, per_group=2)
     judges = ["sim:free?structured=off", "sim:schema"]
     assert cli(*create_argv("nulls", *judges), db=db_url).code == 0
     assert cli("campaign", "run", "nulls", "--json", db=db_url).json()["done"] == 4

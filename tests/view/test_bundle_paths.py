@@ -12,12 +12,12 @@ import pytest
 from judgepanel.errors import BadInput
 from judgepanel.store.engine import make_engine
 from judgepanel.view import bundle
-from tests.helpers import cli
+from tests.helpers import cli, migrate_db
 
 
 @pytest.fixture
 def url(sqlite_url: str) -> str:
-    assert cli("db", "upgrade", db=sqlite_url).code == 0
+    migrate_db(sqlite_url)
     return sqlite_url
 
 
