@@ -113,13 +113,13 @@ def _pg_admin_url() -> str:
 @contextmanager
 def fresh_pg_database() -> Iterator[str]:
     """Create an empty PostgreSQL database on the test server; drop it afterwards."""
-    from tests.helpers import admin_engine, copy_strategy
+    from tests.helpers import admin_engine
 
     admin = make_url(_pg_admin_url()).set(drivername="postgresql+psycopg")
     name = f"jp_{uuid.uuid4().hex[:12]}"
     eng = admin_engine(_pg_admin_url())  # the process's one admin engine (kept open)
-    with eng.connect() as conn:  # an empty copy of template1, as files (`copy_strategy`)
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"{copy_strategy(conn)}')
+    with eng.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
     try:
         yield admin.set(database=name).render_as_string(hide_password=False)
     finally:

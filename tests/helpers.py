@@ -224,7 +224,7 @@ def pg_built_once(root: Path, db: str, name: str, build: Callable[[str], None]) 
             admin = admin_engine(db)
             try:
                 with admin.connect() as conn:
-                    conn.exec_driver_sql(f'CREATE DATABASE "{template}"{copy_strategy(conn)}')
+                    conn.exec_driver_sql(f'CREATE DATABASE "{template}"')
                 token.write_text(template)  # written first, so a failed build is dropped too
                 build(url.set(database=template).render_as_string(hide_password=False))
                 with admin.connect() as conn:  # a copy needs the template free of sessions
@@ -245,22 +245,13 @@ def pg_built_once(root: Path, db: str, name: str, build: Callable[[str], None]) 
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def copy_strategy(conn: Any) -> str:
-    """The clause `CREATE DATABASE` copies its template with on `conn`'s server. PostgreSQL 15 made
-    `WAL_LOG` the default, which writes every page of the template to the write-ahead log;
-    `FILE_COPY`, the only way before 15, copies the files (a copy of the migrated schema 18 ms of
-    server CPU against 12 ms, in a loop: docs/speed.md). Older servers know no STRATEGY clause."""
-    version = conn.dialect.server_version_info or (0,)
-    return " STRATEGY FILE_COPY" if tuple(version) >= (15,) else ""
-
-
 def _recreate_from(db: str, template: str) -> None:
     from sqlalchemy.engine import make_url
 
     name = make_url(db).database
     with admin_engine(db).connect() as conn:
         conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"{copy_strategy(conn)}')
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
 
 
 def drop_pg_templates(root: Path, server: str) -> None:

@@ -123,17 +123,3 @@ def test_bulk_db_is_what_benchmarks_bulk_build_makes(
         got, want = _contents(db_url), _contents(by_hand)
     assert got == want
     assert len(got["verdict"][1]) == stored > 0
-
-
-def test_copies_are_file_copies_where_the_server_has_the_strategy() -> None:
-    """PostgreSQL 15's default `WAL_LOG` copy writes the whole template to the WAL; the tests'
-    copies ask for `FILE_COPY` there and say nothing to older servers, which know no STRATEGY."""
-    from types import SimpleNamespace
-
-    from tests.helpers import copy_strategy
-
-    def on(version: tuple[int, ...] | None) -> str:
-        return copy_strategy(SimpleNamespace(dialect=SimpleNamespace(server_version_info=version)))
-
-    assert on((15, 4)) == on((16,)) == " STRATEGY FILE_COPY"
-    assert on((14, 11)) == on((9, 6, 24)) == on(None) == ""
