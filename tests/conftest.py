@@ -216,9 +216,9 @@ def chromium(_chromium_session: object) -> object:
     return driver
 
 
-# The longest single tests, started first: under `pytest -n 2` a long test collected near the end
+# The longest single tests, started first: under `pytest -n 3` a long test collected near the end
 # (the tour is collected just before tests/view/) leaves one worker running it alone while the
-# other has nothing left to do. Whole modules move together, so module fixtures are built once.
+# others have nothing left to do. Whole modules move together, so module fixtures are built once.
 LONGEST_FIRST = ("tests/test_readme_tour.py",)
 
 
