@@ -112,16 +112,11 @@ class Price:
             return (self.cache_read or 0.0, self.cache_write or 0.0)
         return (self.cache_read, self.cache_write)
 
-    def batch_cost(
-        self,
-        input_tokens: int | None,
-        output_tokens: int | None,
-        cache_read_tokens: int | None = None,
-        cache_write_tokens: int | None = None,
-    ) -> float | None:
-        """The same call made through the provider's batch API (its discount applies to every
-        rate); None when the discount or a rate the call used is unknown, 0 for a free call."""
-        return self.batch(self.cost(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens))
+    def batch_cost(self, *tokens: int | None) -> float | None:
+        """`cost(*tokens)` for the same call made through the provider's batch API (its discount
+        applies to every rate); None when the discount or a rate the call used is unknown, 0 for a
+        free call."""
+        return self.batch(self.cost(*tokens))
 
     def batch(self, cost: float | None) -> float | None:
         """What `cost` comes to through the provider's batch API; None when the discount is unknown
