@@ -25,8 +25,9 @@ lint: install
 
 # PostgreSQL and Chromium installed (where it may: root or password-less sudo, Debian) and a
 # throwaway cluster started for the run (.ci/with-services); what is still missing is counted loudly.
-# Three test workers on two cores: the tests wait on processes, servers and browsers about a
-# quarter of the time, and a third worker fills it (docs/speed.md: 9 min 18 s against 11 min 6 s)
+# Three test workers on two cores: with two, the tests waited on processes, servers and browsers
+# for about a quarter of the time (docs/speed.md: two pairs of runs, 9 min 18 s against 11 min 6 s
+# and 11 min 30 s against 10 min 39 s; the gain is within this VM's noise)
 test: lint
 	.ci/with-services $(BIN)/pytest -n 3 --dist loadgroup
 
