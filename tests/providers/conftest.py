@@ -27,8 +27,14 @@ def fake_server() -> Iterator[FakeServer]:
 def fake(fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> FakeServer:
     """The server with its records cleared, and test keys (only) in the environment."""
     fake_server.reset()
+    only_test_keys(monkeypatch, "JUDGEPANEL_PRICES")
+    return fake_server
+
+
+def only_test_keys(monkeypatch: pytest.MonkeyPatch, *unset: str) -> None:
+    """The test keys as the providers' keys, and nothing else of theirs in the environment: their
+    base-URL and token variables cleared, and `unset` too."""
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "JUDGEPANEL_PRICES"):
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", *unset):
         monkeypatch.delenv(name, raising=False)
-    return fake_server

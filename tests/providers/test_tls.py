@@ -17,8 +17,8 @@ import pytest
 from judgepanel.errors import Transient
 from judgepanel.fake.server import FakeServer
 from judgepanel.providers import ChatRequest, Provider, make_provider, parse_spec
-from judgepanel.providers.sdk import shared_ssl_context
-from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
+from judgepanel.providers.sdk import CA_VARIABLES, shared_ssl_context
+from tests.providers.conftest import OPENAI_KEY, only_test_keys
 
 REQUEST = ChatRequest(messages=[{"role": "user", "content": "Is the sky blue? Answer A or B."}])
 
@@ -62,17 +62,8 @@ def https_server(certs: tuple[Path, Path]) -> Iterator[FakeServer]:
 @pytest.fixture
 def https(https_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> FakeServer:
     https_server.reset()
-    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    only_test_keys(monkeypatch, *CA_VARIABLES)
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", OPENAI_KEY)
-    for name in (
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_AUTH_TOKEN",
-        "SSL_CERT_FILE",
-        "SSL_CERT_DIR",
-    ):
-        monkeypatch.delenv(name, raising=False)
     assert https_server.url.startswith("https://127.0.0.1:")
     return https_server
 
