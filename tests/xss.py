@@ -6,6 +6,9 @@ fighting a modal dialog). Used by the report's and the viewer's browser tests.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 PAYLOADS = (
     "<script>window.__xss=1</script>",
     '<img src=x onerror="window.__xss=1">',
@@ -61,3 +64,16 @@ def assert_escaped(html: str) -> None:
         "<details open ontoggle",
     ):
         assert p not in html, p
+
+
+def assert_page_runs_nothing(driver: Any, url: str, *, inline_scripts: int, settle: float = 0.0) -> None:
+    """Load `url` in Chromium, open every `<details>`, wait `settle` seconds (for a page's own
+    script to fill it in), and check that no payload ran and that the page holds exactly
+    `inline_scripts` inline scripts (its own, allowed by their hash)."""
+    driver.get(url)
+    driver.execute_script(OPEN_DETAILS_JS)
+    if settle:
+        time.sleep(settle)
+    probe = driver.execute_script(PROBE_JS)
+    assert {k: probe[k] for k in CLEAN} == CLEAN, (url, probe)
+    assert probe["inline_scripts"] == inline_scripts, url

@@ -183,12 +183,7 @@ def test_the_campaigns_page_follows_a_run_live(tmp_path: Path, driver: Any) -> N
 
 def test_hostile_stored_text_runs_nothing_on_any_page(xss_url: str, xss_viewer: Viewer, driver: Any) -> None:
     for path in pages(xss_url):
-        driver.get(xss_viewer.url + path)
-        driver.execute_script(xss.OPEN_DETAILS_JS)
-        time.sleep(0.2)
-        probe = driver.execute_script(xss.PROBE_JS)
-        assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, (path, probe)
-        assert probe["inline_scripts"] == 0, path
+        xss.assert_page_runs_nothing(driver, xss_viewer.url + path, inline_scripts=0, settle=0.2)
     # the payload is there, as text
     case = next(p for p in pages(xss_url) if "/cases/" in p)
     driver.get(xss_viewer.url + case)

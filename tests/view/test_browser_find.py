@@ -6,7 +6,6 @@ every new page and in the bundle."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -164,12 +163,7 @@ def test_hostile_text_runs_nothing_on_the_new_pages(
         f"/compare?a={POINTWISE}&b={POINTWISE}",
         "/",
     ]:
-        driver.get(xss_viewer.url + path)
-        driver.execute_script(xss.OPEN_DETAILS_JS)
-        time.sleep(0.2)
-        probe = driver.execute_script(xss.PROBE_JS)
-        assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, (path, probe)
-        assert probe["inline_scripts"] == 0, path
+        xss.assert_page_runs_nothing(driver, xss_viewer.url + path, inline_scripts=0, settle=0.2)
     driver.get(f"{xss_viewer.url}/campaigns/{c}/verdicts?q=xss")
     assert "<script>window.__xss=1</script>" in driver.find_element(By.TAG_NAME, "main").text
     folder = _bundle(xss_url, tmp_path / "xb")
@@ -184,9 +178,6 @@ def test_hostile_text_runs_nothing_on_the_new_pages(
         shown += sorted(campaign.glob("*.html"), key=lambda f: int(f.stem))[:3]
     assert set(shown) <= set(pages) and len(shown) >= 14, shown
     for page in shown:
-        driver.get(page.as_uri() + "#q=xss")
-        driver.execute_script(xss.OPEN_DETAILS_JS)
-        probe = driver.execute_script(xss.PROBE_JS)
-        assert {k: probe[k] for k in xss.CLEAN} == xss.CLEAN, (page, probe)
-        assert probe["inline_scripts"] == 1, page  # the bundle's own, allowed by its hash
+        # the bundle's own inline script, allowed by its hash
+        xss.assert_page_runs_nothing(driver, page.as_uri() + "#q=xss", inline_scripts=1)
         assert console_errors(driver) == [], page
