@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from judgepanel.cli.context import interrupt_on_signals, state
+from judgepanel.cli.context import held_signals, interrupt_on_signals, state
 from judgepanel.cli.option_group import option_group
 from judgepanel.cli.options import JSON
 from judgepanel.cli.render import SIMULATED_WORD, emit_json, err_console, simulated, table, warn
@@ -262,13 +262,14 @@ def _execute(
 
     async def main() -> RunSummary:
         runner = Runner(engine, name, options, reask_parse_failures=reask, reask_truncated=truncated)
-        with interrupt_on_signals(runner.interrupt):
+        with interrupt_on_signals(runner.interrupt, held):
             async with live_progress(runner.stats, show=enabled(json_)):
                 return await runner.run()
 
     import asyncio  # the event loop is for the commands that run; SQLAlchemy loads it for the others
 
-    summary = asyncio.run(main())
+    with held_signals() as held:  # a signal before the loop takes over still ends the run with exit 130
+        summary = asyncio.run(main())
 
     def line(errs: str) -> str:
         cap = (
@@ -400,12 +401,13 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
 
     async def main() -> BatchSummary:
         runner = BatchRunner(engine, name, options)
-        with interrupt_on_signals(runner.interrupt):
+        with interrupt_on_signals(runner.interrupt, held):
             return await runner.run()
 
     import asyncio  # the event loop is for the commands that run; SQLAlchemy loads it for the others
 
-    summary = asyncio.run(main())
+    with held_signals() as held:  # a signal before the loop takes over still ends the run with exit 130
+        summary = asyncio.run(main())
 
     def line(errs: str) -> str:
         return "\n".join(

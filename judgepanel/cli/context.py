@@ -59,20 +59,63 @@ def state(ctx: typer.Context) -> AppState:
     return obj
 
 
+class HeldSignals:
+    """SIGINT and SIGTERM from the moment a run command starts until its event loop takes them
+    (`interrupt_on_signals`): remembered, not fatal, so a signal at any moment of a run ends it with
+    exit 130 and its summary. Without it, a signal between a worker taking its SQLite lock and its loop
+    starting killed the process outright."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._previous: dict[int, object] = {}
+
+    def _remember(self, signum: int, frame: object) -> None:
+        self.received.append(signum)
+
+    def install(self) -> None:
+        for sig in self.SIGNALS:
+            with contextlib.suppress(ValueError):  # not the main thread: nothing to hold
+                previous = signal.signal(sig, self._remember)
+                self._previous.setdefault(sig, previous)
+
+    def restore(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)  # type: ignore[arg-type]
+        self._previous.clear()
+
+
 @contextlib.contextmanager
-def interrupt_on_signals(interrupt: Callable[[], None]) -> Iterator[None]:
+def held_signals() -> Iterator[HeldSignals]:
+    """Hold SIGINT and SIGTERM (see `HeldSignals`) for the block; the earlier handlers after it."""
+    held = HeldSignals()
+    held.install()
+    try:
+        yield held
+    finally:
+        held.restore()
+
+
+@contextlib.contextmanager
+def interrupt_on_signals(interrupt: Callable[[], None], held: HeldSignals | None = None) -> Iterator[None]:
     """Inside a running event loop: SIGINT and SIGTERM call `interrupt` (a run stops cleanly and
-    keeps what it finished) until the block ends. A no-op where the loop cannot take signal
-    handlers (not the main thread)."""
+    keeps what it finished) until the block ends. A signal `held` remembered before the loop took
+    over interrupts at once; after the block, `held` remembers again. A no-op where the loop cannot
+    take signal handlers (not the main thread)."""
     import asyncio  # not at import time: every command, `--help` too, imports this module
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, interrupt)
+    if held is not None and held.received:
+        interrupt()
     try:
         yield
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
+        if held is not None:
+            held.install()

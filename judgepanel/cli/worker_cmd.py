@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from judgepanel.cli.campaign_cmd import CONCURRENCY, MAX_ATTEMPTS, RPM, TIMEOUT, TPM, _split, end_of_run
-from judgepanel.cli.context import interrupt_on_signals, state
+from judgepanel.cli.context import held_signals, interrupt_on_signals, state
 from judgepanel.cli.options import JSON
 from judgepanel.cli.render import err_console
 from judgepanel.errors import BadInput
@@ -58,11 +58,13 @@ def worker(
     engine = state(ctx).engine(wait=True)  # a server still starting is waited for, as an outage is
     w = Worker(engine, opts, campaigns=_split(campaign), follow=follow, poll_seconds=poll_seconds)
 
-    async def main() -> WorkerSummary:
-        with interrupt_on_signals(w.interrupt):
-            return await w.run()
+    # from before the lock file names this process until the end: a SIGTERM at any moment is exit 130
+    with held_signals() as held, single_worker_on_sqlite(engine):
 
-    with single_worker_on_sqlite(engine):
+        async def main() -> WorkerSummary:
+            with interrupt_on_signals(w.interrupt, held):
+                return await w.run()
+
         import asyncio  # the event loop is for running only, not for `worker --help`
 
         summary = asyncio.run(main())

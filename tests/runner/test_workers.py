@@ -330,3 +330,94 @@ def test_renewing_leases_beside_the_writer_never_deadlocks(pg_url: str) -> None:
         t.join()
     eng.dispose()
     assert errors == []
+
+
+# A SIGTERM that lands at a fixed moment of start-up, in a real process: the product's own step is
+# wrapped so that the process signals itself right after it (after entering it, for a context
+# manager); the real CLI runs around it.
+_SIGNAL_AFTER = """
+import contextlib, importlib, os, signal, sys
+m = importlib.import_module("{module}")
+for part in "{owner}".split("."):
+    m = getattr(m, part) if part else m
+real = getattr(m, "{name}")
+def wrapped(*a, **k):
+    out = real(*a, **k)
+    if not hasattr(out, "__enter__"):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return out
+    @contextlib.contextmanager
+    def entered():  # a context manager: the signal comes once it is entered
+        with out as value:
+            os.kill(os.getpid(), signal.SIGTERM)
+            yield value
+    return entered()
+setattr(m, "{name}", wrapped)
+from judgepanel.cli import main
+sys.argv = ["judgepanel", *sys.argv[1:]]
+main()
+"""
+
+
+def _signalled(module: str, owner: str, name: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    code = _SIGNAL_AFTER.format(module=module, owner=owner, name=name)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, **FAKE_KEYS},
+    )
+
+
+def test_a_sigterm_right_after_the_sqlite_lock_is_taken_is_exit_130(tmp_path: Path) -> None:
+    """CI found it: the lock file named the worker before its event loop took SIGTERM, so a SIGTERM in
+    that gap killed the process (-15) instead of ending the run (130, `interrupted`)."""
+    db = tmp_path / "one.db"
+    url = f"sqlite:///{db}"
+    migrate_db(url)
+    done = _signalled(
+        "judgepanel.runner.worker",
+        "",
+        "single_worker_on_sqlite",
+        "--db",
+        url,
+        "worker",
+        "--json",
+        "--follow",
+        "--poll-seconds",
+        "0.1",
+    )
+    assert done.returncode == 130, (done.returncode, done.stderr.decode())
+    assert json.loads(done.stdout)["status"] == "interrupted"
+    assert (
+        done.stderr.decode()
+        .strip()
+        .splitlines()[-1]
+        .endswith("interrupted; finished calls are stored and unfinished jobs handed back")
+    )
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["realtime", "batch"])
+def test_a_sigterm_before_a_campaign_runs_loop_takes_over_is_exit_130(tmp_path: Path, batch: bool) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    # a batch run needs a judge with a batch API; it is signalled before it could reach this one
+    judge = "openai:gpt-4o-mini?base_url=http://127.0.0.1:9/v1" if batch else "sim:panel"
+    jobs = _campaign(url, judge, groups=1, per_group=3, repeats=1)
+    module, cls = (
+        ("judgepanel.runner.batch", "BatchRunner") if batch else ("judgepanel.runner.executor", "Runner")
+    )
+    flags = ("--batch",) if batch else ()
+    done = _signalled(module, cls, "__init__", "--db", url, "campaign", "run", "w", "--json", *flags)
+    assert done.returncode == 130, (done.returncode, done.stderr.decode())
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "interrupted" and summary["jobs"] == jobs
+    eng = make_engine(url)
+    try:
+        assert counts(eng) == {"pending": jobs}  # stopped before it asked anything; a rerun resumes
+        with eng.connect() as c:
+            assert c.execute(text("SELECT count(*) FROM provider_batch")).scalar_one() == 0
+    finally:
+        eng.dispose()
+    if not batch:
+        again = cli("campaign", "run", "w", "--json", db=url)
+        assert again.code == 0 and again.json()["done"] == jobs
