@@ -381,8 +381,8 @@ class BatchRunner:
         already asks, or an earlier job of `todo` asks, is held, not submitted (`_answer_twins`)."""
         if self.opts.no_cache or not todo:
             return todo
-        asked = await asyncio.to_thread(
-            pb.hashes_in_open_batches, self.engine, [p.request_hash for p in todo]
+        asked = set(
+            await asyncio.to_thread(pb.hashes_in_open_batches, self.engine, [p.request_hash for p in todo])
         )
         send: list[Prepared] = []
         for p in todo:

@@ -52,6 +52,7 @@ import asyncio
 import contextlib
 import gc
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -316,6 +317,7 @@ class Runner(Calls):
         self._fetching = 0  # feeders leasing right now
         self._working = 0  # jobs a worker has taken and not finished (reserving, waiting, calling)
         self._cache_priced: set[str] = set()  # judges whose calls read or wrote prompt-cache tokens
+        self._batched: Counter[str] = Counter()  # jobs left pending for another campaign's open batch
         # identical requests asked once, also while in flight, across concurrent runs (issue 28 §2)
         self.inflight = InFlight(
             engine, self.owner, lease_seconds=self.opts.lease_seconds, enabled=not self.opts.no_cache
@@ -534,6 +536,13 @@ class Runner(Calls):
                 f"{in_batches} job(s) wait in open provider batches and were not called again: "
                 f"`campaign run {self.name} --batch` collects them"
             )
+        if self._batched:
+            names = ", ".join(sorted(self._batched))
+            self.warnings.append(
+                f"{sum(self._batched.values())} job(s) ask requests that open provider batches of campaign "
+                f"{names} are asking; left pending, not paid for twice: `campaign run NAME --batch` collects "
+                "those batches, then run again to answer them from the store (or --no-cache asks them now)"
+            )
         if self._stop_reason is None and pending and getattr(self, "gate", None) and self.gate.closed:
             self._stop_reason = "budget"  # the cap bought the units admitted; the rest is unscheduled
         status = self._stop_reason or ("done" if pending == 0 and counts["failed"] == 0 else "incomplete")
@@ -659,13 +668,13 @@ class Runner(Calls):
 
     def _fetch(
         self, j: _Judge, n: int
-    ) -> tuple[list[Prepared], dict[str, CacheHit], list[tuple[LeasedJob, str]], set[str]]:
+    ) -> tuple[list[Prepared], dict[str, CacheHit], list[tuple[LeasedJob, str]], set[str], dict[str, str]]:
         leased = store.lease_jobs(
             self.engine, self.cid, self.owner, n, lease_seconds=self.opts.lease_seconds, judge_id=j.id
         )
         preps, bad = prepare_leased(self.engine, self.ctx, leased)
         hits = {} if self.opts.no_cache else store.cache_lookup(self.engine, [p.request_hash for p in preps])
-        return preps, hits, bad, self.inflight.claim(preps, hits)
+        return preps, hits, bad, *self.inflight.claim(preps, hits)
 
     def _low_water(self, j: _Judge) -> int:
         return min(self.opts.lease_chunk or 10**9, max(2 * j.workers, 32))
@@ -687,7 +696,7 @@ class Runner(Calls):
                 started = True
                 self._fetching += 1
                 try:
-                    preps, hits, bad, claimed = await self._db(self._fetch, j, n)
+                    preps, hits, bad, claimed, batched = await self._db(self._fetch, j, n)
                 finally:
                     self._fetching -= 1
                 if not preps and not bad:
@@ -703,6 +712,9 @@ class Runner(Calls):
                     hit = hits.get(p.request_hash)
                     if hit is not None:
                         self._answer_from_cache(p, hit)
+                    elif p.request_hash in batched:  # asked by an open batch: left pending (handed back)
+                        self.gate.finished(p.job.id)
+                        self._batched[batched[p.request_hash]] += 1
                     elif not await self._admitted(p):
                         continue  # its unit is not bought in this run: handed back at the end
                     elif self.inflight.admit(j, p, claimed):

@@ -15,6 +15,10 @@ itself and is asked.
 - A run that dies leaves its claims; its twins take them over once it is seen dead or the claim
   expires (`store.claims`). A run that ends drops what it still claims.
 - `--no-cache` asks every job, so it claims nothing and parks nothing.
+- A request an open provider batch (`campaign run --batch`, any campaign) is asking is not asked
+  by a realtime run either: its jobs are left pending, with a warning naming the campaign whose
+  batch to collect. (A batch run does not read these claims: a batch submitted while a realtime
+  run's identical request is in flight still asks it; see `runner.batch._hold_twins`.)
 
 Boundary: the runner's bookkeeping of claims and parked jobs; the SQL is in `store.claims`, the
 calls and the answering from the cache stay in `runner.executor` / `runner.calling`.
@@ -33,7 +37,7 @@ from sqlalchemy import Engine
 from judgepanel.runner.prepare import Prepared
 from judgepanel.store import campaigns as store
 from judgepanel.store import claims
-from judgepanel.store.campaigns import CacheHit
+from judgepanel.store.campaigns import CacheHit, provider_batches
 
 POLL_S = 0.25  # how often parked jobs look again while another run holds their hashes
 
@@ -53,14 +57,22 @@ class InFlight:
 
     # ------------------------------------------------------------ in the feeder's thread
 
-    def claim(self, preps: Collection[Prepared], hits: Collection[str]) -> set[str]:
-        """Claim the hashes of `preps` that the cache did not answer and this run does not hold."""
+    def claim(self, preps: Collection[Prepared], hits: Collection[str]) -> tuple[set[str], dict[str, str]]:
+        """Claim the hashes of `preps` that the cache did not answer and this run does not hold; and
+        say which of them an open provider batch (`campaign run --batch`, of any campaign) is asking,
+        by a campaign whose batch asks it. Those are not claimed: their jobs are left pending, to be
+        answered from the store once that batch is collected, not paid for a second time."""
         if not self.enabled:
-            return set()
+            return set(), {}
         held = set(self.held)  # a snapshot: the event loop changes the set
-        wanted = {p.request_hash for p in preps if p.request_hash not in hits} - held
-        got, _answered = self._claim_unanswered(wanted)
-        return got  # a hash answered meanwhile is not claimed: its jobs park and the resolver answers them
+        misses = {p.request_hash for p in preps if p.request_hash not in hits}
+        got, _answered = self._claim_unanswered(misses - held)
+        # looked for after claiming, so a batch recorded before the claim is always seen
+        batched = provider_batches.hashes_in_open_batches(self.engine, sorted(misses))
+        if batched and (mine := got & batched.keys()):
+            claims.release(self.engine, self.owner, mine)
+            got -= mine
+        return got, batched  # a hash answered meanwhile is not claimed: its jobs park, the resolver answers
 
     # ------------------------------------------------------------ on the event loop
 

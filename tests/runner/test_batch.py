@@ -423,3 +423,30 @@ def test_twins_of_a_request_in_an_open_batch_wait_for_it_across_runs(
     done = run_batch(sqlite_url, "blind")
     assert done["status"] == "done" and done["done"] == 12 and done["cached"] == 6
     assert sum(submitted_jobs(server).values()) == 6
+
+
+def test_a_realtime_run_leaves_pending_what_another_campaigns_open_batch_asks(
+    db_url: str, server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    """A realtime run asked a request that another campaign's open batch was already asking, and
+    paid for it twice. Now its jobs are left pending with a warning naming that campaign, and are
+    answered from the store once the batch is collected."""
+    tiny_db(db_url).dispose()
+    create(db_url, "a", judge("openai", server.url))
+    create(db_url, "b", judge("openai", server.url))  # the same judge and items: the same requests
+    server.batch_seconds = 3600
+    first = run_batch(db_url, "a", "--no-wait", code=3)
+    n = first["submitted"]
+    assert n == first["jobs"] > 0 and first["status"] == "waiting"
+    ran = cli("campaign", "run", "b", "--json", db=db_url)
+    out = ran.json(code=3)
+    assert realtime_calls(server) == 0  # was n: each request asked again beside the batch
+    assert (out["status"], out["done"], out["pending"], out["calls"]) == ("incomplete", 0, n, 0)
+    warned = [w for w in out["warnings"] if "open provider batches of campaign a" in w]
+    assert len(warned) == 1 and warned[0].startswith(f"{n} job(s)"), out["warnings"]
+    assert "--no-cache" in warned[0] and "campaign a" in ran.stderr
+    server.batch_seconds = 0
+    assert run_batch(db_url, "a")["status"] == "done"
+    again = cli("campaign", "run", "b", "--json", db=db_url).json()
+    assert (again["status"], again["done"], again["cached"], again["calls"]) == ("done", n, n, 0)
+    assert realtime_calls(server) == 0 and sum(submitted_jobs(server).values()) == n

@@ -27,7 +27,15 @@ from judgepanel.store import budget
 from judgepanel.store.campaigns.leases import _JOB_COLS, _with_texts
 from judgepanel.store.campaigns.records import LeasedJob
 from judgepanel.store.engine import in_chunks, session_scope
-from judgepanel.store.models import BudgetHold, Job, Judge, ProviderBatch, ProviderBatchJob, utcnow
+from judgepanel.store.models import (
+    BudgetHold,
+    Campaign,
+    Job,
+    Judge,
+    ProviderBatch,
+    ProviderBatchJob,
+    utcnow,
+)
 
 BATCH_LEASE_UNTIL = datetime(9999, 1, 1)  # a job in a batch is leased until the batch is closed
 GIVEN_UP = "abandoned"  # a batch never (provably) submitted: its jobs went back to pending
@@ -255,22 +263,24 @@ def jobs_in_open_batches(engine: Engine, campaign_id: int) -> int:
         )
 
 
-def hashes_in_open_batches(engine: Engine, hashes: Sequence[str]) -> set[str]:
-    """Which of these request hashes an open batch (of any campaign) is asking now: a twin of one
-    waits for that batch's answer instead of being submitted again (issue 28 §2)."""
-    found: set[str] = set()
+def hashes_in_open_batches(engine: Engine, hashes: Sequence[str]) -> dict[str, str]:
+    """Which of these request hashes an open batch (of any campaign) is asking now, each with the
+    name of a campaign whose batch asks it: a twin of one waits for that batch's answer instead of
+    being asked again, in a batch run (held) or a realtime one (left pending) (issue 28 §2)."""
+    found: dict[str, str] = {}
     with session_scope(engine) as s:
         for chunk in in_chunks(hashes):
-            found.update(
-                s.scalars(
-                    select(ProviderBatchJob.request_hash)
-                    .join(ProviderBatch, ProviderBatch.id == ProviderBatchJob.batch_pk)
-                    .where(
-                        ProviderBatchJob.request_hash.in_(chunk),
-                        ProviderBatchJob.state == "open",
-                        ProviderBatch.finished_at.is_(None),
-                    )
-                    .distinct()
+            rows = s.execute(
+                select(ProviderBatchJob.request_hash, Campaign.name)
+                .join(ProviderBatch, ProviderBatch.id == ProviderBatchJob.batch_pk)
+                .join(Campaign, Campaign.id == ProviderBatch.campaign_id)
+                .where(
+                    ProviderBatchJob.request_hash.in_(chunk),
+                    ProviderBatchJob.state == "open",
+                    ProviderBatch.finished_at.is_(None),
                 )
+                .order_by(Campaign.name)
             )
+            for h, name in rows:
+                found.setdefault(h, name)
     return found
