@@ -162,6 +162,7 @@ class RunSummary:
     max_cost_usd: float | None = None  # the campaign's cap on its total spend
     campaign_spent_usd: float | None = None  # what the campaign's stored replies cost, every run
     stopped: str | None = None  # why the run stopped early (status unreadable), quoting the first failure
+    left_for_batches: int = 0  # jobs left pending: another campaign's open batch asks their requests
 
     @property
     def spent_usd(self) -> float | None:
@@ -197,6 +198,7 @@ class RunSummary:
             "warnings": list(self.warnings),
             "parse_failures": self.parse_failures,
             "stopped": self.stopped,
+            "left_for_batches": self.left_for_batches,
         }
 
 
@@ -569,6 +571,7 @@ class Runner(Calls):
             max_cost_usd=self.opts.max_cost,
             stopped=self._unreadable_reason(pending) if status == "unreadable" else None,
             campaign_spent_usd=round(money.spent_usd, 6),
+            left_for_batches=sum(self._batched.values()),
         )
 
     def _unreadable_reason(self, pending: int) -> str:

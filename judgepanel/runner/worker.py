@@ -31,6 +31,7 @@ from judgepanel.runner.executor import ProviderFactory, Runner, RunSummary, prog
 from judgepanel.runner.options import RunOptions
 from judgepanel.store import campaigns as store
 from judgepanel.store.budget import budget_state
+from judgepanel.store.campaigns import provider_batches as pb
 
 
 class _Summed:
@@ -136,6 +137,10 @@ class Worker:
         # again by this worker, which would only spend another round of calls on them
         self.halted: set[str] = set()
         self._capped: dict[str, float | None] = {}  # campaign -> the cap its last run stopped at
+        # campaign -> (jobs its last pass left pending for other campaigns' open batches, the open
+        # batches then): not leased again while no more than those jobs are left and no batch
+        # closed or opened, which would only lease them and hand them back in a tight loop
+        self._on_batches: dict[str, tuple[int, frozenset[int]]] = {}
 
     def interrupt(self) -> None:
         """First call: stop leasing, let calls in flight finish and hand the rest back. Second
@@ -177,13 +182,20 @@ class Worker:
             everything = await self._db(store.work_left, self.engine, names)
             # a campaign stopped by its max_cost is done for this worker until its cap is raised
             left = {n: v for n, v in everything.items() if not await self._capped_now(n)}
-            todo = [n for n, (leasable, _, _) in left.items() if leasable > 0 and n not in self.halted]
+            waiting = await self._waiting_on_batches(left)
+            todo = [
+                n
+                for n, (leasable, _, _) in left.items()
+                if leasable > 0 and n not in self.halted and n not in waiting
+            ]
             if todo:
                 self.passes += 1
                 await self._pass(todo)
                 continue
             if not self.follow and not any(
-                unfinished for n, (_, unfinished, _) in left.items() if n not in self.halted
+                unfinished
+                for n, (_, unfinished, _) in left.items()
+                if n not in self.halted and n not in waiting  # a batch may take a day: not waited for
             ):
                 break
             # other workers hold what is left: wait for them to finish it or for their leases to expire
@@ -214,6 +226,20 @@ class Worker:
             tuple(self.warnings[:20]),
         )
 
+    async def _waiting_on_batches(self, left: dict[str, tuple[int, int, int]]) -> set[str]:
+        """The campaigns whose leasable jobs are only those their last pass left pending for open
+        batches, while the same batches are open (see `_on_batches`)."""
+        if not self._on_batches:
+            return set()
+        open_now = await self._db(pb.open_batch_ids, self.engine)
+        waiting = set()
+        for name, (jobs, seen) in list(self._on_batches.items()):
+            if name in left and left[name][0] <= jobs and seen == open_now:
+                waiting.add(name)
+            else:
+                del self._on_batches[name]
+        return waiting
+
     async def _pass(self, names: list[str]) -> None:
         self._runners = [Runner(self.engine, n, self.opts, provider_factory=self.factory) for n in names]
         try:
@@ -222,6 +248,11 @@ class Worker:
             self._runners = []
         for s in results:
             self._count(s)
+        if any(s.left_for_batches for s in results):
+            open_now = await self._db(pb.open_batch_ids, self.engine)
+            for s in results:
+                if s.left_for_batches:
+                    self._on_batches[s.campaign] = (s.left_for_batches, open_now)
 
     def _count(self, s: RunSummary) -> None:
         if s.status == "unreadable":

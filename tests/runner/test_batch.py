@@ -21,7 +21,7 @@ from sqlalchemy import Engine, func, select
 
 from judgepanel.fake.server import FakeServer
 from judgepanel.store.engine import make_engine
-from judgepanel.store.models import Job, ProviderBatch, ProviderBatchJob, Request, Response, Verdict
+from judgepanel.store.models import Campaign, Job, ProviderBatch, ProviderBatchJob, Request, Response, Verdict
 from tests.helpers import cli
 from tests.runner.conftest import DATASET, FAKE_KEYS, PAIRS, create_argv, tiny_db
 from tests.runner.test_pay_once import BLIND
@@ -450,3 +450,70 @@ def test_a_realtime_run_leaves_pending_what_another_campaigns_open_batch_asks(
     again = cli("campaign", "run", "b", "--json", db=db_url).json()
     assert (again["status"], again["done"], again["cached"], again["calls"]) == ("done", n, n, 0)
     assert realtime_calls(server) == 0 and sum(submitted_jobs(server).values()) == n
+
+
+def _batch_open_in_a_and_b_to_run(url: str, server: FakeServer) -> int:
+    tiny_db(url).dispose()
+    create(url, "a", judge("openai", server.url))
+    create(url, "b", judge("openai", server.url))
+    server.batch_seconds = 3600
+    first = run_batch(url, "a", "--no-wait", code=3)
+    assert first["submitted"] == first["jobs"] > 0
+    return int(first["submitted"])
+
+
+def test_a_worker_leaves_what_an_open_batch_asks_and_exits(
+    db_url: str, server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    """The worker's passes lease, skip and hand back such jobs: without `--follow` it stops after one
+    pass (it does not wait a batch's day out), where it leased and handed them back without end."""
+    n = _batch_open_in_a_and_b_to_run(db_url, server)
+    out = cli("worker", "--campaign", "b", "--json", "--poll-seconds", "0.1", db=db_url).json(code=3)
+    assert (out["status"], out["passes"], out["calls"], out["pending"]) == ("incomplete", 1, 0, n)
+    assert any("open provider batches of campaign a" in w for w in out["warnings"]), out["warnings"]
+    assert realtime_calls(server) == 0
+
+
+def test_a_following_worker_takes_up_jobs_again_once_the_batch_is_collected(
+    sqlite_url: str, server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    n = _batch_open_in_a_and_b_to_run(sqlite_url, server)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "judgepanel", "--db", sqlite_url, "worker", "--campaign", "b", "--json",
+         "--follow", "--poll-seconds", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **FAKE_KEYS},
+    )  # fmt: skip
+    eng = make_engine(sqlite_url)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the first pass ends with the campaign `incomplete`
+            with eng.connect() as c:
+                status = c.scalar(select(Campaign.status).where(Campaign.name == "b"))
+            if status == "incomplete":
+                break
+            assert time.monotonic() < deadline and worker.poll() is None, status
+            time.sleep(0.05)
+        time.sleep(1.0)  # ten polls: each would have been a pass leasing and handing back n jobs
+        assert worker.poll() is None
+        server.batch_seconds = 0
+        assert run_batch(sqlite_url, "a")["status"] == "done"
+        deadline = time.monotonic() + 60
+        while True:
+            with eng.connect() as c:
+                done = c.scalar(
+                    select(func.count(Job.id))
+                    .join(Campaign, Campaign.id == Job.campaign_id)
+                    .where(Job.status == "done", Campaign.name == "b")
+                )
+            if done == n:
+                break
+            assert time.monotonic() < deadline and worker.poll() is None, done
+            time.sleep(0.05)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        stdout, stderr = worker.communicate(timeout=60)
+        eng.dispose()
+    out = json.loads(stdout)
+    assert worker.returncode == 130, stderr.decode()
+    assert (out["passes"], out["calls"], out["cached"], out["done"]) == (2, 0, n, n), out
+    assert realtime_calls(server) == 0

@@ -263,6 +263,13 @@ def jobs_in_open_batches(engine: Engine, campaign_id: int) -> int:
         )
 
 
+def open_batch_ids(engine: Engine) -> frozenset[int]:
+    """Every campaign's batches not yet closed: a worker that left jobs pending for them looks at
+    those jobs again once this set changes (a batch collected or given up, or a new one)."""
+    with session_scope(engine) as s:
+        return frozenset(s.scalars(select(ProviderBatch.id).where(ProviderBatch.finished_at.is_(None))))
+
+
 def hashes_in_open_batches(engine: Engine, hashes: Sequence[str]) -> dict[str, str]:
     """Which of these request hashes an open batch (of any campaign) is asking now, each with the
     name of a campaign whose batch asks it: a twin of one waits for that batch's answer instead of
