@@ -12,6 +12,8 @@ Every failure a user can see is one of these, so the CLI can map it to an exit c
         │   └── TimedOut            no complete answer within the timeout: retried at most once or twice
         ├── Fatal                   400/401/403/404, exhausted quota: never retried
         │   ├── Oversize            a reply over the judge's max_reply_bytes: not retried, only by --retry-failed
+        │   ├── CertificateRefused  TLS refused the server's certificate: not retried; trust its CA
+        │   │                       (SSL_CERT_FILE / SSL_CERT_DIR), then --retry-failed
         │   └── ContextTooLong      the prompt is longer than the server's context window: not retried;
         │                           cured by a larger window (or a shorter prompt), then --retry-failed
         └── ParseFailure            the reply arrived but holds no verdict; stored with its raw text
@@ -85,6 +87,14 @@ class Oversize(Fatal):
     usually gets the same huge answer, paid again); `campaign run --retry-failed` re-asks it."""
 
     error_class = "oversize"
+
+
+class CertificateRefused(Fatal):
+    """TLS refused the server's certificate (self-signed, expired, another host's, a CA not trusted
+    here). No retry changes that, so it is not retried; `--retry-failed` re-asks it once the CA is
+    trusted (`SSL_CERT_FILE` / `SSL_CERT_DIR`) or the certificate fixed."""
+
+    error_class = "certificate"
 
 
 class ContextTooLong(Fatal):

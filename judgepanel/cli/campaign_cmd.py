@@ -348,8 +348,9 @@ def run(
     retry_failed: bool = typer.Option(
         False,
         "--retry-failed",
-        help="Also retry jobs that failed on rate limits, transient errors, an oversize reply or a "
-        "prompt over the server's context window (after raising it).",
+        help="Also retry jobs that failed on rate limits, transient errors, an oversize reply, a "
+        "prompt over the server's context window (after raising it) or a server certificate TLS "
+        "refused (after trusting its CA).",
     ),
     batch: bool = typer.Option(
         False,

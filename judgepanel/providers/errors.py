@@ -5,6 +5,8 @@
       spend limit                                     → Fatal (money, not time, fixes it)
     408, 409, 5xx incl. 500 502 503 504 529           → Transient (retry_after too, when announced)
     timeouts, connection errors and resets            → Transient (status None)
+    a server certificate TLS refuses                  → CertificateRefused (a Fatal: a CA bundle
+                                                        fixes it, not time; `--retry-failed`)
     a 200 whose body is not JSON or lacks its fields  → Transient (status 200, raw body kept)
     400 / 413 refusing a prompt over the context window → ContextTooLong (a Fatal; `context_limit`)
     400 401 403 404 413 422 and every other 4xx       → Fatal
@@ -33,7 +35,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from judgepanel.errors import Fatal, ProviderError, RateLimited, TimedOut, Transient
+from judgepanel.errors import CertificateRefused, Fatal, ProviderError, RateLimited, TimedOut, Transient
 from judgepanel.providers import unmask
 from judgepanel.providers.base import ChatResult
 from judgepanel.providers.context_limit import context_refusal
@@ -352,11 +354,17 @@ def timeout_error(provider: str, timeout: float) -> TimedOut:
     return TimedOut(f"{provider}: no answer within {timeout:g} s")
 
 
-def connection_error(provider: str, cause: BaseException | None) -> Transient:
+def connection_error(provider: str, cause: BaseException | None) -> Transient | CertificateRefused:
+    """A connection that failed: retried, unless TLS refused the server's certificate, which no
+    retry changes (a CA bundle, `SSL_CERT_FILE`/`SSL_CERT_DIR`, or the server's certificate does):
+    `CertificateRefused`, saying why, so a run does not spend its back-off on every job."""
     kind = type(cause).__name__ if cause is not None else "connection error"
     refused = _certificate_refusal(cause)
-    if refused:  # say why TLS refused the server (a CA bundle, `SSL_CERT_FILE`), not just that it did
-        kind = f"{kind}: certificate verify failed: {refused}"
+    if refused:
+        return CertificateRefused(
+            f"{provider}: connection failed ({kind}: certificate verify failed: {refused}); not retried: "
+            "trust the server's CA with SSL_CERT_FILE or SSL_CERT_DIR, or fix its certificate"
+        )
     return Transient(f"{provider}: connection failed ({kind})")
 
 

@@ -107,7 +107,7 @@ from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
 # what `--retry-failed` puts back: failures that another try may cure (an `oversize` reply is not
 # retried by itself, as the same question tends to get the same huge answer, paid again; a
 # `context` refusal is cured by raising the server's context, after which the user asks again)
-RETRY_FAILED = ("rate_limit", "transient", "oversize", "context")
+RETRY_FAILED = ("rate_limit", "transient", "oversize", "context", "certificate")
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
 
 

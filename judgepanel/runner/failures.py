@@ -27,7 +27,18 @@ from judgepanel.providers.context_limit import context_refusal
 from judgepanel.store.editor import FailedCall
 
 # the order causes are listed in: what needs a change first
-_ORDER = ("context", "fatal", "timeout", "transient", "rate_limit", "oversize", "truncated", "parse", "other")
+_ORDER = (
+    "context",
+    "certificate",
+    "fatal",
+    "timeout",
+    "transient",
+    "rate_limit",
+    "oversize",
+    "truncated",
+    "parse",
+    "other",
+)
 
 _TIMED_OUT = re.compile(
     r"no (?:complete )?answer within"
@@ -89,6 +100,8 @@ class CauseGroup:
                 f"message names (the server, the key, the model), then `{retry}` asks again"
             )
         what = {
+            "certificate": "could not connect: TLS refused the server's certificate (trust its CA with "
+            "SSL_CERT_FILE or SSL_CERT_DIR, or fix the certificate)",
             "timeout": "timed out",
             "transient": "failed on transient errors after the retries ran out",
             "rate_limit": "were rate-limited until the retries ran out",

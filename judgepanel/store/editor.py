@@ -147,7 +147,8 @@ def editor_proposals(engine: Engine, campaign: str) -> dict[str, dict[str, Any]]
 class FailedCall:
     """The last attempt of a job left without an accepted reply, as stored (keys redacted)."""
 
-    error_class: str | None  # the job's: rate_limit, transient, fatal, context, oversize, parse, truncated
+    # the job's: rate_limit, transient, fatal, context, certificate, oversize, parse, truncated
+    error_class: str | None
     http_status: int | None
     message: str  # the last attempt's error message, or "no reply (STATUS)"
     raw_body: str | None = None

@@ -5,6 +5,7 @@ checks still on and still steered by `SSL_CERT_FILE` / `SSL_CERT_DIR` (a real HT
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import anthropic
 import openai
 import pytest
 
-from judgepanel.errors import Transient
+from judgepanel.errors import CertificateRefused
 from judgepanel.fake.server import FakeServer
 from judgepanel.providers import ChatRequest, Provider, make_provider, parse_spec
 from judgepanel.providers.sdk import CA_VARIABLES, shared_ssl_context
@@ -134,13 +135,15 @@ async def test_certificates_are_still_checked_against_the_ca_variables(
 ) -> None:
     server_cert, other = certs
     # no CA variable: the system bundle does not vouch for a self-signed certificate
+    # (not retried: no retry changes a certificate; the message says what does)
     with pytest.raises(
-        Transient, match=r"connection failed \(ConnectError: certificate verify failed: self.signed"
+        CertificateRefused,
+        match=r"connection failed \(ConnectError: certificate verify failed: self.signed.*SSL_CERT_FILE",
     ):
         await _ask(_provider(kind, https))
     # a bundle that holds another certificate: still refused
     monkeypatch.setenv("SSL_CERT_FILE", str(other))
-    with pytest.raises(Transient, match="certificate verify failed"):
+    with pytest.raises(CertificateRefused, match="certificate verify failed"):
         await _ask(_provider(kind, https))
     assert https.recent() == []  # nothing reached the server
     # SSL_CERT_FILE naming the server's certificate: the call goes through
@@ -197,3 +200,32 @@ def test_every_sdk_client_judgepanel_builds_gets_the_shared_http_client() -> Non
                 offences.append(f"{where}: {name}(…) outside providers/sdk.py")
     assert offences == []
     assert sdk_calls >= 3  # OpenAI, Azure and Anthropic providers: the walk did find them
+
+
+def test_a_run_whose_judge_tls_refuses_fails_each_job_once_and_resumes_once_trusted(
+    https: FakeServer, certs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A refused certificate was retried as transient: every job spent its attempts and back-off on
+    a handshake that no retry changes. Now each job fails at once (class `certificate`, one attempt
+    stored, the message says what to set), and `--retry-failed` after trusting the CA finishes it."""
+    from tests.helpers import cli
+    from tests.runner.conftest import create_argv, tiny_db
+
+    db = tmp_path / "tls.db"
+    url = f"sqlite:///{db}"
+    tiny_db(url, n_groups=1, per_group=3).dispose()
+    judge = f"openai:judge-1?base_url={https.url}/v1&max_tokens=50"
+    assert cli(*create_argv("tls", judge), db=url).code == 0
+    out = cli("campaign", "run", "tls", "--json", "--max-attempts", "3", db=url).json(code=3)
+    jobs = out["jobs"]
+    assert jobs > 0 and (out["failed"], out["errors"]) == (jobs, {"certificate": jobs}), out
+    assert https.recent() == []  # nothing reached the server
+    with sqlite3.connect(db) as con:
+        requests = con.execute("SELECT count(*) FROM request").fetchone()[0]
+        errors = con.execute("SELECT DISTINCT error_class, error_message FROM response").fetchall()
+    assert requests == jobs  # one attempt each (was --max-attempts each, with back-off between)
+    assert len(errors) == 1 and errors[0][0] == "certificate", errors
+    assert "certificate verify failed" in errors[0][1] and "SSL_CERT_FILE" in errors[0][1]
+    monkeypatch.setenv("SSL_CERT_FILE", str(certs[0]))
+    again = cli("campaign", "run", "tls", "--json", "--retry-failed", db=url).json()
+    assert (again["status"], again["done"]) == ("done", jobs)
