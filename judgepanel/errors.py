@@ -23,6 +23,12 @@ Provider errors carry no request headers, so an API key can never travel inside 
 
 from __future__ import annotations
 
+# what `--retry-failed` puts back: failures that another try may cure (an `oversize` reply is not
+# retried by itself, as the same question tends to get the same huge answer, paid again; a
+# `context` refusal is cured by raising the server's context, a `certificate` refusal by trusting
+# the server's CA, after which the user asks again). `fatal` is put back by `--retry-fatal` only.
+RETRY_FAILED = ("rate_limit", "transient", "oversize", "context", "certificate")
+
 
 class JudgepanelError(Exception):
     """Base class; `exit_code` is what the CLI returns."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +14,7 @@ from judgepanel.cli.context import held_signals, interrupt_on_signals, state
 from judgepanel.cli.option_group import option_group
 from judgepanel.cli.options import JSON
 from judgepanel.cli.render import SIMULATED_WORD, emit_json, err_console, simulated, table, warn
-from judgepanel.errors import BadInput, Interrupted
+from judgepanel.errors import RETRY_FAILED, BadInput, Interrupted
 
 if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
     from judgepanel.runner.options import RunOptions
@@ -238,6 +238,36 @@ def _options(limits: CallLimits, no_cache: bool, retry_failed: bool) -> RunOptio
     )
 
 
+def reask_advice(name: str, failed: Mapping[str, int]) -> list[str]:
+    """What re-asks the campaign's failed jobs (`failed`: by the class of their last failure), one
+    line per command; a plain `campaign run` re-asks none of them."""
+
+    def some(classes: tuple[str, ...]) -> tuple[int, str]:
+        hit = {k: n for k, n in failed.items() if k in classes and n}
+        return sum(hit.values()), ", ".join(hit)
+
+    lines = []
+    n, classes = some(RETRY_FAILED)
+    if n:
+        lines.append(f"`campaign run {name} --retry-failed` re-asks the {n} failed on {classes}")
+    n, _ = some(("parse",))
+    if n:
+        lines.append(f"`campaign retry-parse-failures {name}` re-asks the {n} whose reply could not be read")
+    n, _ = some(("truncated",))
+    if n:
+        lines.append(
+            f"`campaign retry-parse-failures {name} --truncated` re-asks the {n} cut at the output cap "
+            "(raise the judge's max_tokens first)"
+        )
+    n, _ = some(("fatal",))
+    if n:
+        lines.append(
+            f"`campaign run {name} --retry-fatal` re-asks the {n} refused as fatal, once what their error "
+            "names is fixed (the key, the model, the request; `campaign status` counts the errors)"
+        )
+    return lines
+
+
 def end_of_run(summary: Any, json_: bool, line: Callable[[str], str], interrupted: str) -> None:
     """How every run ends (`campaign run`, with `--batch`, `worker`): its summary as one JSON object,
     or `line(errors)` (the errors by class in words, `none`); its warnings; and on Ctrl-C or SIGTERM
@@ -253,7 +283,14 @@ def end_of_run(summary: Any, json_: bool, line: Callable[[str], str], interrupte
 
 
 def _execute(
-    ctx: typer.Context, name: str, options: RunOptions, json_: bool, *, reask: bool, truncated: bool = False
+    ctx: typer.Context,
+    name: str,
+    options: RunOptions,
+    json_: bool,
+    *,
+    reask: bool,
+    truncated: bool = False,
+    fatal: bool = False,
 ) -> None:
     from judgepanel.runner.executor import Runner, RunSummary
     from judgepanel.runner.progress import enabled, live_progress
@@ -261,7 +298,9 @@ def _execute(
     engine = state(ctx).engine(wait=True)  # a server still starting is waited for, as an outage is
 
     async def main() -> RunSummary:
-        runner = Runner(engine, name, options, reask_parse_failures=reask, reask_truncated=truncated)
+        runner = Runner(
+            engine, name, options, reask_parse_failures=reask, reask_truncated=truncated, reask_fatal=fatal
+        )
         with interrupt_on_signals(runner.interrupt, held):
             async with live_progress(runner.stats, show=enabled(json_)):
                 return await runner.run()
@@ -310,6 +349,11 @@ def _execute(
             f"{', '.join(left) or 'some left'} (exit {summary.exit_code})",
             soft_wrap=True,
         )
+        if summary.failed:
+            from judgepanel.store import campaigns as store
+
+            for advice in reask_advice(name, store.failed_by_class(engine, name)):
+                err_console.print(advice, soft_wrap=True, markup=False, highlight=False)
         raise typer.Exit(summary.exit_code)
 
 
@@ -352,6 +396,12 @@ def run(
         "prompt over the server's context window (after raising it) or a server certificate TLS "
         "refused (after trusting its CA).",
     ),
+    retry_fatal: bool = typer.Option(
+        False,
+        "--retry-fatal",
+        help="Also re-ask jobs refused as fatal (401/403 a key, 404 a model, 400 a request, an "
+        "exhausted quota), after fixing what their error names.",
+    ),
     batch: bool = typer.Option(
         False,
         "--batch",
@@ -386,13 +436,14 @@ def run(
             no_cache=no_cache,
             wait=not no_wait,
             retry_failed=retry_failed,
+            retry_fatal=retry_fatal,
             max_cost=max_cost,
         )
         bopts.validate()
         _execute_batch(ctx, name, bopts, json_)
         return
     opts = _options(options, no_cache, retry_failed)
-    _execute(ctx, name, opts, json_, reask=False)
+    _execute(ctx, name, opts, json_, reask=False, fatal=retry_fatal)
 
 
 def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> None:
@@ -427,6 +478,11 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
     end_of_run(
         summary, json_, line, "interrupted; submitted batches stay open, run again with --batch to collect"
     )
+    if summary.failed:
+        from judgepanel.store import campaigns as store
+
+        for advice in reask_advice(name, store.failed_by_class(engine, name)):
+            err_console.print(advice.replace(" --retry", " --batch --retry"), soft_wrap=True, markup=False)
     if summary.exit_code != 0:
         raise typer.Exit(summary.exit_code)
 
@@ -513,6 +569,8 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         typer.echo("attempt errors: " + ", ".join(f"{k} {v}" for k, v in st.errors.items()))
     if st.failed_by_class:
         typer.echo("failed jobs by class: " + ", ".join(f"{k} {v}" for k, v in st.failed_by_class.items()))
+        for advice in reask_advice(name, st.failed_by_class):
+            typer.echo(f"  {advice}")
     if st.partial:
         typer.echo(
             f"{st.partial} job(s) answered only some clauses; `campaign retry-parse-failures {name}` re-asks them"

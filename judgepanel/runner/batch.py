@@ -44,7 +44,7 @@ import anthropic
 import openai
 from sqlalchemy import Engine
 
-from judgepanel.errors import BadInput, Fatal, ProviderError, Transient
+from judgepanel.errors import RETRY_FAILED, BadInput, Fatal, ProviderError, Transient
 from judgepanel.providers import errors as perrors
 from judgepanel.providers import sdk
 from judgepanel.providers.anthropic_provider import AnthropicProvider
@@ -54,7 +54,7 @@ from judgepanel.providers.pricing import Price
 from judgepanel.providers.replies import clean_body, clean_result, clean_text
 from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
 from judgepanel.runner.budget import Budget, check_prices, price_for
-from judgepanel.runner.executor import RETRY_FAILED, progress_keys, run_exit_code
+from judgepanel.runner.executor import progress_keys, run_exit_code
 from judgepanel.runner.prepare import (
     CampaignContext,
     Prepared,
@@ -74,6 +74,7 @@ from judgepanel.runner.rows import (
 from judgepanel.runner.served import served_models
 from judgepanel.store import budget as budget_store
 from judgepanel.store import campaigns as store
+from judgepanel.store import claims
 from judgepanel.store.campaigns import Batch, CacheHit, JobOutcome, LeasedJob
 from judgepanel.store.campaigns import provider_batches as pb
 
@@ -90,6 +91,7 @@ class BatchOptions:
     no_cache: bool = False
     wait: bool = True  # poll until every open batch has ended (else submit, poll once, return)
     retry_failed: bool = False  # put jobs that failed rate_limit/transient back first
+    retry_fatal: bool = False  # and jobs refused as `fatal`, after the user fixed what it named
     max_cost: float | None = None  # USD: sets the campaign's cap on its total spend (as `campaign run`)
 
     def validate(self) -> None:
@@ -250,6 +252,8 @@ class BatchRunner:
             self.ctx = replace(ctx, served_models=served)
             if self.opts.retry_failed:
                 await asyncio.to_thread(store.requeue, self.engine, cid, RETRY_FAILED)
+            if self.opts.retry_fatal:
+                await asyncio.to_thread(store.requeue, self.engine, cid, ("fatal",))
             await asyncio.to_thread(store.reclaim_dead_leases, self.engine, cid)
             observed = (
                 await asyncio.to_thread(store.output_token_samples, self.engine, list(judges))
@@ -361,6 +365,10 @@ class BatchRunner:
             os.urandom(4).hex(),
             hold,
         )
+        todo = await self._not_asked_elsewhere(pk, todo)
+        if not todo:
+            await asyncio.to_thread(pb.close_batch, self.engine, pk, pb.GIVEN_UP, "every job asked elsewhere")
+            return
         self.stats.submitted += len(todo)
         failure: ProviderError | None = None
         try:
@@ -412,6 +420,26 @@ class BatchRunner:
             await asyncio.to_thread(store.write_batch, self.engine, local, self.owner)
         return missing
 
+    async def _not_asked_elsewhere(self, pk: int, todo: list[Prepared]) -> list[Prepared]:
+        """`todo` less the jobs whose request a realtime run is asking right now, or answered since
+        this run looked in the cache; those leave the batch (recorded, not yet sent) and are held
+        as twins. The batch's rows are written before this look and a realtime run looks for open
+        batches after it claims, so one of the two always sees the other: never both pay."""
+        if self.opts.no_cache:
+            return todo
+        wanted = {p.request_hash for p in todo}
+        got = await asyncio.to_thread(claims.claim, self.engine, self.owner, wanted, lease_seconds=600.0)
+        answered = await asyncio.to_thread(store.cache_lookup, self.engine, got) if got else {}
+        if got:  # the batch's rows are the claim from here on
+            await asyncio.to_thread(claims.release, self.engine, self.owner, got)
+        elsewhere = (wanted - got) | answered.keys()
+        if not elsewhere:
+            return todo
+        back = [p for p in todo if p.request_hash in elsewhere]
+        await asyncio.to_thread(pb.take_back, self.engine, pk, [p.job.id for p in back], self.owner, 600.0)
+        self._twins += back
+        return [p for p in todo if p.request_hash not in elsewhere]
+
     async def _answer_twins(self) -> None:
         """Answer the held twins from the store (their request's batch was collected); those whose
         batch is still open or failed go back to `pending` for a later run."""
@@ -424,8 +452,8 @@ class BatchRunner:
             await asyncio.to_thread(store.release_leases, self.engine, self.owner, waiting)
             self.warnings.append(
                 f"{len(waiting)} job(s) ask the same request as a job in a batch not yet collected "
-                f"(or that failed): they were not submitted again; `campaign run {self.name} --batch` "
-                "answers them from it once it is collected"
+                f"(or that failed), or one a realtime run was asking: they were not submitted again; "
+                f"`campaign run {self.name} --batch` answers them from the store once it is there"
             )
 
     async def _fit(self, j: _Judge, todo: list[Prepared]) -> tuple[list[Prepared], float]:

@@ -62,6 +62,7 @@ from tenacity.wait import wait_exponential_jitter
 
 from judgepanel.errors import (
     EXIT_INTERRUPTED,
+    RETRY_FAILED,
 )
 from judgepanel.providers.base import ChatResult, Provider
 from judgepanel.providers.spec import JudgeSpec, max_reply_bytes
@@ -104,10 +105,6 @@ from judgepanel.store.campaigns import (
 from judgepanel.store.campaigns.leases import unit_jobs
 from judgepanel.store.campaigns.provider_batches import jobs_in_open_batches
 
-# what `--retry-failed` puts back: failures that another try may cure (an `oversize` reply is not
-# retried by itself, as the same question tends to get the same huge answer, paid again; a
-# `context` refusal is cured by raising the server's context, after which the user asks again)
-RETRY_FAILED = ("rate_limit", "transient", "oversize", "context", "certificate")
 EXIT_INCOMPLETE = 3  # `campaign run` ended normally but some jobs have no verdict
 
 
@@ -489,7 +486,9 @@ class Runner(Calls):
             self.writer.start()
             heart = asyncio.create_task(self._heartbeat())
             resolver = asyncio.create_task(
-                self.inflight.resolve(self._db, self._answer_twin, self._ask_twin, self._stopping)
+                self.inflight.resolve(
+                    self._db, self._answer_twin, self._ask_twin, self._stopping, self._leave_for_batch
+                )
             )
             self._background_loops.append(resolver)
             feeders = [asyncio.create_task(self._feed(j)) for j in judges.values()]
@@ -716,8 +715,7 @@ class Runner(Calls):
                     if hit is not None:
                         self._answer_from_cache(p, hit)
                     elif p.request_hash in batched:  # asked by an open batch: left pending (handed back)
-                        self.gate.finished(p.job.id)
-                        self._batched[batched[p.request_hash]] += 1
+                        self._leave_for_batch(j, p, batched[p.request_hash])
                     elif not await self._admitted(p):
                         continue  # its unit is not bought in this run: handed back at the end
                     elif self.inflight.admit(j, p, claimed):
@@ -745,6 +743,11 @@ class Runner(Calls):
             or self._fetching > 0
             or any(not jj.queue.empty() for jj in self.judges.values())
         )
+
+    def _leave_for_batch(self, j: _Judge, p: Prepared, campaign: str) -> None:
+        """`p`'s request is asked by an open batch of `campaign`: handed back at the end, pending."""
+        self.gate.finished(p.job.id)
+        self._batched[campaign] += 1
 
     def _answer_twin(self, j: _Judge, p: Prepared, hit: CacheHit) -> None:
         self._answer_from_cache(p, hit)

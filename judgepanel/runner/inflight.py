@@ -17,8 +17,10 @@ itself and is asked.
 - `--no-cache` asks every job, so it claims nothing and parks nothing.
 - A request an open provider batch (`campaign run --batch`, any campaign) is asking is not asked
   by a realtime run either: its jobs are left pending, with a warning naming the campaign whose
-  batch to collect. (A batch run does not read these claims: a batch submitted while a realtime
-  run's identical request is in flight still asks it; see `runner.batch._hold_twins`.)
+  batch to collect. The run looks for open batches after claiming (`_unbatched`), and a batch run
+  claims its requests after recording its batch and before sending it
+  (`runner.batch._not_asked_elsewhere`), so of a batch and a realtime run asking the same request
+  at once, one always sees the other.
 
 Boundary: the runner's bookkeeping of claims and parked jobs; the SQL is in `store.claims`, the
 calls and the answering from the cache stay in `runner.executor` / `runner.calling`.
@@ -67,12 +69,8 @@ class InFlight:
         held = set(self.held)  # a snapshot: the event loop changes the set
         misses = {p.request_hash for p in preps if p.request_hash not in hits}
         got, _answered = self._claim_unanswered(misses - held)
-        # looked for after claiming, so a batch recorded before the claim is always seen
-        batched = provider_batches.hashes_in_open_batches(self.engine, sorted(misses))
-        if batched and (mine := got & batched.keys()):
-            claims.release(self.engine, self.owner, mine)
-            got -= mine
-        return got, batched  # a hash answered meanwhile is not claimed: its jobs park, the resolver answers
+        # a hash answered meanwhile is not claimed: its jobs park, and the resolver answers them
+        return self._unbatched(got, misses)
 
     # ------------------------------------------------------------ on the event loop
 
@@ -113,21 +111,29 @@ class InFlight:
         answer: Callable[[Any, Prepared, CacheHit], None],
         ask: Callable[[Any, Prepared], None],
         stopping: asyncio.Event,
+        leave: Callable[[Any, Prepared, str], None] = lambda judge, p, campaign: None,
     ) -> None:
         """Until `stopping`: answer parked jobs from the cache once their twin's answer is stored,
-        or hand one of them to its judge's workers when the hash is free and still unanswered."""
+        or hand one of them to its judge's workers when the hash is free and still unanswered, or
+        `leave` them (pending) when an open provider batch of that campaign asks it by then."""
         while not stopping.is_set():
             free = [h for h in self.parked if h not in self.held]
             progressed = False
             if free:
-                hits, got = await db(self._look, free)
+                hits, got, batched = await db(self._look, free)
                 if stopping.is_set():
                     return  # the run is ending: what it claimed just now is dropped with the rest
                 for h in free:
                     waiting = self.parked.get(h)
                     if not waiting:
                         continue
-                    if h in hits:
+                    if h in batched:
+                        del self.parked[h]
+                        for judge, p in waiting:
+                            self.waiting[judge.id] -= 1
+                            leave(judge, p, batched[h])
+                        progressed = True
+                    elif h in hits:
                         del self.parked[h]
                         for judge, p in waiting:
                             self.waiting[judge.id] -= 1
@@ -150,10 +156,21 @@ class InFlight:
                 # another run's claim ends without telling us: look again now and then
                 await asyncio.wait_for(self.wake.wait(), timeout=POLL_S if self.parked else None)
 
-    def _look(self, hashes: list[str]) -> tuple[dict[str, CacheHit], set[str]]:
+    def _look(self, hashes: list[str]) -> tuple[dict[str, CacheHit], set[str], dict[str, str]]:
         hits = store.cache_lookup(self.engine, hashes)
         got, answered = self._claim_unanswered([h for h in hashes if h not in hits])
-        return {**hits, **answered}, got
+        got, batched = self._unbatched(got, [h for h in hashes if h not in hits and h not in answered])
+        return {**hits, **answered}, got, batched
+
+    def _unbatched(self, got: set[str], misses: Collection[str]) -> tuple[set[str], dict[str, str]]:
+        """Of the unanswered `misses`, those an open provider batch asks (by a campaign whose batch
+        asks it), looked for after claiming so that a batch recorded before the claim is always
+        seen; `got` less those, whose claims are dropped (the batch answers them)."""
+        batched = provider_batches.hashes_in_open_batches(self.engine, sorted(misses)) if misses else {}
+        if batched and (mine := got & batched.keys()):
+            claims.release(self.engine, self.owner, mine)
+            got = got - mine
+        return got, batched
 
     def _claim_unanswered(self, hashes: Collection[str]) -> tuple[set[str], dict[str, CacheHit]]:
         """Claim `hashes`, then look in the cache again for those claimed: a twin's answer may have

@@ -216,8 +216,10 @@ def test_a_run_whose_judge_tls_refuses_fails_each_job_once_and_resumes_once_trus
     tiny_db(url, n_groups=1, per_group=3).dispose()
     judge = f"openai:judge-1?base_url={https.url}/v1&max_tokens=50"
     assert cli(*create_argv("tls", judge), db=url).code == 0
-    out = cli("campaign", "run", "tls", "--json", "--max-attempts", "3", db=url).json(code=3)
+    refused = cli("campaign", "run", "tls", "--json", "--max-attempts", "3", db=url)
+    out = refused.json(code=3)
     jobs = out["jobs"]
+    assert f"`campaign run tls --retry-failed` re-asks the {jobs} failed on certificate" in refused.stderr
     assert jobs > 0 and (out["failed"], out["errors"]) == (jobs, {"certificate": jobs}), out
     assert https.recent() == []  # nothing reached the server
     with sqlite3.connect(db) as con:

@@ -21,7 +21,16 @@ from sqlalchemy import Engine, func, select
 
 from judgepanel.fake.server import FakeServer
 from judgepanel.store.engine import make_engine
-from judgepanel.store.models import Campaign, Job, ProviderBatch, ProviderBatchJob, Request, Response, Verdict
+from judgepanel.store.models import (
+    Campaign,
+    Job,
+    ProviderBatch,
+    ProviderBatchJob,
+    Request,
+    RequestClaim,
+    Response,
+    Verdict,
+)
 from tests.helpers import cli
 from tests.runner.conftest import DATASET, FAKE_KEYS, PAIRS, create_argv, tiny_db
 from tests.runner.test_pay_once import BLIND
@@ -517,3 +526,47 @@ def test_a_following_worker_takes_up_jobs_again_once_the_batch_is_collected(
     assert worker.returncode == 130, stderr.decode()
     assert (out["passes"], out["calls"], out["cached"], out["done"]) == (2, 0, n, n), out
     assert realtime_calls(server) == 0
+
+
+def test_a_batch_does_not_send_what_a_realtime_run_is_asking_right_now(
+    db_url: str, server: FakeServer, keys_env: dict[str, str]
+) -> None:
+    """The other order: campaign a's realtime calls are in flight (slow server) when campaign b's
+    batch run starts with the same requests. It sent them all, paying twice; now it records its
+    batch, claims its requests, and takes back those a live run holds: nothing is sent, they go
+    back to pending, and the next batch run answers them from the store."""
+    tiny_db(db_url).dispose()
+    create(db_url, "a", judge("openai", server.url))
+    create(db_url, "b", judge("openai", server.url))
+    server.latency = 4.0
+    eng = make_engine(db_url)
+    realtime = subprocess.Popen(
+        [sys.executable, "-m", "judgepanel", "--db", db_url, "campaign", "run", "a", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **FAKE_KEYS},
+    )  # fmt: skip
+    try:
+        jobs = 0
+        deadline = time.monotonic() + 60
+        while True:  # every request of a claimed, i.e. asked and not answered yet
+            with eng.connect() as c:
+                jobs = c.scalar(select(func.count(Job.id)).join(Campaign).where(Campaign.name == "a"))
+                claimed = c.scalar(select(func.count()).select_from(RequestClaim))
+            if claimed == jobs:
+                break
+            assert time.monotonic() < deadline and realtime.poll() is None, claimed
+            time.sleep(0.05)
+        out = run_batch(db_url, "b", code=3)
+        assert (out["submitted"], out["done"], out["pending"]) == (0, 0, jobs), out
+        assert batch_stats(server)["created"] == {}  # was {"openai": 1}: every request paid again
+        assert any("a realtime run was asking" in w for w in out["warnings"]), out["warnings"]
+        _, stderr = realtime.communicate(timeout=120)
+        assert realtime.returncode == 0, stderr.decode()
+    finally:
+        if realtime.poll() is None:
+            realtime.kill()
+            realtime.communicate()
+        eng.dispose()
+    server.latency = 0.0
+    again = run_batch(db_url, "b")
+    assert (again["status"], again["cached"], again["submitted"]) == ("done", jobs, 0)
+    assert realtime_calls(server) == jobs and batch_stats(server)["created"] == {}

@@ -232,8 +232,8 @@ def test_a_twin_answered_between_the_cache_lookup_and_the_claim_is_not_asked_aga
     jobs = [SimpleNamespace(request_hash=h) for h in hashes]
     late = InFlight(eng, "late-run", lease_seconds=60, enabled=True)
     assert late.claim(jobs, hits={}) == (set(), {})  # the feeder's path: every one is answered already
-    hits, got = late._look(hashes)  # the resolver's path
-    assert got == set() and set(hits) == set(hashes)
+    hits, got, batched = late._look(hashes)  # the resolver's path
+    assert got == set() and batched == {} and set(hits) == set(hashes)
     with eng.connect() as c:
         assert c.execute(text("SELECT count(*) FROM request_claim")).scalar_one() == 0
     eng.dispose()

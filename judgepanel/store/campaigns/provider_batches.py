@@ -124,6 +124,27 @@ def open_provider_batch(
         return row.id, token, ids
 
 
+def take_back(engine: Engine, pk: int, job_ids: Sequence[int], owner: str, lease_seconds: float) -> int:
+    """Before a batch is sent: these of its jobs leave it and go back to `owner`'s lease (their
+    request is being asked elsewhere right now). Returns how many moved."""
+    if not job_ids:
+        return 0
+    from datetime import timedelta
+
+    now = utcnow()
+    ids = list(job_ids)  # one batch's jobs at most, as `open_provider_batch` moved them
+    with session_scope(engine) as s:
+        s.execute(
+            delete(ProviderBatchJob).where(ProviderBatchJob.batch_pk == pk, ProviderBatchJob.job_id.in_(ids))
+        )
+        res = s.execute(
+            update(Job)
+            .where(Job.id.in_(ids), Job.lease_owner == batch_owner(pk), Job.status == "running")
+            .values(lease_owner=owner, lease_expires=now + timedelta(seconds=lease_seconds), updated_at=now)
+        )
+        return int(res.rowcount or 0)  # type: ignore[attr-defined]
+
+
 def record_input_file(engine: Engine, pk: int, file_id: str) -> None:
     with session_scope(engine) as s:
         s.execute(update(ProviderBatch).where(ProviderBatch.id == pk).values(input_file_id=file_id))

@@ -236,6 +236,23 @@ def checker_job_rows(engine: Engine, campaign: str) -> list[tuple[int, int, floa
     return [(int(k), int(n) - int(k), None if cost is None else float(cost)) for k, n, cost in rows if k]
 
 
+def _failed_by_class(s: Connection, campaign_id: int) -> dict[str, int]:
+    return {
+        (ec or "unknown"): int(n)
+        for ec, n in s.execute(
+            select(Job.error_class, func.count())
+            .where(Job.campaign_id == campaign_id, Job.status == "failed")
+            .group_by(Job.error_class)
+        )
+    }
+
+
+def failed_by_class(engine: Engine, name: str) -> dict[str, int]:
+    """The campaign's failed jobs by the class of their last failure (`unknown` when unstored)."""
+    with engine.connect() as s:
+        return dict(sorted(_failed_by_class(s, _campaign(s, name).id).items()))
+
+
 def campaign_status(engine: Engine, name: str) -> CampaignStatus:
     from judgepanel.store.budget import spent_and_held
 
@@ -268,14 +285,7 @@ def campaign_status(engine: Engine, name: str) -> CampaignStatus:
             key = "pending" if status in ("pending", "running") else status
             d[key] += n
             counts[status] += n
-        failed_by_class = {
-            (ec or "unknown"): int(n)
-            for ec, n in s.execute(
-                select(Job.error_class, func.count())
-                .where(Job.campaign_id == c.id, Job.status == "failed")
-                .group_by(Job.error_class)
-            )
-        }
+        failed_by_class = _failed_by_class(s, c.id)
         priced = _judges_priced(c.spec)
         recorded: Counter[str] = Counter()  # calls with a cost, per judge
         calls = cached = tin = tout = 0
