@@ -421,10 +421,11 @@ class BatchRunner:
         return missing
 
     async def _not_asked_elsewhere(self, pk: int, todo: list[Prepared]) -> list[Prepared]:
-        """`todo` less the jobs whose request a realtime run is asking right now, or answered since
-        this run looked in the cache; those leave the batch (recorded, not yet sent) and are held
-        as twins. The batch's rows are written before this look and a realtime run looks for open
-        batches after it claims, so one of the two always sees the other: never both pay."""
+        """`todo` less the jobs whose request a realtime run is asking right now, another batch
+        recorded since `_hold_twins` looked, or the store answered since this run looked in the
+        cache; those leave batch `pk` (recorded, not yet sent) and are held as twins. Its rows are
+        written before this look, and a realtime run (or another batch run) looks after it claims
+        (records), so of two runs asking the same request at once one always sees the other."""
         if self.opts.no_cache:
             return todo
         wanted = {p.request_hash for p in todo}
@@ -432,7 +433,10 @@ class BatchRunner:
         answered = await asyncio.to_thread(store.cache_lookup, self.engine, got) if got else {}
         if got:  # the batch's rows are the claim from here on
             await asyncio.to_thread(claims.release, self.engine, self.owner, got)
-        elsewhere = (wanted - got) | answered.keys()
+        other = await asyncio.to_thread(
+            pb.hashes_in_open_batches, self.engine, sorted(wanted), except_batch=pk
+        )
+        elsewhere = (wanted - got) | answered.keys() | other.keys()
         if not elsewhere:
             return todo
         back = [p for p in todo if p.request_hash in elsewhere]

@@ -570,3 +570,33 @@ def test_a_batch_does_not_send_what_a_realtime_run_is_asking_right_now(
     again = run_batch(db_url, "b")
     assert (again["status"], again["cached"], again["submitted"]) == ("done", jobs, 0)
     assert realtime_calls(server) == jobs and batch_stats(server)["created"] == {}
+
+
+def test_open_batches_are_looked_up_but_for_the_one_being_sent(sqlite_url: str) -> None:
+    """`_not_asked_elsewhere` asks for open batches other than its own (recorded, not yet sent):
+    of two batch runs recording the same request at once, the later look sees the earlier batch."""
+    from judgepanel.store import campaigns as store
+    from judgepanel.store.campaigns import provider_batches as pb
+
+    tiny_db(sqlite_url).dispose()
+    create(sqlite_url, "a", "sim:panel")
+    create(sqlite_url, "b", "sim:panel")
+    eng = make_engine(sqlite_url)
+    try:
+        pks = {}
+        for name in ("a", "b"):
+            cid = store.campaign_id(eng, name)
+            job = store.lease_jobs(eng, cid, f"run-{name}", 1)[0]
+            with eng.connect() as c:
+                judge_id = c.scalar(select(Job.judge_id).where(Job.id == job.id))
+            pks[name], _, _ = pb.open_provider_batch(
+                eng, cid, judge_id, "openai", f"run-{name}", [(job.id, 1, "h-same")], "n0"
+            )
+        assert pb.hashes_in_open_batches(eng, ["h-same", "h-other"]) == {"h-same": "a"}
+        assert pb.hashes_in_open_batches(eng, ["h-same"], except_batch=pks["b"]) == {"h-same": "a"}
+        assert pb.hashes_in_open_batches(eng, ["h-same"], except_batch=pks["a"]) == {"h-same": "b"}
+        pb.close_batch(eng, pks["a"], "completed")
+        assert pb.hashes_in_open_batches(eng, ["h-same"], except_batch=pks["b"]) == {}
+        assert pb.open_batch_ids(eng) == frozenset({pks["b"]})
+    finally:
+        eng.dispose()

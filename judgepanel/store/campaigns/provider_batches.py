@@ -291,10 +291,13 @@ def open_batch_ids(engine: Engine) -> frozenset[int]:
         return frozenset(s.scalars(select(ProviderBatch.id).where(ProviderBatch.finished_at.is_(None))))
 
 
-def hashes_in_open_batches(engine: Engine, hashes: Sequence[str]) -> dict[str, str]:
-    """Which of these request hashes an open batch (of any campaign) is asking now, each with the
-    name of a campaign whose batch asks it: a twin of one waits for that batch's answer instead of
-    being asked again, in a batch run (held) or a realtime one (left pending) (issue 28 §2)."""
+def hashes_in_open_batches(
+    engine: Engine, hashes: Sequence[str], *, except_batch: int | None = None
+) -> dict[str, str]:
+    """Which of these request hashes an open batch (of any campaign; not `except_batch`) is asking
+    now, each with the name of a campaign whose batch asks it: a twin of one waits for that batch's
+    answer instead of being asked again, in a batch run (held) or a realtime one (left pending)
+    (issue 28 §2)."""
     found: dict[str, str] = {}
     with session_scope(engine) as s:
         for chunk in in_chunks(hashes):
@@ -306,6 +309,7 @@ def hashes_in_open_batches(engine: Engine, hashes: Sequence[str]) -> dict[str, s
                     ProviderBatchJob.request_hash.in_(chunk),
                     ProviderBatchJob.state == "open",
                     ProviderBatch.finished_at.is_(None),
+                    ProviderBatch.id != (except_batch if except_batch is not None else -1),
                 )
                 .order_by(Campaign.name)
             )
