@@ -482,7 +482,9 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
         from judgepanel.store import campaigns as store
 
         for advice in reask_advice(name, store.failed_by_class(engine, name)):
-            err_console.print(advice.replace(" --retry", " --batch --retry"), soft_wrap=True, markup=False)
+            err_console.print(
+                advice.replace(" --retry", " --batch --retry"), soft_wrap=True, markup=False, highlight=False
+            )
     if summary.exit_code != 0:
         raise typer.Exit(summary.exit_code)
 
