@@ -643,7 +643,15 @@ def submit(
                 .where(SL.c.id == s.id, SL.c.member_id == m.id, SL.c.state == "reserved")
                 .values(state="done", done_at=now, reserved_until=None)
             ).rowcount
-            if n != 1:  # taken between our read and this write (PostgreSQL, concurrent request)
+            if n != 1:  # changed between our read and this write (a concurrent request)
+                after = conn.execute(select(SL.c.member_id, SL.c.state).where(SL.c.id == s.id)).one()
+                if after.member_id == m.id and after.state == "done":
+                    # their own other request (a double click, a second tab) labelled it first: on
+                    # SQLite, which takes no row lock, this one read the seat before that commit
+                    raise Conflict(
+                        "already recorded: your other request labelled this item a moment ago (nothing "
+                        "changed by this one; change the label to replace it)"
+                    )
                 raise Conflict("your reservation of this item lapsed and another annotator has it now")
         seconds = (now - s.reserved_at).total_seconds() if first and s.reserved_at is not None else None
         _log_event(

@@ -156,3 +156,38 @@ def test_no_free_connection_is_a_503_with_retry_after(sample: tuple[str, Engine]
     finally:
         write.dispose()
         read.dispose()
+
+
+def test_the_losers_of_a_double_submit_are_told_it_is_recorded(api: tuple[TestClient, Engine, str]) -> None:
+    """On SQLite a loser of that race could read the seat as still reserved, find it labelled when it
+    wrote, and answer "your reservation of this item lapsed and another annotator has it now": about
+    the annotator's own other click. Every loser now says the label is recorded."""
+    client, _eng, token = api
+    m = store.member_by_token(_eng, "q", store.token_hash(token))
+    messages: list[str] = []
+    for _ in range(6):
+        slot = store.next_slot(_eng, m)
+        if slot is None:
+            break
+        body = json.dumps(
+            {"slot": slot, "value": 2, "csrf": client.get("/api/annotate/q/next").json()["csrf"]}
+        )
+        gate = threading.Barrier(6)
+        answers: list[tuple[int, str]] = []
+
+        def send(
+            body: str = body, gate: threading.Barrier = gate, answers: list[tuple[int, str]] = answers
+        ) -> None:
+            gate.wait()
+            r = _post(client, body)
+            answers.append((r.status_code, r.json().get("error", "")))
+
+        threads = [threading.Thread(target=send) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(code for code, _ in answers) == [200, 409, 409, 409, 409, 409], answers
+        messages += [msg for code, msg in answers if code == 409]
+    assert len(messages) >= 25
+    assert all(msg.startswith("already recorded") for msg in messages), sorted(set(messages))
