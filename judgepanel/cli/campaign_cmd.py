@@ -13,7 +13,7 @@ import typer
 from judgepanel.cli.context import held_signals, interrupt_on_signals, state
 from judgepanel.cli.option_group import option_group
 from judgepanel.cli.options import JSON
-from judgepanel.cli.render import SIMULATED_WORD, emit_json, err_console, simulated, table, warn
+from judgepanel.cli.render import SIMULATED_WORD, emit_json, err_console, printable, simulated, table, warn
 from judgepanel.errors import RETRY_FAILED, BadInput, Interrupted
 
 if TYPE_CHECKING:  # imported inside the commands that use them, so that `--help` stays fast
@@ -238,9 +238,10 @@ def _options(limits: CallLimits, no_cache: bool, retry_failed: bool) -> RunOptio
     )
 
 
-def reask_advice(name: str, failed: Mapping[str, int]) -> list[str]:
+def reask_advice(name: str, failed: Mapping[str, int], last: Mapping[str, str] | None = None) -> list[str]:
     """What re-asks the campaign's failed jobs (`failed`: by the class of their last failure), one
-    line per command; a plain `campaign run` re-asks none of them."""
+    line per command; a plain `campaign run` re-asks none of them. `last`: by class, the latest
+    such failure's stored message, quoted (shortened, terminal controls escaped) for `fatal`."""
 
     def some(classes: tuple[str, ...]) -> tuple[int, str]:
         hit = {k: n for k, n in failed.items() if k in classes and n}
@@ -261,9 +262,13 @@ def reask_advice(name: str, failed: Mapping[str, int]) -> list[str]:
         )
     n, _ = some(("fatal",))
     if n:
+        said = (last or {}).get("fatal")
+        quoted = (
+            "" if not said else f' (the last: "{printable(said if len(said) <= 160 else said[:159] + "…")}")'
+        )
         lines.append(
-            f"`campaign run {name} --retry-fatal` re-asks the {n} refused as fatal, once what their error "
-            "names is fixed (the key, the model, the request; `campaign status` counts the errors)"
+            f"`campaign run {name} --retry-fatal` re-asks the {n} refused as fatal{quoted}, once what their "
+            "error names is fixed (the key, the model, the request)"
         )
     return lines
 
@@ -352,7 +357,7 @@ def _execute(
         if summary.failed:
             from judgepanel.store import campaigns as store
 
-            for advice in reask_advice(name, store.failed_by_class(engine, name)):
+            for advice in reask_advice(name, *store.failed_by_class(engine, name)):
                 err_console.print(advice, soft_wrap=True, markup=False, highlight=False)
         raise typer.Exit(summary.exit_code)
 
@@ -481,7 +486,7 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
     if summary.failed:
         from judgepanel.store import campaigns as store
 
-        for advice in reask_advice(name, store.failed_by_class(engine, name)):
+        for advice in reask_advice(name, *store.failed_by_class(engine, name)):
             err_console.print(
                 advice.replace(" --retry", " --batch --retry"), soft_wrap=True, markup=False, highlight=False
             )
@@ -571,7 +576,7 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         typer.echo("attempt errors: " + ", ".join(f"{k} {v}" for k, v in st.errors.items()))
     if st.failed_by_class:
         typer.echo("failed jobs by class: " + ", ".join(f"{k} {v}" for k, v in st.failed_by_class.items()))
-        for advice in reask_advice(name, st.failed_by_class):
+        for advice in reask_advice(name, *store.failed_by_class(engine, name)):
             typer.echo(f"  {advice}")
     if st.partial:
         typer.echo(

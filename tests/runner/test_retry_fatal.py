@@ -41,10 +41,13 @@ def test_jobs_refused_as_fatal_are_re_asked_by_retry_fatal_only(
     jobs = out["jobs"]
     assert (out["failed"], out["errors"]) == (jobs, {"fatal": jobs}), out
     advice = [line for line in first.stderr.splitlines() if "--retry-fatal" in line]
-    assert advice == [
-        f"`campaign run k --retry-fatal` re-asks the {jobs} refused as fatal, once what their error names "
-        "is fixed (the key, the model, the request; `campaign status` counts the errors)"
-    ], first.stderr
+    assert len(advice) == 1, first.stderr
+    assert advice[0].startswith(
+        f'`campaign run k --retry-fatal` re-asks the {jobs} refused as fatal (the last: "'
+    )
+    assert "HTTP 401" in advice[0] and advice[0].endswith(
+        '"), once what their error names is fixed (the key, the model, the request)'
+    ), advice[0]
     status = cli("campaign", "status", "k", db=sqlite_url)
     assert status.code == 0 and f"fatal {jobs}" in status.stdout and "--retry-fatal" in status.stdout
     server.faults = {}  # the key fixed
@@ -65,15 +68,20 @@ def test_jobs_refused_as_fatal_are_re_asked_by_retry_fatal_only(
 def test_each_class_of_failure_is_told_its_command() -> None:
     from judgepanel.cli.campaign_cmd import reask_advice
 
+    said = "openai HTTP 404: no model \x1b[31mred\x1b[0m " + "x" * 200
     lines = reask_advice(
-        "c", {"transient": 2, "certificate": 1, "parse": 3, "truncated": 4, "fatal": 5, "unknown": 6}
+        "c",
+        {"transient": 2, "certificate": 1, "parse": 3, "truncated": 4, "fatal": 5, "unknown": 6},
+        {"fatal": said, "transient": "HTTP 503"},
     )
+    shown = said[:159].replace("\x1b", "\\x1b") + "…"  # cut at 160 characters, escapes shown
     assert lines == [
         "`campaign run c --retry-failed` re-asks the 3 failed on transient, certificate",
         "`campaign retry-parse-failures c` re-asks the 3 whose reply could not be read",
         "`campaign retry-parse-failures c --truncated` re-asks the 4 cut at the output cap (raise the "
         "judge's max_tokens first)",
-        "`campaign run c --retry-fatal` re-asks the 5 refused as fatal, once what their error names is fixed "
-        "(the key, the model, the request; `campaign status` counts the errors)",
+        f'`campaign run c --retry-fatal` re-asks the 5 refused as fatal (the last: "{shown}"), once what '
+        "their error names is fixed (the key, the model, the request)",
     ]
+    assert "\x1b" not in "".join(lines)  # a server's escape codes never reach the terminal
     assert reask_advice("c", {}) == [] and reask_advice("c", {"fatal": 0}) == []

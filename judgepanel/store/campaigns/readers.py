@@ -247,10 +247,29 @@ def _failed_by_class(s: Connection, campaign_id: int) -> dict[str, int]:
     }
 
 
-def failed_by_class(engine: Engine, name: str) -> dict[str, int]:
-    """The campaign's failed jobs by the class of their last failure (`unknown` when unstored)."""
+def failed_by_class(engine: Engine, name: str) -> tuple[dict[str, int], dict[str, str]]:
+    """The campaign's failed jobs by the class of their last failure (`unknown` when unstored), and
+    for each class the stored message (keys redacted) of the latest such failure, where there is one."""
     with engine.connect() as s:
-        return dict(sorted(_failed_by_class(s, _campaign(s, name).id).items()))
+        cid = _campaign(s, name).id
+        return dict(sorted(_failed_by_class(s, cid).items())), _last_failures(s, cid)
+
+
+def _last_failures(s: Connection, campaign_id: int) -> dict[str, str]:
+    latest = (
+        select(Response.error_class, func.max(Response.id).label("rid"))
+        .join(Request, Request.id == Response.request_id)
+        .join(Job, Job.id == Request.job_id)
+        .where(
+            Job.campaign_id == campaign_id, Job.status == "failed", Response.error_class == Job.error_class
+        )
+        .group_by(Response.error_class)
+        .subquery()
+    )
+    rows = s.execute(
+        select(Response.error_class, Response.error_message).join(latest, latest.c.rid == Response.id)
+    )
+    return {str(cls): str(msg) for cls, msg in rows if cls and msg}
 
 
 def campaign_status(engine: Engine, name: str) -> CampaignStatus:
