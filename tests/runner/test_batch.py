@@ -538,7 +538,9 @@ def test_a_batch_does_not_send_what_a_realtime_run_is_asking_right_now(
     tiny_db(db_url).dispose()
     create(db_url, "a", judge("openai", server.url))
     create(db_url, "b", judge("openai", server.url))
-    server.latency = 4.0
+    # long enough that the batch run below (2.4 s when it is the process's first, 0.1 s after) ends
+    # well before the realtime answers, however loaded the machine
+    server.latency = 10.0
     eng = make_engine(db_url)
     realtime = subprocess.Popen(
         [sys.executable, "-m", "judgepanel", "--db", db_url, "campaign", "run", "a", "--json"],
