@@ -241,6 +241,9 @@ class Worker:
         return waiting
 
     async def _pass(self, names: list[str]) -> None:
+        # the open batches as the pass starts: one that closes during the pass, after a runner left
+        # jobs for it, then differs from what is open next time, and those jobs are leased again
+        open_before = await self._db(pb.open_batch_ids, self.engine)
         self._runners = [Runner(self.engine, n, self.opts, provider_factory=self.factory) for n in names]
         try:
             results = await asyncio.gather(*(r.run() for r in self._runners))
@@ -248,11 +251,8 @@ class Worker:
             self._runners = []
         for s in results:
             self._count(s)
-        if any(s.left_for_batches for s in results):
-            open_now = await self._db(pb.open_batch_ids, self.engine)
-            for s in results:
-                if s.left_for_batches:
-                    self._on_batches[s.campaign] = (s.left_for_batches, open_now)
+            if s.left_for_batches:
+                self._on_batches[s.campaign] = (s.left_for_batches, open_before)
 
     def _count(self, s: RunSummary) -> None:
         if s.status == "unreadable":
