@@ -17,12 +17,8 @@ MESSAGES = [{"role": "user", "content": "Rate this summary from 1 to 5. Answer a
 
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
-    fake = FakeServer(batch_seconds=3600)
-    fake.start_in_thread()
-    try:
+    with FakeServer(batch_seconds=3600) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 def oa(server: FakeServer) -> openai.OpenAI:

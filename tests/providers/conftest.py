@@ -15,12 +15,8 @@ ANTHROPIC_KEY = "sk-ant-test-ANTHROPIC0123456789abcdef"
 @pytest.fixture(scope="session")
 def fake_server() -> Iterator[FakeServer]:
     """One server for the session, in a thread with its own event loop; torn down at the end."""
-    server = FakeServer(seed=7, hang=30.0)
-    server.start_in_thread()
-    try:
+    with FakeServer(seed=7, hang=30.0) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

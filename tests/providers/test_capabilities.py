@@ -21,12 +21,8 @@ from tests.providers.test_wire import SCHEMA, pairwise
 def refusing(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
     """A server that lacks `seed` and structured output (as some local servers do)."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    server = FakeServer(seed=5, refuse=("seed", "response_format"))
-    server.start_in_thread()
-    try:
+    with FakeServer(seed=5, refuse=("seed", "response_format")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_the_table_decides_the_output_cap_parameter_and_temperature_range() -> None:

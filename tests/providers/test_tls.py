@@ -52,12 +52,8 @@ def https_server(certs: tuple[Path, Path]) -> Iterator[FakeServer]:
     cert = certs[0]
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, cert.with_suffix(".key"))
-    server = FakeServer(seed=3, tls=tls)
-    server.start_in_thread()
-    try:
+    with FakeServer(seed=3, tls=tls) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

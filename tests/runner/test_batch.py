@@ -41,12 +41,8 @@ PRICE = f"price_in=2&price_out=8&batch_discount={DISCOUNT}"  # USD per million t
 
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
-    fake = FakeServer(batch_seconds=0.3, seed=5)
-    fake.start_in_thread()
-    try:
+    with FakeServer(batch_seconds=0.3, seed=5) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 @pytest.fixture

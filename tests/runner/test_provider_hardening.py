@@ -34,12 +34,8 @@ def eng(sqlite_url: str) -> Engine:
 
 @pytest.fixture
 def server(keys_env: dict[str, str]) -> Iterator[FakeServer]:
-    fake = FakeServer(seed=5, hang=30.0)
-    fake.start_in_thread()
-    try:
+    with FakeServer(seed=5, hang=30.0) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 def run_within(engine: Engine, name: str, seconds: float, options: RunOptions) -> tuple[RunSummary, Runner]:

@@ -34,12 +34,8 @@ def eng(db_url: str) -> Iterator[Engine]:
 def refusing(keys_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
     """A server that lacks `seed` and JSON-schema output, as some local servers do."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    server = FakeServer(seed=5, refuse=("seed", "response_format"))
-    server.start_in_thread()
-    try:
+    with FakeServer(seed=5, refuse=("seed", "response_format")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def chat(server: FakeServer) -> list[Any]:

@@ -16,12 +16,8 @@ from tests.runner.conftest import create_argv, tiny_db
 
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
-    fake = FakeServer(seed=11)
-    fake.start_in_thread()
-    try:
+    with FakeServer(seed=11) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 def _calls(fake: FakeServer) -> int:
