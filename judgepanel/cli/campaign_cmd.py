@@ -238,10 +238,14 @@ def _options(limits: CallLimits, no_cache: bool, retry_failed: bool) -> RunOptio
     )
 
 
-def reask_advice(name: str, failed: Mapping[str, int], last: Mapping[str, str] | None = None) -> list[str]:
+def reask_advice(
+    name: str, failed: Mapping[str, int], last: Mapping[str, str] | None = None, *, batch: bool = False
+) -> list[str]:
     """What re-asks the campaign's failed jobs (`failed`: by the class of their last failure), one
     line per command; a plain `campaign run` re-asks none of them. `last`: by class, the latest
-    such failure's stored message, quoted (shortened, terminal controls escaped) for `fatal`."""
+    such failure's stored message, quoted (shortened, terminal controls escaped) for `fatal`.
+    `batch`: the `campaign run` lines say `--batch`, for a batch run's advice."""
+    run = f"campaign run {name}{' --batch' if batch else ''}"
 
     def some(classes: tuple[str, ...]) -> tuple[int, str]:
         hit = {k: n for k, n in failed.items() if k in classes and n}
@@ -250,7 +254,7 @@ def reask_advice(name: str, failed: Mapping[str, int], last: Mapping[str, str] |
     lines = []
     n, classes = some(RETRY_FAILED)
     if n:
-        lines.append(f"`campaign run {name} --retry-failed` re-asks the {n} failed on {classes}")
+        lines.append(f"`{run} --retry-failed` re-asks the {n} failed on {classes}")
     n, _ = some(("parse",))
     if n:
         lines.append(f"`campaign retry-parse-failures {name}` re-asks the {n} whose reply could not be read")
@@ -267,7 +271,7 @@ def reask_advice(name: str, failed: Mapping[str, int], last: Mapping[str, str] |
             "" if not said else f' (the last: "{printable(said if len(said) <= 160 else said[:159] + "…")}")'
         )
         lines.append(
-            f"`campaign run {name} --retry-fatal` re-asks the {n} refused as fatal{quoted}, once what their "
+            f"`{run} --retry-fatal` re-asks the {n} refused as fatal{quoted}, once what their "
             "error names is fixed (the key, the model, the request)"
         )
     return lines
@@ -355,11 +359,16 @@ def _execute(
             soft_wrap=True,
         )
         if summary.failed:
-            from judgepanel.store import campaigns as store
-
-            for advice in reask_advice(name, *store.failed_by_class(engine, name)):
-                err_console.print(advice, soft_wrap=True, markup=False, highlight=False)
+            _print_reask_advice(engine, name)
         raise typer.Exit(summary.exit_code)
+
+
+def _print_reask_advice(engine: Any, name: str, *, batch: bool = False) -> None:
+    """After a run that left failed jobs: `reask_advice` on stderr, from the store's counts."""
+    from judgepanel.store import campaigns as store
+
+    for advice in reask_advice(name, *store.failed_by_class(engine, name), batch=batch):
+        err_console.print(advice, soft_wrap=True, markup=False, highlight=False)
 
 
 CONCURRENCY = typer.Option(16, "--concurrency", help="Calls in flight per judge.")
@@ -484,12 +493,7 @@ def _execute_batch(ctx: typer.Context, name: str, options: Any, json_: bool) -> 
         summary, json_, line, "interrupted; submitted batches stay open, run again with --batch to collect"
     )
     if summary.failed:
-        from judgepanel.store import campaigns as store
-
-        for advice in reask_advice(name, *store.failed_by_class(engine, name)):
-            err_console.print(
-                advice.replace(" --retry", " --batch --retry"), soft_wrap=True, markup=False, highlight=False
-            )
+        _print_reask_advice(engine, name, batch=True)
     if summary.exit_code != 0:
         raise typer.Exit(summary.exit_code)
 
@@ -576,7 +580,7 @@ def status(ctx: typer.Context, name: str = typer.Argument(...), json_: bool = JS
         typer.echo("attempt errors: " + ", ".join(f"{k} {v}" for k, v in st.errors.items()))
     if st.failed_by_class:
         typer.echo("failed jobs by class: " + ", ".join(f"{k} {v}" for k, v in st.failed_by_class.items()))
-        for advice in reask_advice(name, *store.failed_by_class(engine, name)):
+        for advice in reask_advice(name, st.failed_by_class, store.last_failures(engine, name)):
             typer.echo(f"  {advice}")
     if st.partial:
         typer.echo(

@@ -81,3 +81,9 @@ def test_each_class_of_failure_is_told_its_command() -> None:
     ]
     assert "\x1b" not in "".join(lines)  # a server's escape codes never reach the terminal
     assert reask_advice("c", {}) == [] and reask_advice("c", {"fatal": 0}) == []
+    batch = reask_advice("c", {"transient": 1, "parse": 1, "fatal": 1}, batch=True)  # a batch run's
+    assert [line.split("`")[1] for line in batch] == [
+        "campaign run c --batch --retry-failed",
+        "campaign retry-parse-failures c",
+        "campaign run c --batch --retry-fatal",
+    ]

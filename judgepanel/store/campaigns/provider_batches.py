@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, delete, func, select, update
@@ -129,8 +129,6 @@ def take_back(engine: Engine, pk: int, job_ids: Sequence[int], owner: str, lease
     request is being asked elsewhere right now). Returns how many moved."""
     if not job_ids:
         return 0
-    from datetime import timedelta
-
     now = utcnow()
     ids = list(job_ids)  # one batch's jobs at most, as `open_provider_batch` moved them
     with session_scope(engine) as s:
@@ -301,7 +299,7 @@ def hashes_in_open_batches(
     found: dict[str, str] = {}
     with session_scope(engine) as s:
         for chunk in in_chunks(hashes):
-            rows = s.execute(
+            q = (
                 select(ProviderBatchJob.request_hash, Campaign.name)
                 .join(ProviderBatch, ProviderBatch.id == ProviderBatchJob.batch_pk)
                 .join(Campaign, Campaign.id == ProviderBatch.campaign_id)
@@ -309,10 +307,12 @@ def hashes_in_open_batches(
                     ProviderBatchJob.request_hash.in_(chunk),
                     ProviderBatchJob.state == "open",
                     ProviderBatch.finished_at.is_(None),
-                    ProviderBatch.id != (except_batch if except_batch is not None else -1),
                 )
                 .order_by(Campaign.name)
             )
+            if except_batch is not None:
+                q = q.where(ProviderBatch.id != except_batch)
+            rows = s.execute(q)
             for h, name in rows:
                 found.setdefault(h, name)
     return found

@@ -255,6 +255,12 @@ def failed_by_class(engine: Engine, name: str) -> tuple[dict[str, int], dict[str
         return dict(sorted(_failed_by_class(s, cid).items())), _last_failures(s, cid)
 
 
+def last_failures(engine: Engine, name: str) -> dict[str, str]:
+    """`failed_by_class`'s messages alone, for a caller that has the counts (`campaign status`)."""
+    with engine.connect() as s:
+        return _last_failures(s, _campaign(s, name).id)
+
+
 def _last_failures(s: Connection, campaign_id: int) -> dict[str, str]:
     latest = (
         select(Response.error_class, func.max(Response.id).label("rid"))
