@@ -430,19 +430,29 @@ def test_twins_of_a_request_in_an_open_batch_wait_for_it_across_runs(
     assert sum(submitted_jobs(server).values()) == 6
 
 
+def _two_campaigns(url: str, server: FakeServer) -> None:
+    """Campaigns a and b: the same judge and items, so the same requests."""
+    tiny_db(url).dispose()
+    create(url, "a", judge("openai", server.url))
+    create(url, "b", judge("openai", server.url))
+
+
+def _batch_open_in_a_and_b_to_run(url: str, server: FakeServer) -> int:
+    """`_two_campaigns`, a's batch submitted and left open: how many requests it asks."""
+    _two_campaigns(url, server)
+    server.batch_seconds = 3600
+    first = run_batch(url, "a", "--no-wait", code=3)
+    assert first["submitted"] == first["jobs"] > 0 and first["status"] == "waiting"
+    return int(first["submitted"])
+
+
 def test_a_realtime_run_leaves_pending_what_another_campaigns_open_batch_asks(
     db_url: str, server: FakeServer, keys_env: dict[str, str]
 ) -> None:
     """A realtime run asked a request that another campaign's open batch was already asking, and
     paid for it twice. Now its jobs are left pending with a warning naming that campaign, and are
     answered from the store once the batch is collected."""
-    tiny_db(db_url).dispose()
-    create(db_url, "a", judge("openai", server.url))
-    create(db_url, "b", judge("openai", server.url))  # the same judge and items: the same requests
-    server.batch_seconds = 3600
-    first = run_batch(db_url, "a", "--no-wait", code=3)
-    n = first["submitted"]
-    assert n == first["jobs"] > 0 and first["status"] == "waiting"
+    n = _batch_open_in_a_and_b_to_run(db_url, server)
     ran = cli("campaign", "run", "b", "--json", db=db_url)
     out = ran.json(code=3)
     assert realtime_calls(server) == 0  # was n: each request asked again beside the batch
@@ -455,16 +465,6 @@ def test_a_realtime_run_leaves_pending_what_another_campaigns_open_batch_asks(
     again = cli("campaign", "run", "b", "--json", db=db_url).json()
     assert (again["status"], again["done"], again["cached"], again["calls"]) == ("done", n, n, 0)
     assert realtime_calls(server) == 0 and sum(submitted_jobs(server).values()) == n
-
-
-def _batch_open_in_a_and_b_to_run(url: str, server: FakeServer) -> int:
-    tiny_db(url).dispose()
-    create(url, "a", judge("openai", server.url))
-    create(url, "b", judge("openai", server.url))
-    server.batch_seconds = 3600
-    first = run_batch(url, "a", "--no-wait", code=3)
-    assert first["submitted"] == first["jobs"] > 0
-    return int(first["submitted"])
 
 
 def test_a_worker_leaves_what_an_open_batch_asks_and_exits(
@@ -531,9 +531,7 @@ def test_a_batch_does_not_send_what_a_realtime_run_is_asking_right_now(
     batch run starts with the same requests. It sent them all, paying twice; now it records its
     batch, claims its requests, and takes back those a live run holds: nothing is sent, they go
     back to pending, and the next batch run answers them from the store."""
-    tiny_db(db_url).dispose()
-    create(db_url, "a", judge("openai", server.url))
-    create(db_url, "b", judge("openai", server.url))
+    _two_campaigns(db_url, server)
     # long enough that the batch run below (2.4 s when it is the process's first, 0.1 s after) ends
     # well before the realtime answers, however loaded the machine
     server.latency = 10.0
